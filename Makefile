@@ -1,0 +1,132 @@
+# libcputrain — GNU make, no configure step.
+#   make [all]        shared + static library, tools, examples
+#   make check        build and run every test (needs scripts/install-deps.sh)
+#   make demo         the main job on its built-in default
+#   make install      PREFIX, DESTDIR, LIBDIR, INCLUDEDIR, BINDIR honoured
+#   make abi-check    compare the exported ABI with abi/libcputrain.abi
+#   make abi-baseline regenerate that baseline (an intentional ABI change)
+
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR    ?=
+
+CC       ?= cc
+CXX      ?= c++
+PYTHON   ?= /usr/bin/python3
+PKG_CONFIG ?= pkg-config
+WERROR   ?= -Werror
+
+# The version lives once, in the header.
+version_part = $(shell sed -n 's/^\#define CT_VERSION_$(1) *\([0-9]*\).*/\1/p' include/cputrain/core.h)
+MAJOR   := $(call version_part,MAJOR)
+MINOR   := $(call version_part,MINOR)
+PATCH   := $(call version_part,PATCH)
+VERSION := $(MAJOR).$(MINOR).$(PATCH)
+
+B ?= build
+SONAME    := libcputrain.so.$(MAJOR)
+SHARED    := $(B)/lib/libcputrain.so.$(VERSION)
+STATIC    := $(B)/lib/libcputrain.a
+
+DEP_PKGS := hwloc numa openblas
+CHECK_PKGS := check
+
+OPTFLAGS ?= -O2 -g
+WARNFLAGS := -Wall -Wextra $(WERROR)
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(OPTFLAGS) $(WARNFLAGS) -pthread -fPIC -fvisibility=hidden \
+               -Iinclude -Ilib $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
+LIB_LDLIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null) -lm -ldl -pthread
+
+LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
+
+TEST_SRCS := $(sort $(wildcard tests/check_*.c))
+TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
+CHECK_RUNNER := $(B)/tests/check_all
+
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+
+.PHONY: all check demo install uninstall clean abi-check abi-baseline deps
+all: $(SHARED) $(B)/lib/$(SONAME) $(B)/lib/libcputrain.so $(STATIC) $(EXAMPLES)
+
+deps:
+	./scripts/install-deps.sh
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c $< -o $@
+
+$(SHARED): $(LIB_OBJS) libcputrain.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=libcputrain.map \
+	    -Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
+
+$(B)/lib/$(SONAME): $(SHARED)
+	ln -sf $(notdir $(SHARED)) $@
+
+$(B)/lib/libcputrain.so: $(B)/lib/$(SONAME)
+	ln -sf $(SONAME) $@
+
+$(STATIC): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $(LIB_OBJS)
+
+$(B)/examples/%: examples/%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
+
+# ---- tests -----------------------------------------------------------------
+
+$(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(TEST_OBJS) $(STATIC) $(shell $(PKG_CONFIG) --libs $(CHECK_PKGS)) $(LIB_LDLIBS)
+
+$(B)/tests/test_wrapper: tests/cpp/test_wrapper.cpp bindings/cpp/cputrain.hpp $(SHARED)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++11 -Wall -Wextra $(WERROR) -Iinclude -Ibindings/cpp -o $@ $< \
+	    -L$(B)/lib -lcputrain -Wl,-rpath,$(abspath $(B)/lib)
+
+check: all $(CHECK_RUNNER) $(B)/tests/test_wrapper
+	@B="$(B)" VERSION="$(VERSION)" CC="$(CC)" CXX="$(CXX)" PYTHON="$(PYTHON)" MAKE="$(MAKE)" sh tests/run_all.sh
+
+demo: all
+	$(B)/examples/quickstart
+
+# ---- ABI -------------------------------------------------------------------
+
+ABI_BASELINE := abi/libcputrain.abi
+abi-check: $(SHARED)
+	sh tests/abi_check.sh $(ABI_BASELINE) $(SHARED)
+
+abi-baseline: $(SHARED)
+	abidw --no-corpus-path --headers-dir include/cputrain --out-file $(ABI_BASELINE) $(SHARED)
+
+# ---- install ---------------------------------------------------------------
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/cputrain $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 644 include/cputrain/*.h $(DESTDIR)$(INCLUDEDIR)/cputrain/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SHARED)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libcputrain.so
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@REQUIRES_PRIVATE@|$(DEP_PKGS)|g' libcputrain.pc.in \
+	    > $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc
+	ln -sf libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libcputrain.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	      $(DESTDIR)$(LIBDIR)/libcputrain.so $(DESTDIR)$(LIBDIR)/libcputrain.a \
+	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/cputrain
+
+clean:
+	rm -rf $(B)
+
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d)

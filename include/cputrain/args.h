@@ -1,0 +1,112 @@
+/* libcputrain public API: training arguments (ct_args), with Hugging Face
+ * TrainingArguments' names, defaults and command-line conventions.
+ * Included through <cputrain/cputrain.h>; do not include directly. */
+#ifndef CPUTRAIN_ARGS_H
+#define CPUTRAIN_ARGS_H
+
+#ifndef CT_INSIDE_CPUTRAIN_H
+#error "include <cputrain/cputrain.h> instead of <cputrain/args.h>"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_args ct_args;
+
+typedef enum ct_arg_type {
+    CT_ARG_BOOL = 0,
+    CT_ARG_INT = 1,    /* int64 */
+    CT_ARG_FLOAT = 2,  /* double */
+    CT_ARG_STRING = 3, /* free text, e.g. a path */
+    CT_ARG_CHOICE = 4  /* one of a fixed list of strings */
+} ct_arg_type;
+
+/* A handle holding every field at its Hugging Face default. */
+CT_API ct_status ct_args_create(ct_args **out);
+CT_API ct_status ct_args_copy(const ct_args *src, ct_args **out);
+CT_API void ct_args_free(ct_args *args);
+
+/* ---- The field table (the same for every handle) ---------------------- */
+
+CT_API size_t ct_args_field_count(void);
+/* Index of a field by name (deprecated aliases such as no_cuda resolve to
+ * their field); CT_ERR_NOT_FOUND for an unknown name. */
+CT_API ct_status ct_args_field_index(const char *name, size_t *index);
+/* Properties of field `index`; NULL / -1 when index is out of range. */
+CT_API const char *ct_args_field_name(size_t index);
+CT_API int ct_args_field_type(size_t index);          /* a ct_arg_type */
+CT_API int ct_args_field_optional(size_t index);      /* 1: may be None */
+CT_API const char *ct_args_field_default(size_t index); /* "None" if unset */
+CT_API const char *ct_args_field_help(size_t index);
+/* "linear|cosine|..." for CT_ARG_CHOICE fields, "" otherwise. */
+CT_API const char *ct_args_field_choices(size_t index);
+
+/* ---- Values as strings, exactly as on a command line ------------------ */
+
+/* Parse `value` as the field's type ("3e-5", "true", "cosine", "None" for an
+ * optional field) and store it. Nothing changes on failure. */
+CT_API ct_status ct_args_set(ct_args *args, const char *name, const char *value);
+/* The value as a string ("3e-05", "True", "None", "cosine"), written with a
+ * terminating NUL into buf. *length (if not NULL) receives the string's
+ * length; when size <= length nothing is written and CT_ERR_INVALID_ARG is
+ * returned, so a call with size 0 asks for the length. */
+CT_API ct_status ct_args_get(const ct_args *args, const char *name, char *buf,
+                             size_t size, size_t *length);
+
+/* ---- Typed access ------------------------------------------------------ */
+/* A typed call on a field of another type is CT_ERR_INVALID_ARG; getting an
+ * optional field that is None is CT_ERR_STATE (check ct_args_is_set). */
+
+CT_API ct_status ct_args_is_set(const ct_args *args, const char *name, int *is_set);
+/* Make an optional field None again. */
+CT_API ct_status ct_args_unset(ct_args *args, const char *name);
+CT_API ct_status ct_args_set_bool(ct_args *args, const char *name, int value);
+CT_API ct_status ct_args_get_bool(const ct_args *args, const char *name, int *out);
+CT_API ct_status ct_args_set_int(ct_args *args, const char *name, int64_t value);
+CT_API ct_status ct_args_get_int(const ct_args *args, const char *name, int64_t *out);
+CT_API ct_status ct_args_set_float(ct_args *args, const char *name, double value);
+CT_API ct_status ct_args_get_float(const ct_args *args, const char *name, double *out);
+/* For CT_ARG_STRING and CT_ARG_CHOICE fields; NULL makes an optional field
+ * None (the text "None" is taken literally, as it may be a path). */
+CT_API ct_status ct_args_set_string(ct_args *args, const char *name, const char *value);
+/* *out points into the handle, valid until the field changes or the handle
+ * is freed; it is NULL (with CT_OK) when the field is None. */
+CT_API ct_status ct_args_get_string(const ct_args *args, const char *name,
+                                    const char **out);
+
+/* ---- Command line, JSON, validation ------------------------------------ */
+
+/* Parse arguments the way HfArgumentParser does: `--name value`,
+ * `--name=value`, `--name-with-dashes`, a bare `--flag` for a boolean (and
+ * `--no_flag` for one whose default is true), `--flag true|false|yes|no|1|0`,
+ * or a single argument ending in ".json" naming a file of {"name": value}.
+ * argv holds the arguments only (no program name). Arguments that are not
+ * TrainingArguments fields (including --help) are not errors: they are kept,
+ * in order, for the caller (ct_args_unparsed). On success the result is
+ * validated (ct_args_validate); on any failure the handle is left exactly as
+ * it was. */
+CT_API ct_status ct_args_parse(ct_args *args, int argc, const char *const *argv);
+/* What the last successful ct_args_parse / ct_args_load_json did not consume.
+ * Keys from a JSON file come back as "--key" followed by the value. */
+CT_API size_t ct_args_unparsed_count(const ct_args *args);
+CT_API const char *ct_args_unparsed(const ct_args *args, size_t index);
+
+/* The rules TrainingArguments enforces (mixed precision, ranges, steps,
+ * output_dir for training ...). The error text names the field and rule. */
+CT_API ct_status ct_args_validate(const ct_args *args);
+
+/* `--help` text for every field: name, metavar, help and default, one table,
+ * as argparse prints it. Static storage; never NULL. */
+CT_API const char *ct_args_help(void);
+
+/* training_args.json: every field by name, indented as json.dumps(indent=2). */
+CT_API ct_status ct_args_save_json(const ct_args *args, const char *path);
+/* Apply a JSON object of fields on top of the current values; unknown keys
+ * are kept (ct_args_unparsed). Validated; nothing changes on failure. */
+CT_API ct_status ct_args_load_json(ct_args *args, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPUTRAIN_ARGS_H */

@@ -1,0 +1,11 @@
+/* libcputrain: train BERT-family models on CPUs with bf16 mixed precision.
+ * The one header applications include. */
+#ifndef CPUTRAIN_H
+#define CPUTRAIN_H
+
+#define CT_INSIDE_CPUTRAIN_H
+#include "core.h"
+#include "args.h"
+#undef CT_INSIDE_CPUTRAIN_H
+
+#endif /* CPUTRAIN_H */

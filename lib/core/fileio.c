@@ -1,0 +1,145 @@
+/* Whole-file reads and crash-safe writes. */
+#include "core/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len)
+{
+    struct stat sb;
+    char *buf;
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    *data = NULL;
+    *len = 0;
+    if (fd < 0)
+        return ct__error(CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ct__error(CT_ERR_IO, "%s: not a regular file", path);
+    }
+    if ((uint64_t)sb.st_size > max_bytes) {
+        close(fd);
+        return ct__error(CT_ERR_FORMAT, "%s: %lld bytes, more than the %zu allowed", path,
+                         (long long)sb.st_size, max_bytes);
+    }
+    buf = malloc((size_t)sb.st_size + 1);
+    if (!buf) {
+        close(fd);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory reading %lld bytes", path,
+                         (long long)sb.st_size);
+    }
+    while (got < (size_t)sb.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int err = n < 0 ? errno : 0;
+            free(buf);
+            close(fd);
+            return ct__error(CT_ERR_IO, "%s: read failed: %s", path,
+                             err ? strerror(err) : "file shrank while reading");
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *data = buf;
+    *len = got;
+    return CT_OK;
+}
+
+ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + sizeof ".tmp.XXXXXX");
+    *fd = -1;
+    *tmp_path = NULL;
+    if (!tmp)
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    *fd = mkostemp(tmp, O_CLOEXEC);
+    if (*fd < 0) {
+        int err = errno;
+        free(tmp);
+        return ct__error(CT_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
+                         strerror(err));
+    }
+    /* mkostemp makes 0600; saved models and logs are meant to be shared.
+     * (Reading the umask is not thread-safe, so 0644 it is.) */
+    fchmod(*fd, 0644);
+    *tmp_path = tmp;
+    return CT_OK;
+}
+
+static void fsync_parent(const char *path)
+{
+    char *copy = strdup(path);
+    int dfd;
+    if (!copy)
+        return;
+    dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    free(copy);
+}
+
+ct_status ct__commit_file(int fd, const char *tmp_path, const char *path)
+{
+    int err = 0;
+    if (fsync(fd) != 0)
+        err = errno;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp_path, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(tmp_path);
+        return ct__error(CT_ERR_IO, "%s: cannot write: %s", path, strerror(err));
+    }
+    fsync_parent(path);
+    return CT_OK;
+}
+
+void ct__abandon_file(int fd, const char *tmp_path)
+{
+    if (fd >= 0)
+        close(fd);
+    if (tmp_path)
+        unlink(tmp_path);
+}
+
+ct_status ct__write_file_atomic(const char *path, const void *data, size_t len)
+{
+    const char *p = data;
+    char *tmp;
+    int fd;
+    ct_status st = ct__open_temp_beside(path, &fd, &tmp);
+    if (st != CT_OK)
+        return st;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno;
+            ct__abandon_file(fd, tmp);
+            free(tmp);
+            return ct__error(CT_ERR_IO, "%s: write failed: %s", path, strerror(err));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    st = ct__commit_file(fd, tmp, path);
+    free(tmp);
+    return st;
+}

@@ -1,0 +1,27 @@
+/* Internal whole-file I/O: read a file into memory, and write one atomically
+ * (temporary file in the same folder, fsync, rename, fsync the folder). */
+#ifndef CT_CORE_FILEIO_H
+#define CT_CORE_FILEIO_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+/* *data is malloc'ed, NUL-terminated (not counted in *len). CT_ERR_IO names
+ * the path and the system's reason. max_bytes guards against absurd files. */
+ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len);
+
+/* Either `path` ends up holding exactly data[0..len) or it is left as it was
+ * (and no temporary file remains). */
+ct_status ct__write_file_atomic(const char *path, const void *data, size_t len);
+
+/* Open a temporary file beside `path` (named path.tmp.XXXXXX); *tmp_path is
+ * malloc'ed. Used with ct__commit_file for writers that stream. */
+ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path);
+/* fsync fd, close it, rename tmp_path onto path, fsync the folder. On any
+ * failure the temporary file is removed. Always closes fd. */
+ct_status ct__commit_file(int fd, const char *tmp_path, const char *path);
+/* Close fd and remove the temporary file (abandoning a write). */
+void ct__abandon_file(int fd, const char *tmp_path);
+
+#endif

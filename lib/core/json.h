@@ -1,0 +1,77 @@
+/* Internal JSON: a strict DOM parser (RFC 8259, UTF-8 validated) into one
+ * arena, and a small writer on top of ct__strbuf. */
+#ifndef CT_CORE_JSON_H
+#define CT_CORE_JSON_H
+
+#include "core/strbuf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ct__json_type {
+    CT_JSON_NULL,
+    CT_JSON_FALSE,
+    CT_JSON_TRUE,
+    CT_JSON_NUMBER,
+    CT_JSON_STRING,
+    CT_JSON_ARRAY,
+    CT_JSON_OBJECT
+} ct__json_type;
+
+typedef struct ct__json ct__json;
+typedef struct ct__json_member ct__json_member;
+
+struct ct__json {
+    ct__json_type type;
+    /* NUMBER: the literal as written (for exact integers) and its value. */
+    /* STRING: decoded UTF-8, NUL-terminated (len excludes the NUL; the
+     * string may itself contain NUL bytes from \u0000). */
+    const char *str;
+    size_t len;
+    double num;
+    /* ARRAY: items[n]; OBJECT: members[n], in document order. */
+    size_t n;
+    ct__json *items;
+    ct__json_member *members;
+    /* 1-based position of the value in the text, for error messages. */
+    unsigned line, col;
+};
+
+struct ct__json_member {
+    const char *key; /* decoded, NUL-terminated */
+    size_t key_len;
+    ct__json value;
+};
+
+typedef struct ct__json_doc ct__json_doc;
+
+/* Parse text[0..len). `what` names the source in error text (a path, or
+ * "training_args.json"). On failure returns CT_ERR_FORMAT (or CT_ERR_NOMEM)
+ * with "<what>: line L column C: <problem>" set as the error. Nesting deeper
+ * than 512 levels is refused. */
+int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc **out);
+/* Read a whole file and parse it; CT_ERR_IO names the path when unreadable. */
+int ct__json_parse_file(const char *path, ct__json_doc **out);
+const ct__json *ct__json_root(const ct__json_doc *doc);
+void ct__json_free(ct__json_doc *doc);
+
+/* Member of an object by key (last one wins if repeated), NULL if absent or
+ * if obj is not an object. */
+const ct__json *ct__json_get(const ct__json *obj, const char *key);
+/* Name of the first key that appears twice in obj, or NULL. */
+const char *ct__json_duplicate_key(const ct__json *obj);
+/* A NUMBER holding an integer written without fraction or exponent that fits
+ * int64: 1 and *out set; else 0. Likewise for uint64. */
+int ct__json_int64(const ct__json *v, int64_t *out);
+int ct__json_uint64(const ct__json *v, uint64_t *out);
+/* "null", "boolean", "number", "string", "array", "object". */
+const char *ct__json_type_name(ct__json_type type);
+
+/* Writer helpers: append a JSON string literal (quoted, escaped as Python's
+ * json.dumps with ensure_ascii=False would: ", \\, \n, \r, \t, \b, \f, other
+ * controls as \u00XX) and a number in Python's repr form (3e-05, 0.9, 500.0;
+ * NaN / Infinity as Python writes them). */
+int ct__json_write_string(ct__strbuf *sb, const char *s, size_t len);
+int ct__json_write_double(ct__strbuf *sb, double v);
+
+#endif

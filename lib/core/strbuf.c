@@ -1,0 +1,147 @@
+/* Growable text buffer and Python-style float formatting. */
+#include "core/strbuf.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int sb_reserve(ct__strbuf *sb, size_t extra)
+{
+    size_t need, cap;
+    char *p;
+    if (sb->failed)
+        return CT_ERR_NOMEM;
+    need = sb->len + extra + 1;
+    if (need <= sb->cap)
+        return CT_OK;
+    cap = sb->cap ? sb->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    p = realloc(sb->data, cap);
+    if (!p) {
+        sb->failed = 1;
+        return ct__error(CT_ERR_NOMEM, "out of memory building a %zu-byte text", need);
+    }
+    sb->data = p;
+    sb->cap = cap;
+    return CT_OK;
+}
+
+int ct__sb_append(ct__strbuf *sb, const char *s, size_t len)
+{
+    if (sb_reserve(sb, len) != CT_OK)
+        return CT_ERR_NOMEM;
+    memcpy(sb->data + sb->len, s, len);
+    sb->len += len;
+    sb->data[sb->len] = '\0';
+    return CT_OK;
+}
+
+int ct__sb_puts(ct__strbuf *sb, const char *s)
+{
+    return ct__sb_append(sb, s, strlen(s));
+}
+
+int ct__sb_printf(ct__strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return ct__error(CT_ERR_INTERNAL, "bad format string '%s'", fmt);
+    if (sb_reserve(sb, (size_t)n) != CT_OK)
+        return CT_ERR_NOMEM;
+    va_start(ap, fmt);
+    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb->len += (size_t)n;
+    return CT_OK;
+}
+
+char *ct__sb_take(ct__strbuf *sb)
+{
+    char *p = sb->failed ? NULL : sb->data;
+    if (sb->failed)
+        free(sb->data);
+    else if (!p)
+        p = calloc(1, 1);
+    memset(sb, 0, sizeof *sb);
+    return p;
+}
+
+void ct__sb_free(ct__strbuf *sb)
+{
+    free(sb->data);
+    memset(sb, 0, sizeof *sb);
+}
+
+void ct__format_double(char *buf, size_t size, double v)
+{
+    char digits[40], mant[40];
+    int prec, exp10, ndig, i;
+    char *e, *p;
+
+    if (isnan(v)) {
+        snprintf(buf, size, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, size, v < 0 ? "-inf" : "inf");
+        return;
+    }
+    /* Shortest %.Ne that round-trips gives the digits and the exponent. */
+    for (prec = 0; prec < 17; prec++) {
+        snprintf(digits, sizeof digits, "%.*e", prec, v);
+        if (strtod(digits, NULL) == v)
+            break;
+    }
+    snprintf(digits, sizeof digits, "%.*e", prec, v);
+    e = strchr(digits, 'e');
+    exp10 = atoi(e + 1);
+    *e = '\0';
+    /* mant: the significant digits without sign or point. */
+    ndig = 0;
+    for (p = digits; *p; p++)
+        if (*p >= '0' && *p <= '9')
+            mant[ndig++] = *p;
+    mant[ndig] = '\0';
+
+    p = buf;
+    if (v < 0 || (v == 0 && signbit(v)))
+        *p++ = '-';
+    /* Python's repr: fixed notation for 1e-4 <= |v| < 1e16, else exponent. */
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 < 0) {
+            *p++ = '0';
+            *p++ = '.';
+            for (i = 0; i < -exp10 - 1; i++)
+                *p++ = '0';
+            memcpy(p, mant, (size_t)ndig);
+            p += ndig;
+        } else {
+            for (i = 0; i <= exp10; i++)
+                *p++ = i < ndig ? mant[i] : '0';
+            *p++ = '.';
+            if (ndig > exp10 + 1) {
+                memcpy(p, mant + exp10 + 1, (size_t)(ndig - exp10 - 1));
+                p += ndig - exp10 - 1;
+            } else {
+                *p++ = '0';
+            }
+        }
+        *p = '\0';
+    } else {
+        *p++ = mant[0];
+        if (ndig > 1) {
+            *p++ = '.';
+            memcpy(p, mant + 1, (size_t)(ndig - 1));
+            p += ndig - 1;
+        }
+        snprintf(p, size - (size_t)(p - buf), "e%c%02d", exp10 < 0 ? '-' : '+',
+                 exp10 < 0 ? -exp10 : exp10);
+    }
+}

@@ -1,0 +1,314 @@
+/* ct_args from a command line (HfArgumentParser conventions) and from/to
+ * training_args.json. Every entry point works on a copy and commits it only
+ * once everything parsed and validated, so a failure changes nothing. */
+#include "train/args_priv.h"
+
+#include "core/fileio.h"
+#include "core/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ct_status keep_unparsed(ct_args *args, const char *text)
+{
+    char **grown = realloc(args->unparsed, (args->n_unparsed + 1) * sizeof *grown);
+    if (!grown)
+        return ct__error(CT_ERR_NOMEM, "out of memory keeping argument '%s'", text);
+    args->unparsed = grown;
+    if (!(grown[args->n_unparsed] = strdup(text)))
+        return ct__error(CT_ERR_NOMEM, "out of memory keeping argument '%s'", text);
+    args->n_unparsed++;
+    return CT_OK;
+}
+
+static ct_status set_from_text(ct_args *args, int f, const char *text)
+{
+    ct__arg_value v;
+    ct_status st = ct__arg_value_parse(f, text, &v);
+    if (st != CT_OK)
+        return st;
+    ct__arg_value_free(&args->v[f]);
+    args->v[f] = v;
+    return CT_OK;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* "--per-device-train-batch-size" names the same field as the underscore
+ * form; `key` is rewritten in place. */
+static void underscores(char *key)
+{
+    for (; *key; key++)
+        if (*key == '-')
+            *key = '_';
+}
+
+static ct_status apply_json(ct_args *args, const char *path);
+
+/* Parse one "--name[=value]" at argv[*i], consuming a following value. */
+static ct_status parse_option(ct_args *args, int argc, const char *const *argv, int *i)
+{
+    const char *arg = argv[*i];
+    const char *eq = strchr(arg, '=');
+    const char *inline_value = eq ? eq + 1 : NULL;
+    char key[128];
+    size_t key_len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+    int f, negated = 0, b;
+
+    if (key_len >= sizeof key)
+        return keep_unparsed(args, arg);
+    memcpy(key, arg + 2, key_len);
+    key[key_len] = '\0';
+    underscores(key);
+
+    f = ct__args_find(key);
+    /* Booleans that default to true also get a --no_<name> form. */
+    if (f < 0 && strncmp(key, "no_", 3) == 0) {
+        int g = ct__args_find(key + 3);
+        if (g >= 0 && ct__arg_fields[g].type == CT_ARG_BOOL &&
+            strcmp(ct__arg_fields[g].def, "True") == 0) {
+            f = g;
+            negated = 1;
+        }
+    }
+    if (f < 0)
+        return keep_unparsed(args, arg);
+    if (!negated && strcmp(key, ct__arg_fields[f].name) != 0)
+        ct__log(CT_LOG_WARNING, "--%s is deprecated; use --%s", key, ct__arg_fields[f].name);
+
+    if (negated) {
+        if (inline_value)
+            return ct__error(CT_ERR_INVALID_ARG, "argument --%s: takes no value", key);
+        return set_from_text(args, f, "False");
+    }
+    if (ct__arg_fields[f].type == CT_ARG_BOOL) {
+        if (inline_value)
+            return set_from_text(args, f, inline_value);
+        if (*i + 1 < argc && ct__parse_bool_text(argv[*i + 1], &b)) {
+            (*i)++;
+            return set_from_text(args, f, argv[*i]);
+        }
+        return set_from_text(args, f, "True");
+    }
+    if (inline_value)
+        return set_from_text(args, f, inline_value);
+    if (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0)
+        return ct__error(CT_ERR_INVALID_ARG, "argument --%s: expected one argument", key);
+    (*i)++;
+    return set_from_text(args, f, argv[*i]);
+}
+
+ct_status ct_args_parse(ct_args *args, int argc, const char *const *argv)
+{
+    ct_args *work;
+    ct_status st = CT_OK;
+    int i;
+    CT__CHECK_ARG(args);
+    if (argc < 0 || (argc > 0 && !argv))
+        return ct__error(CT_ERR_INVALID_ARG, "ct_args_parse: argc %d with argv %p", argc,
+                         (const void *)argv);
+    for (i = 0; i < argc; i++)
+        if (!argv[i])
+            return ct__error(CT_ERR_INVALID_ARG, "ct_args_parse: argv[%d] is NULL", i);
+    if ((st = ct__args_clone(args, &work)) != CT_OK)
+        return st;
+
+    if (argc == 1 && ends_with(argv[0], ".json")) {
+        st = apply_json(work, argv[0]);
+    } else {
+        for (i = 0; i < argc && st == CT_OK; i++) {
+            if (strncmp(argv[i], "--", 2) == 0 && argv[i][2] != '\0')
+                st = parse_option(work, argc, argv, &i);
+            else
+                st = keep_unparsed(work, argv[i]);
+        }
+    }
+    if (st == CT_OK)
+        st = ct_args_validate(work);
+    if (st != CT_OK) {
+        ct_args_free(work);
+        return st;
+    }
+    ct__args_move(args, work);
+    return CT_OK;
+}
+
+size_t ct_args_unparsed_count(const ct_args *args)
+{
+    return args ? args->n_unparsed : 0;
+}
+
+const char *ct_args_unparsed(const ct_args *args, size_t index)
+{
+    return args && index < args->n_unparsed ? args->unparsed[index] : NULL;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+/* An unknown key comes back as "--key" "value", the value as it would be
+ * typed on a command line. */
+static ct_status keep_json_member(ct_args *args, const ct__json_member *m)
+{
+    ct__strbuf sb = {0};
+    ct_status st;
+    char *text;
+    if ((st = ct__sb_printf(&sb, "--%s", m->key)) != CT_OK)
+        return st;
+    text = ct__sb_take(&sb);
+    st = text ? keep_unparsed(args, text) : CT_ERR_NOMEM;
+    free(text);
+    if (st != CT_OK)
+        return st;
+    switch (m->value.type) {
+    case CT_JSON_NULL: return keep_unparsed(args, "None");
+    case CT_JSON_TRUE: return keep_unparsed(args, "True");
+    case CT_JSON_FALSE: return keep_unparsed(args, "False");
+    case CT_JSON_STRING: return keep_unparsed(args, m->value.str);
+    case CT_JSON_NUMBER:
+        ct__sb_append(&sb, m->value.str, m->value.len);
+        break;
+    default:
+        return ct__error(CT_ERR_FORMAT, "key '%s': nested %s values are not supported",
+                         m->key, ct__json_type_name(m->value.type));
+    }
+    text = ct__sb_take(&sb);
+    st = text ? keep_unparsed(args, text) : CT_ERR_NOMEM;
+    free(text);
+    return st;
+}
+
+static ct_status apply_json_member(ct_args *args, const ct__json_member *m)
+{
+    const ct__json *v = &m->value;
+    int f = ct__args_find(m->key);
+    const ct__arg_field *fd;
+    ct__arg_value nv;
+    if (f < 0)
+        return keep_json_member(args, m);
+    fd = &ct__arg_fields[f];
+    memset(&nv, 0, sizeof nv);
+    if (v->type == CT_JSON_NULL) {
+        if (!fd->optional)
+            return ct__error(CT_ERR_FORMAT, "field '%s' cannot be null", m->key);
+        ct__arg_value_free(&args->v[f]);
+        return CT_OK;
+    }
+    nv.set = 1;
+    switch (fd->type) {
+    case CT_ARG_BOOL:
+        if (v->type != CT_JSON_TRUE && v->type != CT_JSON_FALSE)
+            goto wrong_type;
+        nv.i = v->type == CT_JSON_TRUE;
+        break;
+    case CT_ARG_INT:
+        if (v->type != CT_JSON_NUMBER || !ct__json_int64(v, &nv.i))
+            goto wrong_type;
+        break;
+    case CT_ARG_FLOAT:
+        if (v->type != CT_JSON_NUMBER)
+            goto wrong_type;
+        nv.f = v->num;
+        break;
+    case CT_ARG_STRING:
+    case CT_ARG_CHOICE:
+        if (v->type != CT_JSON_STRING)
+            goto wrong_type;
+        if (strlen(v->str) != v->len)
+            return ct__error(CT_ERR_FORMAT, "field '%s': string contains a NUL byte", m->key);
+        return set_from_text(args, f, v->str);
+    }
+    ct__arg_value_free(&args->v[f]);
+    args->v[f] = nv;
+    return CT_OK;
+
+wrong_type:
+    return ct__error(CT_ERR_FORMAT, "field '%s': expected %s, got %s", m->key,
+                     fd->type == CT_ARG_BOOL    ? "true or false"
+                     : fd->type == CT_ARG_INT   ? "an integer"
+                     : fd->type == CT_ARG_FLOAT ? "a number"
+                                                : "a string",
+                     ct__json_type_name(v->type));
+}
+
+static ct_status apply_json(ct_args *args, const char *path)
+{
+    ct__json_doc *doc;
+    const ct__json *root;
+    ct_status st;
+    size_t i;
+    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+        return st;
+    root = ct__json_root(doc);
+    if (root->type != CT_JSON_OBJECT) {
+        ct__json_free(doc);
+        return ct__error(CT_ERR_FORMAT, "%s: expected a JSON object of training arguments, got %s",
+                         path, ct__json_type_name(root->type));
+    }
+    for (i = 0; i < root->n; i++) {
+        if ((st = apply_json_member(args, &root->members[i])) != CT_OK) {
+            st = ct__error_prefix(st, "%s", path);
+            break;
+        }
+    }
+    ct__json_free(doc);
+    return st;
+}
+
+ct_status ct_args_load_json(ct_args *args, const char *path)
+{
+    ct_args *work;
+    ct_status st;
+    CT__CHECK_ARG(args);
+    CT__CHECK_ARG(path);
+    if ((st = ct__args_clone(args, &work)) != CT_OK)
+        return st;
+    st = apply_json(work, path);
+    if (st == CT_OK && (st = ct_args_validate(work)) != CT_OK)
+        st = ct__error_prefix(st, "%s", path);
+    if (st != CT_OK) {
+        ct_args_free(work);
+        return st;
+    }
+    ct__args_move(args, work);
+    return CT_OK;
+}
+
+ct_status ct_args_save_json(const ct_args *args, const char *path)
+{
+    ct__strbuf sb = {0};
+    ct_status st;
+    size_t f;
+    char *text;
+    CT__CHECK_ARG(args);
+    CT__CHECK_ARG(path);
+    ct__sb_puts(&sb, "{");
+    for (f = 0; f < CT_ARGS_NFIELDS; f++) {
+        const ct__arg_value *v = &args->v[f];
+        ct__sb_puts(&sb, f ? ",\n  " : "\n  ");
+        ct__json_write_string(&sb, ct__arg_fields[f].name, strlen(ct__arg_fields[f].name));
+        ct__sb_puts(&sb, ": ");
+        if (!v->set) {
+            ct__sb_puts(&sb, "null");
+            continue;
+        }
+        switch (ct__arg_fields[f].type) {
+        case CT_ARG_BOOL: ct__sb_puts(&sb, v->i ? "true" : "false"); break;
+        case CT_ARG_INT: ct__sb_printf(&sb, "%lld", (long long)v->i); break;
+        case CT_ARG_FLOAT: ct__json_write_double(&sb, v->f); break;
+        default: ct__json_write_string(&sb, v->s, strlen(v->s)); break;
+        }
+    }
+    ct__sb_puts(&sb, "\n}\n");
+    if (sb.failed) {
+        ct__sb_free(&sb);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory writing training arguments", path);
+    }
+    text = ct__sb_take(&sb);
+    st = ct__write_file_atomic(path, text, strlen(text));
+    free(text);
+    return st;
+}

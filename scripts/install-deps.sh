@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs the Debian 12 packages libcputrain builds and tests with; does
+# nothing when every one is already present. Run as root (or through sudo).
+set -eu
+
+packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
+libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
+python3-numpy"
+
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+echo "install-deps: installing$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,218 @@
+/* Status codes and names, error text, version, log callback, float text and
+ * atomic file writes. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/fileio.h"
+#include "core/strbuf.h"
+#include "suites.h"
+
+START_TEST(status_names_match_the_list)
+{
+#define CHECK_NAME(sym, val, desc)                                  \
+    ck_assert_int_eq(sym, val);                                      \
+    ck_assert_str_eq(ct_status_name(sym), #sym);                     \
+    ck_assert_str_eq(ct_status_description(sym), desc);
+    CT_STATUS_LIST(CHECK_NAME)
+#undef CHECK_NAME
+    ck_assert_str_eq(ct_status_name((ct_status)999), "CT_UNKNOWN_STATUS");
+    ck_assert_str_eq(ct_status_name((ct_status)-1), "CT_UNKNOWN_STATUS");
+    ck_assert_str_eq(ct_status_description(CT_STATUS_END_), "unknown status");
+}
+END_TEST
+
+START_TEST(status_values_are_pinned)
+{
+    /* These numbers are ABI: changing one breaks every binding. */
+    ck_assert_int_eq(CT_OK, 0);
+    ck_assert_int_eq(CT_ERR_INVALID_ARG, 1);
+    ck_assert_int_eq(CT_ERR_NOMEM, 2);
+    ck_assert_int_eq(CT_ERR_IO, 3);
+    ck_assert_int_eq(CT_ERR_FORMAT, 4);
+    ck_assert_int_eq(CT_ERR_UNSUPPORTED, 5);
+    ck_assert_int_eq(CT_ERR_STATE, 6);
+    ck_assert_int_eq(CT_ERR_NOT_FOUND, 7);
+    ck_assert_int_eq(CT_ERR_DIST, 8);
+    ck_assert_int_eq(CT_ERR_NUMERIC, 9);
+    ck_assert_int_eq(CT_ERR_CANCELLED, 10);
+    ck_assert_int_eq(CT_ERR_INTERNAL, 11);
+}
+END_TEST
+
+START_TEST(version_matches_header)
+{
+    char expect[32];
+    ck_assert_uint_eq(ct_version_number(), CT_VERSION_NUMBER);
+    snprintf(expect, sizeof expect, "%d.%d.%d", CT_VERSION_MAJOR, CT_VERSION_MINOR,
+             CT_VERSION_PATCH);
+    ck_assert_str_eq(ct_version_string(), expect);
+    ck_assert_uint_eq(ct_version_number() / 10000, CT_VERSION_MAJOR);
+}
+END_TEST
+
+START_TEST(null_arguments_are_errors_not_crashes)
+{
+    ct_args *a = NULL;
+    ck_assert_int_eq(ct_args_create(NULL), CT_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "ct_args_create"));
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "'out'"));
+    ct_args_free(NULL);
+    ck_assert_int_eq(ct_args_set(NULL, "bf16", "true"), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_parse(NULL, 0, NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_validate(NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_create(&a), CT_OK);
+    ck_assert_int_eq(ct_args_set(a, NULL, "1"), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_set(a, "bf16", NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_get_bool(a, "bf16", NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_save_json(a, NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_args_load_json(a, NULL), CT_ERR_INVALID_ARG);
+    ck_assert_uint_eq(ct_args_unparsed_count(NULL), 0);
+    ck_assert_ptr_null(ct_args_unparsed(NULL, 0));
+    ct_args_free(a);
+}
+END_TEST
+
+static int log_calls;
+static ct_log_level log_last_level;
+static char log_last[256];
+
+static void record_log(ct_log_level level, const char *message, void *user)
+{
+    ck_assert_ptr_eq(user, &log_calls);
+    log_calls++;
+    log_last_level = level;
+    snprintf(log_last, sizeof log_last, "%s", message);
+}
+
+START_TEST(log_callback_and_level)
+{
+    ck_assert_str_eq(ct_log_level_name(CT_LOG_WARNING), "warning");
+    ck_assert_str_eq(ct_log_level_name((ct_log_level)42), "off");
+    ck_assert_int_eq(ct_log_get_level(), CT_LOG_WARNING);
+    ct_log_set_level(CT_LOG_DEBUG);
+    ck_assert_int_eq(ct_log_get_level(), CT_LOG_DEBUG);
+    ct_log_set_level((ct_log_level)99); /* clamped */
+    ck_assert_int_eq(ct_log_get_level(), CT_LOG_DEBUG);
+    ct_log_set_level(CT_LOG_WARNING);
+    {
+        /* A deprecated option is one thing the library warns about. */
+        const char *argv[] = {"--no_cuda"};
+        ct_args *a;
+        ck_assert_int_eq(ct_args_create(&a), CT_OK);
+        ck_assert_int_eq(ct_args_parse(a, 1, argv), CT_OK); /* no callback: silent */
+        ck_assert_int_eq(log_calls, 0);
+        ct_log_set_callback(record_log, &log_calls);
+        ck_assert_int_eq(ct_args_parse(a, 1, argv), CT_OK);
+        ck_assert_int_eq(log_calls, 1);
+        ck_assert_int_eq(log_last_level, CT_LOG_WARNING);
+        ck_assert_str_eq(log_last, "--no_cuda is deprecated; use --use_cpu");
+        ct_log_set_level(CT_LOG_ERROR); /* warnings now filtered out */
+        ck_assert_int_eq(ct_args_parse(a, 1, argv), CT_OK);
+        ck_assert_int_eq(log_calls, 1);
+        ct_log_set_level(CT_LOG_WARNING);
+        ct_log_set_callback(NULL, NULL);
+        ct_args_free(a);
+    }
+}
+END_TEST
+
+START_TEST(float_text_is_python_repr)
+{
+    static const struct {
+        double v;
+        const char *text;
+    } cases[] = {
+        {3e-5, "3e-05"},       {5e-5, "5e-05"},       {1e-8, "1e-08"},
+        {0.9, "0.9"},          {0.999, "0.999"},      {1.0, "1.0"},
+        {3.0, "3.0"},          {500.0, "500.0"},      {0.0, "0.0"},
+        {-0.0, "-0.0"},        {0.1, "0.1"},          {1e16, "1e+16"},
+        {1e15, "1000000000000000.0"},                 {123456789.125, "123456789.125"},
+        {0.0001, "0.0001"},    {0.00001, "1e-05"},    {-2.5, "-2.5"},
+        {1.0 / 3, "0.3333333333333333"},              {1e300, "1e+300"},
+        {5e-324, "5e-324"},    {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {12345.678, "12345.678"},
+    };
+    char buf[40];
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ct__format_double(buf, sizeof buf, cases[i].v);
+        ck_assert_msg(strcmp(buf, cases[i].text) == 0, "%.17g gave '%s', want '%s'",
+                      cases[i].v, buf, cases[i].text);
+    }
+    ct__format_double(buf, sizeof buf, NAN);
+    ck_assert_str_eq(buf, "nan");
+    ct__format_double(buf, sizeof buf, -INFINITY);
+    ck_assert_str_eq(buf, "-inf");
+}
+END_TEST
+
+START_TEST(float_text_round_trips)
+{
+    unsigned seed = 12345;
+    int i;
+    char buf[40];
+    for (i = 0; i < 20000; i++) {
+        union {
+            double d;
+            unsigned long long u;
+        } x;
+        seed = seed * 1103515245u + 12345u;
+        x.u = ((unsigned long long)seed << 32) ^ (seed * 2654435761u);
+        seed = seed * 1103515245u + 12345u;
+        x.u ^= (unsigned long long)seed << 13;
+        if (!isfinite(x.d))
+            continue;
+        ct__format_double(buf, sizeof buf, x.d);
+        ck_assert_msg(strtod(buf, NULL) == x.d, "'%s' does not read back as %.17g", buf, x.d);
+    }
+}
+END_TEST
+
+START_TEST(atomic_write_replaces_whole_or_nothing)
+{
+    char dir[] = "/tmp/ct_core_XXXXXX", path[256], *data;
+    size_t len;
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/f.txt", dir);
+    ck_assert_int_eq(ct__write_file_atomic(path, "first", 5), CT_OK);
+    ck_assert_int_eq(ct__write_file_atomic(path, "second!", 7), CT_OK);
+    ck_assert_int_eq(ct__read_file(path, 100, &data, &len), CT_OK);
+    ck_assert_uint_eq(len, 7);
+    ck_assert_str_eq(data, "second!");
+    free(data);
+    ck_assert_int_eq(ct__read_file(path, 3, &data, &len), CT_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), path));
+    /* A folder that does not exist: an error naming the path, nothing made. */
+    snprintf(path, sizeof path, "%s/missing/f.txt", dir);
+    ck_assert_int_eq(ct__write_file_atomic(path, "x", 1), CT_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), path));
+    ck_assert_int_eq(ct__read_file(path, 100, &data, &len), CT_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "No such file"));
+    snprintf(path, sizeof path, "%s/f.txt", dir);
+    unlink(path);
+    ck_assert_int_eq(rmdir(dir), 0); /* no temporary file was left behind */
+}
+END_TEST
+
+Suite *core_suite(void)
+{
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, status_names_match_the_list);
+    tcase_add_test(tc, status_values_are_pinned);
+    tcase_add_test(tc, version_matches_header);
+    tcase_add_test(tc, null_arguments_are_errors_not_crashes);
+    tcase_add_test(tc, log_callback_and_level);
+    tcase_add_test(tc, float_text_is_python_repr);
+    tcase_add_test(tc, float_text_round_trips);
+    tcase_add_test(tc, atomic_write_replaces_whole_or_nothing);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Runs every test group of `make check` in turn, shows each one's output, and
+# ends with one summary line counting the groups that passed and failed.
+# Expects B (build dir), VERSION, CC, CXX, PYTHON and MAKE from the Makefile.
+set -u
+: "${B:=build}" "${PYTHON:=/usr/bin/python3}" "${MAKE:=make}"
+
+passed=0
+failed=0
+failed_names=""
+
+run() {
+    name=$1
+    shift
+    echo "==== $name"
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "==== $name: ok"
+    else
+        failed=$((failed + 1))
+        failed_names="$failed_names [$name]"
+        echo "==== $name: FAILED"
+    fi
+}
+
+lib="$B/lib/libcputrain.so.$VERSION"
+
+run "C unit suites (Check)" "$B/tests/check_all"
+run "public headers as C99 and C++" sh tests/test_headers.sh
+run "exported symbols = header = map" "$PYTHON" tests/abi_symbols.py "$lib" include/cputrain libcputrain.map
+run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"
+run "C++ wrapper" "$B/tests/test_wrapper"
+run "Python bindings" env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
+    "$PYTHON" -m unittest discover -s tests/python -t tests/python
+run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
+
+[ -z "$failed_names" ] || echo "failed groups:$failed_names"
+echo "check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

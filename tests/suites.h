@@ -1,0 +1,17 @@
+/* Every Check suite besides core_suite, one line each: the runner adds them
+ * all. Each lives in tests/check_<area>.c. */
+#ifndef CT_TESTS_SUITES_H
+#define CT_TESTS_SUITES_H
+
+#include <check.h>
+
+Suite *core_suite(void);
+
+#define CT_TEST_SUITES(X) \
+    X(args_suite)
+
+#define DECLARE_SUITE(fn) Suite *fn(void);
+CT_TEST_SUITES(DECLARE_SUITE)
+#undef DECLARE_SUITE
+
+#endif
