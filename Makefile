@@ -103,13 +103,13 @@ abi-check: $(SHARED)
 	sh tests/abi_check.sh $(ABI_BASELINE) $(SHARED)
 
 abi-baseline: $(SHARED)
-	abidw --no-corpus-path --headers-dir include/cputrain --out-file $(ABI_BASELINE) $(SHARED)
+	abidw --no-corpus-path --no-comp-dir-path --headers-dir include/cputrain --out-file $(ABI_BASELINE) $(SHARED)
 
 # ---- install ---------------------------------------------------------------
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/cputrain $(DESTDIR)$(PKGCONFIGDIR)
-	install -m 644 include/cputrain/*.h $(DESTDIR)$(INCLUDEDIR)/cputrain/
+	install -m 644 include/cputrain/*.h bindings/cpp/cputrain.hpp $(DESTDIR)$(INCLUDEDIR)/cputrain/
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(SHARED)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libcputrain.so

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     printf("\n");
 
     ct_args_get_string(args, "output_dir", &output_dir);
-    if (output_dir) {
+    if (output_dir && *output_dir) {
         if (mkdir(output_dir, 0755) != 0 && errno != EEXIST) {
             fprintf(stderr, "quickstart: cannot create %s: %s\n", output_dir, strerror(errno));
             ct_args_free(args);

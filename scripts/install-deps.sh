@@ -4,7 +4,7 @@
 set -eu
 
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
-libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
+libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
 python3-numpy"
 
 missing=""

@@ -24,7 +24,7 @@ START_TEST(status_names_match_the_list)
 #undef CHECK_NAME
     ck_assert_str_eq(ct_status_name((ct_status)999), "CT_UNKNOWN_STATUS");
     ck_assert_str_eq(ct_status_name((ct_status)-1), "CT_UNKNOWN_STATUS");
-    ck_assert_str_eq(ct_status_description(CT_STATUS_END_), "unknown status");
+    ck_assert_str_eq(ct_status_description((ct_status)12345), "unknown status");
 }
 END_TEST
 

@@ -49,14 +49,15 @@ CT_API const char *ct_args_field_choices(size_t index);
 CT_API ct_status ct_args_set(ct_args *args, const char *name, const char *value);
 /* The value as a string ("3e-05", "True", "None", "cosine"), written with a
  * terminating NUL into buf. *length (if not NULL) receives the string's
- * length; when size <= length nothing is written and CT_ERR_INVALID_ARG is
- * returned, so a call with size 0 asks for the length. */
+ * length. buf NULL with size 0 only asks for the length (CT_OK); a buffer
+ * with size <= length is CT_ERR_INVALID_ARG and nothing is written. */
 CT_API ct_status ct_args_get(const ct_args *args, const char *name, char *buf,
                              size_t size, size_t *length);
 
 /* ---- Typed access ------------------------------------------------------ */
 /* A typed call on a field of another type is CT_ERR_INVALID_ARG; getting an
- * optional field that is None is CT_ERR_STATE (check ct_args_is_set). */
+ * optional bool, int or float field that is None is CT_ERR_STATE (check
+ * ct_args_is_set); ct_args_get_string gives NULL for None. */
 
 CT_API ct_status ct_args_is_set(const ct_args *args, const char *name, int *is_set);
 /* Make an optional field None again. */

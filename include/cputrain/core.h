@@ -54,7 +54,7 @@ typedef enum ct_status {
 #define CT__STATUS_ENUM(sym, val, desc) sym = val,
     CT_STATUS_LIST(CT__STATUS_ENUM)
 #undef CT__STATUS_ENUM
-    CT_STATUS_END_ /* not a status; one past the largest value */
+    CT__STATUS_FORCE_INT = 0x7fffffff /* keeps the enum int-sized; not a status */
 } ct_status;
 
 /* "CT_ERR_FORMAT" for CT_ERR_FORMAT; "CT_UNKNOWN_STATUS" for values not in
@@ -84,12 +84,16 @@ typedef enum ct_log_level {
     CT_LOG_DEBUG = 4
 } ct_log_level;
 
-/* Called from any thread of the library, one message at a time (the library
- * serialises calls). `message` has no trailing newline. */
+/* Called from any thread of the library, one message at a time: the library
+ * holds a (recursive) lock during the call, so a callback may log or replace
+ * itself but should return quickly. `message` has no trailing newline. */
 typedef void (*ct_log_fn)(ct_log_level level, const char *message, void *user);
 
 /* Install (or with NULL remove) the process-wide log callback. */
 CT_API void ct_log_set_callback(ct_log_fn fn, void *user);
+/* The callback and user pointer now installed (NULL, NULL if none), so a
+ * binding or plugin can chain to it or restore it. Either may be NULL. */
+CT_API void ct_log_get_callback(ct_log_fn *fn, void **user);
 /* Most verbose level delivered; default CT_LOG_WARNING once a callback is set. */
 CT_API void ct_log_set_level(ct_log_level level);
 CT_API ct_log_level ct_log_get_level(void);

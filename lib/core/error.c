@@ -84,6 +84,16 @@ void ct_log_set_callback(ct_log_fn fn, void *user)
     pthread_mutex_unlock(&log_lock);
 }
 
+void ct_log_get_callback(ct_log_fn *fn, void **user)
+{
+    pthread_mutex_lock(&log_lock);
+    if (fn)
+        *fn = log_fn;
+    if (user)
+        *user = log_user;
+    pthread_mutex_unlock(&log_lock);
+}
+
 void ct_log_set_level(ct_log_level level)
 {
     if (level < CT_LOG_OFF)

@@ -73,5 +73,9 @@ const char *ct__json_type_name(ct__json_type type);
  * NaN / Infinity as Python writes them). */
 int ct__json_write_string(ct__strbuf *sb, const char *s, size_t len);
 int ct__json_write_double(ct__strbuf *sb, double v);
+/* Any parsed value, laid out as json.dumps(indent=2) would at nesting level
+ * `depth` (the caller has written the key and ": "). Numbers keep their
+ * original literal text. */
+int ct__json_write_value(ct__strbuf *sb, const ct__json *v, int depth);
 
 #endif

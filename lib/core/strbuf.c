@@ -1,7 +1,9 @@
 /* Growable text buffer and Python-style float formatting. */
 #include "core/strbuf.h"
 
+#include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +81,63 @@ void ct__sb_free(ct__strbuf *sb)
     memset(sb, 0, sizeof *sb);
 }
 
+/* Number text must not follow the application's LC_NUMERIC ("3,0e-05"):
+ * conversions switch the calling thread to the C locale for their duration. */
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void make_c_locale(void)
+{
+    c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
+static locale_t enter_c_locale(void)
+{
+    pthread_once(&c_locale_once, make_c_locale);
+    return c_locale ? uselocale(c_locale) : (locale_t)0;
+}
+
+static void leave_c_locale(locale_t old)
+{
+    if (old)
+        uselocale(old);
+}
+
+double ct__strtod(const char *s, char **end)
+{
+    locale_t old = enter_c_locale();
+    double v = strtod(s, end);
+    leave_c_locale(old);
+    return v;
+}
+
+double ct__float_decimal(float v)
+{
+    char buf[32];
+    int p;
+    locale_t old = enter_c_locale();
+    double d = v;
+    for (p = 1; p <= 9 && isfinite(v); p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, (double)v);
+        if ((float)strtod(buf, NULL) == v) {
+            d = strtod(buf, NULL);
+            break;
+        }
+    }
+    leave_c_locale(old);
+    return d;
+}
+
+static void format_double_c(char *buf, size_t size, double v);
+
 void ct__format_double(char *buf, size_t size, double v)
+{
+    locale_t old = enter_c_locale();
+    format_double_c(buf, size, v);
+    leave_c_locale(old);
+}
+
+static void format_double_c(char *buf, size_t size, double v)
 {
     char digits[40], mant[40];
     int prec, exp10, ndig, i;

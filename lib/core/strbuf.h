@@ -23,5 +23,10 @@ void ct__sb_free(ct__strbuf *sb);
 /* Shortest text that reads back as exactly `v`, in Python's repr() form:
  * "3e-05", "0.9", "500.0", "1e+16", "nan", "inf", "-inf". buf >= 32 bytes. */
 void ct__format_double(char *buf, size_t size, double v);
+/* The double nearest the shortest decimal that reads back as the float v
+ * (0.1f gives 0.1), for writing float32 values as Python would show them. */
+double ct__float_decimal(float v);
+/* strtod in the "C" locale, whatever the application set LC_NUMERIC to. */
+double ct__strtod(const char *s, char **end);
 
 #endif

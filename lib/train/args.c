@@ -3,9 +3,7 @@
 #include "train/args_priv.h"
 
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,28 +87,17 @@ static int parse_int_text(const char *s, int64_t *out)
     return 1;
 }
 
-/* Locale-independent: the application's LC_NUMERIC must not turn "3e-5"
- * into a parse error or "0,5" into a number. */
-static locale_t c_locale;
-static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
-static void make_c_locale(void)
-{
-    c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-}
-
+/* Python's float(): decimal only (strtod alone would take hexadecimal too),
+ * and independent of the application's LC_NUMERIC. */
 int ct__parse_double_text(const char *s, double *out)
 {
     char *end;
     double v;
     while (*s == ' ' || *s == '\t')
         s++;
-    /* strtod also takes hexadecimal, which Python's float() does not. */
     if (!*s || strpbrk(s, "xX"))
         return 0;
-    pthread_once(&c_locale_once, make_c_locale);
-    if (!c_locale)
-        return 0;
-    v = strtod_l(s, &end, c_locale);
+    v = ct__strtod(s, &end);
     if (end == s)
         return 0;
     while (*end == ' ' || *end == '\t')
@@ -365,6 +352,8 @@ ct_status ct_args_get(const ct_args *args, const char *name, char *buf, size_t s
     n = ct__arg_value_format(f, &args->v[f], NULL, 0);
     if (length)
         *length = (size_t)n;
+    if (!buf && size == 0)
+        return CT_OK;
     if (!buf || size <= (size_t)n)
         return ct__error(CT_ERR_INVALID_ARG,
                          "ct_args_get: value of '%s' needs %d bytes, buffer has %zu",

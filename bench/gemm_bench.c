@@ -1,0 +1,137 @@
+/* GEMM throughput of every kernel variant this machine runs, per shape and
+ * layout: median GFLOP/s over repeats, one line each, for compare_gemm.sh.
+ *
+ *   gemm_bench [-t threads] [-r repeats] [-s MxNxK]... [-v variant]... [-g]
+ *
+ * Layouts as torch.matmul sees them, C[M,N] = op(A)[M,K] op(B)[K,N]:
+ *   NN  A [M,K],  B [K,N]
+ *   NT  A [M,K],  B stored [N,K]  (x W^T, a Linear forward)
+ *   TN  A stored [K,M], B [K,N]   (dy^T x, a weight gradient)
+ * Output: "gemm <layout> <M> <N> <K> <variant> <dtype> <GFLOP/s> <ms>". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/cpu.h"
+#include "core/threadpool.h"
+#include "kernels/kernels.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static const char *layout_name[] = {"NN", "NT", "TN"};
+static const int layout_flags[] = {0, CT__GEMM_TRANS_B, CT__GEMM_TRANS_A};
+
+int main(int argc, char **argv)
+{
+    int threads = 2, repeats = 21, include_generic = 0, nshapes = 0, nvar = 0;
+    int shapes[32][3];
+    const char *only[8];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+            threads = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "-r") && i + 1 < argc) {
+            repeats = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "-s") && i + 1 < argc && nshapes < 32) {
+            if (sscanf(argv[++i], "%dx%dx%d", &shapes[nshapes][0], &shapes[nshapes][1],
+                       &shapes[nshapes][2]) == 3)
+                nshapes++;
+        } else if (!strcmp(argv[i], "-v") && i + 1 < argc && nvar < 8) {
+            only[nvar++] = argv[++i];
+        } else if (!strcmp(argv[i], "-g")) {
+            include_generic = 1;
+        } else {
+            fprintf(stderr, "usage: %s [-t threads] [-r repeats] [-s MxNxK]... "
+                    "[-v variant]... [-g]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (nshapes == 0) {
+        static const int def[3][3] = {{1024, 768, 768}, {1024, 3072, 768}, {1024, 768, 3072}};
+        memcpy(shapes, def, sizeof def);
+        nshapes = 3;
+    }
+    if (repeats < 1)
+        repeats = 1;
+
+    ct__pool *pool;
+    if (ct__pool_create(threads, &pool) != CT_OK) {
+        fprintf(stderr, "gemm_bench: %s\n", ct_last_error());
+        return 1;
+    }
+    printf("# cpu level %s, %d threads, median of %d\n", ct__isa_name(ct__cpu_isa()),
+           threads, repeats);
+
+    double *times = malloc(repeats * sizeof *times);
+    for (int s = 0; s < nshapes; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+        float *af = malloc(na * 4), *bf = malloc(nb * 4), *C = malloc(nc * 4);
+        ct__bf16 *a = malloc(na * 2), *b = malloc(nb * 2);
+        for (size_t i = 0; i < na; i++)
+            af[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+        for (size_t i = 0; i < nb; i++)
+            bf[i] = (float)((i * 40503u) % 1000) / 500.0f - 1.0f;
+        ct__f32_to_bf16_generic(a, af, na);
+        ct__f32_to_bf16_generic(b, bf, nb);
+        double flops = 2.0 * M * N * K;
+
+        for (int l = 0; l < 3; l++) {
+            int flags = layout_flags[l];
+            int lda = (flags & CT__GEMM_TRANS_A) ? M : K;
+            int ldb = (flags & CT__GEMM_TRANS_B) ? K : N;
+            /* bf16 of every level, then fp32 of the best */
+            for (int v = 0; v <= CT__ISA_COUNT; v++) {
+                int is_f32 = v == CT__ISA_COUNT;
+                const ct__kernels *k = is_f32 ? ct__kernels_get() : ct__kernels_for((ct__isa)v);
+                const char *name = is_f32 ? "blas" : k ? k->name : "";
+                if (!k || (v == CT__ISA_GENERIC && !include_generic))
+                    continue;
+                if (nvar) {
+                    int want = 0;
+                    for (int i = 0; i < nvar; i++)
+                        want |= !strcmp(only[i], name);
+                    if (!want)
+                        continue;
+                }
+                for (int r = -2; r < repeats; r++) { /* two warm-up runs */
+                    double t0 = now();
+                    ct_status st = is_f32
+                        ? ct__gemm_f32(k, C, af, bf, M, N, K, lda, ldb, N, flags, 1.0f, pool)
+                        : ct__gemm_bf16(k, C, a, b, M, N, K, lda, ldb, N, flags, 1.0f, pool);
+                    double t = now() - t0;
+                    if (st != CT_OK) {
+                        fprintf(stderr, "gemm_bench: %s\n", ct_last_error());
+                        return 1;
+                    }
+                    if (r >= 0)
+                        times[r] = t;
+                }
+                qsort(times, repeats, sizeof *times, cmp_double);
+                double med = times[repeats / 2];
+                printf("gemm %s %d %d %d %s %s %.1f %.3f\n", layout_name[l], M, N, K,
+                       name, is_f32 ? "fp32" : "bf16", flops / med * 1e-9, med * 1e3);
+                fflush(stdout);
+            }
+        }
+        free(af);
+        free(bf);
+        free(C);
+        free(a);
+        free(b);
+    }
+    free(times);
+    ct__pool_free(pool);
+    return 0;
+}

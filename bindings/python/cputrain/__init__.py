@@ -1,0 +1,25 @@
+"""Python bindings for libcputrain (pure ctypes).
+
+    import cputrain
+    args = cputrain.TrainingArgs()
+    rest = args.parse(["--bf16", "--learning_rate", "3e-5", "--output_dir", "out"])
+
+The shared library is found through CPUTRAIN_LIBRARY, else this source
+tree's build/, else the system; its major version must be the one this
+package was written for (checked at import).
+"""
+
+from ._lib import API_MAJOR, library_path, lib as _c
+from ._errors import CputrainError, Status
+from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging,
+                   set_log_callback, set_log_level)
+from ._args import ArgType, Field, TrainingArgs
+
+# The version of the library actually loaded, which is what runs.
+__version__ = _c.ct_version_string().decode()
+
+__all__ = [
+    "API_MAJOR", "ArgType", "CputrainError", "Field", "LOG_TO_STDERR", "LogLevel",
+    "Status", "TrainingArgs", "__version__", "get_log_level", "library_path",
+    "log_to_python_logging", "set_log_callback", "set_log_level",
+]

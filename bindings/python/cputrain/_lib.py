@@ -1,0 +1,157 @@
+"""Finds and loads libcputrain, declares the C signature of every public
+function, and refuses a library whose major version is not the one this
+package was written for."""
+
+import ctypes
+import ctypes.util
+import os
+
+# The CT_VERSION_MAJOR of the header this package was written against. A
+# library of another major may have changed any signature below, and ctypes
+# would call it blindly, so it is refused at import.
+API_MAJOR = 0
+# The first release that has every function declared in PROTOTYPES.
+API_MIN_VERSION = 100  # 0.1.0
+
+# Handles are opaque: ctypes only carries their address.
+Handle = ctypes.c_void_p
+# typedef void (*ct_log_fn)(ct_log_level level, const char *message, void *user);
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+_int, _uint, _size = ctypes.c_int, ctypes.c_uint, ctypes.c_size_t
+_i64, _f64, _str = ctypes.c_int64, ctypes.c_double, ctypes.c_char_p
+_status = ctypes.c_int  # enums (ct_status, ct_log_level) are ints in the C ABI
+_ptr = ctypes.POINTER
+
+# name: (restype, argtypes), in header order. Every CT_API function must be
+# here: tests/python/test_declarations.py compares this table with the headers.
+PROTOTYPES = {
+    # core.h
+    "ct_status_name": (_str, [_status]),
+    "ct_status_description": (_str, [_status]),
+    "ct_last_error": (_str, []),
+    "ct_version_number": (_uint, []),
+    "ct_version_string": (_str, []),
+    "ct_log_set_callback": (None, [LOG_FN, ctypes.c_void_p]),
+    "ct_log_get_callback": (None, [ctypes.POINTER(LOG_FN), ctypes.POINTER(ctypes.c_void_p)]),
+    "ct_log_set_level": (None, [_int]),
+    "ct_log_get_level": (_int, []),
+    "ct_log_to_stderr": (None, [_int, _str, ctypes.c_void_p]),
+    "ct_log_level_name": (_str, [_int]),
+    # args.h: lifetime
+    "ct_args_create": (_status, [_ptr(Handle)]),
+    "ct_args_copy": (_status, [Handle, _ptr(Handle)]),
+    "ct_args_free": (None, [Handle]),
+    # args.h: the field table
+    "ct_args_field_count": (_size, []),
+    "ct_args_field_index": (_status, [_str, _ptr(_size)]),
+    "ct_args_field_name": (_str, [_size]),
+    "ct_args_field_type": (_int, [_size]),
+    "ct_args_field_optional": (_int, [_size]),
+    "ct_args_field_default": (_str, [_size]),
+    "ct_args_field_help": (_str, [_size]),
+    "ct_args_field_choices": (_str, [_size]),
+    # args.h: values as command-line text
+    "ct_args_set": (_status, [Handle, _str, _str]),
+    "ct_args_get": (_status, [Handle, _str, _ptr(ctypes.c_char), _size, _ptr(_size)]),
+    # args.h: typed access
+    "ct_args_is_set": (_status, [Handle, _str, _ptr(_int)]),
+    "ct_args_unset": (_status, [Handle, _str]),
+    "ct_args_set_bool": (_status, [Handle, _str, _int]),
+    "ct_args_get_bool": (_status, [Handle, _str, _ptr(_int)]),
+    "ct_args_set_int": (_status, [Handle, _str, _i64]),
+    "ct_args_get_int": (_status, [Handle, _str, _ptr(_i64)]),
+    "ct_args_set_float": (_status, [Handle, _str, _f64]),
+    "ct_args_get_float": (_status, [Handle, _str, _ptr(_f64)]),
+    "ct_args_set_string": (_status, [Handle, _str, _str]),
+    "ct_args_get_string": (_status, [Handle, _str, _ptr(_str)]),
+    # args.h: command line, JSON, validation
+    "ct_args_parse": (_status, [Handle, _int, _ptr(_str)]),
+    "ct_args_unparsed_count": (_size, [Handle]),
+    "ct_args_unparsed": (_str, [Handle, _size]),
+    "ct_args_validate": (_status, [Handle]),
+    "ct_args_help": (_str, []),
+    "ct_args_save_json": (_status, [Handle, _str]),
+    "ct_args_load_json": (_status, [Handle, _str]),
+}
+
+
+def candidate_paths():
+    """Where to look, in order: CPUTRAIN_LIBRARY alone when set (an explicit
+    choice must not silently fall back to another copy), else this source
+    tree's build, else the system by SONAME, else whatever ldconfig knows."""
+    explicit = os.environ.get("CPUTRAIN_LIBRARY")
+    if explicit:
+        return [explicit]
+    soname = "libcputrain.so.%d" % API_MAJOR
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
+    paths = [build] if os.path.exists(build) else []
+    paths.append(soname)
+    found = ctypes.util.find_library("cputrain")
+    if found and found not in paths:
+        paths.append(found)
+    return paths
+
+
+def format_version(number):
+    return "%d.%d.%d" % (number // 10000, number // 100 % 100, number % 100)
+
+
+def check_version(number, where):
+    """Raise ImportError unless `number` (a ct_version_number()) is a release
+    this package can drive: the same major, and not older than the first
+    release with every declared function."""
+    major = number // 10000
+    if major != API_MAJOR:
+        raise ImportError(
+            "%s is libcputrain %s (major version %d), but this cputrain package "
+            "was written for major version %d; point CPUTRAIN_LIBRARY at a "
+            "libcputrain.so.%d" % (where, format_version(number), major, API_MAJOR, API_MAJOR))
+    if number < API_MIN_VERSION:
+        raise ImportError(
+            "%s is libcputrain %s, older than %s, the first version this "
+            "package supports" % (where, format_version(number), format_version(API_MIN_VERSION)))
+
+
+def declare(lib, where):
+    """Set argtypes/restype of every function, so ctypes converts (and
+    refuses) arguments by the C signature instead of guessing from Python
+    types; a missing symbol means a library that is not the one expected."""
+    missing = [name for name in PROTOTYPES if not hasattr(lib, name)]
+    if missing:
+        raise ImportError("%s lacks %s; is it libcputrain %s?"
+                          % (where, ", ".join(missing), format_version(API_MIN_VERSION)))
+    for name, (restype, argtypes) in PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def load_library(path):
+    """Load one library file (or SONAME), check its version, declare it."""
+    lib = ctypes.CDLL(path)
+    where = getattr(lib, "_name", path)
+    if not hasattr(lib, "ct_version_number"):
+        raise ImportError("%s is not libcputrain (no ct_version_number)" % where)
+    lib.ct_version_number.restype = _uint
+    lib.ct_version_number.argtypes = []
+    check_version(lib.ct_version_number(), where)
+    declare(lib, where)
+    return lib
+
+
+def find_and_load():
+    """Return (lib, path) for the first candidate that loads."""
+    failures = []
+    for path in candidate_paths():
+        try:
+            return load_library(path), path
+        except OSError as e:
+            failures.append("  %s: %s" % (path, e))
+    hint = ("CPUTRAIN_LIBRARY is set" if os.environ.get("CPUTRAIN_LIBRARY")
+            else "set CPUTRAIN_LIBRARY to the path of libcputrain.so.%d" % API_MAJOR)
+    raise ImportError("cannot load libcputrain (%s); tried:\n%s" % (hint, "\n".join(failures)))
+
+
+lib, library_path = find_and_load()

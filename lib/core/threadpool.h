@@ -1,0 +1,38 @@
+/* A small persistent thread pool running parallel-for loops: the calling
+ * thread takes part, workers spin briefly and then sleep on a futex. */
+#ifndef CT_CORE_THREADPOOL_H
+#define CT_CORE_THREADPOOL_H
+
+#include <cputrain/cputrain.h>
+
+typedef struct ct__pool ct__pool;
+
+/* One unit of a parallel loop: task in [0, ntasks), thread in
+ * [0, ct__pool_nthreads(pool)), 0 being the thread that called
+ * ct__pool_run. `thread` indexes per-thread scratch; no two tasks running at
+ * the same time share a thread index. */
+typedef void (*ct__pool_fn)(void *ctx, int task, int thread);
+
+/* Called once in each worker thread (thread = 1 .. nthreads-1) before it
+ * takes any work: the place to pin the thread (hwloc) or name it.
+ * ct__pool_create returns only after every worker has run it. */
+typedef void (*ct__pool_start_fn)(void *user, int thread);
+
+/* nthreads counts the caller: 1 means no worker threads at all. */
+ct_status ct__pool_create(int nthreads, ct__pool **out);
+ct_status ct__pool_create_ex(int nthreads, ct__pool_start_fn on_start,
+                             void *user, ct__pool **out);
+/* Stops and joins the workers. Accepts NULL. */
+void ct__pool_free(ct__pool *pool);
+
+/* 1 for a NULL pool. */
+int ct__pool_nthreads(const ct__pool *pool);
+
+/* Runs fn(ctx, task, thread) for every task in [0, ntasks) and returns when
+ * all have finished. Tasks are handed out dynamically in increasing order.
+ * A NULL pool, ntasks <= 1, or a call made from inside a task runs the tasks
+ * on the calling thread. Calls from several application threads at once are
+ * serialised. No allocation, no system call when the workers are spinning. */
+void ct__pool_run(ct__pool *pool, ct__pool_fn fn, void *ctx, int ntasks);
+
+#endif

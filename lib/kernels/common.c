@@ -1,0 +1,118 @@
+/* Helpers every kernel variant shares: GEMM argument checks, batch offsets,
+ * and the per-thread scratch memory that packing buffers live in. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+
+ct_status ct__gemm_check(const ct__gemm_desc *d, const void *A, const void *B,
+                         const void *C, const char *who)
+{
+    int ta = (d->flags & CT__GEMM_TRANS_A) != 0;
+    int tb = (d->flags & CT__GEMM_TRANS_B) != 0;
+    if (d->flags & ~(CT__GEMM_TRANS_A | CT__GEMM_TRANS_B | CT__GEMM_ACCUMULATE))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who,
+                         (unsigned)d->flags);
+    if (d->M < 0 || d->N < 0 || d->K < 0)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: negative size M=%d N=%d K=%d",
+                         who, d->M, d->N, d->K);
+    if (d->batch[0] < 0 || d->batch[1] < 0)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: negative batch %d x %d", who,
+                         d->batch[0], d->batch[1]);
+    if (d->M == 0 || d->N == 0 || ct__gemm_batch_count(d) == 0)
+        return CT_OK;
+    int need_lda = ta ? d->M : d->K, need_ldb = tb ? d->K : d->N;
+    if (d->K > 0 && d->lda < need_lda)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: lda %d < %d (%s)", who, d->lda,
+                         need_lda, ta ? "M, A is [K,M]" : "K, A is [M,K]");
+    if (d->K > 0 && d->ldb < need_ldb)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: ldb %d < %d (%s)", who, d->ldb,
+                         need_ldb, tb ? "K, B is [N,K]" : "N, B is [K,N]");
+    if (d->ldc < d->N)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: ldc %d < N %d", who, d->ldc,
+                         d->N);
+    if (C == NULL || (d->K > 0 && (A == NULL || B == NULL)))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: NULL matrix (A %p B %p C %p)",
+                         who, A, B, C);
+    return CT_OK;
+}
+
+int ct__gemm_batch_count(const ct__gemm_desc *d)
+{
+    int b0 = d->batch[0], b1 = d->batch[1];
+    if (b0 == 0 && b1 == 0)
+        return 1;
+    return b0 * b1;
+}
+
+void ct__gemm_batch_offsets(const ct__gemm_desc *d, int item, ptrdiff_t *oa,
+                            ptrdiff_t *ob, ptrdiff_t *oc)
+{
+    int b1 = d->batch[1] > 0 ? d->batch[1] : 1;
+    int i = item / b1, j = item % b1;
+    *oa = i * d->stride_a[0] + j * d->stride_a[1];
+    *ob = i * d->stride_b[0] + j * d->stride_b[1];
+    *oc = i * d->stride_c[0] + j * d->stride_c[1];
+}
+
+/* ---- per-thread scratch --------------------------------------------------- */
+
+typedef struct scratch_set {
+    void *ptr[CT__SCRATCH_SLOTS];
+    size_t cap[CT__SCRATCH_SLOTS];
+} scratch_set;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+    scratch_set *s = p;
+    for (int i = 0; i < CT__SCRATCH_SLOTS; i++)
+        free(s->ptr[i]);
+    free(s);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+void *ct__scratch(int slot, size_t bytes)
+{
+    scratch_set *s;
+    pthread_once(&scratch_once, scratch_init);
+    s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (bytes > s->cap[slot]) {
+        void *p = NULL;
+        /* grow by half again, so slowly increasing sizes do not reallocate
+         * on every call; contents are not kept */
+        size_t cap = bytes + bytes / 2;
+        cap = (cap + 4095) & ~(size_t)4095;
+        if (posix_memalign(&p, 64, cap) != 0)
+            return NULL;
+        free(s->ptr[slot]);
+        s->ptr[slot] = p;
+        s->cap[slot] = cap;
+    }
+    return s->ptr[slot];
+}
+
+void ct__scratch_release(void)
+{
+    scratch_set *s;
+    pthread_once(&scratch_once, scratch_init);
+    s = pthread_getspecific(scratch_key);
+    if (s) {
+        pthread_setspecific(scratch_key, NULL);
+        scratch_free(s);
+    }
+}

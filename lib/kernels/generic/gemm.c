@@ -1,0 +1,86 @@
+/* Readable reference GEMMs (bf16 inputs with fp32 sums, and fp32): the
+ * oracle every optimised variant is tested against. Rows are spread over
+ * the pool only so that tests on larger shapes stay quick. */
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static inline float bf16_value(ct__bf16 v)
+{
+    uint32_t x = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+enum { ROWS_PER_TASK = 16 };
+
+typedef struct gemm_job {
+    const ct__gemm_desc *d;
+    float *C;
+    const void *A, *B;
+    int row_tasks; /* tasks per batch item */
+    int is_bf16;
+} gemm_job;
+
+/* C rows [m0, m1) of one batch item. Sums run over k in order, in fp32. */
+static void gemm_rows(void *ctx, int task, int thread)
+{
+    const gemm_job *job = ctx;
+    const ct__gemm_desc *d = job->d;
+    int item = task / job->row_tasks, chunk = task % job->row_tasks;
+    int m0 = chunk * ROWS_PER_TASK;
+    int m1 = m0 + ROWS_PER_TASK < d->M ? m0 + ROWS_PER_TASK : d->M;
+    int ta = (d->flags & CT__GEMM_TRANS_A) != 0;
+    int tb = (d->flags & CT__GEMM_TRANS_B) != 0;
+    int acc = (d->flags & CT__GEMM_ACCUMULATE) != 0;
+    ptrdiff_t oa, ob, oc;
+    (void)thread;
+    ct__gemm_batch_offsets(d, item, &oa, &ob, &oc);
+    float *C = job->C + oc;
+    for (int m = m0; m < m1; m++) {
+        for (int n = 0; n < d->N; n++) {
+            float sum = 0.0f;
+            for (int k = 0; k < d->K; k++) {
+                size_t ia = ta ? (size_t)k * d->lda + m : (size_t)m * d->lda + k;
+                size_t ib = tb ? (size_t)n * d->ldb + k : (size_t)k * d->ldb + n;
+                float a, b;
+                if (job->is_bf16) {
+                    a = bf16_value(((const ct__bf16 *)job->A + oa)[ia]);
+                    b = bf16_value(((const ct__bf16 *)job->B + ob)[ib]);
+                } else {
+                    a = ((const float *)job->A + oa)[ia];
+                    b = ((const float *)job->B + ob)[ib];
+                }
+                sum += a * b;
+            }
+            float *c = &C[(size_t)m * d->ldc + n];
+            *c = acc ? d->alpha * sum + *c : d->alpha * sum;
+        }
+    }
+}
+
+static ct_status gemm_generic(float *C, const void *A, const void *B,
+                              const ct__gemm_desc *d, ct__pool *pool,
+                              int is_bf16, const char *who)
+{
+    ct_status st = ct__gemm_check(d, A, B, C, who);
+    if (st != CT_OK || d->M == 0 || d->N == 0)
+        return st;
+    gemm_job job = {d, C, A, B, (d->M + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
+                    is_bf16};
+    ct__pool_run(pool, gemm_rows, &job, job.row_tasks * ct__gemm_batch_count(d));
+    return CT_OK;
+}
+
+ct_status ct__gemm_bf16_generic(float *C, const ct__bf16 *A, const ct__bf16 *B,
+                                const ct__gemm_desc *d, ct__pool *pool)
+{
+    return gemm_generic(C, A, B, d, pool, 1, "gemm_bf16_generic");
+}
+
+ct_status ct__gemm_f32_generic(float *C, const float *A, const float *B,
+                               const ct__gemm_desc *d, ct__pool *pool)
+{
+    return gemm_generic(C, A, B, d, pool, 0, "gemm_f32_generic");
+}

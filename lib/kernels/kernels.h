@@ -1,0 +1,164 @@
+/* Internal kernel table: one struct of function pointers per ISA level,
+ * filled by dispatch.c from the CPU's features (or CPUTRAIN_ISA). */
+#ifndef CT_KERNELS_KERNELS_H
+#define CT_KERNELS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/cpu.h"
+#include "core/threadpool.h"
+
+/* bf16 values travel as their bit pattern: the top half of an fp32. */
+typedef uint16_t ct__bf16;
+
+/* ---- GEMM ----------------------------------------------------------------
+ *
+ * C[M,N] = alpha * op(A)[M,K] . op(B)[K,N] + beta * C, beta 0 or 1.
+ *
+ *   op(A) = A, stored [M,K] with lda >= K        (no flag)
+ *         = A^T, A stored [K,M] with lda >= M    (CT__GEMM_TRANS_A)
+ *   op(B) = B, stored [K,N] with ldb >= N        (no flag)
+ *         = B^T, B stored [N,K] with ldb >= K    (CT__GEMM_TRANS_B)
+ *   C stored [M,N] with ldc >= N; all row-major, leading dims in elements.
+ *   CT__GEMM_ACCUMULATE: beta = 1 (add into C), else beta = 0 (C is not read,
+ *   so it may hold NaN garbage).
+ *
+ * What a BERT layer calls (x [BT,C], W [OC,C] as PyTorch stores Linear):
+ *   y  = x W^T     M=BT N=OC K=C   TRANS_B
+ *   dx = dy W      M=BT N=C  K=OC  (none)
+ *   dW += dy^T x   M=OC N=C  K=BT  TRANS_A | ACCUMULATE
+ *   scores = Q K^T per head (lda = ldb = 3C into the qkv buffer)  TRANS_B
+ *   out = P V, dP = dout V^T (TRANS_B), dV = P^T dout (TRANS_A),
+ *   dQ = dS K, dK = dS^T Q (TRANS_A).
+ *
+ * Batches: desc->batch[0] x desc->batch[1] independent products (for
+ * attention: batch x heads); item (i, j) uses A + i*stride_a[0] +
+ * j*stride_a[1], likewise B and C. batch[] = {0,0} or {1,1} means one product.
+ *
+ * Numerics: every variant computes fp32 sums of exact bf16 x bf16 products
+ * (a bf16 product fits in fp32), but the order of the sum differs, and
+ * vdpbf16ps / AMX tdpbf16ps flush denormal inputs and outputs and do not
+ * round each partial sum as IEEE fp32 adds would. Variants therefore agree
+ * with the generic oracle to a tolerance of order K * eps_fp32 * sum|a*b|,
+ * never bitwise. */
+
+enum {
+    CT__GEMM_TRANS_A = 1,
+    CT__GEMM_TRANS_B = 2,
+    CT__GEMM_ACCUMULATE = 4
+};
+
+typedef struct ct__gemm_desc {
+    int M, N, K;
+    int lda, ldb, ldc;
+    int flags;
+    float alpha;
+    int batch[2];
+    ptrdiff_t stride_a[2], stride_b[2], stride_c[2];
+} ct__gemm_desc;
+
+/* Returns CT_OK, CT_ERR_NOMEM (packing scratch), or CT_ERR_INVALID_ARG for
+ * inconsistent sizes (the text says which). `pool` may be NULL. */
+typedef ct_status (*ct__gemm_bf16_fn)(float *C, const ct__bf16 *A,
+                                      const ct__bf16 *B, const ct__gemm_desc *d,
+                                      ct__pool *pool);
+typedef ct_status (*ct__gemm_f32_fn)(float *C, const float *A, const float *B,
+                                     const ct__gemm_desc *d, ct__pool *pool);
+
+/* ---- conversions ------------------------------------------------------------
+ * fp32 -> bf16 rounds to nearest even, as vcvtne2ps2bf16 does (so every
+ * variant is bit-exact with the generic one): NaN keeps sign and top payload
+ * and is made quiet (| 0x0040); fp32 denormals become a zero of the same sign;
+ * overflow rounds to inf. (PyTorch differs on the last two corner cases only:
+ * it rounds denormals and returns 0x7fc0 for every NaN.) bf16 -> fp32 is exact. */
+typedef void (*ct__f32_to_bf16_fn)(ct__bf16 *out, const float *inp, size_t n);
+typedef void (*ct__bf16_to_f32_fn)(float *out, const ct__bf16 *inp, size_t n);
+
+typedef struct ct__kernels {
+    ct__isa isa;
+    const char *name;
+    ct__f32_to_bf16_fn f32_to_bf16;
+    ct__bf16_to_f32_fn bf16_to_f32;
+    ct__gemm_bf16_fn gemm_bf16;
+    ct__gemm_f32_fn gemm_f32;
+    /* Element-wise kernels (layernorm, gelu, softmax, adamw, ...) join here;
+     * a NULL entry in a variant's table falls back to the level below it. */
+} ct__kernels;
+
+/* The table for this process's level (ct__cpu_isa()), built once. */
+const ct__kernels *ct__kernels_get(void);
+/* The table of one level, for tests and benchmarks; NULL when this machine
+ * cannot run that level. */
+const ct__kernels *ct__kernels_for(ct__isa isa);
+
+/* One product without batching: the BLAS-like call the model code uses. */
+static inline ct_status ct__gemm_bf16(const ct__kernels *k, float *C,
+                                      const ct__bf16 *A, const ct__bf16 *B,
+                                      int M, int N, int K, int lda, int ldb,
+                                      int ldc, int flags, float alpha,
+                                      ct__pool *pool)
+{
+    ct__gemm_desc d = {M, N, K, lda, ldb, ldc, flags, alpha, {1, 1},
+                       {0, 0}, {0, 0}, {0, 0}};
+    return k->gemm_bf16(C, A, B, &d, pool);
+}
+
+static inline ct_status ct__gemm_f32(const ct__kernels *k, float *C,
+                                     const float *A, const float *B, int M,
+                                     int N, int K, int lda, int ldb, int ldc,
+                                     int flags, float alpha, ct__pool *pool)
+{
+    ct__gemm_desc d = {M, N, K, lda, ldb, ldc, flags, alpha, {1, 1},
+                       {0, 0}, {0, 0}, {0, 0}};
+    return k->gemm_f32(C, A, B, &d, pool);
+}
+
+/* ---- shared helpers (kernels/common.c) ---------------------------------- */
+
+/* Validates sizes and leading dimensions; CT_ERR_INVALID_ARG with a message
+ * naming the field otherwise. `who` prefixes the message. */
+ct_status ct__gemm_check(const ct__gemm_desc *d, const void *A, const void *B,
+                         const void *C, const char *who);
+/* Number of products in the batch (>= 1) and item i's offsets. */
+int ct__gemm_batch_count(const ct__gemm_desc *d);
+void ct__gemm_batch_offsets(const ct__gemm_desc *d, int item, ptrdiff_t *oa,
+                            ptrdiff_t *ob, ptrdiff_t *oc);
+
+/* Per-thread scratch memory, 64-byte aligned, grown on demand and kept for
+ * the thread's life (freed at thread exit). `slot` < CT__SCRATCH_SLOTS
+ * separates buffers live at the same time. NULL when out of memory. */
+enum { CT__SCRATCH_SLOTS = 4 };
+void *ct__scratch(int slot, size_t bytes);
+/* Frees the calling thread's scratch now (tests, long-lived idle threads). */
+void ct__scratch_release(void);
+
+/* ---- variants ----------------------------------------------------------- */
+
+void ct__f32_to_bf16_generic(ct__bf16 *out, const float *inp, size_t n);
+void ct__bf16_to_f32_generic(float *out, const ct__bf16 *inp, size_t n);
+ct_status ct__gemm_bf16_generic(float *C, const ct__bf16 *A, const ct__bf16 *B,
+                                const ct__gemm_desc *d, ct__pool *pool);
+ct_status ct__gemm_f32_generic(float *C, const float *A, const float *B,
+                               const ct__gemm_desc *d, ct__pool *pool);
+/* OpenBLAS-backed (blas.c); bf16 inputs are widened to fp32 first, which
+ * gives the same fp32 sums of exact products as the oracle. */
+ct_status ct__gemm_f32_blas(float *C, const float *A, const float *B,
+                            const ct__gemm_desc *d, ct__pool *pool);
+ct_status ct__gemm_bf16_blas(float *C, const ct__bf16 *A, const ct__bf16 *B,
+                             const ct__gemm_desc *d, ct__pool *pool);
+
+#if defined(__x86_64__)
+void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n);
+void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n);
+void ct__f32_to_bf16_avx512bf16(ct__bf16 *out, const float *inp, size_t n);
+ct_status ct__gemm_bf16_avx512bf16(float *C, const ct__bf16 *A,
+                                   const ct__bf16 *B, const ct__gemm_desc *d,
+                                   ct__pool *pool);
+ct_status ct__gemm_bf16_amx(float *C, const ct__bf16 *A, const ct__bf16 *B,
+                            const ct__gemm_desc *d, ct__pool *pool);
+#endif
+
+#endif

@@ -1,0 +1,66 @@
+/* fp32 <-> bf16 conversions with AVX-512: emulated rounding for CPUs
+ * without AVX512_BF16, vcvtne2ps2bf16 for those with it. */
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__)
+#include "kernels/x86/x86.h"
+
+/* 16 floats to 16 bf16 with the same rules as vcvtneps2bf16. */
+CT_AVX512 static inline __m256i cvt16_emulated(__m512i x)
+{
+    const __m512i mag = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7f800000));
+    __mmask16 tiny = _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x00800000));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    r = _mm512_srli_epi32(r, 16);
+    __m512i hi = _mm512_srli_epi32(x, 16);
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x0040));
+    r = _mm512_mask_and_epi32(r, tiny, hi, _mm512_set1_epi32(0x8000));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+CT_AVX512 void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i x = _mm512_loadu_si512(inp + i);
+        _mm256_storeu_si256((__m256i *)(out + i), cvt16_emulated(x));
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512i x = _mm512_maskz_loadu_epi32(m, inp + i);
+        _mm256_mask_storeu_epi16(out + i, m, cvt16_emulated(x));
+    }
+}
+
+CT_AVX512 void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(inp + i)));
+        _mm512_storeu_si512(out + i, _mm512_slli_epi32(x, 16));
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, inp + i));
+        _mm512_mask_storeu_epi32(out + i, m, _mm512_slli_epi32(x, 16));
+    }
+}
+
+CT_AVX512BF16 void ct__f32_to_bf16_avx512bf16(ct__bf16 *out, const float *inp,
+                                               size_t n)
+{
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 lo = _mm512_loadu_ps(inp + i), hi = _mm512_loadu_ps(inp + i + 16);
+        _mm512_storeu_si512(out + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+    for (; i < n; i += 16) {
+        size_t left = n - i;
+        __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, inp + i);
+        _mm256_mask_storeu_epi16(out + i, m, (__m256i)_mm512_cvtneps_pbh(x));
+    }
+}
+#endif

@@ -1,0 +1,133 @@
+/* bf16 GEMM on AMX tiles: a 32x32 block of C in four accumulator tiles,
+ * fed per k-tile by two A tiles (16x32) and two VNNI B tiles. */
+#include "kernels/x86/gemm_x86.h"
+
+#if defined(__x86_64__)
+#include <string.h>
+
+#include "kernels/x86/x86.h"
+
+/* Tiles: 0-3 accumulate C (rows 0-15 / 16-31 x cols 0-15 / 16-31),
+ * 4-5 hold A, 6-7 hold B; all 16 rows x 64 bytes. */
+typedef struct tile_config {
+    uint8_t palette_id;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+CT_AMX static void amx_begin(void)
+{
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette_id = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    /* not _tile_loadconfig: GCC 12's version tells the compiler it reads
+     * only 8 bytes, so the stores of colsb/rows above get dropped */
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+CT_AMX static void amx_end(void)
+{
+    _tile_release();
+}
+
+/* C (rows x cols, at most 32 x 32) = alpha * tmp + (acc ? C : 0) */
+CT_AVX512 static void store_block(float *C, int ldc, int rows, int cols,
+                                  const float tmp[4][256], float alpha, int acc)
+{
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int h = 0; h < 2; h++) {
+        for (int r = 0; r < 16 && 16 * h + r < rows; r++) {
+            float *c = C + (size_t)(16 * h + r) * ldc;
+            for (int w = 0; w < 2 && 16 * w < cols; w++) {
+                int left = cols - 16 * w;
+                __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+                __m512 x = _mm512_mul_ps(va, _mm512_load_ps(&tmp[2 * h + w][16 * r]));
+                if (acc)
+                    x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c + 16 * w));
+                _mm512_mask_storeu_ps(c + 16 * w, m, x);
+            }
+        }
+    }
+}
+
+#define A_TILE(h, t) (a->p[h] + (size_t)(t) * a->tile_stride)
+
+CT_AMX static void amx_micro(float *C, int ldc, int rows, int cols,
+                             const ct__a_view *a, const ct__bf16 *b,
+                             size_t b_stride, int nkt, float alpha, int acc)
+{
+    const ct__bf16 *b0 = b, *b1 = b + b_stride;
+    int nfull = a->tail[0] ? nkt - 1 : nkt;
+    long rs = (long)a->row_stride;
+    /* A whole block with alpha 1 accumulates straight into C's memory:
+     * no bounce through a buffer. */
+    int direct = rows == 32 && cols == 32 && alpha == 1.0f;
+    long cs = (long)ldc * 4;
+
+    if (direct && acc) {
+        _tile_loadd(0, C, cs);
+        _tile_loadd(1, C + 16, cs);
+        _tile_loadd(2, C + (size_t)16 * ldc, cs);
+        _tile_loadd(3, C + (size_t)16 * ldc + 16, cs);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int t = 0; t < nfull; t++) {
+        _tile_loadd(4, A_TILE(0, t), rs);
+        _tile_loadd(6, b0 + (size_t)t * CT__TILE_ELEMS, 64);
+        _tile_loadd(7, b1 + (size_t)t * CT__TILE_ELEMS, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, A_TILE(1, t), rs);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    if (nfull < nkt) {
+        _tile_loadd(4, a->tail[0], 64);
+        _tile_loadd(5, a->tail[1], 64);
+        _tile_loadd(6, b0 + (size_t)nfull * CT__TILE_ELEMS, 64);
+        _tile_loadd(7, b1 + (size_t)nfull * CT__TILE_ELEMS, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    if (direct) {
+        _tile_stored(0, C, cs);
+        _tile_stored(1, C + 16, cs);
+        _tile_stored(2, C + (size_t)16 * ldc, cs);
+        _tile_stored(3, C + (size_t)16 * ldc + 16, cs);
+        return;
+    }
+    float tmp[4][256] __attribute__((aligned(64)));
+    _tile_stored(0, tmp[0], 64);
+    _tile_stored(1, tmp[1], 64);
+    _tile_stored(2, tmp[2], 64);
+    _tile_stored(3, tmp[3], 64);
+    store_block(C, ldc, rows, cols, (const float(*)[256])tmp, alpha, acc);
+}
+
+static const ct__gemm_variant amx_variant = {
+    .name = "gemm_bf16_amx",
+    .block_n = 32,
+    .kc_tiles = 24,
+    .micro = amx_micro,
+    .begin = amx_begin,
+    .end = amx_end,
+};
+
+ct_status ct__gemm_bf16_amx(float *C, const ct__bf16 *A, const ct__bf16 *B,
+                            const ct__gemm_desc *d, ct__pool *pool)
+{
+    return ct__gemm_bf16_blocked(&amx_variant, C, A, B, d, pool);
+}
+#endif

@@ -1,0 +1,302 @@
+/* Driver of the blocked bf16 GEMM: packs B, splits C between threads (or
+ * batch items between threads), blocks over K and hands 32-row blocks of C
+ * with their A view to a variant's microkernel. */
+#include "kernels/x86/gemm_x86.h"
+
+#if defined(__x86_64__)
+#include <string.h>
+
+#include "core/error.h"
+
+/* Below this many flops a product runs on the calling thread: waking the
+ * pool costs more than it saves. */
+#define SERIAL_FLOPS (2.0 * 64 * 64 * 64)
+
+enum { MB = 32 }; /* rows per microkernel call */
+
+static inline int cdiv(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+/* One product's operands and sizes, after batch offsets. */
+typedef struct product {
+    float *C;
+    const ct__bf16 *A, *B;
+    const ct__gemm_desc *d;
+    int KT;        /* k-tiles */
+    int nblk16;    /* 16-column blocks of packed B, rounded up to block_n */
+    const ct__bf16 *Bp;
+} product;
+
+static size_t packed_b_elems(const ct__gemm_variant *v, const ct__gemm_desc *d,
+                             int *nblk16)
+{
+    int per = v->block_n / 16;
+    *nblk16 = cdiv(cdiv(d->N, 16), per) * per;
+    return (size_t)*nblk16 * cdiv(d->K, CT__KTILE) * CT__TILE_ELEMS;
+}
+
+/* C[rows, cols] = beta * C when there is nothing to multiply (K == 0). */
+static void scale_only(float *C, int ldc, int M, int N, int acc)
+{
+    if (acc)
+        return;
+    for (int m = 0; m < M; m++)
+        memset(C + (size_t)m * ldc, 0, (size_t)N * sizeof *C);
+}
+
+/* Rows [m0, m1) x columns [n0, n1) of one product, on one thread.
+ * m0 is a multiple of MB, n0 of block_n. */
+static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
+                                int m0, int m1, int n0, int n1)
+{
+    const ct__gemm_desc *d = pr->d;
+    int ta = (d->flags & CT__GEMM_TRANS_A) != 0;
+    int acc = (d->flags & CT__GEMM_ACCUMULATE) != 0;
+    int KT = pr->KT, ktail = d->K % CT__KTILE != 0;
+    int nkc = cdiv(KT, v->kc_tiles), kct_max = cdiv(KT, nkc);
+    int mtiles = cdiv(m1 - m0, 16);
+    /* the last block is ragged when the product's M is not a multiple of
+     * MB; then it is packed (zero padded) so the microkernel never reads
+     * rows past M */
+    int ragged = m1 == d->M && (m1 - m0) % MB != 0;
+    int ragged_m0 = m0 + (m1 - m0) / MB * MB;
+    size_t b_stride = (size_t)KT * CT__TILE_ELEMS;
+    ct__bf16 *apack = NULL, *atail = NULL;
+
+    if (ta) {
+        apack = ct__scratch(1, (size_t)cdiv(mtiles, 2) * 2 * kct_max *
+                                   CT__TILE_ELEMS * sizeof(ct__bf16));
+    } else {
+        if (ragged)
+            apack = ct__scratch(1, (size_t)2 * kct_max * CT__TILE_ELEMS *
+                                       sizeof(ct__bf16));
+        if (ktail)
+            atail = ct__scratch(2, (size_t)cdiv(mtiles, 2) * 2 *
+                                       CT__TILE_ELEMS * sizeof(ct__bf16));
+    }
+    if ((ta || ragged) && !apack)
+        return CT_ERR_NOMEM;
+    if (!ta && ktail && !atail)
+        return CT_ERR_NOMEM;
+
+    for (int t0 = 0; t0 < KT; t0 += kct_max) {
+        int nkt = KT - t0 < kct_max ? KT - t0 : kct_max;
+        int last_kc = t0 + nkt == KT;
+        int pass_acc = acc || t0 > 0;
+
+        /* A for this k range */
+        if (ta) {
+            ct__pack_a_tiles(apack, pr->A, d->lda, 1, d->M, d->K, m0,
+                             cdiv(mtiles, 2) * 2, t0, nkt);
+        } else {
+            if (ragged)
+                ct__pack_a_tiles(apack, pr->A, d->lda, 0, d->M, d->K, ragged_m0,
+                                 2, t0, nkt);
+            if (ktail && last_kc)
+                ct__pack_a_tiles(atail, pr->A, d->lda, 0, d->M, d->K, m0,
+                                 cdiv(mtiles, 2) * 2, KT - 1, 1);
+        }
+
+        for (int n = n0; n < n1; n += v->block_n) {
+            const ct__bf16 *b = pr->Bp + (size_t)(n / 16) * b_stride +
+                                (size_t)t0 * CT__TILE_ELEMS;
+            int cols = n1 - n < v->block_n ? n1 - n : v->block_n;
+            for (int m = m0; m < m1; m += MB) {
+                ct__a_view av;
+                int rows = m1 - m < MB ? m1 - m : MB;
+                int mt = (m - m0) / 16; /* tile index within the region */
+                if (ta) {
+                    av.p[0] = (const char *)(apack + (size_t)mt * nkt * CT__TILE_ELEMS);
+                    av.p[1] = av.p[0] + (size_t)nkt * CT__TILE_ELEMS * sizeof(ct__bf16);
+                    av.row_stride = 64;
+                    av.tile_stride = CT__TILE_ELEMS * sizeof(ct__bf16);
+                    av.tail[0] = av.tail[1] = NULL;
+                } else if (ragged && m == ragged_m0) {
+                    av.p[0] = (const char *)apack;
+                    av.p[1] = av.p[0] + (size_t)nkt * CT__TILE_ELEMS * sizeof(ct__bf16);
+                    av.row_stride = 64;
+                    av.tile_stride = CT__TILE_ELEMS * sizeof(ct__bf16);
+                    av.tail[0] = av.tail[1] = NULL;
+                } else {
+                    const ct__bf16 *a = pr->A + (size_t)m * d->lda +
+                                        (size_t)t0 * CT__KTILE;
+                    av.p[0] = (const char *)a;
+                    av.p[1] = (const char *)(a + (size_t)16 * d->lda);
+                    av.row_stride = (size_t)d->lda * sizeof(ct__bf16);
+                    av.tile_stride = CT__KTILE * sizeof(ct__bf16);
+                    av.tail[0] = av.tail[1] = NULL;
+                    if (ktail && last_kc) {
+                        av.tail[0] = (const char *)(atail + (size_t)mt * CT__TILE_ELEMS);
+                        av.tail[1] = av.tail[0] + CT__TILE_ELEMS * sizeof(ct__bf16);
+                    }
+                }
+                v->micro(pr->C + (size_t)m * d->ldc + n, d->ldc, rows, cols, &av,
+                         b, b_stride, nkt, d->alpha, pass_acc);
+            }
+        }
+    }
+    return CT_OK;
+}
+
+/* ---- threading ------------------------------------------------------------ */
+
+typedef struct job {
+    const ct__gemm_variant *v;
+    const ct__gemm_desc *d;
+    float *C;
+    const ct__bf16 *A, *B;
+    product pr;      /* the product being split (split mode) */
+    int tm, tn;      /* thread grid (split mode) */
+    int pack_chunk;  /* 16-col blocks per packing task */
+    int status;      /* first failure, 0 if none */
+} job;
+
+static void set_status(job *j, ct_status st)
+{
+    int zero = 0;
+    if (st != CT_OK)
+        __atomic_compare_exchange_n(&j->status, &zero, (int)st, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+static void make_product(product *pr, const job *j, int item)
+{
+    ptrdiff_t oa, ob, oc;
+    ct__gemm_batch_offsets(j->d, item, &oa, &ob, &oc);
+    pr->C = j->C + oc;
+    pr->A = j->A + oa;
+    pr->B = j->B + ob;
+    pr->d = j->d;
+    pr->KT = cdiv(j->d->K, CT__KTILE);
+    pr->Bp = NULL;
+}
+
+/* Batch mode: a task is a whole product, done by one thread. */
+static void item_task(void *ctx, int task, int thread)
+{
+    job *j = ctx;
+    const ct__gemm_desc *d = j->d;
+    product pr;
+    (void)thread;
+    make_product(&pr, j, task);
+    size_t elems = packed_b_elems(j->v, d, &pr.nblk16);
+    ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
+    if (!bp) {
+        set_status(j, CT_ERR_NOMEM);
+        return;
+    }
+    ct__pack_vnni16(bp, pr.B, d->ldb, (d->flags & CT__GEMM_TRANS_B) == 0 ? 0 : 1,
+                    d->K, d->N, pr.KT, 0, pr.nblk16);
+    pr.Bp = bp;
+    if (j->v->begin)
+        j->v->begin();
+    set_status(j, compute_region(j->v, &pr, 0, d->M, 0, d->N));
+    if (j->v->end)
+        j->v->end();
+}
+
+static void pack_task(void *ctx, int task, int thread)
+{
+    job *j = ctx;
+    const ct__gemm_desc *d = j->d;
+    int b0 = task * j->pack_chunk;
+    int b1 = b0 + j->pack_chunk < j->pr.nblk16 ? b0 + j->pack_chunk : j->pr.nblk16;
+    (void)thread;
+    ct__pack_vnni16((ct__bf16 *)j->pr.Bp, j->pr.B, d->ldb,
+                    (d->flags & CT__GEMM_TRANS_B) ? 1 : 0, d->K, d->N, j->pr.KT,
+                    b0, b1);
+}
+
+/* Split mode: task (i, k) of the tm x tn grid of the product's C. */
+static void region_task(void *ctx, int task, int thread)
+{
+    job *j = ctx;
+    const ct__gemm_desc *d = j->d;
+    int ti = task / j->tn, tk = task % j->tn;
+    int mblocks = cdiv(d->M, MB), nblocks = cdiv(d->N, j->v->block_n);
+    int mb0 = (int)((long)mblocks * ti / j->tm), mb1 = (int)((long)mblocks * (ti + 1) / j->tm);
+    int nb0 = (int)((long)nblocks * tk / j->tn), nb1 = (int)((long)nblocks * (tk + 1) / j->tn);
+    (void)thread;
+    if (mb0 >= mb1 || nb0 >= nb1)
+        return;
+    int m1 = mb1 * MB < d->M ? mb1 * MB : d->M;
+    int n1 = nb1 * j->v->block_n < d->N ? nb1 * j->v->block_n : d->N;
+    if (j->v->begin)
+        j->v->begin();
+    set_status(j, compute_region(j->v, &j->pr, mb0 * MB, m1, nb0 * j->v->block_n, n1));
+    if (j->v->end)
+        j->v->end();
+}
+
+/* Thread grid tm x tn = T over C's blocks with the least work per thread;
+ * ties go to splitting M, so threads share packed B and not A. */
+static void choose_grid(int T, int mblocks, int nblocks, int *tm, int *tn)
+{
+    long best = -1;
+    for (int a = T; a >= 1; a--) {
+        if (T % a)
+            continue;
+        long w = (long)cdiv(mblocks, a) * cdiv(nblocks, T / a);
+        if (best < 0 || w < best) {
+            best = w;
+            *tm = a;
+            *tn = T / a;
+        }
+    }
+}
+
+ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
+                                const ct__bf16 *A, const ct__bf16 *B,
+                                const ct__gemm_desc *d, ct__pool *pool)
+{
+    ct_status st = ct__gemm_check(d, A, B, C, v->name);
+    int items = ct__gemm_batch_count(d);
+    if (st != CT_OK || d->M == 0 || d->N == 0 || items == 0)
+        return st;
+    job j;
+    memset(&j, 0, sizeof j);
+    j.v = v;
+    j.d = d;
+    j.C = C;
+    j.A = A;
+    j.B = B;
+    if (d->K == 0) {
+        for (int i = 0; i < items; i++) {
+            make_product(&j.pr, &j, i);
+            scale_only(j.pr.C, d->ldc, d->M, d->N, d->flags & CT__GEMM_ACCUMULATE);
+        }
+        return CT_OK;
+    }
+
+    double flops = 2.0 * d->M * d->N * d->K;
+    int T = ct__pool_nthreads(pool);
+    if (flops * items < SERIAL_FLOPS)
+        T = 1;
+    if (items >= T || T == 1) {
+        ct__pool_run(T == 1 ? NULL : pool, item_task, &j, items);
+        goto done;
+    }
+    /* fewer products than threads: split each one */
+    for (int i = 0; i < items && j.status == 0; i++) {
+        make_product(&j.pr, &j, i);
+        size_t elems = packed_b_elems(v, d, &j.pr.nblk16);
+        ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
+        if (!bp) {
+            j.status = CT_ERR_NOMEM;
+            break;
+        }
+        j.pr.Bp = bp;
+        j.pack_chunk = cdiv(j.pr.nblk16, 4 * T);
+        ct__pool_run(pool, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
+        choose_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n), &j.tm, &j.tn);
+        ct__pool_run(pool, region_task, &j, j.tm * j.tn);
+    }
+done:
+    if (j.status != 0)
+        return ct__error((ct_status)j.status, "%s: out of memory for packing "
+                         "buffers (M=%d N=%d K=%d)", v->name, d->M, d->N, d->K);
+    return CT_OK;
+}
+#endif

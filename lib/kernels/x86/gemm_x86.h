@@ -1,0 +1,65 @@
+/* The blocked bf16 GEMM shared by the AVX512-BF16 and AMX variants: the
+ * packed layouts, the A operand view a microkernel reads, and the driver. */
+#ifndef CT_KERNELS_GEMM_X86_H
+#define CT_KERNELS_GEMM_X86_H
+
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__)
+
+/* Layouts. Both variants work in k-tiles of 32 bf16 (16 k-pairs).
+ *
+ * B is packed once per product into 16-column blocks in "VNNI" order: pair
+ * row p holds (B[2p][n], B[2p+1][n]) for the block's 16 columns, 64 bytes,
+ * so one 512-bit load feeds vdpbf16ps and 16 pair rows are one AMX B tile.
+ * Block j occupies KT*512 elements (KT = k-tiles, zero padded past K and N).
+ *
+ * A is read in "tile" order: 16 rows of 32 k. Either straight from the
+ * caller's row-major A (row stride lda, next k-tile 64 bytes on), or from a
+ * packed copy (row stride 64 bytes, next k-tile 1 KiB on) when A is
+ * transposed or the block is ragged. */
+enum { CT__KTILE = 32, CT__TILE_ELEMS = 512 };
+
+typedef struct ct__a_view {
+    const char *p[2];    /* rows 0-15 and 16-31 of the block at the first k-tile */
+    size_t row_stride;   /* bytes between rows */
+    size_t tile_stride;  /* bytes between k-tiles */
+    const char *tail[2]; /* if not NULL: the block's last k-tile, packed
+                          * (row stride 64), used instead of p[] for it */
+} ct__a_view;
+
+/* Computes a block of C, rows x cols (rows <= 32, cols <= block_n), from
+ * nkt k-tiles: C = alpha * A.B + (acc ? C : 0). `b` is the first 16-column
+ * block at the first k-tile; the next block is b_stride elements on. The
+ * microkernel may read all 32 rows of A and block_n columns of B (padding
+ * is zero), but writes only rows x cols of C. */
+typedef void (*ct__micro_fn)(float *C, int ldc, int rows, int cols,
+                             const ct__a_view *a, const ct__bf16 *b,
+                             size_t b_stride, int nkt, float alpha, int acc);
+
+typedef struct ct__gemm_variant {
+    const char *name;
+    int block_n;      /* columns per microkernel call: a multiple of 16 */
+    int kc_tiles;     /* most k-tiles per cache block */
+    ct__micro_fn micro;
+    void (*begin)(void); /* per task, before the first micro call (AMX: ldtilecfg) */
+    void (*end)(void);
+} ct__gemm_variant;
+
+ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
+                                const ct__bf16 *A, const ct__bf16 *B,
+                                const ct__gemm_desc *d, ct__pool *pool);
+
+/* Packs 16-column blocks j0 <= j < j1 of X (K x N) in VNNI order, KT k-tiles
+ * each, block j at dst + j*KT*512. X(k,n) = trans ? src[n*ld+k] : src[k*ld+n]. */
+void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld, int trans,
+                     int K, int N, int KT, int j0, int j1);
+
+/* Packs nmt tiles of 16 rows from row m0, k-tiles t0 .. t0+nt-1, of op(A)
+ * (M x K) in tile order, zero padded: tile (i, t) at dst + (i*nt + t)*512.
+ * op(A)(m,k) = trans ? A[k*lda+m] : A[m*lda+k]. */
+void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda, int trans,
+                      int M, int K, int m0, int nmt, int t0, int nt);
+
+#endif
+#endif

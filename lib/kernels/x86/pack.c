@@ -1,0 +1,142 @@
+/* Packing of bf16 GEMM operands into the VNNI and tile orders of
+ * gemm_x86.h, with AVX-512: row interleaves and 16x16 dword transposes. */
+#include "kernels/x86/gemm_x86.h"
+
+#if defined(__x86_64__)
+#include <string.h>
+
+#include "kernels/x86/x86.h"
+
+/* 16x16 transpose of 32-bit elements held in r[0..15], in place. */
+CT_AVX512 static inline void transpose16x16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* u[4g+c], 128-bit lane L: rows 4g..4g+3 at column 4L+c */
+    for (int i = 0; i < 16; i += 4) {
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+        __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+        __m512i w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+        r[8 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
+        r[4 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+        r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
+    }
+}
+
+CT_AVX512 static inline __mmask16 mask16(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
+CT_AVX512 static inline __mmask32 mask32(int n)
+{
+    return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1);
+}
+
+/* Pair rows: 16 dwords (x0[c], x1[c]) from two rows of 16 bf16. */
+CT_AVX512 static inline __m512i interleave_rows(const ct__bf16 *r0, const ct__bf16 *r1,
+                                                __mmask16 m)
+{
+    __m512i lo = r0 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0))
+                    : _mm512_setzero_si512();
+    __m512i hi = r1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1))
+                    : _mm512_setzero_si512();
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* One 16x16-dword tile (16 pair rows of 16 columns) of X = src stored
+ * [K rows, ld] read with rows k0.. and columns c0.. (nc valid). */
+CT_AVX512 static void vnni_tile_rows(ct__bf16 *dst, const ct__bf16 *src, int ld,
+                                     int K, int k0, int c0, int nc)
+{
+    __mmask16 m = mask16(nc);
+    for (int p = 0; p < 16; p++) {
+        int k = k0 + 2 * p;
+        const ct__bf16 *r0 = k < K ? src + (size_t)k * ld + c0 : NULL;
+        const ct__bf16 *r1 = k + 1 < K ? src + (size_t)(k + 1) * ld + c0 : NULL;
+        _mm512_store_si512(dst + p * 32, interleave_rows(r0, r1, m));
+    }
+}
+
+/* One tile when the 16 "columns" are rows of src (src stored [N, ld], k
+ * contiguous): load 16 rows of 32 k as dwords, transpose. */
+CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
+                                     int K, int k0, int c0, int nc)
+{
+    __m512i r[16];
+    __mmask32 km = mask32(K - k0);
+    for (int c = 0; c < 16; c++)
+        r[c] = c < nc ? _mm512_maskz_loadu_epi16(km, src + (size_t)(c0 + c) * ld + k0)
+                      : _mm512_setzero_si512();
+    transpose16x16(r);
+    for (int p = 0; p < 16; p++)
+        _mm512_store_si512(dst + p * 32, r[p]);
+}
+
+CT_AVX512 void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld,
+                               int trans, int K, int N, int KT, int j0, int j1)
+{
+    for (int j = j0; j < j1; j++) {
+        int c0 = 16 * j, nc = N - c0;
+        ct__bf16 *blk = dst + (size_t)j * KT * CT__TILE_ELEMS;
+        for (int t = 0; t < KT; t++) {
+            ct__bf16 *tile = blk + (size_t)t * CT__TILE_ELEMS;
+            if (nc <= 0)
+                memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
+            else if (trans)
+                vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc);
+            else
+                vnni_tile_rows(tile, src, ld, K, t * CT__KTILE, c0, nc);
+        }
+    }
+}
+
+CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
+                                int trans, int M, int K, int m0, int nmt,
+                                int t0, int nt)
+{
+    for (int i = 0; i < nmt; i++) {
+        int r0 = m0 + 16 * i, nr = M - r0;
+        for (int t = 0; t < nt; t++) {
+            ct__bf16 *tile = dst + ((size_t)i * nt + t) * CT__TILE_ELEMS;
+            int k0 = (t0 + t) * CT__KTILE;
+            if (nr <= 0) {
+                memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
+            } else if (trans) {
+                /* A stored [K, M]: the tile is the transpose of the VNNI
+                 * pairs of its 16 columns */
+                __m512i r[16];
+                __mmask16 m = mask16(nr);
+                for (int p = 0; p < 16; p++) {
+                    int k = k0 + 2 * p;
+                    const ct__bf16 *a0 = k < K ? A + (size_t)k * lda + r0 : NULL;
+                    const ct__bf16 *a1 = k + 1 < K ? A + (size_t)(k + 1) * lda + r0 : NULL;
+                    r[p] = interleave_rows(a0, a1, m);
+                }
+                transpose16x16(r);
+                for (int q = 0; q < 16; q++)
+                    _mm512_store_si512(tile + q * 32, r[q]);
+            } else {
+                __mmask32 km = mask32(K - k0);
+                for (int q = 0; q < 16; q++) {
+                    __m512i row = q < nr ? _mm512_maskz_loadu_epi16(
+                                               km, A + (size_t)(r0 + q) * lda + k0)
+                                         : _mm512_setzero_si512();
+                    _mm512_store_si512(tile + q * 32, row);
+                }
+            }
+        }
+    }
+}
+#endif

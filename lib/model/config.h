@@ -1,0 +1,52 @@
+/* Model configuration: what config.json says (BERT and DistilBERT keys),
+ * built-in named configurations, and writing config.json back. */
+#ifndef CT_MODEL_CONFIG_H
+#define CT_MODEL_CONFIG_H
+
+#include <stdint.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/strbuf.h"
+
+typedef enum ct__arch { CT__ARCH_BERT, CT__ARCH_DISTILBERT } ct__arch;
+typedef enum ct__act { CT__ACT_GELU, CT__ACT_GELU_NEW, CT__ACT_RELU } ct__act;
+
+typedef struct ct__config {
+    ct__arch arch;
+    int vocab_size;          /* V */
+    int hidden_size;         /* C   (DistilBERT: dim) */
+    int num_layers;          /* L   (n_layers) */
+    int num_heads;           /* NH  (n_heads) */
+    int intermediate_size;   /* FF  (hidden_dim) */
+    int max_position;        /* P */
+    int type_vocab_size;     /* 0 for DistilBERT */
+    int pad_token_id;
+    int num_labels;          /* sequence classification */
+    int sinusoidal_pos;      /* DistilBERT sinusoidal_pos_embds */
+    ct__act act;             /* hidden_act / activation */
+    float layer_norm_eps;
+    float initializer_range;
+    float hidden_dropout;    /* hidden_dropout_prob / dropout */
+    float attention_dropout; /* attention_probs_dropout_prob / attention_dropout */
+    float head_dropout;      /* BERT classifier_dropout (else hidden), DistilBERT
+                                qa_dropout or seq_classif_dropout */
+    float qa_dropout, seq_classif_dropout, classifier_dropout; /* as read; <0 unset */
+    /* Every key of the file, kept so a saved config.json loses nothing
+     * (id2label, transformers_version, ...); NULL for built-in configs. */
+    char *source_json;
+} ct__config;
+
+/* Parse a config.json text. `what` names the file in errors. */
+ct_status ct__config_parse(const char *text, size_t len, const char *what, ct__config *cfg);
+ct_status ct__config_load(const char *path, ct__config *cfg);
+/* Built-in configurations by name ("bert-base-uncased", "bert-tiny", ...). */
+ct_status ct__config_named(const char *name, ct__config *cfg);
+/* Names of the built-in configurations, "a, b, c" (static). */
+const char *ct__config_names(void);
+void ct__config_free(ct__config *cfg);
+ct_status ct__config_copy(const ct__config *src, ct__config *dst);
+/* config.json as Transformers writes it, with `architectures`. */
+ct_status ct__config_write_json(const ct__config *cfg, const char *architecture, ct__strbuf *sb);
+
+#endif
