@@ -8,7 +8,10 @@
 Suite *core_suite(void);
 
 #define CT_TEST_SUITES(X) \
-    X(args_suite)
+    X(args_suite)             \
+    X(json_suite)             \
+    X(safetensors_suite)      \
+    X(kernels_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

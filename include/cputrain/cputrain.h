@@ -6,6 +6,7 @@
 #define CT_INSIDE_CPUTRAIN_H
 #include "core.h"
 #include "args.h"
+#include "model.h"
 #undef CT_INSIDE_CPUTRAIN_H
 
 #endif /* CPUTRAIN_H */

@@ -77,6 +77,7 @@ static const ct__gemm_variant avx512bf16_variant = {
     .name = "gemm_bf16_avx512bf16",
     .block_n = 16 * NV,
     .kc_tiles = 8,
+    .n_chunk = 768,
     .micro = avx512bf16_micro,
     .begin = NULL,
     .end = NULL,

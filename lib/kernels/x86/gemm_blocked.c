@@ -99,10 +99,11 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                                  cdiv(mtiles, 2) * 2, KT - 1, 1);
         }
 
-        for (int n = n0; n < n1; n += v->block_n) {
-            const ct__bf16 *b = pr->Bp + (size_t)(n / 16) * b_stride +
-                                (size_t)t0 * CT__TILE_ELEMS;
-            int cols = n1 - n < v->block_n ? n1 - n : v->block_n;
+        /* A 32-row block of A (32 x kc, <= 32 KiB) stays in L1 while it
+         * meets every 32-column block of a chunk of packed B (kc x nc, a
+         * few hundred KiB, in L2). */
+        for (int nc0 = n0; nc0 < n1; nc0 += v->n_chunk) {
+            int nc1 = nc0 + v->n_chunk < n1 ? nc0 + v->n_chunk : n1;
             for (int m = m0; m < m1; m += MB) {
                 ct__a_view av;
                 int rows = m1 - m < MB ? m1 - m : MB;
@@ -132,8 +133,13 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                         av.tail[1] = av.tail[0] + CT__TILE_ELEMS * sizeof(ct__bf16);
                     }
                 }
-                v->micro(pr->C + (size_t)m * d->ldc + n, d->ldc, rows, cols, &av,
-                         b, b_stride, nkt, d->alpha, pass_acc);
+                for (int n = nc0; n < nc1; n += v->block_n) {
+                    const ct__bf16 *b = pr->Bp + (size_t)(n / 16) * b_stride +
+                                        (size_t)t0 * CT__TILE_ELEMS;
+                    int cols = n1 - n < v->block_n ? n1 - n : v->block_n;
+                    v->micro(pr->C + (size_t)m * d->ldc + n, d->ldc, rows, cols, &av,
+                             b, b_stride, nkt, d->alpha, pass_acc);
+                }
             }
         }
     }

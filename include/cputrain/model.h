@@ -1,0 +1,160 @@
+/* libcputrain public API: BERT and DistilBERT models (ct_model) with
+ * question-answering, sequence-classification and masked-LM heads, batches
+ * of token ids (ct_batch), Hugging Face model folders in and out.
+ * Included through <cputrain/cputrain.h>; do not include directly. */
+#ifndef CPUTRAIN_MODEL_H
+#define CPUTRAIN_MODEL_H
+
+#ifndef CT_INSIDE_CPUTRAIN_H
+#error "include <cputrain/cputrain.h> instead of <cputrain/model.h>"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_model ct_model;
+typedef struct ct_batch ct_batch;
+
+/* The head on top of the encoder, as Transformers' *For<Task> classes. */
+typedef enum ct_task {
+    CT_TASK_QUESTION_ANSWERING = 0,     /* BertForQuestionAnswering */
+    CT_TASK_SEQUENCE_CLASSIFICATION = 1, /* BertForSequenceClassification */
+    CT_TASK_MASKED_LM = 2               /* BertForMaskedLM */
+} ct_task;
+
+/* How matrix products are computed. BF16: bf16 inputs (rounded to nearest
+ * even from the fp32 master weights and activations) with fp32
+ * accumulation; LayerNorm, softmax, GELU and losses stay fp32, as PyTorch's
+ * CPU autocast does for BERT. */
+typedef enum ct_precision {
+    CT_PRECISION_FP32 = 0,
+    CT_PRECISION_BF16 = 1
+} ct_precision;
+
+/* Element types of saved tensors. */
+typedef enum ct_dtype {
+    CT_DTYPE_F32 = 0,
+    CT_DTYPE_BF16 = 1,
+    CT_DTYPE_F16 = 2
+} ct_dtype;
+
+/* ---- creating, loading, saving -------------------------------------------- */
+
+/* A new model with Hugging Face's initialisation (normal(0,
+ * initializer_range) for Linear and Embedding weights, zero biases, zero
+ * padding row, LayerNorm 1 and 0), drawn from `seed`. `config` is a built-in
+ * name ("bert-base-uncased", "bert-large-uncased", "distilbert-base-uncased",
+ * "bert-tiny", "bert-mini", "bert-small", "bert-test", "distilbert-test") or
+ * the path of a config.json. */
+CT_API ct_status ct_model_create(const char *config, ct_task task, uint64_t seed,
+                                 ct_model **out);
+/* A model from a Hugging Face folder: config.json and model.safetensors (or
+ * the sharded model.safetensors.index.json form; F32, BF16 or F16 tensors,
+ * names with or without the "bert."/"distilbert." prefix). Tensors the head
+ * needs but the folder lacks (a new QA head on a pre-trained encoder) are
+ * initialised from `seed`, logged, and listed by ct_model_new_tensor_name;
+ * tensors of other heads (pooler, cls.*) are ignored, as from_pretrained
+ * does. */
+CT_API ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model **out);
+CT_API void ct_model_free(ct_model *model);
+/* Write config.json (with "architectures" and "model_type") and
+ * model.safetensors ({"format": "pt"} metadata) into `dir`, which must exist.
+ * Each file is written to a temporary name and renamed into place. */
+CT_API ct_status ct_model_save(const ct_model *model, const char *dir, ct_dtype dtype);
+/* Tensors that ct_model_load had to initialise. */
+CT_API size_t ct_model_new_tensor_count(const ct_model *model);
+CT_API const char *ct_model_new_tensor_name(const ct_model *model, size_t index);
+
+/* ---- settings ------------------------------------------------------------------- */
+
+CT_API ct_status ct_model_set_precision(ct_model *model, ct_precision precision);
+CT_API ct_precision ct_model_get_precision(const ct_model *model);
+/* Training mode applies dropout (from a counter-based generator seeded by
+ * ct_model_set_seed, so a step is reproducible); eval mode does not.
+ * A new model is in training mode. */
+CT_API ct_status ct_model_set_training(ct_model *model, int training);
+/* Seed of the dropout generator and the step counter it is combined with;
+ * the counter advances by one with every training-mode forward pass. */
+CT_API ct_status ct_model_set_seed(ct_model *model, uint64_t seed, uint64_t step);
+/* Worker threads for this model's kernels (the caller's thread included);
+ * 0 = OMP_NUM_THREADS, else the cores available to the process. */
+CT_API ct_status ct_model_set_threads(ct_model *model, int threads);
+CT_API int ct_model_get_threads(const ct_model *model);
+CT_API ct_task ct_model_get_task(const ct_model *model);
+/* Numbers from the configuration: "vocab_size", "hidden_size",
+ * "num_hidden_layers", "num_attention_heads", "intermediate_size",
+ * "max_position_embeddings", "type_vocab_size", "num_labels",
+ * "pad_token_id". CT_ERR_NOT_FOUND names an unknown key. */
+CT_API ct_status ct_model_config_int(const ct_model *model, const char *key, int64_t *out);
+/* "BertForQuestionAnswering", "DistilBertForMaskedLM", ... */
+CT_API const char *ct_model_architecture(const ct_model *model);
+
+/* ---- computing ------------------------------------------------------------------ */
+
+/* Forward and backward on one batch: *loss receives the loss and the
+ * gradient of loss * loss_scale is ADDED to every parameter's gradient (so
+ * gradient accumulation is not zeroing in between; loss_scale = 1 /
+ * accumulation steps averages). The batch needs the head's labels. */
+CT_API ct_status ct_model_forward_backward(ct_model *model, const ct_batch *batch,
+                                           float loss_scale, float *loss);
+/* Forward only, keeping no activations for backward (evaluation and
+ * inference). `loss` may be NULL; when not NULL the batch needs labels. */
+CT_API ct_status ct_model_forward(ct_model *model, const ct_batch *batch, float *loss);
+/* The logits of the last forward pass, owned by the model until the next
+ * pass: question answering [B, T, 2] (start, end), sequence classification
+ * [B, num_labels], masked LM [B, T, vocab_size]. shape has room for 3. */
+CT_API ct_status ct_model_logits(const ct_model *model, const float **data, int *ndim,
+                                 int64_t *shape);
+/* Set every gradient to zero (one memset over the flat buffer). */
+CT_API ct_status ct_model_zero_grad(ct_model *model);
+/* Call after changing parameters through the pointers below (a custom
+ * optimizer): refreshes the bf16 copy of the weights. */
+CT_API ct_status ct_model_params_changed(ct_model *model);
+
+/* ---- parameters ------------------------------------------------------------------- */
+
+/* Total number of trainable scalars (bert-base-uncased with the QA head:
+ * 108,893,186). Tied weights count once. */
+CT_API size_t ct_model_num_parameters(const ct_model *model);
+/* Named tensors, in Transformers' state-dict order and names. */
+CT_API size_t ct_model_tensor_count(const ct_model *model);
+CT_API ct_status ct_model_tensor_index(const ct_model *model, const char *name, size_t *index);
+/* NULL / 0 / -1 for an index out of range. */
+CT_API const char *ct_model_tensor_name(const ct_model *model, size_t index);
+CT_API int ct_model_tensor_ndim(const ct_model *model, size_t index);
+CT_API int64_t ct_model_tensor_dim(const ct_model *model, size_t index, int axis);
+CT_API size_t ct_model_tensor_numel(const ct_model *model, size_t index);
+/* fp32 data and gradient, row-major, inside the model's flat buffers. */
+CT_API float *ct_model_tensor_data(ct_model *model, size_t index);
+CT_API float *ct_model_tensor_grad(ct_model *model, size_t index);
+/* 1 if the AdamW weight decay applies (not biases, not LayerNorm weights). */
+CT_API int ct_model_tensor_decays(const ct_model *model, size_t index);
+
+/* ---- batches ---------------------------------------------------------------------- */
+
+CT_API ct_status ct_batch_create(ct_batch **out);
+CT_API void ct_batch_free(ct_batch *batch);
+/* Copies [batch_size, seq_len] int32 arrays. token_type_ids NULL means all
+ * 0, attention_mask NULL all 1 (1 = real token, 0 = padding). Clears the
+ * labels. */
+CT_API ct_status ct_batch_set_inputs(ct_batch *batch, int batch_size, int seq_len,
+                                     const int32_t *input_ids, const int32_t *token_type_ids,
+                                     const int32_t *attention_mask);
+/* Question answering: start and end token positions, [batch_size] each.
+ * As Transformers does, positions are clamped to [0, seq_len] and seq_len
+ * itself means "ignore this example". */
+CT_API ct_status ct_batch_set_positions(ct_batch *batch, const int32_t *start_positions,
+                                        const int32_t *end_positions);
+/* Class ids [batch_size] (sequence classification) or token ids
+ * [batch_size * seq_len] (masked LM, -100 = not predicted); n is the count. */
+CT_API ct_status ct_batch_set_labels(ct_batch *batch, const int32_t *labels, size_t n);
+/* Regression targets [batch_size] (sequence classification, num_labels 1). */
+CT_API ct_status ct_batch_set_float_labels(ct_batch *batch, const float *labels, size_t n);
+CT_API int ct_batch_size(const ct_batch *batch);
+CT_API int ct_batch_seq_len(const ct_batch *batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPUTRAIN_MODEL_H */

@@ -1,0 +1,260 @@
+/* Portable reference versions of the element-wise kernels (see ops.h): the
+ * oracle the vectorised variants are tested against. */
+#include "kernels/ops.h"
+
+#include <math.h>
+#include <string.h>
+
+void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                           const float *w, const float *b, int N, int C, float eps)
+{
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C;
+        float *y = out + (size_t)i * C;
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++)
+            m += x[c];
+        m /= C;
+        for (int c = 0; c < C; c++)
+            v += (x[c] - m) * (x[c] - m);
+        v /= C; /* biased variance, as torch.nn.LayerNorm */
+        float s = (float)(1.0 / sqrt(v + eps));
+        for (int c = 0; c < C; c++)
+            y[c] = (float)(x[c] - m) * s * w[c] + b[c];
+        mean[i] = (float)m;
+        rstd[i] = s;
+    }
+}
+
+void ct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, const float *mean,
+                            const float *rstd, int N, int C)
+{
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float *dx = dinp + (size_t)i * C;
+        float m = mean[i], s = rstd[i];
+        double sum_g = 0, sum_gx = 0;
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * s;
+            float g = dy[c] * w[c];
+            sum_g += g;
+            sum_gx += g * xhat;
+            dw[c] += dy[c] * xhat;
+            db[c] += dy[c];
+        }
+        float mg = (float)(sum_g / C), mgx = (float)(sum_gx / C);
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * s;
+            dx[c] = s * (dy[c] * w[c] - mg - xhat * mgx);
+        }
+    }
+}
+
+void ct__gelu_forward(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * (float)M_SQRT1_2));
+}
+
+void ct__gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+        float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
+        dinp[i] = dout[i] * (cdf + x * pdf);
+    }
+}
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+void ct__gelu_tanh_forward(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_C * x * x * x)));
+    }
+}
+
+void ct__gelu_tanh_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float u = GELU_K * (x + GELU_C * x * x * x);
+        float t = tanhf(u);
+        float du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+        dinp[i] = dout[i] * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+    }
+}
+
+void ct__relu_forward(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = inp[i] > 0 ? inp[i] : 0.0f;
+}
+
+void ct__relu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dinp[i] = inp[i] > 0 ? dout[i] : 0.0f;
+}
+
+void ct__tanh_forward(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = tanhf(inp[i]);
+}
+
+void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dinp[i] = dout[i] * (1.0f - out[i] * out[i]);
+}
+
+void ct__bias_add(float *out, const float *b, int N, int C)
+{
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++)
+            out[(size_t)i * C + c] += b[c];
+}
+
+void ct__bias_backward(float *db, const float *dout, int N, int C)
+{
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++)
+            db[c] += dout[(size_t)i * C + c];
+}
+
+void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,
+                         int T)
+{
+    int kept = 0;
+    for (int j = 0; j < T; j++)
+        kept += key_mask[j] != 0;
+    for (int r = 0; r < R; r++) {
+        const float *s = scores + (size_t)r * T;
+        float *p = probs + (size_t)r * T;
+        if (kept == 0) {
+            for (int j = 0; j < T; j++)
+                p[j] = 1.0f / T;
+            continue;
+        }
+        float mx = -INFINITY;
+        for (int j = 0; j < T; j++)
+            if (key_mask[j] && s[j] > mx)
+                mx = s[j];
+        double sum = 0;
+        for (int j = 0; j < T; j++) {
+            p[j] = key_mask[j] ? expf(s[j] - mx) : 0.0f;
+            sum += p[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < T; j++)
+            p[j] *= inv;
+    }
+}
+
+void ct__softmax_backward(float *dscores, const float *dprobs, const float *probs, int R, int T,
+                          float scale)
+{
+    for (int r = 0; r < R; r++) {
+        const float *dp = dprobs + (size_t)r * T, *p = probs + (size_t)r * T;
+        float *ds = dscores + (size_t)r * T;
+        double dot = 0;
+        for (int j = 0; j < T; j++)
+            dot += dp[j] * p[j];
+        for (int j = 0; j < T; j++)
+            ds[j] = scale * p[j] * (dp[j] - (float)dot);
+    }
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+static inline uint64_t mix64(uint64_t z)
+{
+    /* SplitMix64's finaliser: a bijection with good avalanche, enough to
+     * turn (key, index) into independent-looking uniform bits. */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site)
+{
+    return mix64(mix64(seed ^ 0x9e3779b97f4a7c15ull) + step * 0x632be59bd9b4e019ull +
+                 ((uint64_t)site << 32));
+}
+
+/* Keep element i when its 24-bit uniform draw is >= p. */
+static inline int dropped(uint64_t key, size_t i, uint32_t threshold)
+{
+    return (uint32_t)(mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull) >> 40) < threshold;
+}
+
+void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
+                         size_t first)
+{
+    uint32_t threshold = (uint32_t)(p * 16777216.0f);
+    float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++)
+        out[i] = dropped(key, first + i, threshold) ? 0.0f : inp[i] * scale;
+}
+
+void ct__dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t key,
+                          size_t first)
+{
+    ct__dropout_forward(dinp, dout, n, p, key, first); /* same mask, same scale */
+}
+
+/* ---- cross-entropy ------------------------------------------------------ */
+
+static int counted(int32_t t, int V, int32_t ignore)
+{
+    return t != ignore && t >= 0 && t < V;
+}
+
+double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *target, int N,
+                                 int V, int32_t ignore, int *count)
+{
+    double total = 0;
+    *count = 0;
+    for (int i = 0; i < N; i++) {
+        const float *z = logits + (size_t)i * ld;
+        if (!counted(target[i], V, ignore))
+            continue;
+        float mx = -INFINITY;
+        for (int j = 0; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < V; j++)
+            sum += exp((double)z[j] - mx);
+        total += log(sum) + mx - z[target[i]];
+        (*count)++;
+    }
+    return total;
+}
+
+void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, int ld,
+                                const int32_t *target, int N, int V, int32_t ignore, float scale)
+{
+    for (int i = 0; i < N; i++) {
+        const float *z = logits + (size_t)i * ld;
+        float *dz = dlogits + (size_t)i * ldd;
+        if (!counted(target[i], V, ignore)) {
+            memset(dz, 0, (size_t)V * sizeof *dz);
+            continue;
+        }
+        float mx = -INFINITY;
+        for (int j = 0; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < V; j++)
+            sum += exp((double)z[j] - mx);
+        for (int j = 0; j < V; j++)
+            dz[j] = scale * (float)(exp((double)z[j] - mx) / sum);
+        dz[target[i]] -= scale;
+    }
+}

@@ -1,0 +1,717 @@
+/* BERT / DistilBERT forward and backward over the flat buffers: embeddings,
+ * post-LN transformer layers, the three heads and their losses. fp32, or
+ * bf16 matmul inputs with fp32 accumulation (everything else fp32). */
+#include "model/acts.h"
+#include "model/batch.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+
+/* Everything one pass needs, passed around as one pointer. */
+typedef struct pass {
+    ct_model *m;
+    ct__acts *a;
+    const ct_batch *batch;
+    const ct__kernels *k;
+    ct__pool *pool;
+    int bf16;
+    int training; /* dropout on */
+    int keep;     /* activations kept per layer for backward */
+    int B, T, BT, C, NH, HD, FF, L;
+    uint64_t step;
+} pass;
+
+static float *P(const pass *p, size_t off) { return p->m->params + off; }
+static float *G(const pass *p, size_t off) { return p->m->grads + off; }
+static const ct__bf16 *PB(const pass *p, size_t off) { return p->m->params_bf16 + off; }
+
+/* Per-layer slot of an activation array: layer l when kept, else slot 0. */
+#define SLOT(p, base, l, per) ((base) + (size_t)((p)->keep ? (l) : 0) * (per))
+/* x[i] for i in [0, L]: all kept, or ping-pong between two. */
+#define XS(p, base, i, per) ((base) + (size_t)((p)->keep ? (i) : ((i) & 1)) * (per))
+
+static uint64_t site_key(const pass *p, uint32_t site)
+{
+    return ct__dropout_key(p->m->dropout_seed, p->step, site);
+}
+
+static void dropout(const pass *p, float *x, size_t n, float prob, uint32_t site)
+{
+    if (p->training && prob > 0)
+        ct__dropout_forward(x, x, n, prob, site_key(p, site), 0);
+}
+
+static void dropout_back(const pass *p, float *dx, size_t n, float prob, uint32_t site)
+{
+    if (p->training && prob > 0)
+        ct__dropout_backward(dx, dx, n, prob, site_key(p, site), 0);
+}
+
+enum { SITE_ATT_PROBS, SITE_ATT_OUT, SITE_FFN_OUT, SITES_PER_LAYER = 4 };
+#define SITE(l, what) ((uint32_t)(l) * SITES_PER_LAYER + (what))
+#define SITE_EMB(p) SITE((p)->L, 0)
+#define SITE_HEAD(p) SITE((p)->L, 1)
+
+/* ---- linear layers --------------------------------------------------------- */
+
+/* y[N,OUT] = x[N,IN] W^T + b, W [OUT,IN] at w_off. In bf16 mode reads xb. */
+static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__bf16 *xb,
+                            size_t w_off, size_t b_off, int N, int IN, int OUT)
+{
+    ct_status st;
+    if (p->bf16)
+        st = ct__gemm_bf16(p->k, y, xb, PB(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
+                           1.0f, p->pool);
+    else
+        st = ct__gemm_f32(p->k, y, x, P(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
+                          1.0f, p->pool);
+    if (st == CT_OK && b_off != CT__NO_TENSOR)
+        ct__bias_add(y, P(p, b_off), N, OUT);
+    return st;
+}
+
+/* Given dy [N,OUT]: dx[N,IN] = dy W (or += with acc_dx; dx NULL skips it),
+ * dW += dy^T x, db += column sums of dy. */
+static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *dy,
+                            const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
+                            int N, int IN, int OUT)
+{
+    ct_status st = CT_OK;
+    int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
+    if (p->bf16) {
+        ct__bf16 *dyb = p->a->dy_b;
+        p->k->f32_to_bf16(dyb, dy, (size_t)N * OUT);
+        if (dx)
+            st = ct__gemm_bf16(p->k, dx, dyb, PB(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
+                               p->pool);
+        if (st == CT_OK)
+            st = ct__gemm_bf16(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
+                               CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+    } else {
+        if (dx)
+            st = ct__gemm_f32(p->k, dx, dy, P(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
+                              p->pool);
+        if (st == CT_OK)
+            st = ct__gemm_f32(p->k, G(p, w_off), dy, x, OUT, IN, N, OUT, IN, IN,
+                              CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+    }
+    if (st == CT_OK && b_off != CT__NO_TENSOR)
+        ct__bias_backward(G(p, b_off), dy, N, OUT);
+    return st;
+}
+
+static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
+{
+    if (p->bf16)
+        p->k->f32_to_bf16(out, in, n);
+}
+
+/* ---- attention --------------------------------------------------------------- */
+
+/* One batched product over (batch, head): C_bh = alpha op(A_bh) op(B_bh).
+ * Row-major strides: per batch item, per head. */
+typedef struct bmm {
+    int M, N, K, lda, ldb, ldc, flags;
+    ptrdiff_t sa[2], sb[2], sc[2];
+} bmm;
+
+static ct_status batched(const pass *p, float *Cm, const void *A, const void *Bm, const bmm *d,
+                         float alpha)
+{
+    ct__gemm_desc g = {d->M, d->N, d->K, d->lda, d->ldb, d->ldc, d->flags, alpha,
+                       {p->B, p->NH}, {d->sa[0], d->sa[1]}, {d->sb[0], d->sb[1]},
+                       {d->sc[0], d->sc[1]}};
+    return p->bf16 ? p->k->gemm_bf16(Cm, A, Bm, &g, p->pool)
+                   : p->k->gemm_f32(Cm, A, Bm, &g, p->pool);
+}
+
+/* Strides of a head's [T, HD] view inside a [BT, C] activation, and of a
+ * [T, T] score matrix inside [B, NH, T, T]. */
+#define HEAD_VIEW(p) {(ptrdiff_t)(p)->T * (p)->C, (p)->HD}
+#define SCORE_VIEW(p) {(ptrdiff_t)(p)->NH * (p)->T * (p)->T, (ptrdiff_t)(p)->T * (p)->T}
+
+static ct_status attention_fwd(const pass *p, int l)
+{
+    ct__acts *a = p->a;
+    size_t BTC = (size_t)p->BT * p->C, att = (size_t)p->B * p->NH * p->T * p->T;
+    float *q = SLOT(p, a->q, l, BTC), *k = SLOT(p, a->k, l, BTC), *v = SLOT(p, a->v, l, BTC);
+    float *probs = SLOT(p, a->probs, l, att), *pd = SLOT(p, a->probs_drop, l, att);
+    float *ctx = SLOT(p, a->ctx, l, BTC);
+    float scale = 1.0f / sqrtf((float)p->HD);
+    ct_status st;
+    bmm qk = {p->T, p->T, p->HD, p->C, p->C, p->T, CT__GEMM_TRANS_B,
+              HEAD_VIEW(p), HEAD_VIEW(p), SCORE_VIEW(p)};
+    bmm pv = {p->T, p->HD, p->T, p->T, p->C, p->C, 0, SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
+
+    /* scores = Q K^T / sqrt(HD), written into probs and softmaxed in place */
+    if (p->bf16)
+        st = batched(p, probs, SLOT(p, a->q_b, l, BTC), SLOT(p, a->k_b, l, BTC), &qk, scale);
+    else
+        st = batched(p, probs, q, k, &qk, scale);
+    if (st != CT_OK)
+        return st;
+    for (int b = 0; b < p->B; b++)
+        ct__softmax_forward(probs + (size_t)b * p->NH * p->T * p->T,
+                            probs + (size_t)b * p->NH * p->T * p->T,
+                            p->batch->attention_mask + (size_t)b * p->T, p->NH * p->T, p->T);
+    if (pd != probs) {
+        memcpy(pd, probs, att * sizeof *pd);
+        dropout(p, pd, att, p->m->cfg.attention_dropout, SITE(l, SITE_ATT_PROBS));
+    }
+    if (p->bf16) {
+        ct__bf16 *pb = SLOT(p, a->probs_b, l, att);
+        p->k->f32_to_bf16(pb, pd, att);
+        return batched(p, ctx, pb, SLOT(p, a->v_b, l, BTC), &pv, 1.0f);
+    }
+    return batched(p, ctx, pd, v, &pv, 1.0f);
+}
+
+/* From dctx (in a->da) to dq, dk, dv (in a->dq/dk/dv). */
+static ct_status attention_bwd(const pass *p, int l)
+{
+    ct__acts *a = p->a;
+    size_t BTC = (size_t)p->BT * p->C, att = (size_t)p->B * p->NH * p->T * p->T;
+    float *probs = SLOT(p, a->probs, l, att), *pd = SLOT(p, a->probs_drop, l, att);
+    float scale = 1.0f / sqrtf((float)p->HD);
+    const void *dctx = a->da, *q = SLOT(p, a->q, l, BTC), *k = SLOT(p, a->k, l, BTC);
+    const void *v = SLOT(p, a->v, l, BTC), *P_ = pd, *dS = a->dp;
+    ct_status st;
+    /* dP = dctx V^T, dV = Pdrop^T dctx, dQ = dS K, dK = dS^T Q */
+    bmm dpv = {p->T, p->T, p->HD, p->C, p->C, p->T, CT__GEMM_TRANS_B,
+               HEAD_VIEW(p), HEAD_VIEW(p), SCORE_VIEW(p)};
+    bmm dvv = {p->T, p->HD, p->T, p->T, p->C, p->C, CT__GEMM_TRANS_A,
+               SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
+    bmm dqv = {p->T, p->HD, p->T, p->T, p->C, p->C, 0, SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
+    bmm dkv = {p->T, p->HD, p->T, p->T, p->C, p->C, CT__GEMM_TRANS_A,
+               SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
+
+    if (p->bf16) {
+        ct__bf16 *dctx_b = a->dy_b;
+        p->k->f32_to_bf16(dctx_b, a->da, BTC);
+        dctx = dctx_b;
+        q = SLOT(p, a->q_b, l, BTC);
+        k = SLOT(p, a->k_b, l, BTC);
+        v = SLOT(p, a->v_b, l, BTC);
+        P_ = SLOT(p, a->probs_b, l, att);
+        dS = a->dp_b;
+    }
+    if ((st = batched(p, a->dp, dctx, v, &dpv, 1.0f)) != CT_OK ||
+        (st = batched(p, a->dv, P_, dctx, &dvv, 1.0f)) != CT_OK)
+        return st;
+    if (pd != probs)
+        dropout_back(p, a->dp, att, p->m->cfg.attention_dropout, SITE(l, SITE_ATT_PROBS));
+    ct__softmax_backward(a->dp, a->dp, probs, p->B * p->NH * p->T, p->T, scale);
+    if (p->bf16)
+        p->k->f32_to_bf16(a->dp_b, a->dp, att);
+    if ((st = batched(p, a->dq, dS, k, &dqv, 1.0f)) != CT_OK)
+        return st;
+    return batched(p, a->dk, dS, q, &dkv, 1.0f);
+}
+
+/* ---- one encoder layer ---------------------------------------------------------- */
+
+static void activation_fwd(const pass *p, float *out, const float *in, size_t n)
+{
+    switch (p->m->cfg.act) {
+    case CT__ACT_GELU: ct__gelu_forward(out, in, n); break;
+    case CT__ACT_GELU_NEW: ct__gelu_tanh_forward(out, in, n); break;
+    case CT__ACT_RELU: ct__relu_forward(out, in, n); break;
+    }
+}
+
+static void activation_bwd(const pass *p, float *din, const float *dout, const float *in,
+                           size_t n)
+{
+    switch (p->m->cfg.act) {
+    case CT__ACT_GELU: ct__gelu_backward(din, dout, in, n); break;
+    case CT__ACT_GELU_NEW: ct__gelu_tanh_backward(din, dout, in, n); break;
+    case CT__ACT_RELU: ct__relu_backward(din, dout, in, n); break;
+    }
+}
+
+static ct_status layer_fwd(const pass *p, int l)
+{
+    ct__acts *a = p->a;
+    const ct__layer_w *w = &p->m->w.layers[l];
+    size_t BTC = (size_t)p->BT * p->C, BTF = (size_t)p->BT * p->FF;
+    const float *x = XS(p, a->x, l, BTC);
+    const ct__bf16 *xb = p->bf16 ? XS(p, a->x_b, l, BTC) : NULL;
+    float *ctx = SLOT(p, a->ctx, l, BTC), *res1 = SLOT(p, a->res1, l, BTC);
+    float *h1 = SLOT(p, a->h1, l, BTC), *ff_pre = SLOT(p, a->ff_pre, l, BTF);
+    float *ff_act = SLOT(p, a->ff_act, l, BTF), *res2 = SLOT(p, a->res2, l, BTC);
+    float *out = XS(p, a->x, l + 1, BTC);
+    float hdrop = p->m->cfg.hidden_dropout, eps = p->m->cfg.layer_norm_eps;
+    int BT = p->BT, C = p->C, FF = p->FF;
+    ct_status st;
+
+    if ((st = linear_fwd(p, SLOT(p, a->q, l, BTC), x, xb, w->wq, w->bq, BT, C, C)) != CT_OK ||
+        (st = linear_fwd(p, SLOT(p, a->k, l, BTC), x, xb, w->wk, w->bk, BT, C, C)) != CT_OK ||
+        (st = linear_fwd(p, SLOT(p, a->v, l, BTC), x, xb, w->wv, w->bv, BT, C, C)) != CT_OK)
+        return st;
+    to_bf16(p, SLOT(p, a->q_b, l, BTC), SLOT(p, a->q, l, BTC), BTC);
+    to_bf16(p, SLOT(p, a->k_b, l, BTC), SLOT(p, a->k, l, BTC), BTC);
+    to_bf16(p, SLOT(p, a->v_b, l, BTC), SLOT(p, a->v, l, BTC), BTC);
+    if ((st = attention_fwd(p, l)) != CT_OK)
+        return st;
+    to_bf16(p, SLOT(p, a->ctx_b, l, BTC), ctx, BTC);
+    /* res1 = dropout(ctx Wo^T + bo) + x; h1 = LayerNorm(res1) */
+    if ((st = linear_fwd(p, res1, ctx, p->bf16 ? SLOT(p, a->ctx_b, l, BTC) : NULL, w->wo, w->bo,
+                         BT, C, C)) != CT_OK)
+        return st;
+    dropout(p, res1, BTC, hdrop, SITE(l, SITE_ATT_OUT));
+    for (size_t i = 0; i < BTC; i++)
+        res1[i] += x[i];
+    ct__layernorm_forward(h1, SLOT(p, a->ln1_mean, l, BT), SLOT(p, a->ln1_rstd, l, BT), res1,
+                          P(p, w->ln1_w), P(p, w->ln1_b), BT, C, eps);
+    to_bf16(p, SLOT(p, a->h1_b, l, BTC), h1, BTC);
+    /* feed-forward */
+    if ((st = linear_fwd(p, ff_pre, h1, p->bf16 ? SLOT(p, a->h1_b, l, BTC) : NULL, w->w1, w->b1,
+                         BT, C, FF)) != CT_OK)
+        return st;
+    activation_fwd(p, ff_act, ff_pre, BTF);
+    to_bf16(p, SLOT(p, a->ff_act_b, l, BTF), ff_act, BTF);
+    if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? SLOT(p, a->ff_act_b, l, BTF) : NULL, w->w2,
+                         w->b2, BT, FF, C)) != CT_OK)
+        return st;
+    dropout(p, res2, BTC, hdrop, SITE(l, SITE_FFN_OUT));
+    for (size_t i = 0; i < BTC; i++)
+        res2[i] += h1[i];
+    ct__layernorm_forward(out, SLOT(p, a->ln2_mean, l, BT), SLOT(p, a->ln2_rstd, l, BT), res2,
+                          P(p, w->ln2_w), P(p, w->ln2_b), BT, C, eps);
+    to_bf16(p, XS(p, a->x_b, l + 1, BTC), out, BTC);
+    return CT_OK;
+}
+
+/* dout: gradient of the layer output (a->dx); leaves the gradient of the
+ * layer input in a->dx2 and swaps the two. */
+static ct_status layer_bwd(pass *p, int l)
+{
+    ct__acts *a = p->a;
+    const ct__layer_w *w = &p->m->w.layers[l];
+    size_t BTC = (size_t)p->BT * p->C, BTF = (size_t)p->BT * p->FF;
+    int BT = p->BT, C = p->C, FF = p->FF, bf = p->bf16;
+    const float *x = a->x + (size_t)l * BTC;
+    const ct__bf16 *xb = bf ? a->x_b + (size_t)l * BTC : NULL;
+    float *dout = a->dx, *dx_in = a->dx2, *dres = a->db, *dh1 = a->da;
+    float hdrop = p->m->cfg.hidden_dropout;
+    ct_status st;
+
+    /* out = LN2(res2), res2 = dropout(ff_act W2^T + b2) + h1 */
+    ct__layernorm_backward(dres, G(p, w->ln2_w), G(p, w->ln2_b), dout, a->res2 + (size_t)l * BTC,
+                           P(p, w->ln2_w), a->ln2_mean + (size_t)l * BT,
+                           a->ln2_rstd + (size_t)l * BT, BT, C);
+    memcpy(dh1, dres, BTC * sizeof *dh1); /* residual branch */
+    dropout_back(p, dres, BTC, hdrop, SITE(l, SITE_FFN_OUT));
+    if ((st = linear_bwd(p, p->a->dff, 0, dres, a->ff_act + (size_t)l * BTF,
+                         bf ? a->ff_act_b + (size_t)l * BTF : NULL, w->w2, w->b2, BT, FF, C)) !=
+        CT_OK)
+        return st;
+    activation_bwd(p, a->dff, a->dff, a->ff_pre + (size_t)l * BTF, BTF);
+    if ((st = linear_bwd(p, dh1, 1, a->dff, a->h1 + (size_t)l * BTC,
+                         bf ? a->h1_b + (size_t)l * BTC : NULL, w->w1, w->b1, BT, C, FF)) != CT_OK)
+        return st;
+    /* h1 = LN1(res1), res1 = dropout(ctx Wo^T + bo) + x */
+    ct__layernorm_backward(dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1, a->res1 + (size_t)l * BTC,
+                           P(p, w->ln1_w), a->ln1_mean + (size_t)l * BT,
+                           a->ln1_rstd + (size_t)l * BT, BT, C);
+    memcpy(dx_in, dres, BTC * sizeof *dx_in); /* residual branch */
+    dropout_back(p, dres, BTC, hdrop, SITE(l, SITE_ATT_OUT));
+    /* dctx into a->da (dh1 is no longer needed) */
+    if ((st = linear_bwd(p, a->da, 0, dres, a->ctx + (size_t)l * BTC,
+                         bf ? a->ctx_b + (size_t)l * BTC : NULL, w->wo, w->bo, BT, C, C)) != CT_OK)
+        return st;
+    if ((st = attention_bwd(p, l)) != CT_OK)
+        return st;
+    if ((st = linear_bwd(p, dx_in, 1, a->dq, x, xb, w->wq, w->bq, BT, C, C)) != CT_OK ||
+        (st = linear_bwd(p, dx_in, 1, a->dk, x, xb, w->wk, w->bk, BT, C, C)) != CT_OK ||
+        (st = linear_bwd(p, dx_in, 1, a->dv, x, xb, w->wv, w->bv, BT, C, C)) != CT_OK)
+        return st;
+    a->dx = dx_in;
+    a->dx2 = dout;
+    return CT_OK;
+}
+
+/* ---- embeddings ------------------------------------------------------------------ */
+
+static void embeddings_fwd(const pass *p)
+{
+    const ct_model *m = p->m;
+    const ct__model_w *w = &m->w;
+    ct__acts *a = p->a;
+    const ct_batch *b = p->batch;
+    int C = p->C;
+    for (int i = 0; i < p->BT; i++) {
+        float *e = a->emb + (size_t)i * C;
+        const float *we = P(p, w->wte) + (size_t)b->input_ids[i] * C;
+        const float *pe = P(p, w->wpe) + (size_t)(i % p->T) * C;
+        for (int c = 0; c < C; c++)
+            e[c] = we[c] + pe[c];
+        if (w->wtt != CT__NO_TENSOR) {
+            const float *te = P(p, w->wtt) + (size_t)b->token_type_ids[i] * C;
+            for (int c = 0; c < C; c++)
+                e[c] += te[c];
+        }
+    }
+    ct__layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
+                          P(p, w->emb_ln_b), p->BT, C,
+                          m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
+    dropout(p, a->x, (size_t)p->BT * C, m->cfg.hidden_dropout, SITE_EMB(p));
+    to_bf16(p, a->x_b, a->x, (size_t)p->BT * C);
+}
+
+static void embeddings_bwd(const pass *p)
+{
+    const ct_model *m = p->m;
+    const ct__model_w *w = &m->w;
+    ct__acts *a = p->a;
+    const ct_batch *b = p->batch;
+    int C = p->C;
+    float *demb = a->db;
+    dropout_back(p, a->dx, (size_t)p->BT * C, m->cfg.hidden_dropout, SITE_EMB(p));
+    ct__layernorm_backward(demb, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx, a->emb,
+                           P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->BT, C);
+    for (int i = 0; i < p->BT; i++) {
+        const float *d = demb + (size_t)i * C;
+        int id = b->input_ids[i];
+        /* nn.Embedding(padding_idx=...) gives the padding row no gradient. */
+        if (id != m->cfg.pad_token_id) {
+            float *gw = G(p, w->wte) + (size_t)id * C;
+            for (int c = 0; c < C; c++)
+                gw[c] += d[c];
+        }
+        if (w->wtt != CT__NO_TENSOR) {
+            float *gt = G(p, w->wtt) + (size_t)b->token_type_ids[i] * C;
+            for (int c = 0; c < C; c++)
+                gt[c] += d[c];
+        }
+        if (!m->cfg.sinusoidal_pos) { /* fixed sinusoids are not trained */
+            float *gp = G(p, w->wpe) + (size_t)(i % p->T) * C;
+            for (int c = 0; c < C; c++)
+                gp[c] += d[c];
+        }
+    }
+}
+
+/* ---- heads ------------------------------------------------------------------------ */
+
+static float head_ln_eps(const ct_model *m)
+{
+    return m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f;
+}
+
+/* Dropout before the classifier: BERT's classifier_dropout (else
+ * hidden_dropout_prob), DistilBERT's seq_classif_dropout. */
+static float classifier_dropout(const ct_model *m)
+{
+    return m->cfg.arch == CT__ARCH_BERT ? m->cfg.head_dropout : m->cfg.seq_classif_dropout;
+}
+
+static ct_status head_fwd(pass *p)
+{
+    ct_model *m = p->m;
+    const ct__model_w *w = &m->w;
+    ct__acts *a = p->a;
+    size_t BTC = (size_t)p->BT * p->C;
+    float *xL = XS(p, a->x, p->L, BTC);
+    ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, BTC) : NULL;
+    int C = p->C, B = p->B, BT = p->BT;
+    ct_status st;
+
+    switch (m->task) {
+    case CT_TASK_QUESTION_ANSWERING: {
+        const float *in = xL;
+        const ct__bf16 *inb = xLb;
+        if (m->cfg.arch == CT__ARCH_DISTILBERT && p->training && m->cfg.qa_dropout > 0) {
+            memcpy(a->head_in, xL, BTC * sizeof *xL);
+            dropout(p, a->head_in, BTC, m->cfg.qa_dropout, SITE_HEAD(p));
+            to_bf16(p, a->head_in_b, a->head_in, BTC);
+            in = a->head_in;
+            inb = a->head_in_b;
+        }
+        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, BT, C, 2);
+        m->logits_ndim = 3;
+        m->logits_shape[0] = B;
+        m->logits_shape[1] = p->T;
+        m->logits_shape[2] = 2;
+        break;
+    }
+    case CT_TASK_SEQUENCE_CLASSIFICATION: {
+        int NL = m->cfg.num_labels;
+        for (int b = 0; b < B; b++) /* the [CLS] token of each sequence */
+            memcpy(a->head_in + (size_t)b * C, xL + (size_t)b * p->T * C, (size_t)C * sizeof *xL);
+        to_bf16(p, a->head_in_b, a->head_in, (size_t)B * C);
+        if ((st = linear_fwd(p, a->head_pre, a->head_in, a->head_in_b, w->pre_w, w->pre_b, B, C,
+                             C)) != CT_OK)
+            return st;
+        if (m->cfg.arch == CT__ARCH_BERT)
+            ct__tanh_forward(a->head_act, a->head_pre, (size_t)B * C);
+        else
+            ct__relu_forward(a->head_act, a->head_pre, (size_t)B * C);
+        memcpy(a->head_out, a->head_act, (size_t)B * C * sizeof *a->head_out);
+        dropout(p, a->head_out, (size_t)B * C, classifier_dropout(m), SITE_HEAD(p));
+        to_bf16(p, a->head_out_b, a->head_out, (size_t)B * C);
+        st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->out_w, w->out_b, B, C, NL);
+        m->logits_ndim = 2;
+        m->logits_shape[0] = B;
+        m->logits_shape[1] = NL;
+        break;
+    }
+    default: { /* masked LM: dense, activation, LayerNorm, decoder tied to wte */
+        if ((st = linear_fwd(p, a->head_pre, xL, xLb, w->pre_w, w->pre_b, BT, C, C)) != CT_OK)
+            return st;
+        activation_fwd(p, a->head_act, a->head_pre, BTC);
+        ct__layernorm_forward(a->head_out, a->head_mean, a->head_rstd, a->head_act,
+                              P(p, w->head_ln_w), P(p, w->head_ln_b), BT, C, head_ln_eps(m));
+        to_bf16(p, a->head_out_b, a->head_out, BTC);
+        st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->wte, w->out_b, BT, C,
+                        m->cfg.vocab_size);
+        m->logits_ndim = 3;
+        m->logits_shape[0] = B;
+        m->logits_shape[1] = p->T;
+        m->logits_shape[2] = m->cfg.vocab_size;
+        break;
+    }
+    }
+    m->logits = a->logits;
+    return st;
+}
+
+/* Loss of the last head forward; with dlogits set (backward), also the
+ * gradient of loss * scale with respect to the logits. */
+static float head_loss(pass *p, float scale, float *dlogits)
+{
+    ct_model *m = p->m;
+    const ct_batch *b = p->batch;
+    ct__acts *a = p->a;
+    int B = p->B, T = p->T;
+
+    if (m->task == CT_TASK_QUESTION_ANSWERING) {
+        /* Two cross-entropies over the T positions, start and end; a
+         * position clamped to T is ignored; the loss is their mean. */
+        float *col = a->head_pre, *dcol = a->dhead; /* [B,T] scratch each */
+        const int32_t *pos[2] = {b->start_positions, b->end_positions};
+        int32_t target[1];
+        double total = 0;
+        for (int which = 0; which < 2; which++) {
+            double sum = 0;
+            int count = 0;
+            for (int i = 0; i < B * T; i++)
+                col[i] = a->logits[2 * (size_t)i + which];
+            for (int r = 0; r < B; r++) {
+                int c = 0;
+                int32_t t = pos[which][r] < 0 ? 0 : pos[which][r] > T ? T : pos[which][r];
+                target[0] = t;
+                sum += ct__cross_entropy_forward(col + (size_t)r * T, T, target, 1, T, T, &c);
+                count += c;
+            }
+            total += 0.5 * sum / count; /* NaN when every example is ignored, as in torch */
+            if (dlogits) {
+                for (int r = 0; r < B; r++) {
+                    int32_t t = pos[which][r] < 0 ? 0 : pos[which][r] > T ? T : pos[which][r];
+                    ct__cross_entropy_backward(dcol + (size_t)r * T, T, col + (size_t)r * T, T, &t,
+                                               1, T, T, count ? 0.5f * scale / count : 0.0f);
+                }
+                for (int i = 0; i < B * T; i++)
+                    dlogits[2 * (size_t)i + which] = dcol[i];
+            }
+        }
+        return (float)total;
+    }
+    if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION && m->cfg.num_labels == 1) {
+        /* Regression: mean squared error. */
+        double sum = 0;
+        for (int r = 0; r < B; r++) {
+            float y = b->float_labels ? b->float_labels[r] : (float)b->labels[r];
+            float d = a->logits[r] - y;
+            sum += (double)d * d;
+            if (dlogits)
+                dlogits[r] = scale * 2.0f * d / B;
+        }
+        return (float)(sum / B);
+    }
+    {
+        /* Cross-entropy over classes or vocabulary; -100 is ignored. */
+        int rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? B : B * T;
+        int V = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? m->cfg.num_labels
+                                                           : m->cfg.vocab_size;
+        int count;
+        double sum = ct__cross_entropy_forward(a->logits, V, b->labels, rows, V, -100, &count);
+        if (dlogits)
+            ct__cross_entropy_backward(dlogits, V, a->logits, V, b->labels, rows, V, -100,
+                                       count ? scale / count : 0.0f);
+        return (float)(sum / count);
+    }
+}
+
+/* From a->dlogits to the gradient of the encoder output, in a->dx. */
+static ct_status head_bwd(pass *p)
+{
+    ct_model *m = p->m;
+    const ct__model_w *w = &m->w;
+    ct__acts *a = p->a;
+    size_t BTC = (size_t)p->BT * p->C;
+    float *xL = a->x + (size_t)p->L * BTC;
+    ct__bf16 *xLb = p->bf16 ? a->x_b + (size_t)p->L * BTC : NULL;
+    int C = p->C, B = p->B, BT = p->BT;
+    ct_status st;
+
+    switch (m->task) {
+    case CT_TASK_QUESTION_ANSWERING: {
+        int dropped = m->cfg.arch == CT__ARCH_DISTILBERT && p->training && m->cfg.qa_dropout > 0;
+        st = linear_bwd(p, a->dx, 0, a->dlogits, dropped ? a->head_in : xL,
+                        dropped ? a->head_in_b : xLb, w->out_w, w->out_b, BT, C, 2);
+        if (st == CT_OK && dropped)
+            dropout_back(p, a->dx, BTC, m->cfg.qa_dropout, SITE_HEAD(p));
+        return st;
+    }
+    case CT_TASK_SEQUENCE_CLASSIFICATION: {
+        size_t BC = (size_t)B * C;
+        if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->out_w,
+                             w->out_b, B, C, m->cfg.num_labels)) != CT_OK)
+            return st;
+        dropout_back(p, a->dhead, BC, classifier_dropout(m), SITE_HEAD(p));
+        if (m->cfg.arch == CT__ARCH_BERT)
+            ct__tanh_backward(a->dhead2, a->dhead, a->head_act, BC);
+        else
+            ct__relu_backward(a->dhead2, a->dhead, a->head_pre, BC);
+        if ((st = linear_bwd(p, a->dhead, 0, a->dhead2, a->head_in, a->head_in_b, w->pre_w,
+                             w->pre_b, B, C, C)) != CT_OK)
+            return st;
+        memset(a->dx, 0, BTC * sizeof *a->dx);
+        for (int b = 0; b < B; b++)
+            memcpy(a->dx + (size_t)b * p->T * C, a->dhead + (size_t)b * C,
+                   (size_t)C * sizeof *a->dx);
+        return CT_OK;
+    }
+    default:
+        if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->wte,
+                             w->out_b, BT, C, m->cfg.vocab_size)) != CT_OK)
+            return st;
+        ct__layernorm_backward(a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b), a->dhead,
+                               a->head_act, P(p, w->head_ln_w), a->head_mean, a->head_rstd, BT,
+                               C);
+        activation_bwd(p, a->dhead, a->dhead2, a->head_pre, BTC);
+        return linear_bwd(p, a->dx, 0, a->dhead, xL, xLb, w->pre_w, w->pre_b, BT, C, C);
+    }
+}
+
+/* ---- checks and the two entry points ---------------------------------------------- */
+
+static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labels)
+{
+    const ct__config *c = &m->cfg;
+    size_t n;
+    if (!b->input_ids)
+        return ct__error(CT_ERR_STATE, "the batch has no inputs (ct_batch_set_inputs)");
+    if (b->T > c->max_position)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "sequence length %d exceeds max_position_embeddings %d", b->T,
+                         c->max_position);
+    n = (size_t)b->B * b->T;
+    for (size_t i = 0; i < n; i++) {
+        if (b->input_ids[i] < 0 || b->input_ids[i] >= c->vocab_size)
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "input_ids[%zu][%zu] = %d is outside the vocabulary [0, %d)",
+                             i / b->T, i % b->T, (int)b->input_ids[i], c->vocab_size);
+        if (c->arch == CT__ARCH_BERT &&
+            (b->token_type_ids[i] < 0 || b->token_type_ids[i] >= c->type_vocab_size))
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "token_type_ids[%zu][%zu] = %d is outside [0, %d)", i / b->T,
+                             i % b->T, (int)b->token_type_ids[i], c->type_vocab_size);
+    }
+    if (!need_labels)
+        return CT_OK;
+    switch (m->task) {
+    case CT_TASK_QUESTION_ANSWERING:
+        if (!b->start_positions)
+            return ct__error(CT_ERR_STATE, "question answering needs start and end positions "
+                                           "(ct_batch_set_positions)");
+        break;
+    case CT_TASK_SEQUENCE_CLASSIFICATION:
+        if (c->num_labels == 1 && b->float_labels)
+            break;
+        if (!b->labels || b->n_labels != (size_t)b->B)
+            return ct__error(CT_ERR_STATE, "sequence classification needs %d labels "
+                                           "(ct_batch_set_labels%s)", b->B,
+                             c->num_labels == 1 ? " or ct_batch_set_float_labels" : "");
+        break;
+    case CT_TASK_MASKED_LM:
+        if (!b->labels || b->n_labels != n)
+            return ct__error(CT_ERR_STATE, "masked LM needs %zu labels, one per token "
+                                           "(ct_batch_set_labels)", n);
+        break;
+    }
+    return CT_OK;
+}
+
+static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, float *loss)
+{
+    const ct__config *c = &m->cfg;
+    pass p;
+    ct_status st;
+    int want_loss = backward || loss;
+
+    if ((st = check_batch(m, b, want_loss)) != CT_OK)
+        return st;
+    if ((st = ct__acts_prepare(m, b->B, b->T, backward)) != CT_OK)
+        return st;
+    ct__model_refresh_bf16(m);
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.a = m->acts;
+    p.batch = b;
+    p.k = m->k;
+    p.pool = m->pool;
+    p.bf16 = m->precision == CT_PRECISION_BF16;
+    p.training = m->training;
+    p.keep = backward;
+    p.B = b->B;
+    p.T = b->T;
+    p.BT = b->B * b->T;
+    p.C = c->hidden_size;
+    p.NH = c->num_heads;
+    p.HD = c->hidden_size / c->num_heads;
+    p.FF = c->intermediate_size;
+    p.L = c->num_layers;
+    p.step = m->dropout_step;
+
+    embeddings_fwd(&p);
+    for (int l = 0; l < p.L && st == CT_OK; l++)
+        st = layer_fwd(&p, l);
+    if (st == CT_OK)
+        st = head_fwd(&p);
+    if (st == CT_OK && want_loss) {
+        float value = head_loss(&p, scale, backward ? p.a->dlogits : NULL);
+        if (loss)
+            *loss = value;
+    }
+    if (st == CT_OK && backward) {
+        st = head_bwd(&p);
+        for (int l = p.L - 1; l >= 0 && st == CT_OK; l--)
+            st = layer_bwd(&p, l);
+        if (st == CT_OK)
+            embeddings_bwd(&p);
+    }
+    if (p.training)
+        m->dropout_step++;
+    return st;
+}
+
+ct_status ct_model_forward_backward(ct_model *m, const ct_batch *b, float loss_scale, float *loss)
+{
+    CT__CHECK_ARG(m);
+    CT__CHECK_ARG(b);
+    if (!isfinite(loss_scale))
+        return ct__error(CT_ERR_INVALID_ARG, "loss_scale %g is not finite", loss_scale);
+    return run(m, b, 1, loss_scale, loss);
+}
+
+ct_status ct_model_forward(ct_model *m, const ct_batch *b, float *loss)
+{
+    CT__CHECK_ARG(m);
+    CT__CHECK_ARG(b);
+    return run(m, b, 0, 1.0f, loss);
+}

@@ -1,0 +1,335 @@
+/* ct_model: creation, settings, the flat buffers and named-tensor access. */
+#include "model/model.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+
+static void *alloc_aligned(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+        return NULL;
+    return p;
+}
+
+ct_status ct__model_alloc(ct_model *m)
+{
+    m->params = alloc_aligned(m->n_floats * sizeof(float));
+    m->grads = alloc_aligned(m->n_floats * sizeof(float));
+    m->params_bf16 = alloc_aligned(m->n_floats * sizeof(ct__bf16));
+    if (!m->params || !m->grads || !m->params_bf16)
+        return ct__error(CT_ERR_NOMEM, "out of memory for %zu parameters (%.1f MiB)",
+                         m->n_params, m->n_floats * 10.0 / (1 << 20));
+    /* Padding between tensors stays zero in all three buffers. */
+    memset(m->params, 0, m->n_floats * sizeof(float));
+    memset(m->grads, 0, m->n_floats * sizeof(float));
+    memset(m->params_bf16, 0, m->n_floats * sizeof(ct__bf16));
+    m->bf16_stale = 1;
+    return CT_OK;
+}
+
+void ct__model_refresh_bf16(ct_model *m)
+{
+    if (m->precision != CT_PRECISION_BF16 || !m->bf16_stale)
+        return;
+    m->k->f32_to_bf16(m->params_bf16, m->params, m->n_floats);
+    m->bf16_stale = 0;
+}
+
+static int default_threads(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    cpu_set_t set;
+    if (env && atoi(env) > 0)
+        return atoi(env);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return 1;
+}
+
+static ct_status task_valid(ct_task task)
+{
+    if (task != CT_TASK_QUESTION_ANSWERING && task != CT_TASK_SEQUENCE_CLASSIFICATION &&
+        task != CT_TASK_MASKED_LM)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "task %d is not one of CT_TASK_QUESTION_ANSWERING (0), "
+                         "CT_TASK_SEQUENCE_CLASSIFICATION (1), CT_TASK_MASKED_LM (2)",
+                         (int)task);
+    return CT_OK;
+}
+
+ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out)
+{
+    ct_model *m = calloc(1, sizeof *m);
+    ct_status st;
+    *out = NULL;
+    if (!m) {
+        ct__config_free(cfg);
+        return ct__error(CT_ERR_NOMEM, "out of memory creating a model");
+    }
+    m->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    m->task = task;
+    m->precision = CT_PRECISION_FP32;
+    m->training = 1;
+    m->k = ct__kernels_get();
+    if ((st = ct__layout_build(m)) != CT_OK || (st = ct__model_alloc(m)) != CT_OK ||
+        (st = ct_model_set_threads(m, 0)) != CT_OK) {
+        ct_model_free(m);
+        return st;
+    }
+    *out = m;
+    return CT_OK;
+}
+
+ct_status ct_model_create(const char *config, ct_task task, uint64_t seed, ct_model **out)
+{
+    ct__config cfg;
+    ct_status st;
+    struct stat sb;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    CT__CHECK_ARG(config);
+    if ((st = task_valid(task)) != CT_OK)
+        return st;
+    /* A name of ours first; anything else is a path to a config.json. */
+    if (ct__config_named(config, &cfg) != CT_OK) {
+        if (stat(config, &sb) != 0)
+            return ct__error(CT_ERR_NOT_FOUND,
+                             "'%s' is neither a built-in configuration (%s) nor a config.json "
+                             "file", config, ct__config_names());
+        if ((st = ct__config_load(config, &cfg)) != CT_OK)
+            return st;
+    }
+    if ((st = ct__model_new(&cfg, task, out)) != CT_OK)
+        return st;
+    ct__init_all(*out, seed);
+    (*out)->dropout_seed = seed;
+    return CT_OK;
+}
+
+void ct_model_free(ct_model *m)
+{
+    if (!m)
+        return;
+    ct__acts_free(m->acts);
+    ct__pool_free(m->pool);
+    free(m->params);
+    free(m->grads);
+    free(m->params_bf16);
+    free(m->tensors);
+    free(m->w.layers);
+    for (size_t i = 0; i < m->n_new_tensors; i++)
+        free(m->new_tensors[i]);
+    free(m->new_tensors);
+    ct__config_free(&m->cfg);
+    free(m);
+}
+
+size_t ct_model_new_tensor_count(const ct_model *m)
+{
+    return m ? m->n_new_tensors : 0;
+}
+
+const char *ct_model_new_tensor_name(const ct_model *m, size_t index)
+{
+    return m && index < m->n_new_tensors ? m->new_tensors[index] : NULL;
+}
+
+/* ---- settings ---------------------------------------------------------- */
+
+ct_status ct_model_set_precision(ct_model *m, ct_precision precision)
+{
+    CT__CHECK_ARG(m);
+    if (precision != CT_PRECISION_FP32 && precision != CT_PRECISION_BF16)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "precision %d is not CT_PRECISION_FP32 (0) or CT_PRECISION_BF16 (1)",
+                         (int)precision);
+    if (precision == CT_PRECISION_BF16 && m->k->isa < CT__ISA_AVX512BF16)
+        ct__log(CT_LOG_WARNING, "this CPU has no AVX512-BF16: bf16 matrix products are "
+                                "emulated and will be slower than fp32");
+    if (precision != m->precision)
+        m->bf16_stale = 1;
+    m->precision = precision;
+    return CT_OK;
+}
+
+ct_precision ct_model_get_precision(const ct_model *m)
+{
+    return m ? m->precision : CT_PRECISION_FP32;
+}
+
+ct_status ct_model_set_training(ct_model *m, int training)
+{
+    CT__CHECK_ARG(m);
+    m->training = training != 0;
+    return CT_OK;
+}
+
+ct_status ct_model_set_seed(ct_model *m, uint64_t seed, uint64_t step)
+{
+    CT__CHECK_ARG(m);
+    m->dropout_seed = seed;
+    m->dropout_step = step;
+    return CT_OK;
+}
+
+ct_status ct_model_set_threads(ct_model *m, int threads)
+{
+    ct__pool *pool;
+    ct_status st;
+    CT__CHECK_ARG(m);
+    if (threads < 0 || threads > 4096)
+        return ct__error(CT_ERR_INVALID_ARG, "threads: %d is outside [0, 4096]", threads);
+    if (threads == 0)
+        threads = default_threads();
+    if (m->pool && threads == m->threads)
+        return CT_OK;
+    if ((st = ct__pool_create(threads, &pool)) != CT_OK)
+        return st;
+    ct__pool_free(m->pool);
+    m->pool = pool;
+    m->threads = threads;
+    return CT_OK;
+}
+
+int ct_model_get_threads(const ct_model *m)
+{
+    return m ? m->threads : 0;
+}
+
+ct_task ct_model_get_task(const ct_model *m)
+{
+    return m ? m->task : CT_TASK_QUESTION_ANSWERING;
+}
+
+const char *ct_model_architecture(const ct_model *m)
+{
+    return m ? ct__architecture_name(m->cfg.arch, m->task) : "";
+}
+
+ct_status ct_model_config_int(const ct_model *m, const char *key, int64_t *out)
+{
+    const ct__config *c;
+    CT__CHECK_ARG(m);
+    CT__CHECK_ARG(key);
+    CT__CHECK_ARG(out);
+    c = &m->cfg;
+#define KEY(name, value)            \
+    if (strcmp(key, name) == 0) {   \
+        *out = (value);             \
+        return CT_OK;               \
+    }
+    KEY("vocab_size", c->vocab_size);
+    KEY("hidden_size", c->hidden_size);
+    KEY("num_hidden_layers", c->num_layers);
+    KEY("num_attention_heads", c->num_heads);
+    KEY("intermediate_size", c->intermediate_size);
+    KEY("max_position_embeddings", c->max_position);
+    KEY("type_vocab_size", c->type_vocab_size);
+    KEY("num_labels", c->num_labels);
+    KEY("pad_token_id", c->pad_token_id);
+#undef KEY
+    return ct__error(CT_ERR_NOT_FOUND,
+                     "ct_model_config_int: no key '%s' (vocab_size, hidden_size, "
+                     "num_hidden_layers, num_attention_heads, intermediate_size, "
+                     "max_position_embeddings, type_vocab_size, num_labels, pad_token_id)",
+                     key);
+}
+
+ct_status ct_model_zero_grad(ct_model *m)
+{
+    CT__CHECK_ARG(m);
+    memset(m->grads, 0, m->n_floats * sizeof(float));
+    return CT_OK;
+}
+
+ct_status ct_model_params_changed(ct_model *m)
+{
+    CT__CHECK_ARG(m);
+    m->bf16_stale = 1;
+    return CT_OK;
+}
+
+ct_status ct_model_logits(const ct_model *m, const float **data, int *ndim, int64_t *shape)
+{
+    CT__CHECK_ARG(m);
+    CT__CHECK_ARG(data);
+    if (!m->logits)
+        return ct__error(CT_ERR_STATE, "ct_model_logits: no forward pass has run yet");
+    *data = m->logits;
+    if (ndim)
+        *ndim = m->logits_ndim;
+    if (shape)
+        memcpy(shape, m->logits_shape, (size_t)m->logits_ndim * sizeof *shape);
+    return CT_OK;
+}
+
+/* ---- named tensors --------------------------------------------------------- */
+
+size_t ct_model_num_parameters(const ct_model *m)
+{
+    return m ? m->n_params : 0;
+}
+
+size_t ct_model_tensor_count(const ct_model *m)
+{
+    return m ? m->n_tensors : 0;
+}
+
+ct_status ct_model_tensor_index(const ct_model *m, const char *name, size_t *index)
+{
+    CT__CHECK_ARG(m);
+    CT__CHECK_ARG(name);
+    CT__CHECK_ARG(index);
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        if (strcmp(m->tensors[i].name, name) == 0) {
+            *index = i;
+            return CT_OK;
+        }
+    }
+    return ct__error(CT_ERR_NOT_FOUND, "%s has no tensor named '%s'", ct_model_architecture(m),
+                     name);
+}
+
+#define TENSOR_OR(m, i, expr, bad) ((m) && (i) < (m)->n_tensors ? (expr) : (bad))
+
+const char *ct_model_tensor_name(const ct_model *m, size_t i)
+{
+    return TENSOR_OR(m, i, m->tensors[i].name, NULL);
+}
+
+int ct_model_tensor_ndim(const ct_model *m, size_t i)
+{
+    return TENSOR_OR(m, i, m->tensors[i].ndim, -1);
+}
+
+int64_t ct_model_tensor_dim(const ct_model *m, size_t i, int axis)
+{
+    return TENSOR_OR(m, i, axis >= 0 && axis < m->tensors[i].ndim ? m->tensors[i].dim[axis] : -1,
+                     -1);
+}
+
+size_t ct_model_tensor_numel(const ct_model *m, size_t i)
+{
+    return TENSOR_OR(m, i, m->tensors[i].numel, 0);
+}
+
+float *ct_model_tensor_data(ct_model *m, size_t i)
+{
+    return TENSOR_OR(m, i, m->params + m->tensors[i].offset, NULL);
+}
+
+float *ct_model_tensor_grad(ct_model *m, size_t i)
+{
+    return TENSOR_OR(m, i, m->grads + m->tensors[i].offset, NULL);
+}
+
+int ct_model_tensor_decays(const ct_model *m, size_t i)
+{
+    return TENSOR_OR(m, i, m->tensors[i].decays, 0);
+}

@@ -1,0 +1,101 @@
+/* Internal: the ct_model handle. Parameters, gradients and the bf16 weight
+ * copy are flat buffers carved by one table of named tensors; every weight
+ * is addressed by its offset, which indexes all three buffers alike. */
+#ifndef CT_MODEL_MODEL_H
+#define CT_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/threadpool.h"
+#include "kernels/kernels.h"
+#include "model/config.h"
+
+typedef struct ct__tensor {
+    char name[96];  /* Transformers' state-dict name */
+    int ndim;       /* 1 or 2 */
+    int64_t dim[2]; /* [out, in] for Linear weights */
+    size_t offset;  /* into the flat buffers, in floats (64-byte aligned) */
+    size_t numel;
+    int decays;     /* AdamW weight decay applies */
+    int frozen;     /* not trained (DistilBERT sinusoidal positions) */
+} ct__tensor;
+
+/* Offsets of one encoder layer's weights (post-LN transformer block). */
+typedef struct ct__layer_w {
+    size_t wq, bq, wk, bk, wv, bv, wo, bo; /* attention projections */
+    size_t ln1_w, ln1_b;                   /* after attention + residual */
+    size_t w1, b1, w2, b2;                 /* feed-forward */
+    size_t ln2_w, ln2_b;                   /* after feed-forward + residual */
+} ct__layer_w;
+
+#define CT__NO_TENSOR ((size_t)-1)
+
+typedef struct ct__model_w {
+    size_t wte, wpe, wtt; /* wtt CT__NO_TENSOR for DistilBERT */
+    size_t emb_ln_w, emb_ln_b;
+    ct__layer_w *layers;
+    /* QA: out_w [2,C]. Classification: BERT pooler (pre_w) + classifier,
+     * DistilBERT pre_classifier (pre_w) + classifier. MLM: transform dense
+     * (pre_w), LayerNorm (head_ln), decoder tied to wte + out_b [V]. */
+    size_t pre_w, pre_b;
+    size_t head_ln_w, head_ln_b;
+    size_t out_w, out_b;
+} ct__model_w;
+
+/* Activation buffers of one forward pass kept for backward, sized for
+ * [B, T]; see forward.c for what each holds. */
+typedef struct ct__acts ct__acts;
+
+struct ct_model {
+    ct__config cfg;
+    ct_task task;
+    ct_precision precision;
+    int training;
+    uint64_t dropout_seed, dropout_step;
+
+    ct__tensor *tensors;
+    size_t n_tensors;
+    ct__model_w w;
+
+    size_t n_floats;  /* length of each flat buffer (with alignment padding) */
+    size_t n_params;  /* trainable scalars */
+    float *params;
+    float *grads;
+    ct__bf16 *params_bf16; /* bf16 copy of the weights, used by bf16 matmuls */
+    int bf16_stale;        /* params changed since the copy was made */
+
+    char **new_tensors; /* names ct_model_load initialised */
+    size_t n_new_tensors;
+
+    int threads;
+    ct__pool *pool;
+    const ct__kernels *k;
+
+    ct__acts *acts;
+    /* logits of the last forward: points into acts */
+    const float *logits;
+    int logits_ndim;
+    int64_t logits_shape[3];
+};
+
+/* layout.c: the tensor table for cfg/task, offsets filled in. */
+ct_status ct__layout_build(ct_model *m);
+/* init.c: Hugging Face initialisation of one tensor, or of all. */
+void ct__init_tensor(ct_model *m, size_t index, uint64_t seed);
+void ct__init_all(ct_model *m, uint64_t seed);
+/* io.c */
+ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed);
+/* model.c: a model for `cfg` (taken over, freed on failure) with its
+ * tensor table built and buffers allocated, parameters not yet set. */
+ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out);
+ct_status ct__model_alloc(ct_model *m);
+/* Bring the bf16 weight copy up to date if bf16 matmuls will run. */
+void ct__model_refresh_bf16(ct_model *m);
+/* forward.c */
+void ct__acts_free(ct__acts *a);
+const char *ct__architecture_name(ct__arch arch, ct_task task);
+
+#endif
