@@ -48,9 +48,12 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 CHECK_RUNNER := $(B)/tests/check_all
 
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+# Programs on the public API only, linked to the shared library (found next
+# door in the build tree and after install alike).
+TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 
-.PHONY: all check demo install uninstall clean abi-check abi-baseline deps
-all: $(SHARED) $(B)/lib/$(SONAME) $(B)/lib/libcputrain.so $(STATIC) $(EXAMPLES)
+.PHONY: all check demo bench install uninstall clean abi-check abi-baseline deps
+all: $(SHARED) $(B)/lib/$(SONAME) $(B)/lib/libcputrain.so $(STATIC) $(EXAMPLES) $(TOOLS)
 
 deps:
 	./scripts/install-deps.sh
@@ -79,6 +82,11 @@ $(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
 
+$(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
+	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
+
 # ---- tests -----------------------------------------------------------------
 
 $(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)
@@ -95,6 +103,10 @@ check: all $(CHECK_RUNNER) $(B)/tests/test_wrapper
 
 demo: all
 	$(B)/examples/quickstart
+
+# Figures, not tests: our training step and GEMM against PyTorch's, same run.
+bench: all
+	sh bench/compare_bert.sh $(B)
 
 # ---- ABI -------------------------------------------------------------------
 
@@ -114,6 +126,8 @@ install: all
 	ln -sf $(notdir $(SHARED)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libcputrain.so
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@REQUIRES_PRIVATE@|$(DEP_PKGS)|g' libcputrain.pc.in \
@@ -125,6 +139,7 @@ uninstall:
 	      $(DESTDIR)$(LIBDIR)/libcputrain.so $(DESTDIR)$(LIBDIR)/libcputrain.a \
 	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/cputrain
+	rm -f $(patsubst $(B)/bin/%,$(DESTDIR)$(BINDIR)/%,$(TOOLS))
 
 clean:
 	rm -rf $(B)

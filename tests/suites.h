@@ -11,7 +11,8 @@ Suite *core_suite(void);
     X(args_suite)             \
     X(json_suite)             \
     X(safetensors_suite)      \
-    X(kernels_suite)
+    X(kernels_suite)          \
+    X(model_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

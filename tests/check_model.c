@@ -1,0 +1,506 @@
+/* ct_model and ct_batch: parameter tables and counts, gradients against
+ * finite differences for every head of BERT and DistilBERT, precision and
+ * training switches, folders in and out, and bad input. The comparison with
+ * PyTorch lives in tests/python/test_model_torch.py. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cputrain/cputrain.h>
+
+#include "suites.h"
+
+#define OK(x) ck_assert_msg((x) == CT_OK, "%s: %s", #x, ct_last_error())
+
+#define ASSERT_ERROR_HAS(st, expect_status, needle)                          \
+    do {                                                                     \
+        ct_status st_ = (st);                                                \
+        ck_assert_msg(st_ == (expect_status), "%s gave %s: %s", #st,         \
+                      ct_status_name(st_), ct_last_error());                 \
+        ck_assert_msg(strstr(ct_last_error(), (needle)) != NULL,             \
+                      "error '%s' lacks '%s'", ct_last_error(), (needle));   \
+    } while (0)
+
+enum { B = 3, T = 11 };
+
+/* A batch with padding at the end of two rows and both token types. */
+static ct_batch *make_batch(const ct_model *m)
+{
+    int32_t ids[B * T], types[B * T], mask[B * T], start[B] = {1, 4, 11}, end[B] = {3, 40, 2};
+    int32_t labels[B * T];
+    int64_t V, NL;
+    ct_batch *b;
+    OK(ct_model_config_int(m, "vocab_size", &V));
+    OK(ct_model_config_int(m, "num_labels", &NL));
+    for (int i = 0; i < B * T; i++) {
+        int row = i / T, col = i % T;
+        ids[i] = (int32_t)((i * 37 + 11) % V);
+        types[i] = col >= T / 2;
+        mask[i] = col < T - 2 * row;
+        labels[i] = i % 3 == 0 ? (int32_t)((i * 13) % V) : -100;
+    }
+    OK(ct_batch_create(&b));
+    OK(ct_batch_set_inputs(b, B, T, ids, types, mask));
+    switch (ct_model_get_task(m)) {
+    case CT_TASK_QUESTION_ANSWERING: OK(ct_batch_set_positions(b, start, end)); break;
+    case CT_TASK_SEQUENCE_CLASSIFICATION:
+        for (int r = 0; r < B; r++)
+            labels[r] = r % (int)NL;
+        OK(ct_batch_set_labels(b, labels, B));
+        break;
+    case CT_TASK_MASKED_LM: OK(ct_batch_set_labels(b, labels, B * T)); break;
+    }
+    return b;
+}
+
+START_TEST(parameter_counts)
+{
+    static const struct {
+        const char *name;
+        ct_task task;
+        size_t count;
+    } cases[] = {
+        /* Transformers' num_parameters() for these architectures. */
+        {"bert-base-uncased", CT_TASK_QUESTION_ANSWERING, 108893186},
+        {"bert-base-uncased", CT_TASK_SEQUENCE_CLASSIFICATION, 109483778},
+        {"bert-base-uncased", CT_TASK_MASKED_LM, 109514298},
+        {"distilbert-base-uncased", CT_TASK_QUESTION_ANSWERING, 66364418},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ct_model *m;
+        OK(ct_model_create(cases[i].name, cases[i].task, 1, &m));
+        ck_assert_msg(ct_model_num_parameters(m) == cases[i].count, "%s %s: %zu, want %zu",
+                      cases[i].name, ct_model_architecture(m), ct_model_num_parameters(m),
+                      cases[i].count);
+        ct_model_free(m);
+    }
+}
+END_TEST
+
+START_TEST(tensor_table)
+{
+    ct_model *m;
+    size_t i, n = 0;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    ck_assert_str_eq(ct_model_architecture(m), "BertForQuestionAnswering");
+    ck_assert_str_eq(ct_model_tensor_name(m, 0), "bert.embeddings.word_embeddings.weight");
+    OK(ct_model_tensor_index(m, "bert.encoder.layer.1.attention.self.query.weight", &i));
+    ck_assert_int_eq(ct_model_tensor_ndim(m, i), 2);
+    ck_assert_int_eq(ct_model_tensor_dim(m, i, 0), 32);
+    ck_assert_int_eq(ct_model_tensor_dim(m, i, 1), 32);
+    ck_assert_int_eq(ct_model_tensor_decays(m, i), 1);
+    OK(ct_model_tensor_index(m, "bert.encoder.layer.1.attention.self.query.bias", &i));
+    ck_assert_int_eq(ct_model_tensor_decays(m, i), 0);
+    OK(ct_model_tensor_index(m, "bert.embeddings.LayerNorm.weight", &i));
+    ck_assert_int_eq(ct_model_tensor_decays(m, i), 0);
+    ck_assert(ct_model_tensor_data(m, i)[0] == 1.0f);
+    OK(ct_model_tensor_index(m, "qa_outputs.weight", &i));
+    ck_assert_int_eq(ct_model_tensor_dim(m, i, 0), 2);
+    ASSERT_ERROR_HAS(ct_model_tensor_index(m, "bert.pooler.dense.weight", &i), CT_ERR_NOT_FOUND,
+                     "'bert.pooler.dense.weight'");
+    for (i = 0; i < ct_model_tensor_count(m); i++) {
+        n += ct_model_tensor_numel(m, i);
+        /* 64-byte aligned inside the flat buffer */
+        ck_assert_uint_eq((uintptr_t)ct_model_tensor_data(m, i) % 64, 0);
+    }
+    ck_assert_uint_eq(n, ct_model_num_parameters(m));
+    ck_assert_ptr_null(ct_model_tensor_name(m, i));
+    ck_assert_ptr_null(ct_model_tensor_data(m, i));
+    ck_assert_int_eq(ct_model_tensor_dim(m, 0, 2), -1);
+    /* The padding row of the word embeddings starts at zero. */
+    OK(ct_model_tensor_index(m, "bert.embeddings.word_embeddings.weight", &i));
+    for (int c = 0; c < 32; c++)
+        ck_assert(ct_model_tensor_data(m, i)[c] == 0.0f);
+    ck_assert(ct_model_tensor_data(m, i)[32] != 0.0f);
+    ct_model_free(m);
+}
+END_TEST
+
+/* Central differences on a sample of entries of every tensor, fp32, eval
+ * mode. Tolerances allow for fp32 round-off in the differenced loss. */
+static void check_gradients(const char *config, ct_task task)
+{
+    ct_model *m;
+    ct_batch *b;
+    float loss, lp, lm;
+    const float h = 1e-3f;
+    int checked = 0;
+    OK(ct_model_create(config, task, 7, &m));
+    OK(ct_model_set_training(m, 0));
+    OK(ct_model_set_threads(m, 1));
+    b = make_batch(m);
+    OK(ct_model_zero_grad(m));
+    OK(ct_model_forward_backward(m, b, 1.0f, &loss));
+    ck_assert(isfinite(loss));
+    for (size_t i = 0; i < ct_model_tensor_count(m); i++) {
+        float *x = ct_model_tensor_data(m, i), *g = ct_model_tensor_grad(m, i);
+        size_t n = ct_model_tensor_numel(m, i);
+        /* the largest-gradient entry and two spread ones */
+        size_t pick[3] = {0, n / 3, (2 * n) / 3 + 1 < n ? (2 * n) / 3 + 1 : 0};
+        for (size_t j = 1; j < n; j++)
+            if (fabsf(g[j]) > fabsf(g[pick[0]]))
+                pick[0] = j;
+        for (int k = 0; k < 3; k++) {
+            size_t j = pick[k];
+            float saved = x[j];
+            x[j] = saved + h;
+            OK(ct_model_params_changed(m));
+            OK(ct_model_forward(m, b, &lp));
+            x[j] = saved - h;
+            OK(ct_model_params_changed(m));
+            OK(ct_model_forward(m, b, &lm));
+            x[j] = saved;
+            OK(ct_model_params_changed(m));
+            double fd = ((double)lp - lm) / (2.0 * h);
+            ck_assert_msg(fabs(fd - g[j]) <= 2e-3 + 3e-2 * fabs(fd),
+                          "%s %s: d loss / d %s[%zu]: backward %.6g, finite difference %.6g",
+                          config, ct_model_architecture(m), ct_model_tensor_name(m, i), j, g[j],
+                          fd);
+            checked++;
+        }
+    }
+    ck_assert_int_gt(checked, 30);
+    ct_batch_free(b);
+    ct_model_free(m);
+}
+
+START_TEST(gradients_bert_qa) { check_gradients("bert-test", CT_TASK_QUESTION_ANSWERING); }
+END_TEST
+START_TEST(gradients_bert_cls) { check_gradients("bert-test", CT_TASK_SEQUENCE_CLASSIFICATION); }
+END_TEST
+START_TEST(gradients_bert_mlm) { check_gradients("bert-test", CT_TASK_MASKED_LM); }
+END_TEST
+START_TEST(gradients_distilbert_qa)
+{
+    check_gradients("distilbert-test", CT_TASK_QUESTION_ANSWERING);
+}
+END_TEST
+START_TEST(gradients_distilbert_cls)
+{
+    check_gradients("distilbert-test", CT_TASK_SEQUENCE_CLASSIFICATION);
+}
+END_TEST
+START_TEST(gradients_distilbert_mlm)
+{
+    check_gradients("distilbert-test", CT_TASK_MASKED_LM);
+}
+END_TEST
+
+START_TEST(bf16_close_to_fp32_and_logits_shape)
+{
+    ct_model *m;
+    ct_batch *b;
+    float l32, l16;
+    const float *logits;
+    int ndim;
+    int64_t shape[3];
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 3, &m));
+    OK(ct_model_set_training(m, 0));
+    b = make_batch(m);
+    ASSERT_ERROR_HAS(ct_model_logits(m, &logits, &ndim, shape), CT_ERR_STATE, "no forward");
+    OK(ct_model_forward(m, b, &l32));
+    OK(ct_model_logits(m, &logits, &ndim, shape));
+    ck_assert_int_eq(ndim, 3);
+    ck_assert_int_eq(shape[0], B);
+    ck_assert_int_eq(shape[1], T);
+    ck_assert_int_eq(shape[2], 2);
+    OK(ct_model_set_precision(m, CT_PRECISION_BF16));
+    ck_assert_int_eq(ct_model_get_precision(m), CT_PRECISION_BF16);
+    OK(ct_model_forward(m, b, &l16));
+    ck_assert_msg(fabsf(l16 - l32) <= 2e-2f * fabsf(l32), "bf16 %g vs fp32 %g", l16, l32);
+    ck_assert(l16 != l32); /* the bf16 path really ran */
+    ct_batch_free(b);
+    ct_model_free(m);
+}
+END_TEST
+
+START_TEST(dropout_is_reproducible)
+{
+    ct_model *m;
+    ct_batch *b;
+    float a1, a2, e1, e2, d;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 3, &m));
+    b = make_batch(m);
+    OK(ct_model_set_seed(m, 5, 0));
+    OK(ct_model_forward(m, b, &a1)); /* training mode: dropout on, step 0 */
+    OK(ct_model_forward(m, b, &d));  /* step 1: another mask */
+    OK(ct_model_set_seed(m, 5, 0));
+    OK(ct_model_forward(m, b, &a2));
+    ck_assert(a1 == a2);
+    ck_assert(a1 != d);
+    OK(ct_model_set_training(m, 0));
+    OK(ct_model_forward(m, b, &e1));
+    OK(ct_model_forward(m, b, &e2));
+    ck_assert(e1 == e2 && e1 != a1);
+    ct_batch_free(b);
+    ct_model_free(m);
+}
+END_TEST
+
+START_TEST(threads_do_not_change_results)
+{
+    ct_model *m;
+    ct_batch *b;
+    float l1, l2;
+    OK(ct_model_create("bert-test", CT_TASK_MASKED_LM, 3, &m));
+    b = make_batch(m);
+    OK(ct_model_set_threads(m, 1));
+    ck_assert_int_eq(ct_model_get_threads(m), 1);
+    OK(ct_model_set_seed(m, 1, 0));
+    OK(ct_model_forward(m, b, &l1));
+    OK(ct_model_set_threads(m, 3));
+    OK(ct_model_set_seed(m, 1, 0));
+    OK(ct_model_forward(m, b, &l2));
+    ck_assert_msg(fabsf(l1 - l2) <= 1e-6f * fabsf(l1), "%g vs %g", l1, l2);
+    ASSERT_ERROR_HAS(ct_model_set_threads(m, -1), CT_ERR_INVALID_ARG, "threads");
+    ct_batch_free(b);
+    ct_model_free(m);
+}
+END_TEST
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/ct_model_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+static void spit(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static void spit_text(const char *path, const char *text)
+{
+    spit(path, text, strlen(text));
+}
+
+START_TEST(save_load_save_is_byte_identical)
+{
+    ct_model *m, *m2;
+    ct_batch *b;
+    char path[256], sub[128];
+    char *first, *second, *config;
+    size_t n1, n2, nc;
+    float l1, l2;
+    OK(ct_model_create("distilbert-test", CT_TASK_SEQUENCE_CLASSIFICATION, 9, &m));
+    OK(ct_model_set_training(m, 0));
+    OK(ct_model_save(m, dir, CT_DTYPE_F32));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    first = slurp(path, &n1);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    config = slurp(path, &nc);
+    ck_assert_ptr_nonnull(strstr(config, "\"DistilBertForSequenceClassification\""));
+    ck_assert_ptr_nonnull(strstr(config, "\"model_type\": \"distilbert\""));
+    ck_assert_ptr_nonnull(strstr(first + 8, "\"__metadata__\":{\"format\":\"pt\"}"));
+    OK(ct_model_load(dir, CT_TASK_SEQUENCE_CLASSIFICATION, 1, &m2));
+    ck_assert_uint_eq(ct_model_new_tensor_count(m2), 0);
+    snprintf(sub, sizeof sub, "%s/again", dir);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    OK(ct_model_save(m2, sub, CT_DTYPE_F32));
+    snprintf(path, sizeof path, "%s/model.safetensors", sub);
+    second = slurp(path, &n2);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert(memcmp(first, second, n1) == 0);
+    /* and the same logits */
+    b = make_batch(m);
+    OK(ct_model_set_training(m2, 0));
+    OK(ct_model_forward(m, b, &l1));
+    OK(ct_model_forward(m2, b, &l2));
+    ck_assert(l1 == l2);
+    /* bf16 saving halves the data and loads back within bf16 rounding */
+    OK(ct_model_save(m2, sub, CT_DTYPE_BF16));
+    free(second);
+    second = slurp(path, &n2);
+    ck_assert_ptr_nonnull(strstr(second + 8, "\"dtype\":\"BF16\""));
+    ck_assert_uint_lt(n2, n1 / 2 + 4096);
+    ct_model_free(m2);
+    OK(ct_model_load(sub, CT_TASK_SEQUENCE_CLASSIFICATION, 1, &m2));
+    OK(ct_model_set_training(m2, 0));
+    OK(ct_model_forward(m2, b, &l2));
+    ck_assert_msg(fabsf(l1 - l2) < 1e-2f * fabsf(l1), "%g vs %g", l1, l2);
+    free(first);
+    free(second);
+    free(config);
+    ct_batch_free(b);
+    ct_model_free(m);
+    ct_model_free(m2);
+}
+END_TEST
+
+START_TEST(new_head_on_pretrained_encoder)
+{
+    ct_model *mlm, *qa;
+    size_t i;
+    OK(ct_model_create("bert-test", CT_TASK_MASKED_LM, 4, &mlm));
+    OK(ct_model_save(mlm, dir, CT_DTYPE_F32));
+    /* run_qa's case: a pre-trained encoder gets a new QA head. */
+    OK(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 4, &qa));
+    ck_assert_uint_eq(ct_model_new_tensor_count(qa), 2);
+    ck_assert_str_eq(ct_model_new_tensor_name(qa, 0), "qa_outputs.weight");
+    ck_assert_str_eq(ct_model_new_tensor_name(qa, 1), "qa_outputs.bias");
+    ck_assert_ptr_null(ct_model_new_tensor_name(qa, 2));
+    OK(ct_model_tensor_index(qa, "bert.encoder.layer.0.output.dense.weight", &i));
+    ck_assert(memcmp(ct_model_tensor_data(qa, i), ct_model_tensor_data(mlm, i),
+                     ct_model_tensor_numel(qa, i) * sizeof(float)) == 0);
+    ct_model_free(qa);
+    ct_model_free(mlm);
+}
+END_TEST
+
+START_TEST(bad_folders_are_clear_errors)
+{
+    ct_model *m, *other;
+    char path[128], *data, *cfg;
+    size_t n, nc;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 4, &m));
+    OK(ct_model_save(m, dir, CT_DTYPE_F32));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    data = slurp(path, &n);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cfg = slurp(path, &nc);
+
+    /* truncated weights */
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    spit(path, data, n - 10);
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "model.safetensors");
+    ck_assert_ptr_null(other);
+    spit(path, data, n);
+    /* a config that disagrees with the weights: the tensor is named */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    spit_text(path, "{\"model_type\": \"bert\", \"vocab_size\": 128, \"hidden_size\": 32, "
+               "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 48, "
+               "\"max_position_embeddings\": 64}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "intermediate.dense.weight' has shape [64, 32] but the configuration "
+                     "needs [48, 32]");
+    spit_text(path, "{\"model_type\": \"gpt2\"}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_UNSUPPORTED, "model_type 'gpt2' is not supported");
+    spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": \"big\"}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "key 'hidden_size': expected an integer, got string");
+    spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": 30, \"num_attention_heads\": 4}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "not a multiple");
+    spit_text(path, "{\"model_type\": \"bert\", \"hidden_act\": \"swish\"}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_UNSUPPORTED, "activation 'swish'");
+    spit(path, cfg, nc);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_NOT_FOUND,
+                     "no model.safetensors");
+    ASSERT_ERROR_HAS(ct_model_load("/nonexistent", CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_IO, "/nonexistent/config.json");
+    ASSERT_ERROR_HAS(ct_model_create("bert-huge", CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_NOT_FOUND, "bert-base-uncased");
+    ASSERT_ERROR_HAS(ct_model_create("bert-test", (ct_task)7, 1, &other), CT_ERR_INVALID_ARG,
+                     "task 7");
+    ASSERT_ERROR_HAS(ct_model_save(m, "/nonexistent", CT_DTYPE_F32), CT_ERR_IO, "/nonexistent");
+    free(data);
+    free(cfg);
+    ct_model_free(m);
+}
+END_TEST
+
+START_TEST(bad_batches_are_clear_errors)
+{
+    ct_model *m;
+    ct_batch *b;
+    int32_t ids[4] = {1, 2, 3, 500}, mask[4] = {1, 1, 2, 0}, labels[3] = {0, 1, 2};
+    float loss;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 4, &m));
+    OK(ct_batch_create(&b));
+    ASSERT_ERROR_HAS(ct_model_forward(m, b, NULL), CT_ERR_STATE, "no inputs");
+    ASSERT_ERROR_HAS(ct_batch_set_positions(b, labels, labels), CT_ERR_STATE, "first");
+    ASSERT_ERROR_HAS(ct_batch_set_inputs(b, 0, 4, ids, NULL, NULL), CT_ERR_INVALID_ARG,
+                     "batch_size 0");
+    ASSERT_ERROR_HAS(ct_batch_set_inputs(b, 1, 4, ids, NULL, mask), CT_ERR_INVALID_ARG,
+                     "attention_mask[0][2] is 2");
+    OK(ct_batch_set_inputs(b, 1, 4, ids, NULL, NULL));
+    ck_assert_int_eq(ct_batch_size(b), 1);
+    ck_assert_int_eq(ct_batch_seq_len(b), 4);
+    ASSERT_ERROR_HAS(ct_model_forward(m, b, NULL), CT_ERR_INVALID_ARG,
+                     "input_ids[0][3] = 500 is outside the vocabulary [0, 128)");
+    ids[3] = 4;
+    OK(ct_batch_set_inputs(b, 1, 4, ids, NULL, NULL));
+    OK(ct_model_forward(m, b, NULL)); /* no loss asked: no labels needed */
+    ASSERT_ERROR_HAS(ct_model_forward(m, b, &loss), CT_ERR_STATE, "start and end positions");
+    ASSERT_ERROR_HAS(ct_model_forward_backward(m, b, 1.0f, &loss), CT_ERR_STATE,
+                     "ct_batch_set_positions");
+    ASSERT_ERROR_HAS(ct_batch_set_labels(b, labels, 3), CT_ERR_INVALID_ARG, "3 labels");
+    ASSERT_ERROR_HAS(ct_model_forward_backward(m, b, NAN, &loss), CT_ERR_INVALID_ARG,
+                     "loss_scale");
+    {
+        int32_t long_ids[65] = {0};
+        OK(ct_batch_set_inputs(b, 1, 65, long_ids, NULL, NULL));
+        ASSERT_ERROR_HAS(ct_model_forward(m, b, NULL), CT_ERR_INVALID_ARG,
+                         "65 exceeds max_position_embeddings 64");
+    }
+    ct_batch_free(NULL);
+    ct_model_free(NULL);
+    ct_batch_free(b);
+    ct_model_free(m);
+}
+END_TEST
+
+Suite *model_suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, parameter_counts);
+    tcase_add_test(tc, tensor_table);
+    tcase_add_test(tc, gradients_bert_qa);
+    tcase_add_test(tc, gradients_bert_cls);
+    tcase_add_test(tc, gradients_bert_mlm);
+    tcase_add_test(tc, gradients_distilbert_qa);
+    tcase_add_test(tc, gradients_distilbert_cls);
+    tcase_add_test(tc, gradients_distilbert_mlm);
+    tcase_add_test(tc, bf16_close_to_fp32_and_logits_shape);
+    tcase_add_test(tc, dropout_is_reproducible);
+    tcase_add_test(tc, threads_do_not_change_results);
+    tcase_add_test(tc, bad_batches_are_clear_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("folders");
+    tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
+    tcase_add_test(tc, save_load_save_is_byte_identical);
+    tcase_add_test(tc, new_head_on_pretrained_encoder);
+    tcase_add_test(tc, bad_folders_are_clear_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,182 @@
+/* cputrain-bench: times forward+backward training steps of a model on
+ * synthetic batches and prints step time, throughput, achieved GFLOP/s and
+ * peak memory. A benchmark, not a test: it prints figures and judges nothing.
+ * Uses only the public API. */
+#include <cputrain/cputrain.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm]\n"
+            "                      [--batch B] [--seq T] [--precision fp32|bf16]\n"
+            "                      [--steps N] [--warmup W] [--threads N] [--eval]\n"
+            "defaults: bert-base-uncased qa, batch 8, seq 128, bf16, 10 steps, 2 warm-up\n");
+}
+
+/* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
+ * Linear (the tied decoder included) and of the two attention products. */
+static double forward_flops(const ct_model *m, int B, int T)
+{
+    int64_t C, L, FF, V, NL;
+    ct_model_config_int(m, "hidden_size", &C);
+    ct_model_config_int(m, "num_hidden_layers", &L);
+    ct_model_config_int(m, "intermediate_size", &FF);
+    ct_model_config_int(m, "vocab_size", &V);
+    ct_model_config_int(m, "num_labels", &NL);
+    double BT = (double)B * T;
+    double layer = BT * (4.0 * C * C + 2.0 * C * FF) + 2.0 * B * (double)T * T * C;
+    double head;
+    switch (ct_model_get_task(m)) {
+    case CT_TASK_QUESTION_ANSWERING: head = BT * 2.0 * C; break;
+    case CT_TASK_SEQUENCE_CLASSIFICATION: head = B * ((double)C * C + (double)C * NL); break;
+    default: head = BT * ((double)C * C + (double)C * V); break;
+    }
+    return 2.0 * (L * layer + head);
+}
+
+int main(int argc, char **argv)
+{
+    const char *model_name = "bert-base-uncased";
+    ct_task task = CT_TASK_QUESTION_ANSWERING;
+    ct_precision precision = CT_PRECISION_BF16;
+    int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0;
+    ct_model *m;
+    ct_batch *batch;
+    ct_status st;
+    double *times, flops;
+    int64_t V;
+    int32_t *ids, *mask, *start, *end, *labels;
+    struct rusage ru;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--eval") == 0) {
+            eval = 1;
+            continue;
+        }
+        if (!v || strncmp(a, "--", 2) != 0) {
+            usage();
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--model") == 0)
+            model_name = v;
+        else if (strcmp(a, "--task") == 0)
+            task = strcmp(v, "cls") == 0   ? CT_TASK_SEQUENCE_CLASSIFICATION
+                   : strcmp(v, "mlm") == 0 ? CT_TASK_MASKED_LM
+                                           : CT_TASK_QUESTION_ANSWERING;
+        else if (strcmp(a, "--batch") == 0)
+            B = atoi(v);
+        else if (strcmp(a, "--seq") == 0)
+            T = atoi(v);
+        else if (strcmp(a, "--precision") == 0)
+            precision = strcmp(v, "fp32") == 0 ? CT_PRECISION_FP32 : CT_PRECISION_BF16;
+        else if (strcmp(a, "--steps") == 0)
+            steps = atoi(v);
+        else if (strcmp(a, "--warmup") == 0)
+            warmup = atoi(v);
+        else if (strcmp(a, "--threads") == 0)
+            threads = atoi(v);
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (B < 1 || T < 1 || steps < 1 || warmup < 0) {
+        usage();
+        return 2;
+    }
+    ct_log_set_callback(ct_log_to_stderr, NULL);
+    if ((st = ct_model_create(model_name, task, 42, &m)) != CT_OK ||
+        (st = ct_model_set_precision(m, precision)) != CT_OK ||
+        (st = ct_model_set_threads(m, threads)) != CT_OK ||
+        (st = ct_model_set_training(m, !eval)) != CT_OK) {
+        fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
+        return 1;
+    }
+    ct_model_config_int(m, "vocab_size", &V);
+    ids = malloc((size_t)B * T * sizeof *ids);
+    mask = malloc((size_t)B * T * sizeof *mask);
+    labels = malloc((size_t)B * T * sizeof *labels);
+    start = malloc((size_t)B * sizeof *start);
+    end = malloc((size_t)B * sizeof *end);
+    times = malloc((size_t)steps * sizeof *times);
+    if (!ids || !mask || !labels || !start || !end || !times || ct_batch_create(&batch) != CT_OK) {
+        fprintf(stderr, "cputrain-bench: out of memory\n");
+        return 1;
+    }
+    srand(1);
+    for (int i = 0; i < B * T; i++) {
+        ids[i] = 1 + rand() % (int)(V - 1);
+        mask[i] = 1;
+        labels[i] = task == CT_TASK_MASKED_LM ? (rand() % 7 == 0 ? ids[i] : -100) : 0;
+    }
+    for (int b = 0; b < B; b++) {
+        start[b] = rand() % T;
+        end[b] = start[b] + rand() % (T - start[b]);
+        labels[b] = task == CT_TASK_SEQUENCE_CLASSIFICATION ? rand() % 2 : labels[b];
+    }
+    ct_batch_set_inputs(batch, B, T, ids, NULL, mask);
+    if (task == CT_TASK_QUESTION_ANSWERING)
+        st = ct_batch_set_positions(batch, start, end);
+    else
+        st = ct_batch_set_labels(batch, labels,
+                                 task == CT_TASK_MASKED_LM ? (size_t)B * T : (size_t)B);
+    flops = forward_flops(m, B, T) * (eval ? 1.0 : 3.0);
+
+    printf("model %s (%s), %zu parameters, batch %d x seq %d, %s, %s, %d threads\n", model_name,
+           ct_model_architecture(m), ct_model_num_parameters(m), B, T,
+           precision == CT_PRECISION_BF16 ? "bf16" : "fp32",
+           eval ? "forward only" : "forward+backward", ct_model_get_threads(m));
+    for (int i = 0; i < warmup + steps && st == CT_OK; i++) {
+        float loss;
+        double t0 = now();
+        st = eval ? ct_model_forward(m, batch, &loss)
+                  : ct_model_forward_backward(m, batch, 1.0f, &loss);
+        if (i >= warmup)
+            times[i - warmup] = now() - t0;
+    }
+    if (st != CT_OK) {
+        fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
+        return 1;
+    }
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    {
+        double med = times[steps / 2];
+        getrusage(RUSAGE_SELF, &ru);
+        printf("step time: median %.4f s (min %.4f, max %.4f) over %d steps\n", med, times[0],
+               times[steps - 1], steps);
+        printf("throughput: %.1f samples/s, %.0f tokens/s\n", B / med, (double)B * T / med);
+        printf("matmul work: %.1f GFLOP per step, %.1f GFLOP/s achieved\n", flops / 1e9,
+               flops / med / 1e9);
+        printf("peak memory (max RSS): %.1f MiB\n", ru.ru_maxrss / 1024.0);
+    }
+    ct_batch_free(batch);
+    ct_model_free(m);
+    free(ids);
+    free(mask);
+    free(labels);
+    free(start);
+    free(end);
+    free(times);
+    return 0;
+}
