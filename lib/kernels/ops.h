@@ -11,13 +11,18 @@
 
 /* ---- LayerNorm over the last dimension ---------------------------------
  * inp, out [N,C]; w, b [C]; mean, rstd [N] (saved for backward).
- * backward overwrites dinp and adds into dw, db (weight gradients add up
- * over micro-batches). */
+ * Backward comes in two halves so threads can split rows for one and
+ * columns for the other: _input overwrites dinp; _params ADDS into dw, db
+ * (weight gradients add up over micro-batches) for the `width` columns
+ * starting at the given pointers, rows `ld` floats apart. */
 void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                            const float *w, const float *b, int N, int C, float eps);
-void ct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                            const float *inp, const float *w, const float *mean,
-                            const float *rstd, int N, int C);
+void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
+                                  const float *w, const float *mean, const float *rstd, int N,
+                                  int C);
+void ct__layernorm_backward_params(float *dw, float *db, const float *dout, const float *inp,
+                                   const float *mean, const float *rstd, int N, int width,
+                                   int ld);
 
 /* ---- activations, n elements ---------------------------------------------
  * gelu: exact erf form x/2 (1 + erf(x/sqrt 2)); gelu_new: the tanh
@@ -32,10 +37,12 @@ void ct__tanh_forward(float *out, const float *inp, size_t n);
 /* from the output: dinp = dout * (1 - out^2) */
 void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t n);
 
-/* ---- bias ------------------------------------------------------------------
- * out[N,C] += b[C];  db[C] += sum over rows of dout[N,C]. */
+/* ---- bias and residual ------------------------------------------------------
+ * out[N,C] += b[C];  db[0..width) += column sums of dout (rows ld apart);
+ * out[n] += inp[n]. */
 void ct__bias_add(float *out, const float *b, int N, int C);
-void ct__bias_backward(float *db, const float *dout, int N, int C);
+void ct__bias_backward(float *db, const float *dout, int N, int width, int ld);
+void ct__add_inplace(float *out, const float *inp, size_t n);
 
 /* ---- masked softmax over rows of attention scores -----------------------
  * scores and probs [R,T] (R rows, T keys); key_mask [T] (1 keep, 0 masked)

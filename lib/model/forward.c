@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/ops.h"
+#include "kernels/parallel.h"
 
 /* Everything one pass needs, passed around as one pointer. */
 typedef struct pass {
@@ -41,13 +41,13 @@ static uint64_t site_key(const pass *p, uint32_t site)
 static void dropout(const pass *p, float *x, size_t n, float prob, uint32_t site)
 {
     if (p->training && prob > 0)
-        ct__dropout_forward(x, x, n, prob, site_key(p, site), 0);
+        ct__p_dropout(p->pool, x, n, prob, site_key(p, site));
 }
 
 static void dropout_back(const pass *p, float *dx, size_t n, float prob, uint32_t site)
 {
-    if (p->training && prob > 0)
-        ct__dropout_backward(dx, dx, n, prob, site_key(p, site), 0);
+    if (p->training && prob > 0) /* the same mask and scale as forward */
+        ct__p_dropout(p->pool, dx, n, prob, site_key(p, site));
 }
 
 enum { SITE_ATT_PROBS, SITE_ATT_OUT, SITE_FFN_OUT, SITES_PER_LAYER = 4 };
@@ -69,7 +69,7 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__b
         st = ct__gemm_f32(p->k, y, x, P(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
                           1.0f, p->pool);
     if (st == CT_OK && b_off != CT__NO_TENSOR)
-        ct__bias_add(y, P(p, b_off), N, OUT);
+        ct__p_bias_add(p->pool, y, P(p, b_off), N, OUT);
     return st;
 }
 
@@ -83,7 +83,7 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
     if (p->bf16) {
         ct__bf16 *dyb = p->a->dy_b;
-        p->k->f32_to_bf16(dyb, dy, (size_t)N * OUT);
+        ct__p_to_bf16(p->pool, p->k, dyb, dy, (size_t)N * OUT);
         if (dx)
             st = ct__gemm_bf16(p->k, dx, dyb, PB(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
                                p->pool);
@@ -99,14 +99,14 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
                               CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
     }
     if (st == CT_OK && b_off != CT__NO_TENSOR)
-        ct__bias_backward(G(p, b_off), dy, N, OUT);
+        ct__p_bias_backward(p->pool, G(p, b_off), dy, N, OUT);
     return st;
 }
 
 static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
 {
     if (p->bf16)
-        p->k->f32_to_bf16(out, in, n);
+        ct__p_to_bf16(p->pool, p->k, out, in, n);
 }
 
 /* ---- attention --------------------------------------------------------------- */
@@ -153,17 +153,15 @@ static ct_status attention_fwd(const pass *p, int l)
         st = batched(p, probs, q, k, &qk, scale);
     if (st != CT_OK)
         return st;
-    for (int b = 0; b < p->B; b++)
-        ct__softmax_forward(probs + (size_t)b * p->NH * p->T * p->T,
-                            probs + (size_t)b * p->NH * p->T * p->T,
-                            p->batch->attention_mask + (size_t)b * p->T, p->NH * p->T, p->T);
+    ct__p_softmax_forward(p->pool, probs, probs, p->batch->attention_mask, p->B, p->NH * p->T,
+                          p->T);
     if (pd != probs) {
         memcpy(pd, probs, att * sizeof *pd);
         dropout(p, pd, att, p->m->cfg.attention_dropout, SITE(l, SITE_ATT_PROBS));
     }
     if (p->bf16) {
         ct__bf16 *pb = SLOT(p, a->probs_b, l, att);
-        p->k->f32_to_bf16(pb, pd, att);
+        to_bf16(p, pb, pd, att);
         return batched(p, ctx, pb, SLOT(p, a->v_b, l, BTC), &pv, 1.0f);
     }
     return batched(p, ctx, pd, v, &pv, 1.0f);
@@ -190,7 +188,7 @@ static ct_status attention_bwd(const pass *p, int l)
 
     if (p->bf16) {
         ct__bf16 *dctx_b = a->dy_b;
-        p->k->f32_to_bf16(dctx_b, a->da, BTC);
+        to_bf16(p, dctx_b, a->da, BTC);
         dctx = dctx_b;
         q = SLOT(p, a->q_b, l, BTC);
         k = SLOT(p, a->k_b, l, BTC);
@@ -203,9 +201,8 @@ static ct_status attention_bwd(const pass *p, int l)
         return st;
     if (pd != probs)
         dropout_back(p, a->dp, att, p->m->cfg.attention_dropout, SITE(l, SITE_ATT_PROBS));
-    ct__softmax_backward(a->dp, a->dp, probs, p->B * p->NH * p->T, p->T, scale);
-    if (p->bf16)
-        p->k->f32_to_bf16(a->dp_b, a->dp, att);
+    ct__p_softmax_backward(p->pool, a->dp, a->dp, probs, p->B * p->NH * p->T, p->T, scale);
+    to_bf16(p, a->dp_b, a->dp, att);
     if ((st = batched(p, a->dq, dS, k, &dqv, 1.0f)) != CT_OK)
         return st;
     return batched(p, a->dk, dS, q, &dkv, 1.0f);
@@ -215,21 +212,16 @@ static ct_status attention_bwd(const pass *p, int l)
 
 static void activation_fwd(const pass *p, float *out, const float *in, size_t n)
 {
-    switch (p->m->cfg.act) {
-    case CT__ACT_GELU: ct__gelu_forward(out, in, n); break;
-    case CT__ACT_GELU_NEW: ct__gelu_tanh_forward(out, in, n); break;
-    case CT__ACT_RELU: ct__relu_forward(out, in, n); break;
-    }
+    static const ct__map_fn fns[] = {ct__gelu_forward, ct__gelu_tanh_forward, ct__relu_forward};
+    ct__p_map(p->pool, fns[p->m->cfg.act], out, in, n);
 }
 
 static void activation_bwd(const pass *p, float *din, const float *dout, const float *in,
                            size_t n)
 {
-    switch (p->m->cfg.act) {
-    case CT__ACT_GELU: ct__gelu_backward(din, dout, in, n); break;
-    case CT__ACT_GELU_NEW: ct__gelu_tanh_backward(din, dout, in, n); break;
-    case CT__ACT_RELU: ct__relu_backward(din, dout, in, n); break;
-    }
+    static const ct__map2_fn fns[] = {ct__gelu_backward, ct__gelu_tanh_backward,
+                                       ct__relu_backward};
+    ct__p_map2(p->pool, fns[p->m->cfg.act], din, dout, in, n);
 }
 
 static ct_status layer_fwd(const pass *p, int l)
@@ -262,9 +254,8 @@ static ct_status layer_fwd(const pass *p, int l)
                          BT, C, C)) != CT_OK)
         return st;
     dropout(p, res1, BTC, hdrop, SITE(l, SITE_ATT_OUT));
-    for (size_t i = 0; i < BTC; i++)
-        res1[i] += x[i];
-    ct__layernorm_forward(h1, SLOT(p, a->ln1_mean, l, BT), SLOT(p, a->ln1_rstd, l, BT), res1,
+    ct__p_map(p->pool, ct__add_inplace, res1, x, BTC);
+    ct__p_layernorm_forward(p->pool, h1, SLOT(p, a->ln1_mean, l, BT), SLOT(p, a->ln1_rstd, l, BT), res1,
                           P(p, w->ln1_w), P(p, w->ln1_b), BT, C, eps);
     to_bf16(p, SLOT(p, a->h1_b, l, BTC), h1, BTC);
     /* feed-forward */
@@ -277,9 +268,8 @@ static ct_status layer_fwd(const pass *p, int l)
                          w->b2, BT, FF, C)) != CT_OK)
         return st;
     dropout(p, res2, BTC, hdrop, SITE(l, SITE_FFN_OUT));
-    for (size_t i = 0; i < BTC; i++)
-        res2[i] += h1[i];
-    ct__layernorm_forward(out, SLOT(p, a->ln2_mean, l, BT), SLOT(p, a->ln2_rstd, l, BT), res2,
+    ct__p_map(p->pool, ct__add_inplace, res2, h1, BTC);
+    ct__p_layernorm_forward(p->pool, out, SLOT(p, a->ln2_mean, l, BT), SLOT(p, a->ln2_rstd, l, BT), res2,
                           P(p, w->ln2_w), P(p, w->ln2_b), BT, C, eps);
     to_bf16(p, XS(p, a->x_b, l + 1, BTC), out, BTC);
     return CT_OK;
@@ -300,7 +290,7 @@ static ct_status layer_bwd(pass *p, int l)
     ct_status st;
 
     /* out = LN2(res2), res2 = dropout(ff_act W2^T + b2) + h1 */
-    ct__layernorm_backward(dres, G(p, w->ln2_w), G(p, w->ln2_b), dout, a->res2 + (size_t)l * BTC,
+    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln2_w), G(p, w->ln2_b), dout, a->res2 + (size_t)l * BTC,
                            P(p, w->ln2_w), a->ln2_mean + (size_t)l * BT,
                            a->ln2_rstd + (size_t)l * BT, BT, C);
     memcpy(dh1, dres, BTC * sizeof *dh1); /* residual branch */
@@ -314,7 +304,7 @@ static ct_status layer_bwd(pass *p, int l)
                          bf ? a->h1_b + (size_t)l * BTC : NULL, w->w1, w->b1, BT, C, FF)) != CT_OK)
         return st;
     /* h1 = LN1(res1), res1 = dropout(ctx Wo^T + bo) + x */
-    ct__layernorm_backward(dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1, a->res1 + (size_t)l * BTC,
+    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1, a->res1 + (size_t)l * BTC,
                            P(p, w->ln1_w), a->ln1_mean + (size_t)l * BT,
                            a->ln1_rstd + (size_t)l * BT, BT, C);
     memcpy(dx_in, dres, BTC * sizeof *dx_in); /* residual branch */
@@ -355,7 +345,7 @@ static void embeddings_fwd(const pass *p)
                 e[c] += te[c];
         }
     }
-    ct__layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
+    ct__p_layernorm_forward(p->pool, a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
                           P(p, w->emb_ln_b), p->BT, C,
                           m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
     dropout(p, a->x, (size_t)p->BT * C, m->cfg.hidden_dropout, SITE_EMB(p));
@@ -371,7 +361,7 @@ static void embeddings_bwd(const pass *p)
     int C = p->C;
     float *demb = a->db;
     dropout_back(p, a->dx, (size_t)p->BT * C, m->cfg.hidden_dropout, SITE_EMB(p));
-    ct__layernorm_backward(demb, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx, a->emb,
+    ct__p_layernorm_backward(p->pool, demb, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx, a->emb,
                            P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->BT, C);
     for (int i = 0; i < p->BT; i++) {
         const float *d = demb + (size_t)i * C;
@@ -447,9 +437,9 @@ static ct_status head_fwd(pass *p)
                              C)) != CT_OK)
             return st;
         if (m->cfg.arch == CT__ARCH_BERT)
-            ct__tanh_forward(a->head_act, a->head_pre, (size_t)B * C);
+            ct__p_map(p->pool, ct__tanh_forward, a->head_act, a->head_pre, (size_t)B * C);
         else
-            ct__relu_forward(a->head_act, a->head_pre, (size_t)B * C);
+            ct__p_map(p->pool, ct__relu_forward, a->head_act, a->head_pre, (size_t)B * C);
         memcpy(a->head_out, a->head_act, (size_t)B * C * sizeof *a->head_out);
         dropout(p, a->head_out, (size_t)B * C, classifier_dropout(m), SITE_HEAD(p));
         to_bf16(p, a->head_out_b, a->head_out, (size_t)B * C);
@@ -463,7 +453,7 @@ static ct_status head_fwd(pass *p)
         if ((st = linear_fwd(p, a->head_pre, xL, xLb, w->pre_w, w->pre_b, BT, C, C)) != CT_OK)
             return st;
         activation_fwd(p, a->head_act, a->head_pre, BTC);
-        ct__layernorm_forward(a->head_out, a->head_mean, a->head_rstd, a->head_act,
+        ct__p_layernorm_forward(p->pool, a->head_out, a->head_mean, a->head_rstd, a->head_act,
                               P(p, w->head_ln_w), P(p, w->head_ln_b), BT, C, head_ln_eps(m));
         to_bf16(p, a->head_out_b, a->head_out, BTC);
         st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->wte, w->out_b, BT, C,
@@ -538,10 +528,11 @@ static float head_loss(pass *p, float scale, float *dlogits)
         int V = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? m->cfg.num_labels
                                                            : m->cfg.vocab_size;
         int count;
-        double sum = ct__cross_entropy_forward(a->logits, V, b->labels, rows, V, -100, &count);
+        double sum =
+            ct__p_cross_entropy_forward(p->pool, a->logits, b->labels, rows, V, -100, &count);
         if (dlogits)
-            ct__cross_entropy_backward(dlogits, V, a->logits, V, b->labels, rows, V, -100,
-                                       count ? scale / count : 0.0f);
+            ct__p_cross_entropy_backward(p->pool, dlogits, a->logits, b->labels, rows, V, -100,
+                                         count ? scale / count : 0.0f);
         return (float)(sum / count);
     }
 }
@@ -574,9 +565,9 @@ static ct_status head_bwd(pass *p)
             return st;
         dropout_back(p, a->dhead, BC, classifier_dropout(m), SITE_HEAD(p));
         if (m->cfg.arch == CT__ARCH_BERT)
-            ct__tanh_backward(a->dhead2, a->dhead, a->head_act, BC);
+            ct__p_map2(p->pool, ct__tanh_backward, a->dhead2, a->dhead, a->head_act, BC);
         else
-            ct__relu_backward(a->dhead2, a->dhead, a->head_pre, BC);
+            ct__p_map2(p->pool, ct__relu_backward, a->dhead2, a->dhead, a->head_pre, BC);
         if ((st = linear_bwd(p, a->dhead, 0, a->dhead2, a->head_in, a->head_in_b, w->pre_w,
                              w->pre_b, B, C, C)) != CT_OK)
             return st;
@@ -590,7 +581,7 @@ static ct_status head_bwd(pass *p)
         if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->wte,
                              w->out_b, BT, C, m->cfg.vocab_size)) != CT_OK)
             return st;
-        ct__layernorm_backward(a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b), a->dhead,
+        ct__p_layernorm_backward(p->pool, a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b), a->dhead,
                                a->head_act, P(p, w->head_ln_w), a->head_mean, a->head_rstd, BT,
                                C);
         activation_bwd(p, a->dhead, a->dhead2, a->head_pre, BTC);

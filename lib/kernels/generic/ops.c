@@ -26,9 +26,9 @@ void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *in
     }
 }
 
-void ct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                            const float *inp, const float *w, const float *mean,
-                            const float *rstd, int N, int C)
+void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
+                                  const float *w, const float *mean, const float *rstd, int N,
+                                  int C)
 {
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
@@ -36,17 +36,25 @@ void ct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout
         float m = mean[i], s = rstd[i];
         double sum_g = 0, sum_gx = 0;
         for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s;
             float g = dy[c] * w[c];
             sum_g += g;
-            sum_gx += g * xhat;
-            dw[c] += dy[c] * xhat;
-            db[c] += dy[c];
+            sum_gx += g * ((x[c] - m) * s);
         }
         float mg = (float)(sum_g / C), mgx = (float)(sum_gx / C);
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s;
-            dx[c] = s * (dy[c] * w[c] - mg - xhat * mgx);
+        for (int c = 0; c < C; c++)
+            dx[c] = s * (dy[c] * w[c] - mg - (x[c] - m) * s * mgx);
+    }
+}
+
+void ct__layernorm_backward_params(float *dw, float *db, const float *dout, const float *inp,
+                                   const float *mean, const float *rstd, int N, int width,
+                                   int ld)
+{
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * ld, *dy = dout + (size_t)i * ld;
+        for (int c = 0; c < width; c++) {
+            dw[c] += dy[c] * ((x[c] - mean[i]) * rstd[i]);
+            db[c] += dy[c];
         }
     }
 }
@@ -121,11 +129,17 @@ void ct__bias_add(float *out, const float *b, int N, int C)
             out[(size_t)i * C + c] += b[c];
 }
 
-void ct__bias_backward(float *db, const float *dout, int N, int C)
+void ct__bias_backward(float *db, const float *dout, int N, int width, int ld)
 {
     for (int i = 0; i < N; i++)
-        for (int c = 0; c < C; c++)
-            db[c] += dout[(size_t)i * C + c];
+        for (int c = 0; c < width; c++)
+            db[c] += dout[(size_t)i * ld + c];
+}
+
+void ct__add_inplace(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] += inp[i];
 }
 
 void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,

@@ -121,6 +121,7 @@ static const ct__gemm_variant amx_variant = {
     .block_n = 32,
     .kc_tiles = 16,
     .n_chunk = 768,
+    .pack_a = 1,
     .micro = amx_micro,
     .begin = amx_begin,
     .end = amx_end,

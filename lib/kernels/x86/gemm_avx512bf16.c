@@ -78,6 +78,7 @@ static const ct__gemm_variant avx512bf16_variant = {
     .block_n = 16 * NV,
     .kc_tiles = 8,
     .n_chunk = 768,
+    .pack_a = 0,
     .micro = avx512bf16_micro,
     .begin = NULL,
     .end = NULL,

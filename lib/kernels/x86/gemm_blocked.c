@@ -54,18 +54,20 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
     const ct__gemm_desc *d = pr->d;
     int ta = (d->flags & CT__GEMM_TRANS_A) != 0;
     int acc = (d->flags & CT__GEMM_ACCUMULATE) != 0;
+    /* a transposed A must be packed; a plain one is when the variant asks */
+    int packed = ta || v->pack_a;
     int KT = pr->KT, ktail = d->K % CT__KTILE != 0;
     int nkc = cdiv(KT, v->kc_tiles), kct_max = cdiv(KT, nkc);
     int mtiles = cdiv(m1 - m0, 16);
     /* the last block is ragged when the product's M is not a multiple of
      * MB; then it is packed (zero padded) so the microkernel never reads
      * rows past M */
-    int ragged = m1 == d->M && (m1 - m0) % MB != 0;
+    int ragged = !packed && m1 == d->M && (m1 - m0) % MB != 0;
     int ragged_m0 = m0 + (m1 - m0) / MB * MB;
     size_t b_stride = (size_t)KT * CT__TILE_ELEMS;
     ct__bf16 *apack = NULL, *atail = NULL;
 
-    if (ta) {
+    if (packed) {
         apack = ct__scratch(1, (size_t)cdiv(mtiles, 2) * 2 * kct_max *
                                    CT__TILE_ELEMS * sizeof(ct__bf16));
     } else {
@@ -76,9 +78,9 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
             atail = ct__scratch(2, (size_t)cdiv(mtiles, 2) * 2 *
                                        CT__TILE_ELEMS * sizeof(ct__bf16));
     }
-    if ((ta || ragged) && !apack)
+    if ((packed || ragged) && !apack)
         return CT_ERR_NOMEM;
-    if (!ta && ktail && !atail)
+    if (!packed && ktail && !atail)
         return CT_ERR_NOMEM;
 
     for (int t0 = 0; t0 < KT; t0 += kct_max) {
@@ -87,8 +89,8 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
         int pass_acc = acc || t0 > 0;
 
         /* A for this k range */
-        if (ta) {
-            ct__pack_a_tiles(apack, pr->A, d->lda, 1, d->M, d->K, m0,
+        if (packed) {
+            ct__pack_a_tiles(apack, pr->A, d->lda, ta, d->M, d->K, m0,
                              cdiv(mtiles, 2) * 2, t0, nkt);
         } else {
             if (ragged)
@@ -99,8 +101,8 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                                  cdiv(mtiles, 2) * 2, KT - 1, 1);
         }
 
-        /* A 32-row block of A (32 x kc, <= 32 KiB) stays in L1 while it
-         * meets every 32-column block of a chunk of packed B (kc x nc, a
+        /* Each 32-row block of A (32 x kc, <= 32 KiB) stays in L1 while it
+         * meets every column block of a chunk of packed B (kc x nc, a
          * few hundred KiB, in L2). */
         for (int nc0 = n0; nc0 < n1; nc0 += v->n_chunk) {
             int nc1 = nc0 + v->n_chunk < n1 ? nc0 + v->n_chunk : n1;
@@ -108,7 +110,7 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                 ct__a_view av;
                 int rows = m1 - m < MB ? m1 - m : MB;
                 int mt = (m - m0) / 16; /* tile index within the region */
-                if (ta) {
+                if (packed) {
                     av.p[0] = (const char *)(apack + (size_t)mt * nkt * CT__TILE_ELEMS);
                     av.p[1] = av.p[0] + (size_t)nkt * CT__TILE_ELEMS * sizeof(ct__bf16);
                     av.row_stride = 64;

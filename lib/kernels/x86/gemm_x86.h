@@ -42,6 +42,7 @@ typedef struct ct__gemm_variant {
     int block_n;      /* columns per microkernel call: a multiple of 16 */
     int kc_tiles;     /* most k-tiles per cache block */
     int n_chunk;      /* columns of packed B kept in L2: a multiple of block_n */
+    int pack_a;       /* copy a plain A into tile order too (else read in place) */
     ct__micro_fn micro;
     void (*begin)(void); /* per task, before the first micro call (AMX: ldtilecfg) */
     void (*end)(void);

@@ -1,0 +1,327 @@
+/* Splitting ops.h kernels across the pool (see parallel.h). */
+#include "kernels/parallel.h"
+
+#include <string.h>
+
+/* Work below this many floats per task is not worth a handoff. */
+#define GRAIN 16384
+
+static int task_count(const ct__pool *pool, size_t work, size_t units)
+{
+    size_t n = work / GRAIN + 1, most = (size_t)ct__pool_nthreads(pool) * 4;
+    if (n > most)
+        n = most;
+    if (n > units)
+        n = units;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* [lo, hi) of `units` for task t of n. */
+static void span(size_t units, int t, int n, size_t *lo, size_t *hi)
+{
+    *lo = units * (size_t)t / (size_t)n;
+    *hi = units * (size_t)(t + 1) / (size_t)n;
+}
+
+/* ---- flat maps ----------------------------------------------------------- */
+
+typedef struct map_job {
+    ct__map_fn fn;
+    ct__map2_fn fn2;
+    float *out;
+    const float *a, *b;
+    size_t n;
+    int ntasks;
+} map_job;
+
+static void map_task(void *ctx, int t, int thread)
+{
+    map_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    span(j->n, t, j->ntasks, &lo, &hi);
+    if (j->fn)
+        j->fn(j->out + lo, j->a + lo, hi - lo);
+    else
+        j->fn2(j->out + lo, j->a + lo, j->b + lo, hi - lo);
+}
+
+void ct__p_map(ct__pool *pool, ct__map_fn fn, float *out, const float *in, size_t n)
+{
+    map_job j = {fn, NULL, out, in, NULL, n, task_count(pool, n, n)};
+    ct__pool_run(pool, map_task, &j, j.ntasks);
+}
+
+void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, const float *b,
+                size_t n)
+{
+    map_job j = {NULL, fn, out, a, b, n, task_count(pool, n, n)};
+    ct__pool_run(pool, map_task, &j, j.ntasks);
+}
+
+typedef struct bf16_job {
+    const ct__kernels *k;
+    ct__bf16 *out;
+    const float *in;
+    size_t n;
+    int ntasks;
+} bf16_job;
+
+static void bf16_task(void *ctx, int t, int thread)
+{
+    bf16_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    span(j->n, t, j->ntasks, &lo, &hi);
+    j->k->f32_to_bf16(j->out + lo, j->in + lo, hi - lo);
+}
+
+void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const float *in,
+                   size_t n)
+{
+    bf16_job j = {k, out, in, n, task_count(pool, n, n)};
+    ct__pool_run(pool, bf16_task, &j, j.ntasks);
+}
+
+typedef struct dropout_job {
+    float *x;
+    size_t n;
+    float p;
+    uint64_t key;
+    int ntasks;
+} dropout_job;
+
+static void dropout_task(void *ctx, int t, int thread)
+{
+    dropout_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    span(j->n, t, j->ntasks, &lo, &hi);
+    ct__dropout_forward(j->x + lo, j->x + lo, hi - lo, j->p, j->key, lo);
+}
+
+void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key)
+{
+    dropout_job j = {x, n, p, key, task_count(pool, n, n)};
+    ct__pool_run(pool, dropout_task, &j, j.ntasks);
+}
+
+/* ---- row and column kernels ------------------------------------------------ */
+
+typedef struct rows_job {
+    float *out, *mean, *rstd, *dw, *db;
+    const float *inp, *dout, *w, *b, *cmean, *crstd;
+    const int32_t *mask;
+    int N, C, T, rows_per_batch;
+    float eps, scale;
+    int ntasks;
+} rows_job;
+
+static void ln_fwd_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi, C = (size_t)j->C;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi);
+    ct__layernorm_forward(j->out + lo * C, j->mean + lo, j->rstd + lo, j->inp + lo * C, j->w,
+                          j->b, (int)(hi - lo), j->C, j->eps);
+}
+
+void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rstd,
+                             const float *inp, const float *w, const float *b, int N, int C,
+                             float eps)
+{
+    rows_job j = {.out = out, .mean = mean, .rstd = rstd, .inp = inp, .w = w, .b = b,
+                  .N = N, .C = C, .eps = eps};
+    j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
+    ct__pool_run(pool, ln_fwd_task, &j, j.ntasks);
+}
+
+static void ln_bwd_rows_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi, C = (size_t)j->C;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi);
+    ct__layernorm_backward_input(j->out + lo * C, j->dout + lo * C, j->inp + lo * C, j->w,
+                                 j->cmean + lo, j->crstd + lo, (int)(hi - lo), j->C);
+}
+
+/* Columns in multiples of 16 floats so each task owns whole cache lines. */
+static void column_span(int C, int t, int n, size_t *lo, size_t *hi)
+{
+    size_t blocks = ((size_t)C + 15) / 16;
+    span(blocks, t, n, lo, hi);
+    *lo *= 16;
+    *hi = *hi * 16 > (size_t)C ? (size_t)C : *hi * 16;
+}
+
+static void ln_bwd_cols_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    column_span(j->C, t, j->ntasks, &lo, &hi);
+    if (hi > lo)
+        ct__layernorm_backward_params(j->dw + lo, j->db + lo, j->dout + lo, j->inp + lo,
+                                      j->cmean, j->crstd, j->N, (int)(hi - lo), j->C);
+}
+
+static int column_tasks(const ct__pool *pool, int N, int C)
+{
+    return task_count(pool, (size_t)N * C, ((size_t)C + 15) / 16);
+}
+
+void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
+                              const float *dout, const float *inp, const float *w,
+                              const float *mean, const float *rstd, int N, int C)
+{
+    rows_job j = {.out = dinp, .dw = dw, .db = db, .dout = dout, .inp = inp, .w = w,
+                  .cmean = mean, .crstd = rstd, .N = N, .C = C};
+    j.ntasks = column_tasks(pool, N, C);
+    ct__pool_run(pool, ln_bwd_cols_task, &j, j.ntasks);
+    j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
+    ct__pool_run(pool, ln_bwd_rows_task, &j, j.ntasks);
+}
+
+static void bias_add_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi);
+    ct__bias_add(j->out + lo * (size_t)j->C, j->b, (int)(hi - lo), j->C);
+}
+
+void ct__p_bias_add(ct__pool *pool, float *out, const float *b, int N, int C)
+{
+    rows_job j = {.out = out, .b = b, .N = N, .C = C};
+    j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
+    ct__pool_run(pool, bias_add_task, &j, j.ntasks);
+}
+
+static void bias_bwd_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    column_span(j->C, t, j->ntasks, &lo, &hi);
+    if (hi > lo)
+        ct__bias_backward(j->db + lo, j->dout + lo, j->N, (int)(hi - lo), j->C);
+}
+
+void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C)
+{
+    rows_job j = {.db = db, .dout = dout, .N = N, .C = C};
+    j.ntasks = column_tasks(pool, N, C);
+    ct__pool_run(pool, bias_bwd_task, &j, j.ntasks);
+}
+
+static void softmax_fwd_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi, T = (size_t)j->T, rpb = (size_t)j->rows_per_batch;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi);
+    /* Split at batch boundaries: each piece shares one key mask. */
+    while (lo < hi) {
+        size_t b = lo / rpb, end = (b + 1) * rpb < hi ? (b + 1) * rpb : hi;
+        ct__softmax_forward(j->out + lo * T, j->inp + lo * T, j->mask + b * T, (int)(end - lo),
+                            j->T);
+        lo = end;
+    }
+}
+
+void ct__p_softmax_forward(ct__pool *pool, float *probs, const float *scores,
+                           const int32_t *key_mask, int B, int rows_per_batch, int T)
+{
+    rows_job j = {.out = probs, .inp = scores, .mask = key_mask, .T = T,
+                  .rows_per_batch = rows_per_batch};
+    j.N = B * rows_per_batch;
+    j.ntasks = task_count(pool, (size_t)j.N * T, (size_t)j.N);
+    ct__pool_run(pool, softmax_fwd_task, &j, j.ntasks);
+}
+
+static void softmax_bwd_task(void *ctx, int t, int thread)
+{
+    rows_job *j = ctx;
+    size_t lo, hi, T = (size_t)j->T;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi);
+    ct__softmax_backward(j->out + lo * T, j->dout + lo * T, j->inp + lo * T, (int)(hi - lo),
+                         j->T, j->scale);
+}
+
+void ct__p_softmax_backward(ct__pool *pool, float *dscores, const float *dprobs,
+                            const float *probs, int R, int T, float scale)
+{
+    rows_job j = {.out = dscores, .dout = dprobs, .inp = probs, .N = R, .T = T, .scale = scale};
+    j.ntasks = task_count(pool, (size_t)R * T, (size_t)R);
+    ct__pool_run(pool, softmax_bwd_task, &j, j.ntasks);
+}
+
+/* ---- cross-entropy ------------------------------------------------------------ */
+
+#define CE_MAX_TASKS 256
+
+typedef struct ce_job {
+    float *dlogits;
+    const float *logits;
+    const int32_t *target;
+    int N, V;
+    int32_t ignore;
+    float scale;
+    int ntasks;
+    double sum[CE_MAX_TASKS];
+    int count[CE_MAX_TASKS];
+} ce_job;
+
+static void ce_fwd_task(void *ctx, int t, int thread)
+{
+    ce_job *j = ctx;
+    size_t lo, hi, V = (size_t)j->V;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi); /* = fixed chunks: see below */
+    j->sum[t] = ct__cross_entropy_forward(j->logits + lo * V, j->V, j->target + lo,
+                                          (int)(hi - lo), j->V, j->ignore, &j->count[t]);
+}
+
+double ct__p_cross_entropy_forward(ct__pool *pool, const float *logits, const int32_t *target,
+                                   int N, int V, int32_t ignore, int *count)
+{
+    ce_job j = {.logits = logits, .target = target, .N = N, .V = V, .ignore = ignore};
+    double total = 0;
+    /* Chunks fixed by (N, V) alone, so the order of the sum, and with it the
+     * result, does not depend on the number of threads. */
+    size_t rows = (size_t)(GRAIN / V > 0 ? GRAIN / V : 1);
+    if (((size_t)N + rows - 1) / rows > CE_MAX_TASKS)
+        rows = ((size_t)N + CE_MAX_TASKS - 1) / CE_MAX_TASKS;
+    j.ntasks = N > 0 ? (int)(((size_t)N + rows - 1) / rows) : 1;
+    ct__pool_run(pool, ce_fwd_task, &j, j.ntasks);
+    *count = 0;
+    for (int t = 0; t < j.ntasks; t++) {
+        total += j.sum[t];
+        *count += j.count[t];
+    }
+    return total;
+}
+
+static void ce_bwd_task(void *ctx, int t, int thread)
+{
+    ce_job *j = ctx;
+    size_t lo, hi, V = (size_t)j->V;
+    (void)thread;
+    span((size_t)j->N, t, j->ntasks, &lo, &hi);
+    ct__cross_entropy_backward(j->dlogits + lo * V, j->V, j->logits + lo * V, j->V,
+                               j->target + lo, (int)(hi - lo), j->V, j->ignore, j->scale);
+}
+
+void ct__p_cross_entropy_backward(ct__pool *pool, float *dlogits, const float *logits,
+                                  const int32_t *target, int N, int V, int32_t ignore,
+                                  float scale)
+{
+    ce_job j = {.dlogits = dlogits, .logits = logits, .target = target, .N = N, .V = V,
+                .ignore = ignore, .scale = scale};
+    j.ntasks = task_count(pool, (size_t)N * V, (size_t)N);
+    ct__pool_run(pool, ce_bwd_task, &j, j.ntasks);
+}

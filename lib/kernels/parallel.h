@@ -1,0 +1,48 @@
+/* The element-wise kernels of ops.h split across a thread pool: rows (or
+ * flat ranges) for independent outputs, columns where outputs accumulate
+ * over rows, so no two threads write the same float and results do not
+ * depend on the thread count. */
+#ifndef CT_KERNELS_PARALLEL_H
+#define CT_KERNELS_PARALLEL_H
+
+#include "core/threadpool.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+
+/* out[i] = f(in[i]) style kernels, and din = dout * f'(x) style ones. */
+typedef void (*ct__map_fn)(float *out, const float *in, size_t n);
+typedef void (*ct__map2_fn)(float *out, const float *a, const float *b, size_t n);
+
+void ct__p_map(ct__pool *pool, ct__map_fn fn, float *out, const float *in, size_t n);
+void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, const float *b,
+                size_t n);
+void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const float *in,
+                   size_t n);
+void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key);
+
+void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rstd,
+                             const float *inp, const float *w, const float *b, int N, int C,
+                             float eps);
+/* dinp overwritten; dw, db accumulated. */
+void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
+                              const float *dout, const float *inp, const float *w,
+                              const float *mean, const float *rstd, int N, int C);
+void ct__p_bias_add(ct__pool *pool, float *out, const float *b, int N, int C);
+void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C);
+
+/* Attention softmax over [B, rows_per_batch, T] with the key mask of each
+ * batch item ([B, T]). */
+void ct__p_softmax_forward(ct__pool *pool, float *probs, const float *scores,
+                           const int32_t *key_mask, int B, int rows_per_batch, int T);
+void ct__p_softmax_backward(ct__pool *pool, float *dscores, const float *dprobs,
+                            const float *probs, int R, int T, float scale);
+
+/* Cross-entropy over N rows of V logits (row stride V): the loss sum and
+ * count as ct__cross_entropy_forward, summed in row order. */
+double ct__p_cross_entropy_forward(ct__pool *pool, const float *logits, const int32_t *target,
+                                   int N, int V, int32_t ignore, int *count);
+void ct__p_cross_entropy_backward(ct__pool *pool, float *dlogits, const float *logits,
+                                  const int32_t *target, int N, int V, int32_t ignore,
+                                  float scale);
+
+#endif
