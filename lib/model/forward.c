@@ -326,30 +326,73 @@ static ct_status layer_bwd(pass *p, int l)
 
 /* ---- embeddings ------------------------------------------------------------------ */
 
+/* Rows of the embedding sum are independent: split by rows. */
+static void embeddings_fwd_task(void *ctx, int task, int thread)
+{
+    const pass *p = ctx;
+    const ct__model_w *w = &p->m->w;
+    const ct_batch *b = p->batch;
+    int C = p->C, ntasks = ct__pool_nthreads(p->pool);
+    size_t lo = (size_t)p->BT * task / ntasks, hi = (size_t)p->BT * (task + 1) / ntasks;
+    (void)thread;
+    for (size_t i = lo; i < hi; i++) {
+        float *e = p->a->emb + i * C;
+        const float *we = P(p, w->wte) + (size_t)b->input_ids[i] * C;
+        const float *pe = P(p, w->wpe) + (i % (size_t)p->T) * C;
+        const float *te = w->wtt != CT__NO_TENSOR
+                              ? P(p, w->wtt) + (size_t)b->token_type_ids[i] * C
+                              : NULL;
+        for (int c = 0; c < C; c++)
+            e[c] = we[c] + pe[c] + (te ? te[c] : 0.0f);
+    }
+}
+
 static void embeddings_fwd(const pass *p)
 {
     const ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
+    ct__pool_run(p->pool, embeddings_fwd_task, (void *)p, ct__pool_nthreads(p->pool));
+    ct__p_layernorm_forward(p->pool, a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
+                            P(p, w->emb_ln_b), p->BT, p->C,
+                            m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
+    dropout(p, a->x, (size_t)p->BT * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
+    to_bf16(p, a->x_b, a->x, (size_t)p->BT * p->C);
+}
+
+/* Scatter-adding rows into the embedding gradients: different rows may hit
+ * the same token, so tasks split the columns instead (no two write one
+ * float, and each float's sum keeps row order). */
+static void embeddings_bwd_task(void *ctx, int task, int thread)
+{
+    const pass *p = ctx;
+    const ct_model *m = p->m;
+    const ct__model_w *w = &m->w;
     const ct_batch *b = p->batch;
-    int C = p->C;
+    const float *demb = p->a->db;
+    int C = p->C, ntasks = ct__pool_nthreads(p->pool);
+    int c0 = (int)((size_t)C * task / ntasks), c1 = (int)((size_t)C * (task + 1) / ntasks);
+    (void)thread;
     for (int i = 0; i < p->BT; i++) {
-        float *e = a->emb + (size_t)i * C;
-        const float *we = P(p, w->wte) + (size_t)b->input_ids[i] * C;
-        const float *pe = P(p, w->wpe) + (size_t)(i % p->T) * C;
-        for (int c = 0; c < C; c++)
-            e[c] = we[c] + pe[c];
+        const float *d = demb + (size_t)i * C;
+        int id = b->input_ids[i];
+        /* nn.Embedding(padding_idx=...) gives the padding row no gradient. */
+        if (id != m->cfg.pad_token_id) {
+            float *gw = G(p, w->wte) + (size_t)id * C;
+            for (int c = c0; c < c1; c++)
+                gw[c] += d[c];
+        }
         if (w->wtt != CT__NO_TENSOR) {
-            const float *te = P(p, w->wtt) + (size_t)b->token_type_ids[i] * C;
-            for (int c = 0; c < C; c++)
-                e[c] += te[c];
+            float *gt = G(p, w->wtt) + (size_t)b->token_type_ids[i] * C;
+            for (int c = c0; c < c1; c++)
+                gt[c] += d[c];
+        }
+        if (!m->cfg.sinusoidal_pos) { /* fixed sinusoids are not trained */
+            float *gp = G(p, w->wpe) + (size_t)(i % p->T) * C;
+            for (int c = c0; c < c1; c++)
+                gp[c] += d[c];
         }
     }
-    ct__p_layernorm_forward(p->pool, a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
-                          P(p, w->emb_ln_b), p->BT, C,
-                          m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
-    dropout(p, a->x, (size_t)p->BT * C, m->cfg.hidden_dropout, SITE_EMB(p));
-    to_bf16(p, a->x_b, a->x, (size_t)p->BT * C);
 }
 
 static void embeddings_bwd(const pass *p)
@@ -357,32 +400,10 @@ static void embeddings_bwd(const pass *p)
     const ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
-    const ct_batch *b = p->batch;
-    int C = p->C;
-    float *demb = a->db;
-    dropout_back(p, a->dx, (size_t)p->BT * C, m->cfg.hidden_dropout, SITE_EMB(p));
-    ct__p_layernorm_backward(p->pool, demb, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx, a->emb,
-                           P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->BT, C);
-    for (int i = 0; i < p->BT; i++) {
-        const float *d = demb + (size_t)i * C;
-        int id = b->input_ids[i];
-        /* nn.Embedding(padding_idx=...) gives the padding row no gradient. */
-        if (id != m->cfg.pad_token_id) {
-            float *gw = G(p, w->wte) + (size_t)id * C;
-            for (int c = 0; c < C; c++)
-                gw[c] += d[c];
-        }
-        if (w->wtt != CT__NO_TENSOR) {
-            float *gt = G(p, w->wtt) + (size_t)b->token_type_ids[i] * C;
-            for (int c = 0; c < C; c++)
-                gt[c] += d[c];
-        }
-        if (!m->cfg.sinusoidal_pos) { /* fixed sinusoids are not trained */
-            float *gp = G(p, w->wpe) + (size_t)(i % p->T) * C;
-            for (int c = 0; c < C; c++)
-                gp[c] += d[c];
-        }
-    }
+    dropout_back(p, a->dx, (size_t)p->BT * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
+    ct__p_layernorm_backward(p->pool, a->db, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx,
+                             a->emb, P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->BT, p->C);
+    ct__pool_run(p->pool, embeddings_bwd_task, (void *)p, ct__pool_nthreads(p->pool));
 }
 
 /* ---- heads ------------------------------------------------------------------------ */

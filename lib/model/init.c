@@ -27,15 +27,34 @@ static double uniform(uint64_t key, uint64_t i)
     return ((double)(mix64(key + i * 0x9e3779b97f4a7c15ull) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-static void normal_fill(float *x, size_t n, double stddev, uint64_t key)
+typedef struct normal_job {
+    float *x;
+    size_t n;
+    double stddev;
+    uint64_t key;
+    int ntasks;
+} normal_job;
+
+/* Box-Muller on pairs of counter draws; a task fills whole pairs. */
+static void normal_task(void *ctx, int task, int thread)
 {
-    /* Box-Muller on pairs of counter draws. */
-    for (size_t i = 0; i < n; i += 2) {
-        double r = sqrt(-2.0 * log(uniform(key, i))), a = 2.0 * M_PI * uniform(key, i + 1);
-        x[i] = (float)(stddev * r * cos(a));
-        if (i + 1 < n)
-            x[i + 1] = (float)(stddev * r * sin(a));
+    normal_job *j = ctx;
+    size_t pairs = (j->n + 1) / 2;
+    size_t lo = 2 * (pairs * task / j->ntasks), hi = 2 * (pairs * (task + 1) / j->ntasks);
+    (void)thread;
+    for (size_t i = lo; i < hi; i += 2) {
+        double r = sqrt(-2.0 * log(uniform(j->key, i))), a = 2.0 * M_PI * uniform(j->key, i + 1);
+        j->x[i] = (float)(j->stddev * r * cos(a));
+        if (i + 1 < j->n)
+            j->x[i + 1] = (float)(j->stddev * r * sin(a));
     }
+}
+
+static void normal_fill(ct__pool *pool, float *x, size_t n, double stddev, uint64_t key)
+{
+    normal_job j = {x, n, stddev, key, 0};
+    j.ntasks = (int)((n + 65535) / 65536);
+    ct__pool_run(pool, normal_task, &j, j.ntasks);
 }
 
 /* DistilBERT's create_sinusoidal_embeddings: even columns sin, odd cos of
@@ -70,7 +89,7 @@ void ct__init_tensor(ct_model *m, size_t index, uint64_t seed)
         for (size_t i = 0; i < t->numel; i++)
             x[i] = v;
     } else {
-        normal_fill(x, t->numel, c->initializer_range, mix64(seed) ^ name_hash(t->name));
+        normal_fill(m->pool, x, t->numel, c->initializer_range, mix64(seed) ^ name_hash(t->name));
         /* nn.Embedding(padding_idx=pad_token_id) keeps that row at zero. */
         if (t->offset == m->w.wte)
             memset(x + (size_t)c->pad_token_id * c->hidden_size, 0,
