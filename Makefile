@@ -36,7 +36,7 @@ CHECK_PKGS := check
 
 OPTFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra $(WERROR)
-BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(OPTFLAGS) $(WARNFLAGS) -pthread -fPIC -fvisibility=hidden \
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -fno-math-errno $(OPTFLAGS) $(WARNFLAGS) -pthread -fPIC -fvisibility=hidden \
                -Iinclude -Ilib $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
 LIB_LDLIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null) -lm -ldl -pthread
 
@@ -105,7 +105,13 @@ demo: all
 	$(B)/examples/quickstart
 
 # Figures, not tests: our training step and GEMM against PyTorch's, same run.
-bench: all
+BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
+$(B)/bench/%: bench/%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
+
+bench: all $(BENCHES)
+	sh bench/compare_gemm.sh $(B)/bench/gemm_bench
 	sh bench/compare_bert.sh $(B)
 
 # ---- ABI -------------------------------------------------------------------

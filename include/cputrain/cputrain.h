@@ -7,6 +7,8 @@
 #include "core.h"
 #include "args.h"
 #include "model.h"
+#include "optim.h"
+#include "train.h"
 #undef CT_INSIDE_CPUTRAIN_H
 
 #endif /* CPUTRAIN_H */

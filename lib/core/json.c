@@ -39,6 +39,7 @@ typedef struct frame {
 typedef struct parser {
     const unsigned char *start, *p, *end;
     const char *what;
+    int allow_nan; /* CT__JSON_ALLOW_NAN */
     /* Line bookkeeping for node positions: newlines only occur outside
      * strings, so it is updated in skip_ws; line_extra counts UTF-8
      * continuation bytes since line_start so columns count characters. */
@@ -496,6 +497,25 @@ static int number_value(const parser *ps, const char *s, size_t len, double *out
     return CT_OK;
 }
 
+/* Python's json.dumps writes NaN, Infinity and -Infinity; accepted only
+ * with CT__JSON_ALLOW_NAN (files this library wrote itself). */
+static int python_special(parser *ps, ct__json *v, const char *word, double value)
+{
+    size_t n = strlen(word), off;
+    int rc;
+    if ((rc = arena_reserve(ps, n + 1)) != CT_OK)
+        return rc;
+    off = ps->used;
+    memcpy(ps->arena + off, word, n + 1);
+    ps->used += n + 1;
+    v->type = CT_JSON_NUMBER;
+    v->num = value;
+    v->str = OFF2PTR(const char *, off);
+    v->len = n;
+    ps->p += n;
+    return CT_OK;
+}
+
 static int parse_number(parser *ps, ct__json *v)
 {
     const unsigned char *s = ps->p, *q = ps->p, *end = ps->end;
@@ -505,6 +525,8 @@ static int parse_number(parser *ps, ct__json *v)
     if (*q == '-')
         q++;
     if (q == end || !is_digit(*q)) {
+        if (end - q >= 8 && memcmp(q, "Infinity", 8) == 0 && ps->allow_nan)
+            return python_special(ps, v, "-Infinity", -INFINITY);
         if (end - q >= 8 && memcmp(q, "Infinity", 8) == 0)
             return fail_at(ps, s, "-Infinity is not valid JSON");
         return fail_at(ps, q, "expected a digit after '-'");
@@ -583,6 +605,10 @@ static int parse_scalar(parser *ps, ct__json *v)
         ps->p += strlen(word);
         return CT_OK;
     }
+    if (match(ps, "NaN") && ps->allow_nan)
+        return python_special(ps, v, "NaN", NAN);
+    if (match(ps, "Infinity") && ps->allow_nan)
+        return python_special(ps, v, "Infinity", INFINITY);
     if (match(ps, "NaN"))
         return fail_at(ps, ps->p, "NaN is not valid JSON");
     if (match(ps, "Infinity"))
@@ -763,6 +789,12 @@ static void fixup(ct__json *v, char *base)
 
 int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc **out)
 {
+    return ct__json_parse_ex(text, len, what, 0, out);
+}
+
+int ct__json_parse_ex(const char *text, size_t len, const char *what, int flags,
+                      ct__json_doc **out)
+{
     parser *ps;
     ct__json_doc *doc;
     char *a;
@@ -789,6 +821,7 @@ int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc 
         ps->start += 3;
     ps->p = ps->start;
     ps->what = what;
+    ps->allow_nan = (flags & CT__JSON_ALLOW_NAN) != 0;
     ps->line = 1;
     ps->line_start = ps->start;
     /* Strings dominate typical documents (SQuAD), so start near the input
@@ -824,6 +857,11 @@ int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc 
 
 int ct__json_parse_file(const char *path, ct__json_doc **out)
 {
+    return ct__json_parse_file_ex(path, 0, out);
+}
+
+int ct__json_parse_file_ex(const char *path, int flags, ct__json_doc **out)
+{
     char *buf;
     size_t len;
     int rc;
@@ -835,7 +873,7 @@ int ct__json_parse_file(const char *path, ct__json_doc **out)
         return ct__error(CT_ERR_INVALID_ARG, "%s: argument 'path' is NULL", __func__);
     if ((rc = ct__read_file(path, SIZE_MAX / 2, &buf, &len)) != CT_OK)
         return rc;
-    rc = ct__json_parse(buf, len, path, out);
+    rc = ct__json_parse_ex(buf, len, path, flags, out);
     free(buf);
     return rc;
 }

@@ -52,6 +52,13 @@ typedef struct ct__json_doc ct__json_doc;
 int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc **out);
 /* Read a whole file and parse it; CT_ERR_IO names the path when unreadable. */
 int ct__json_parse_file(const char *path, ct__json_doc **out);
+/* With flags: CT__JSON_ALLOW_NAN also takes Python's NaN, Infinity and
+ * -Infinity as numbers (json.dumps writes them; trainer_state.json can hold
+ * a NaN loss). */
+enum { CT__JSON_ALLOW_NAN = 1 };
+int ct__json_parse_ex(const char *text, size_t len, const char *what, int flags,
+                      ct__json_doc **out);
+int ct__json_parse_file_ex(const char *path, int flags, ct__json_doc **out);
 const ct__json *ct__json_root(const ct__json_doc *doc);
 void ct__json_free(ct__json_doc *doc);
 

@@ -157,8 +157,8 @@ static ct_status add_new_name(ct_model *m, const char *name)
     return CT_OK;
 }
 
-static ct_status copy_tensor(ct_model *m, const ct__tensor *t, const ct__st_tensor *s,
-                             const char *path)
+/* Shape and dtype of a checkpoint tensor against the model's. */
+static ct_status check_tensor(const ct__tensor *t, const ct__st_tensor *s, const char *path)
 {
     int same = s->ndim == (size_t)t->ndim;
     for (int d = 0; same && d < t->ndim; d++)
@@ -179,44 +179,52 @@ static ct_status copy_tensor(ct_model *m, const ct__tensor *t, const ct__st_tens
                          "%s: tensor '%s' has shape [%s] but the configuration needs [%s]", path,
                          s->name, got, want);
     }
-    return ct__st_tensor_to_f32(s, path, m->params + t->offset, t->numel);
+    return CT_OK;
 }
 
-ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed)
+ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict)
 {
     weights w;
     ct_status st;
-    size_t used = 0;
+    size_t used = 0, total = 0;
     memset(&w, 0, sizeof w);
     if ((st = open_weights(&w, dir)) != CT_OK) {
         weights_close(&w);
         return st;
     }
+    /* Pass 1: everything must fit before anything changes. */
+    for (size_t i = 0; i < m->n_tensors && st == CT_OK; i++) {
+        size_t file = 0;
+        const ct__st_tensor *s = lookup(&w, m->tensors[i].name, &file);
+        if (s)
+            st = check_tensor(&m->tensors[i], s, w.paths[file]);
+        else if (strict)
+            st = ct__error(CT_ERR_FORMAT, "%s: no tensor '%s' (a checkpoint of another model?)",
+                           dir, m->tensors[i].name);
+    }
+    /* Pass 2: copy, or initialise what is missing. */
     for (size_t i = 0; i < m->n_tensors && st == CT_OK; i++) {
         const ct__tensor *t = &m->tensors[i];
         size_t file = 0;
         const ct__st_tensor *s = lookup(&w, t->name, &file);
         if (s) {
-            st = copy_tensor(m, t, s, w.paths[file]);
+            st = ct__st_tensor_to_f32(s, w.paths[file], m->params + t->offset, t->numel);
             used++;
         } else {
             ct__init_tensor(m, i, seed);
             st = add_new_name(m, t->name);
         }
     }
-    if (st == CT_OK) {
-        size_t total = 0;
-        for (size_t i = 0; i < w.n; i++)
-            total += ct__st_count(w.files[i]);
-        if (m->n_new_tensors)
-            ct__log(CT_LOG_WARNING,
-                    "%s: %zu tensors of %s were not in the checkpoint and are newly "
-                    "initialised (first: %s); train the model before using it",
-                    dir, m->n_new_tensors, ct_model_architecture(m), m->new_tensors[0]);
-        if (total > used)
-            ct__log(CT_LOG_INFO, "%s: %zu checkpoint tensors are not used by %s (other heads)",
-                    dir, total - used, ct_model_architecture(m));
-    }
+    for (size_t i = 0; i < w.n; i++)
+        total += ct__st_count(w.files[i]);
+    if (st == CT_OK && m->n_new_tensors)
+        ct__log(CT_LOG_WARNING,
+                "%s: %zu tensors of %s were not in the checkpoint and are newly initialised "
+                "(first: %s); train the model before using it",
+                dir, m->n_new_tensors, ct_model_architecture(m), m->new_tensors[0]);
+    if (st == CT_OK && total > used)
+        ct__log(CT_LOG_INFO, "%s: %zu checkpoint tensors are not used by %s (other heads)", dir,
+                total - used, ct_model_architecture(m));
     m->bf16_stale = 1;
     weights_close(&w);
     return st;
@@ -239,7 +247,7 @@ ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model *
     if ((st = ct__model_new(&cfg, task, out)) != CT_OK)
         return st;
     (*out)->dropout_seed = seed;
-    if ((st = ct__model_load_weights(*out, dir, seed)) != CT_OK) {
+    if ((st = ct__model_load_weights(*out, dir, seed, 0)) != CT_OK) {
         ct_model_free(*out);
         *out = NULL;
     }

@@ -87,7 +87,10 @@ ct_status ct__layout_build(ct_model *m);
 void ct__init_tensor(ct_model *m, size_t index, uint64_t seed);
 void ct__init_all(ct_model *m, uint64_t seed);
 /* io.c */
-ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed);
+/* Weights of a folder into m. Every tensor is checked before any is
+ * copied. Missing tensors are initialised from seed and listed, or with
+ * `strict` (resuming a checkpoint) are an error. */
+ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict);
 /* model.c: a model for `cfg` (taken over, freed on failure) with its
  * tensor table built and buffers allocated, parameters not yet set. */
 ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out);

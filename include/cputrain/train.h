@@ -1,0 +1,100 @@
+/* libcputrain public API: datasets of tokenised examples (ct_dataset) and
+ * the trainer (ct_trainer) that runs Hugging Face Trainer's loop over them:
+ * epochs or max_steps, shuffling, gradient accumulation, logging,
+ * evaluation and checkpoint hooks, checkpoints that survive a crash, exact
+ * resume, and the final save.
+ * Included through <cputrain/cputrain.h>; do not include directly. */
+#ifndef CPUTRAIN_TRAIN_H
+#define CPUTRAIN_TRAIN_H
+
+#ifndef CT_INSIDE_CPUTRAIN_H
+#error "include <cputrain/cputrain.h> instead of <cputrain/train.h>"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_dataset ct_dataset;
+typedef struct ct_trainer ct_trainer;
+
+/* ---- datasets ---------------------------------------------------------------- */
+
+/* An in-memory set of examples of one task, each `seq_len` tokens long. */
+CT_API ct_status ct_dataset_create(ct_task task, int seq_len, ct_dataset **out);
+CT_API void ct_dataset_free(ct_dataset *dataset);
+/* Append one example: seq_len ids (token_type_ids NULL = 0, attention_mask
+ * NULL = 1) and its labels: question answering {start, end}; sequence
+ * classification {label}; masked LM seq_len labels (-100 = not predicted). */
+CT_API ct_status ct_dataset_add(ct_dataset *dataset, const int32_t *input_ids,
+                                const int32_t *token_type_ids, const int32_t *attention_mask,
+                                const int32_t *labels, size_t n_labels);
+CT_API size_t ct_dataset_size(const ct_dataset *dataset);
+CT_API int ct_dataset_seq_len(const ct_dataset *dataset);
+/* Put examples indices[0..n) into `batch` (inputs and labels). */
+CT_API ct_status ct_dataset_fill_batch(const ct_dataset *dataset, const int64_t *indices,
+                                       int n, ct_batch *batch);
+
+/* ---- the trainer -------------------------------------------------------------- */
+
+typedef enum ct_event {
+    CT_EVENT_TRAIN_BEGIN = 0,
+    CT_EVENT_STEP_END = 1, /* after each optimizer step */
+    CT_EVENT_LOG = 2,      /* a log entry was added (log_json holds it) */
+    CT_EVENT_EVALUATE = 3, /* after an evaluation (log_json holds the metrics) */
+    CT_EVENT_SAVE = 4,     /* a checkpoint was written (log_json: {"checkpoint": path}) */
+    CT_EVENT_EPOCH_END = 5,
+    CT_EVENT_TRAIN_END = 6
+} ct_event;
+
+/* Progress: called on the training thread. `epoch` is fractional (1.5 =
+ * half way through the second epoch); log_json is NULL or one JSON object.
+ * Return 0 to go on, anything else to stop training after this point
+ * (ct_trainer_train then returns CT_ERR_CANCELLED). */
+typedef int (*ct_progress_fn)(void *user, ct_event event, int64_t step, int64_t max_steps,
+                              double epoch, const char *log_json);
+/* Evaluation at eval_strategy points: compute metrics and report them with
+ * ct_trainer_report_metric; return CT_OK or a failure that stops training. */
+typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
+
+/* A trainer for `model` with `args` (copied). The model must outlive it.
+ * bf16 in args switches the model to bf16 mixed precision. */
+CT_API ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **out);
+CT_API void ct_trainer_free(ct_trainer *trainer);
+/* The dataset must outlive training. */
+CT_API ct_status ct_trainer_set_train_dataset(ct_trainer *trainer, const ct_dataset *dataset);
+CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
+                                                  void *user);
+CT_API ct_status ct_trainer_set_eval_callback(ct_trainer *trainer, ct_eval_fn fn, void *user);
+/* A ready-made progress callback drawing a one-line bar (steps, rate, ETA,
+ * loss) on stderr — only when stderr is a terminal and disable_tqdm is off;
+ * `user` must be the ct_args the trainer was created with. The library
+ * draws nothing unless the application installs it. */
+CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int64_t max_steps,
+                                   double epoch, const char *log_json);
+
+/* Run training as Trainer.train() does (resuming when resume_from_checkpoint
+ * says so), then save the model, train_results.json and trainer_state.json
+ * into output_dir. */
+CT_API ct_status ct_trainer_train(ct_trainer *trainer);
+/* From an evaluation callback: add "name": value to the evaluation's log
+ * entry (Transformers prefixes eval metrics with "eval_"; pass the full
+ * name). */
+CT_API ct_status ct_trainer_report_metric(ct_trainer *trainer, const char *name, double value);
+/* Mean loss of the model on a dataset (eval mode, per_device_eval_batch_size). */
+CT_API ct_status ct_trainer_evaluate_loss(ct_trainer *trainer, const ct_dataset *dataset,
+                                          double *loss);
+
+CT_API int64_t ct_trainer_global_step(const ct_trainer *trainer);
+CT_API int64_t ct_trainer_max_steps(const ct_trainer *trainer);
+/* Mean training loss over the steps run (train_results.json's train_loss). */
+CT_API double ct_trainer_train_loss(const ct_trainer *trainer);
+/* The optimizer the trainer created (NULL before ct_trainer_train). */
+CT_API ct_optim *ct_trainer_optim(ct_trainer *trainer);
+/* The log history as a JSON array text, owned by the trainer. */
+CT_API const char *ct_trainer_log_history(const ct_trainer *trainer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPUTRAIN_TRAIN_H */

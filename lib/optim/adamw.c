@@ -1,0 +1,422 @@
+/* ct_optim: AdamW as torch.optim.AdamW computes it (decoupled decay, bias
+ * correction, eps outside the square root), fused with gradient clipping,
+ * the bf16 weight refresh and zeroing the gradients; its state on disk. */
+#include "optim/optim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "train/args_internal.h"
+
+ct_status ct_optim_create(ct_model *model, const ct_args *args, ct_optim **out)
+{
+    ct_optim *o;
+    ct_status st;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    CT__CHECK_ARG(model);
+    CT__CHECK_ARG(args);
+    if ((st = ct_args_validate(args)) != CT_OK)
+        return st;
+    o = calloc(1, sizeof *o);
+    if (!o)
+        return ct__error(CT_ERR_NOMEM, "out of memory creating the optimizer");
+    o->model = model;
+    o->lr = ct__args_float(args, CT_A_learning_rate);
+    o->beta1 = ct__args_float(args, CT_A_adam_beta1);
+    o->beta2 = ct__args_float(args, CT_A_adam_beta2);
+    o->eps = ct__args_float(args, CT_A_adam_epsilon);
+    o->weight_decay = ct__args_float(args, CT_A_weight_decay);
+    o->max_grad_norm = ct__args_float(args, CT_A_max_grad_norm);
+    o->warmup_steps = ct__args_int(args, CT_A_warmup_steps);
+    o->warmup_ratio = ct__args_float(args, CT_A_warmup_ratio);
+    if (!ct__schedule_parse(ct__args_string(args, CT_A_lr_scheduler_type), &o->schedule)) {
+        ct_optim_free(o);
+        return ct__error(CT_ERR_UNSUPPORTED, "lr_scheduler_type '%s' is not supported",
+                         ct__args_string(args, CT_A_lr_scheduler_type));
+    }
+    if (posix_memalign((void **)&o->exp_avg, 64, model->n_floats * sizeof(float)) != 0 ||
+        posix_memalign((void **)&o->exp_avg_sq, 64, model->n_floats * sizeof(float)) != 0 ||
+        !(o->decays = malloc(model->n_tensors))) {
+        ct_optim_free(o);
+        return ct__error(CT_ERR_NOMEM, "out of memory for AdamW state of %zu parameters",
+                         model->n_params);
+    }
+    memset(o->exp_avg, 0, model->n_floats * sizeof(float));
+    memset(o->exp_avg_sq, 0, model->n_floats * sizeof(float));
+    for (size_t i = 0; i < model->n_tensors; i++)
+        o->decays[i] = (unsigned char)model->tensors[i].decays;
+    *out = o;
+    return CT_OK;
+}
+
+void ct_optim_free(ct_optim *o)
+{
+    if (!o)
+        return;
+    free(o->exp_avg);
+    free(o->exp_avg_sq);
+    free(o->decays);
+    free(o);
+}
+
+ct_status ct_optim_set_total_steps(ct_optim *o, int64_t total_steps)
+{
+    CT__CHECK_ARG(o);
+    if (total_steps < 1)
+        return ct__error(CT_ERR_INVALID_ARG, "total steps must be >= 1 (got %lld)",
+                         (long long)total_steps);
+    o->total_steps = total_steps;
+    return CT_OK;
+}
+
+ct_status ct_optim_set_decay(ct_optim *o, size_t tensor_index, int decays)
+{
+    CT__CHECK_ARG(o);
+    if (tensor_index >= o->model->n_tensors)
+        return ct__error(CT_ERR_INVALID_ARG, "tensor index %zu: the model has %zu tensors",
+                         tensor_index, o->model->n_tensors);
+    o->decays[tensor_index] = decays != 0;
+    return CT_OK;
+}
+
+int64_t ct__optim_warmup(const ct_optim *o)
+{
+    if (o->warmup_steps > 0)
+        return o->warmup_steps;
+    return (int64_t)ceil((double)o->total_steps * o->warmup_ratio);
+}
+
+double ct_optim_lr_at(const ct_optim *o, int64_t step)
+{
+    if (!o)
+        return 0.0;
+    return o->lr * ct__schedule_factor(o->schedule, step, ct__optim_warmup(o),
+                                       o->total_steps > 0 ? o->total_steps : 1, o->lr);
+}
+
+double ct_optim_get_lr(const ct_optim *o)
+{
+    return o ? ct_optim_lr_at(o, o->step) : 0.0;
+}
+
+int64_t ct_optim_get_step(const ct_optim *o)
+{
+    return o ? o->step : 0;
+}
+
+/* ---- the fused pass ------------------------------------------------------- */
+
+/* Tensors are split into chunks of this many floats: the unit of work of a
+ * thread, and of the partial sums of the norm (fixed, so the result does
+ * not depend on the thread count). */
+#define CHUNK 65536
+
+typedef struct chunk {
+    size_t tensor, begin, end; /* [begin, end) within the tensor */
+} chunk;
+
+typedef struct step_job {
+    ct_optim *o;
+    const chunk *chunks;
+    size_t n_chunks;
+    double *partial;
+    /* update */
+    float clip;       /* multiplier of the gradients (1: no clipping) */
+    float decay_mul;  /* 1 - lr * weight_decay */
+    float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+    double step_size, bc2_sqrt;
+    int refresh_bf16;
+} step_job;
+
+static size_t make_chunks(const ct_model *m, chunk **out)
+{
+    size_t n = 0, k = 0;
+    chunk *c;
+    for (size_t i = 0; i < m->n_tensors; i++)
+        n += (m->tensors[i].numel + CHUNK - 1) / CHUNK;
+    c = malloc((n ? n : 1) * sizeof *c);
+    if (!c)
+        return (size_t)-1;
+    for (size_t i = 0; i < m->n_tensors; i++)
+        for (size_t b = 0; b < m->tensors[i].numel; b += CHUNK) {
+            c[k].tensor = i;
+            c[k].begin = b;
+            c[k].end = b + CHUNK < m->tensors[i].numel ? b + CHUNK : m->tensors[i].numel;
+            k++;
+        }
+    *out = c;
+    return n;
+}
+
+static void norm_task(void *ctx, int task, int thread)
+{
+    step_job *j = ctx;
+    const ct_model *m = j->o->model;
+    const chunk *c = &j->chunks[task];
+    const ct__tensor *t = &m->tensors[c->tensor];
+    const float *g = m->grads + t->offset;
+    double s = 0;
+    (void)thread;
+    if (!t->frozen)
+        for (size_t i = c->begin; i < c->end; i++)
+            s += (double)g[i] * g[i];
+    j->partial[task] = s;
+}
+
+static void update_task(void *ctx, int task, int thread)
+{
+    step_job *j = ctx;
+    ct_optim *o = j->o;
+    ct_model *m = o->model;
+    const chunk *c = &j->chunks[task];
+    const ct__tensor *t = &m->tensors[c->tensor];
+    size_t off = t->offset + c->begin, n = c->end - c->begin;
+    float *p = m->params + off, *g = m->grads + off;
+    float *ea = o->exp_avg + off, *es = o->exp_avg_sq + off;
+    float decay = o->decays[c->tensor] ? j->decay_mul : 1.0f;
+    float step_size = (float)-j->step_size, bc2 = (float)j->bc2_sqrt;
+    (void)thread;
+    if (t->frozen) {
+        memset(g, 0, n * sizeof *g);
+        return;
+    }
+    /* torch.optim.AdamW, operation by operation in fp32. */
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * j->clip;
+        float pi = p[i] * decay;
+        float mi = ea[i] * j->beta1 + j->one_minus_beta1 * gi;
+        float vi = es[i] * j->beta2 + j->one_minus_beta2 * gi * gi;
+        float denom = sqrtf(vi) / bc2 + j->eps;
+        p[i] = pi + step_size * (mi / denom);
+        ea[i] = mi;
+        es[i] = vi;
+        g[i] = 0.0f;
+    }
+    if (j->refresh_bf16)
+        m->k->f32_to_bf16(m->params_bf16 + off, p, n);
+}
+
+static void zero_task(void *ctx, int task, int thread)
+{
+    step_job *j = ctx;
+    ct_model *m = j->o->model;
+    const chunk *c = &j->chunks[task];
+    const ct__tensor *t = &m->tensors[c->tensor];
+    (void)thread;
+    memset(m->grads + t->offset + c->begin, 0, (c->end - c->begin) * sizeof(float));
+}
+
+/* Global L2 norm into *norm; chunks returned for reuse. */
+static ct_status grad_norm(const ct_optim *o, step_job *j, chunk **chunks, double *norm)
+{
+    ct_model *m = o->model;
+    size_t n = make_chunks(m, chunks);
+    double total = 0;
+    if (n == (size_t)-1 || !(j->partial = malloc((n ? n : 1) * sizeof *j->partial))) {
+        free(n == (size_t)-1 ? NULL : *chunks);
+        return ct__error(CT_ERR_NOMEM, "out of memory in the optimizer step");
+    }
+    j->o = (ct_optim *)o;
+    j->chunks = *chunks;
+    j->n_chunks = n;
+    ct__pool_run(m->pool, norm_task, j, (int)n);
+    for (size_t i = 0; i < n; i++)
+        total += j->partial[i];
+    *norm = sqrt(total);
+    return CT_OK;
+}
+
+ct_status ct_optim_grad_norm(const ct_optim *o, double *norm)
+{
+    step_job j;
+    chunk *chunks = NULL;
+    ct_status st;
+    CT__CHECK_ARG(o);
+    CT__CHECK_ARG(norm);
+    memset(&j, 0, sizeof j);
+    st = grad_norm(o, &j, &chunks, norm);
+    free(j.partial);
+    free(chunks);
+    return st;
+}
+
+ct_status ct_optim_step(ct_optim *o, double *grad_norm_out)
+{
+    step_job j;
+    chunk *chunks = NULL;
+    ct_model *m;
+    double norm, lr, t;
+    ct_status st;
+    CT__CHECK_ARG(o);
+    m = o->model;
+    if (o->total_steps < 1)
+        return ct__error(CT_ERR_STATE, "ct_optim_step: the schedule needs the total number of "
+                                       "steps first (ct_optim_set_total_steps)");
+    memset(&j, 0, sizeof j);
+    if ((st = grad_norm(o, &j, &chunks, &norm)) != CT_OK)
+        return st;
+    if (grad_norm_out)
+        *grad_norm_out = norm;
+    if (!isfinite(norm)) {
+        ct__pool_run(m->pool, zero_task, &j, (int)j.n_chunks);
+        free(j.partial);
+        free(chunks);
+        return ct__error(CT_ERR_NUMERIC,
+                         "gradient norm is %g at optimizer step %lld: step skipped, nothing "
+                         "applied", norm, (long long)o->step);
+    }
+    lr = ct_optim_get_lr(o);
+    t = (double)(o->step + 1);
+    j.clip = 1.0f;
+    if (o->max_grad_norm > 0) {
+        /* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), at most 1 */
+        double coef = o->max_grad_norm / (norm + 1e-6);
+        if (coef < 1.0)
+            j.clip = (float)coef;
+    }
+    j.decay_mul = (float)(1.0 - lr * o->weight_decay);
+    j.beta1 = (float)o->beta1;
+    j.one_minus_beta1 = (float)(1.0 - o->beta1);
+    j.beta2 = (float)o->beta2;
+    j.one_minus_beta2 = (float)(1.0 - o->beta2);
+    j.eps = (float)o->eps;
+    j.step_size = lr / (1.0 - pow(o->beta1, t));
+    j.bc2_sqrt = sqrt(1.0 - pow(o->beta2, t));
+    j.refresh_bf16 = m->precision == CT_PRECISION_BF16;
+    ct__pool_run(m->pool, update_task, &j, (int)j.n_chunks);
+    /* Updated in the same pass, or stale when bf16 is off (refreshed when
+     * it is switched on). */
+    m->bf16_stale = !j.refresh_bf16;
+    o->step++;
+    free(j.partial);
+    free(chunks);
+    return CT_OK;
+}
+
+/* ---- state on disk ------------------------------------------------------------- */
+
+ct_status ct_optim_save(const ct_optim *o, const char *path)
+{
+    const ct_model *m;
+    ct__st_tensor *list;
+    size_t (*shapes)[2], n;
+    char (*names)[112];
+    char step[32], total[32];
+    ct_status st;
+    CT__CHECK_ARG(o);
+    CT__CHECK_ARG(path);
+    m = o->model;
+    n = m->n_tensors;
+    list = calloc(2 * n, sizeof *list);
+    shapes = calloc(n, sizeof *shapes);
+    names = calloc(2 * n, sizeof *names);
+    if (!list || !shapes || !names) {
+        free(list);
+        free(shapes);
+        free(names);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ct__tensor *t = &m->tensors[i];
+        shapes[i][0] = (size_t)t->dim[0];
+        shapes[i][1] = (size_t)t->dim[1];
+        for (int k = 0; k < 2; k++) {
+            ct__st_tensor *e = &list[2 * i + k];
+            snprintf(names[2 * i + k], sizeof names[0], "%s.%s", k ? "exp_avg_sq" : "exp_avg",
+                     t->name);
+            e->name = names[2 * i + k];
+            e->dtype = CT_ST_F32;
+            e->ndim = (size_t)t->ndim;
+            e->shape = shapes[i];
+            e->data = (k ? o->exp_avg_sq : o->exp_avg) + t->offset;
+            e->nbytes = t->numel * sizeof(float);
+        }
+    }
+    snprintf(step, sizeof step, "%lld", (long long)o->step);
+    snprintf(total, sizeof total, "%lld", (long long)o->total_steps);
+    {
+        const ct__st_meta meta[3] = {{"format", "cputrain-adamw", 0, 0},
+                                     {"step", step, 0, 0},
+                                     {"total_steps", total, 0, 0}};
+        st = ct__st_save(path, list, 2 * n, meta, 3);
+    }
+    free(list);
+    free(shapes);
+    free(names);
+    return st;
+}
+
+static int parse_count(const char *s, int64_t *out)
+{
+    char *end;
+    long long v;
+    if (!s || !*s)
+        return 0;
+    v = strtoll(s, &end, 10);
+    if (*end || v < 0)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+ct_status ct_optim_load(ct_optim *o, const char *path)
+{
+    const ct_model *m;
+    ct__st_file *f;
+    ct_status st = CT_OK;
+    int64_t step, total;
+    const char *fmt;
+    CT__CHECK_ARG(o);
+    CT__CHECK_ARG(path);
+    m = o->model;
+    if ((st = ct__st_open(path, &f)) != CT_OK)
+        return st;
+    fmt = ct__st_metadata_get(f, "format");
+    if (!fmt || strcmp(fmt, "cputrain-adamw") != 0 ||
+        !parse_count(ct__st_metadata_get(f, "step"), &step) ||
+        !parse_count(ct__st_metadata_get(f, "total_steps"), &total)) {
+        ct__st_close(f);
+        return ct__error(CT_ERR_FORMAT,
+                         "%s: not an optimizer state of this library (metadata format "
+                         "\"cputrain-adamw\" with step and total_steps)", path);
+    }
+    if (ct__st_count(f) != 2 * m->n_tensors)
+        st = ct__error(CT_ERR_FORMAT, "%s: %zu tensors, but %s needs %zu (exp_avg and "
+                                      "exp_avg_sq of each parameter)", path, ct__st_count(f),
+                       ct_model_architecture(m), 2 * m->n_tensors);
+    /* Check everything before changing anything. */
+    for (size_t i = 0; i < 2 * m->n_tensors && st == CT_OK; i++) {
+        const ct__tensor *t = &m->tensors[i / 2];
+        char name[112];
+        const ct__st_tensor *e;
+        snprintf(name, sizeof name, "%s.%s", i % 2 ? "exp_avg_sq" : "exp_avg", t->name);
+        e = ct__st_find(f, name);
+        if (!e)
+            st = ct__error(CT_ERR_FORMAT, "%s: no tensor '%s' (a checkpoint of another model?)",
+                           path, name);
+        else if (e->dtype != CT_ST_F32 || e->ndim != (size_t)t->ndim ||
+                 e->shape[0] != (size_t)t->dim[0] ||
+                 (t->ndim == 2 && e->shape[1] != (size_t)t->dim[1]))
+            st = ct__error(CT_ERR_FORMAT, "%s: tensor '%s' has another dtype or shape than the "
+                                          "model's", path, name);
+    }
+    for (size_t i = 0; i < 2 * m->n_tensors && st == CT_OK; i++) {
+        const ct__tensor *t = &m->tensors[i / 2];
+        char name[112];
+        snprintf(name, sizeof name, "%s.%s", i % 2 ? "exp_avg_sq" : "exp_avg", t->name);
+        memcpy((i % 2 ? o->exp_avg_sq : o->exp_avg) + t->offset, ct__st_find(f, name)->data,
+               t->numel * sizeof(float));
+    }
+    if (st == CT_OK) {
+        o->step = step;
+        if (total > 0)
+            o->total_steps = total;
+    }
+    ct__st_close(f);
+    return st;
+}

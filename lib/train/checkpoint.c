@@ -1,0 +1,420 @@
+/* Checkpoints: output_dir/checkpoint-<step>/ written into a temporary folder
+ * (every file fsynced, a completeness marker last) and renamed into place,
+ * rotation by save_total_limit, and resuming from the newest complete one. */
+#define _XOPEN_SOURCE 700
+#include "train/trainer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "model/model.h"
+#include "optim/optim.h"
+#include "train/dataset.h"
+
+#define MARKER "cputrain_checkpoint_complete"
+#define PREFIX "checkpoint-"
+#define TMP_PREFIX "tmp-checkpoint-"
+
+#define A_INT(f) ct__args_int(t->args, CT_A_##f)
+#define A_FLOAT(f) ct__args_float(t->args, CT_A_##f)
+#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
+#define A_STR(f) ct__args_string(t->args, CT_A_##f)
+
+/* ---- files and folders ------------------------------------------------------ */
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int remove_tree(const char *path)
+{
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Step number of a folder named checkpoint-<digits>, else -1. */
+static int64_t checkpoint_step(const char *name)
+{
+    const char *p = name + strlen(PREFIX);
+    char *end;
+    long long v;
+    if (strncmp(name, PREFIX, strlen(PREFIX)) != 0 || !*p || *p < '0' || *p > '9')
+        return -1;
+    v = strtoll(p, &end, 10);
+    return *end ? -1 : (int64_t)v;
+}
+
+static int is_complete(const char *dir)
+{
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", dir, MARKER);
+    return stat(path, &sb) == 0;
+}
+
+typedef struct found {
+    int64_t step;
+    char name[256];
+} found;
+
+static int found_cmp(const void *a, const void *b)
+{
+    int64_t x = ((const found *)a)->step, y = ((const found *)b)->step;
+    return (x > y) - (x < y);
+}
+
+/* Complete checkpoints of `dir`, oldest first; incomplete ones are named in
+ * a log message and left alone. *out is malloc'ed. */
+static size_t list_checkpoints(const char *dir, found **out)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    size_t n = 0, cap = 0;
+    found *list = NULL;
+    *out = NULL;
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        char path[4096];
+        int64_t step = checkpoint_step(e->d_name);
+        if (step < 0 || strlen(e->d_name) >= sizeof list->name)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (!is_complete(path)) {
+            ct__log(CT_LOG_WARNING, "%s is incomplete (no %s): skipped", path, MARKER);
+            continue;
+        }
+        if (n == cap) {
+            found *grown = realloc(list, (cap = cap ? 2 * cap : 16) * sizeof *grown);
+            if (!grown)
+                break;
+            list = grown;
+        }
+        list[n].step = step;
+        snprintf(list[n].name, sizeof list[n].name, "%s", e->d_name);
+        n++;
+    }
+    closedir(d);
+    qsort(list, n, sizeof *list, found_cmp);
+    *out = list;
+    return n;
+}
+
+void ct__checkpoint_clean_temporaries(const char *output_dir)
+{
+    DIR *d = opendir(output_dir);
+    struct dirent *e;
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        char path[4096];
+        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", output_dir, e->d_name);
+        ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
+        remove_tree(path);
+    }
+    closedir(d);
+}
+
+/* ---- trainer_state.json and the RNG / data-order state ------------------------- */
+
+char *ct__trainer_state_json(const ct_trainer *t)
+{
+    ct__strbuf sb = {0};
+    ct__sb_puts(&sb, "{\n  \"best_metric\": null,\n  \"best_model_checkpoint\": null,\n");
+    ct__sb_puts(&sb, "  \"epoch\": ");
+    ct__json_write_double(&sb, t->epoch);
+    ct__sb_puts(&sb, ",\n  \"eval_steps\": ");
+    ct__json_write_double(&sb, ct__args_is_set(t->args, CT_A_eval_steps) ? A_FLOAT(eval_steps)
+                                                                          : A_FLOAT(logging_steps));
+    ct__sb_printf(&sb, ",\n  \"global_step\": %lld", (long long)t->global_step);
+    ct__sb_puts(&sb, ",\n  \"is_hyper_param_search\": false,\n  \"is_local_process_zero\": true,"
+                     "\n  \"is_world_process_zero\": true,\n  \"log_history\": [");
+    if (t->history.len) {
+        ct__sb_puts(&sb, "\n    ");
+        ct__sb_append(&sb, t->history.data, t->history.len);
+        ct__sb_puts(&sb, "\n  ");
+    }
+    ct__sb_puts(&sb, "],\n  \"logging_steps\": ");
+    ct__json_write_double(&sb, A_FLOAT(logging_steps));
+    ct__sb_printf(&sb, ",\n  \"max_steps\": %lld", (long long)t->max_steps);
+    ct__sb_printf(&sb, ",\n  \"num_input_tokens_seen\": 0,\n  \"num_train_epochs\": %lld",
+                  (long long)t->num_epochs);
+    ct__sb_puts(&sb, ",\n  \"save_steps\": ");
+    ct__json_write_double(&sb, A_FLOAT(save_steps));
+    ct__sb_puts(&sb, ",\n  \"stateful_callbacks\": {},\n  \"total_flos\": ");
+    ct__json_write_double(&sb, t->total_flos);
+    ct__sb_printf(&sb, ",\n  \"train_batch_size\": %lld", (long long)A_INT(per_device_train_batch_size));
+    ct__sb_puts(&sb, ",\n  \"trial_name\": null,\n  \"trial_params\": null\n}\n");
+    return ct__sb_take(&sb);
+}
+
+/* What resuming needs beyond Transformers' files: where in which epoch's
+ * order training stood, and the dropout generator's position. */
+static char *rng_state_json(const ct_trainer *t)
+{
+    ct__strbuf sb = {0};
+    ct__sb_printf(&sb,
+                  "{\n  \"batch_in_epoch\": %lld,\n  \"data_seed\": %llu,\n"
+                  "  \"dropout_seed\": %llu,\n  \"dropout_step\": %llu,\n"
+                  "  \"epoch_index\": %lld,\n  \"last_logged_step\": %lld,\n  \"loss_since_log\": ",
+                  (long long)t->batch_in_epoch, (unsigned long long)t->data_seed,
+                  (unsigned long long)t->model->dropout_seed,
+                  (unsigned long long)t->model->dropout_step, (long long)t->epoch_index,
+                  (long long)t->last_logged_step);
+    ct__json_write_double(&sb, t->loss_since_log);
+    ct__sb_puts(&sb, ",\n  \"loss_sum_all\": ");
+    ct__json_write_double(&sb, t->loss_sum_all);
+    ct__sb_printf(&sb, ",\n  \"steps_counted\": %lld\n}\n", (long long)t->steps_counted);
+    return ct__sb_take(&sb);
+}
+
+/* ---- saving ------------------------------------------------------------------- */
+
+/* A test hook: CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS makes the writer pause after
+ * each file, so a test can kill the process in the middle of a save. */
+static void test_pause(void)
+{
+    const char *ms = getenv("CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS");
+    if (ms && atoi(ms) > 0) {
+        struct timespec ts = {atoi(ms) / 1000, (long)(atoi(ms) % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static ct_status put_text(const char *dir, const char *name, char *text)
+{
+    char path[4096];
+    ct_status st;
+    if (!text)
+        return ct__error(CT_ERR_NOMEM, "out of memory writing %s", name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    st = ct__write_file_atomic(path, text, strlen(text));
+    free(text);
+    test_pause();
+    return st;
+}
+
+static void rotate(const ct_trainer *t)
+{
+    found *list;
+    size_t n;
+    int64_t limit;
+    if (!ct__args_is_set(t->args, CT_A_save_total_limit) || (limit = A_INT(save_total_limit)) <= 0)
+        return;
+    n = list_checkpoints(A_STR(output_dir), &list);
+    /* Oldest first; the newest is never removed. */
+    for (size_t i = 0; i + (size_t)limit < n && i + 1 < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", A_STR(output_dir), list[i].name);
+        ct__log(CT_LOG_INFO, "deleting %s (save_total_limit %lld)", path, (long long)limit);
+        remove_tree(path);
+    }
+    free(list);
+}
+
+ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
+{
+    const char *out = A_STR(output_dir);
+    char tmp[4096], final[4096], trash[4200], path[4200];
+    ct_status st;
+    struct stat sb;
+    snprintf(final, sizeof final, "%s/" PREFIX "%lld", out, (long long)t->global_step);
+    snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%lld-XXXXXX", out, (long long)t->global_step);
+    if (!mkdtemp(tmp))
+        return ct__error(CT_ERR_IO, "%s: cannot create a temporary checkpoint folder: %s", out,
+                         strerror(errno));
+    chmod(tmp, 0755);
+    st = ct_model_save(t->model, tmp, CT_DTYPE_F32);
+    test_pause();
+    if (st == CT_OK && !A_BOOL(save_only_model)) {
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
+        st = ct_optim_save(t->optim, path);
+        test_pause();
+        if (st == CT_OK) {
+            ct__strbuf sb = {0};
+            ct__sb_printf(&sb, "{\n  \"last_epoch\": %lld,\n  \"_last_lr\": [",
+                          (long long)ct_optim_get_step(t->optim));
+            ct__json_write_double(&sb, ct_optim_get_lr(t->optim));
+            ct__sb_printf(&sb, "],\n  \"lr_scheduler_type\": \"%s\",\n  \"total_steps\": %lld\n}\n",
+                          A_STR(lr_scheduler_type), (long long)t->max_steps);
+            st = put_text(tmp, "scheduler.json", ct__sb_take(&sb));
+        }
+        if (st == CT_OK)
+            st = put_text(tmp, "rng_state.json", rng_state_json(t));
+    }
+    if (st == CT_OK)
+        st = put_text(tmp, "trainer_state.json", ct__trainer_state_json(t));
+    if (st == CT_OK) {
+        snprintf(path, sizeof path, "%s/training_args.json", tmp);
+        st = ct_args_save_json(t->args, path);
+        test_pause();
+    }
+    if (st == CT_OK) /* last: the folder is whole */
+        st = put_text(tmp, MARKER, strdup("complete\n"));
+    if (st == CT_OK) {
+        fsync_path(tmp);
+        /* An older folder of the same step (a resumed run) steps aside. */
+        snprintf(trash, sizeof trash, "%s.old", tmp);
+        if (stat(final, &sb) == 0 && rename(final, trash) != 0)
+            st = ct__error(CT_ERR_IO, "%s: cannot replace: %s", final, strerror(errno));
+        if (st == CT_OK && rename(tmp, final) != 0)
+            st = ct__error(CT_ERR_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+        fsync_path(out);
+        remove_tree(trash);
+    }
+    if (st != CT_OK) {
+        remove_tree(tmp);
+        return ct__error_prefix(st, "checkpoint at step %lld", (long long)t->global_step);
+    }
+    snprintf(path_out, path_size, "%s", final);
+    rotate(t);
+    return CT_OK;
+}
+
+/* ---- resuming ----------------------------------------------------------------- */
+
+static int truthy(const char *s)
+{
+    return strcasecmp(s, "true") == 0 || strcasecmp(s, "yes") == 0 || strcmp(s, "1") == 0;
+}
+
+static ct_status get_i64(const ct__json *root, const char *file, const char *key, int64_t *out)
+{
+    const ct__json *v = ct__json_get(root, key);
+    if (!v || !ct__json_int64(v, out))
+        return ct__error(CT_ERR_FORMAT, "%s: key '%s' is missing or not an integer", file, key);
+    return CT_OK;
+}
+
+static ct_status get_f64(const ct__json *root, const char *file, const char *key, double *out)
+{
+    const ct__json *v = ct__json_get(root, key);
+    if (!v || v->type != CT_JSON_NUMBER)
+        return ct__error(CT_ERR_FORMAT, "%s: key '%s' is missing or not a number", file, key);
+    *out = v->num;
+    return CT_OK;
+}
+
+ct_status ct__checkpoint_resume(ct_trainer *t)
+{
+    const char *spec = A_STR(resume_from_checkpoint), *out = A_STR(output_dir);
+    char dir[4096], path[4200];
+    ct__json_doc *state = NULL, *rng = NULL;
+    const ct__json *s, *r, *hist;
+    int64_t global_step = 0, epoch_index = 0, batch_in_epoch = 0, last_logged = 0;
+    int64_t steps_counted = 0, dstep = 0, dseed = 0;
+    double epoch = 0, flos = 0, loss_since = 0, loss_all = 0;
+    ct_status st;
+
+    if (truthy(spec)) {
+        found *list;
+        size_t n = list_checkpoints(out, &list);
+        if (n == 0) {
+            free(list);
+            return ct__error(CT_ERR_NOT_FOUND,
+                             "resume_from_checkpoint: no complete checkpoint in %s", out);
+        }
+        snprintf(dir, sizeof dir, "%s/%s", out, list[n - 1].name);
+        free(list);
+    } else {
+        snprintf(dir, sizeof dir, "%s", spec);
+        if (!is_complete(dir))
+            return ct__error(CT_ERR_FORMAT, "resume_from_checkpoint: %s is not a complete "
+                                            "checkpoint (no %s)", dir, MARKER);
+    }
+    snprintf(path, sizeof path, "%s/rng_state.json", dir);
+    if ((st = ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &rng)) != CT_OK)
+        return ct__error_prefix(st, "resume_from_checkpoint (a model-only checkpoint cannot be "
+                                    "resumed)");
+    snprintf(path, sizeof path, "%s/trainer_state.json", dir);
+    if ((st = ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &state)) != CT_OK) {
+        ct__json_free(rng);
+        return st;
+    }
+    s = ct__json_root(state);
+    r = ct__json_root(rng);
+    hist = ct__json_get(s, "log_history");
+    snprintf(path, sizeof path, "%s/rng_state.json", dir);
+    if ((st = get_i64(r, path, "epoch_index", &epoch_index)) != CT_OK ||
+        (st = get_i64(r, path, "batch_in_epoch", &batch_in_epoch)) != CT_OK ||
+        (st = get_i64(r, path, "last_logged_step", &last_logged)) != CT_OK ||
+        (st = get_i64(r, path, "steps_counted", &steps_counted)) != CT_OK ||
+        (st = get_i64(r, path, "dropout_step", &dstep)) != CT_OK ||
+        (st = get_i64(r, path, "dropout_seed", &dseed)) != CT_OK ||
+        (st = get_f64(r, path, "loss_since_log", &loss_since)) != CT_OK ||
+        (st = get_f64(r, path, "loss_sum_all", &loss_all)) != CT_OK)
+        goto done;
+    snprintf(path, sizeof path, "%s/trainer_state.json", dir);
+    if ((st = get_i64(s, path, "global_step", &global_step)) != CT_OK ||
+        (st = get_f64(s, path, "epoch", &epoch)) != CT_OK ||
+        (st = get_f64(s, path, "total_flos", &flos)) != CT_OK)
+        goto done;
+    if (!hist || hist->type != CT_JSON_ARRAY) {
+        st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
+        goto done;
+    }
+    if (batch_in_epoch < 0 || batch_in_epoch > t->batches_per_epoch || epoch_index < 0) {
+        st = ct__error(CT_ERR_FORMAT,
+                       "%s/rng_state.json: position (epoch %lld, batch %lld) does not fit this "
+                       "training set (%lld batches per epoch)", dir, (long long)epoch_index,
+                       (long long)batch_in_epoch, (long long)t->batches_per_epoch);
+        goto done;
+    }
+    /* Optimizer first: it checks the whole file before changing anything;
+     * then the weights, checked before being copied too. */
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    if ((st = ct_optim_load(t->optim, path)) != CT_OK ||
+        (st = ct__model_load_weights(t->model, dir, 0, 1)) != CT_OK)
+        goto done;
+    t->optim->total_steps = t->max_steps;
+    t->global_step = global_step;
+    t->epoch = epoch;
+    t->total_flos = flos;
+    t->epoch_index = epoch_index;
+    t->batch_in_epoch = batch_in_epoch;
+    t->last_logged_step = last_logged;
+    t->steps_counted = steps_counted;
+    t->loss_since_log = loss_since;
+    t->loss_sum_all = loss_all;
+    t->model->dropout_seed = (uint64_t)dseed;
+    t->model->dropout_step = (uint64_t)dstep;
+    ct__sb_free(&t->history);
+    for (size_t i = 0; i < hist->n; i++) {
+        if (i)
+            ct__sb_puts(&t->history, ",\n    ");
+        ct__json_write_value(&t->history, &hist->items[i], 2);
+    }
+    ct__log(CT_LOG_INFO, "resuming from %s at step %lld (epoch %lld, batch %lld)", dir,
+            (long long)global_step, (long long)epoch_index, (long long)batch_in_epoch);
+done:
+    ct__json_free(state);
+    ct__json_free(rng);
+    return st;
+}

@@ -1,0 +1,151 @@
+/* ct_dataset: tokenised examples of one task in flat int32 arrays. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/error.h"
+#include "train/dataset.h"
+
+ct_status ct_dataset_create(ct_task task, int seq_len, ct_dataset **out)
+{
+    ct_dataset *d;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    if (task != CT_TASK_QUESTION_ANSWERING && task != CT_TASK_SEQUENCE_CLASSIFICATION &&
+        task != CT_TASK_MASKED_LM)
+        return ct__error(CT_ERR_INVALID_ARG, "task %d is not a ct_task", (int)task);
+    if (seq_len < 1 || seq_len > (1 << 20))
+        return ct__error(CT_ERR_INVALID_ARG, "seq_len %d is outside [1, 2^20]", seq_len);
+    if (!(d = calloc(1, sizeof *d)))
+        return ct__error(CT_ERR_NOMEM, "out of memory creating a dataset");
+    d->task = task;
+    d->T = seq_len;
+    d->n_labels = task == CT_TASK_QUESTION_ANSWERING        ? 2
+                  : task == CT_TASK_SEQUENCE_CLASSIFICATION ? 1
+                                                            : (size_t)seq_len;
+    *out = d;
+    return CT_OK;
+}
+
+void ct_dataset_free(ct_dataset *d)
+{
+    if (!d)
+        return;
+    free(d->ids);
+    free(d->types);
+    free(d->mask);
+    free(d->labels);
+    free(d);
+}
+
+static int grow(int32_t **p, size_t n)
+{
+    int32_t *q = realloc(*p, n * sizeof *q);
+    if (!q)
+        return 0;
+    *p = q;
+    return 1;
+}
+
+ct_status ct_dataset_add(ct_dataset *d, const int32_t *ids, const int32_t *types,
+                         const int32_t *mask, const int32_t *labels, size_t n_labels)
+{
+    size_t T;
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(ids);
+    CT__CHECK_ARG(labels);
+    T = (size_t)d->T;
+    if (n_labels != d->n_labels)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_dataset_add: example %zu has %zu labels; this task needs %zu",
+                         d->n, n_labels, d->n_labels);
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        if (!grow(&d->ids, cap * T) || !grow(&d->types, cap * T) || !grow(&d->mask, cap * T) ||
+            !grow(&d->labels, cap * d->n_labels))
+            return ct__error(CT_ERR_NOMEM, "out of memory growing a dataset to %zu examples",
+                             cap);
+        d->cap = cap;
+    }
+    memcpy(d->ids + d->n * T, ids, T * sizeof *ids);
+    for (size_t i = 0; i < T; i++) {
+        d->types[d->n * T + i] = types ? types[i] : 0;
+        d->mask[d->n * T + i] = mask ? mask[i] : 1;
+    }
+    memcpy(d->labels + d->n * d->n_labels, labels, d->n_labels * sizeof *labels);
+    d->n++;
+    return CT_OK;
+}
+
+size_t ct_dataset_size(const ct_dataset *d)
+{
+    return d ? d->n : 0;
+}
+
+int ct_dataset_seq_len(const ct_dataset *d)
+{
+    return d ? d->T : 0;
+}
+
+ct_status ct_dataset_fill_batch(const ct_dataset *d, const int64_t *indices, int n,
+                                ct_batch *batch)
+{
+    size_t T;
+    int32_t *ids, *types, *mask, *labels;
+    ct_status st;
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(indices);
+    CT__CHECK_ARG(batch);
+    if (n < 1)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_fill_batch: %d examples", n);
+    T = (size_t)d->T;
+    for (int i = 0; i < n; i++)
+        if (indices[i] < 0 || (size_t)indices[i] >= d->n)
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "ct_dataset_fill_batch: index %lld outside the dataset's %zu "
+                             "examples", (long long)indices[i], d->n);
+    ids = malloc((size_t)n * T * sizeof *ids);
+    types = malloc((size_t)n * T * sizeof *types);
+    mask = malloc((size_t)n * T * sizeof *mask);
+    labels = malloc((size_t)n * d->n_labels * sizeof *labels);
+    if (!ids || !types || !mask || !labels) {
+        free(ids);
+        free(types);
+        free(mask);
+        free(labels);
+        return ct__error(CT_ERR_NOMEM, "out of memory building a batch");
+    }
+    for (int i = 0; i < n; i++) {
+        size_t e = (size_t)indices[i];
+        memcpy(ids + i * T, d->ids + e * T, T * sizeof *ids);
+        memcpy(types + i * T, d->types + e * T, T * sizeof *types);
+        memcpy(mask + i * T, d->mask + e * T, T * sizeof *mask);
+        memcpy(labels + i * d->n_labels, d->labels + e * d->n_labels,
+               d->n_labels * sizeof *labels);
+    }
+    st = ct_batch_set_inputs(batch, n, (int)T, ids, types, mask);
+    if (st == CT_OK) {
+        if (d->task == CT_TASK_QUESTION_ANSWERING) {
+            int32_t *start = malloc((size_t)n * sizeof *start), *end = malloc((size_t)n * sizeof *end);
+            if (start && end) {
+                for (int i = 0; i < n; i++) {
+                    start[i] = labels[2 * i];
+                    end[i] = labels[2 * i + 1];
+                }
+                st = ct_batch_set_positions(batch, start, end);
+            } else {
+                st = ct__error(CT_ERR_NOMEM, "out of memory building a batch");
+            }
+            free(start);
+            free(end);
+        } else {
+            st = ct_batch_set_labels(batch, labels, (size_t)n * d->n_labels);
+        }
+    }
+    free(ids);
+    free(types);
+    free(mask);
+    free(labels);
+    return st;
+}

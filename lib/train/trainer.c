@@ -1,0 +1,608 @@
+/* ct_trainer: Hugging Face Trainer's training loop — step plan, shuffled
+ * epochs, gradient accumulation, non-finite detection, logging, evaluation
+ * and checkpoint points, final save. */
+#include "train/trainer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "model/model.h"
+#include "train/dataset.h"
+
+double ct__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#define A_INT(f) ct__args_int(t->args, CT_A_##f)
+#define A_FLOAT(f) ct__args_float(t->args, CT_A_##f)
+#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
+#define A_STR(f) ct__args_string(t->args, CT_A_##f)
+
+ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **out)
+{
+    ct_trainer *t;
+    ct_status st;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    CT__CHECK_ARG(model);
+    CT__CHECK_ARG(args);
+    if ((st = ct_args_validate(args)) != CT_OK)
+        return st;
+    if (!(t = calloc(1, sizeof *t)))
+        return ct__error(CT_ERR_NOMEM, "out of memory creating a trainer");
+    t->model = model;
+    if ((st = ct_args_copy(args, &t->args)) != CT_OK) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return CT_OK;
+}
+
+void ct_trainer_free(ct_trainer *t)
+{
+    if (!t)
+        return;
+    ct_optim_free(t->optim);
+    ct_args_free(t->args);
+    ct__sb_free(&t->history);
+    ct__sb_free(&t->metrics);
+    free(t->history_text);
+    free(t);
+}
+
+ct_status ct_trainer_set_train_dataset(ct_trainer *t, const ct_dataset *d)
+{
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(d);
+    if (d->task != t->model->task)
+        return ct__error(CT_ERR_INVALID_ARG, "the dataset's task does not match the model's (%s)",
+                         ct_model_architecture(t->model));
+    t->train = d;
+    return CT_OK;
+}
+
+ct_status ct_trainer_set_progress_callback(ct_trainer *t, ct_progress_fn fn, void *user)
+{
+    CT__CHECK_ARG(t);
+    t->progress = fn;
+    t->progress_user = user;
+    return CT_OK;
+}
+
+ct_status ct_trainer_set_eval_callback(ct_trainer *t, ct_eval_fn fn, void *user)
+{
+    CT__CHECK_ARG(t);
+    t->eval = fn;
+    t->eval_user = user;
+    return CT_OK;
+}
+
+int64_t ct_trainer_global_step(const ct_trainer *t) { return t ? t->global_step : 0; }
+int64_t ct_trainer_max_steps(const ct_trainer *t) { return t ? t->max_steps : 0; }
+ct_optim *ct_trainer_optim(ct_trainer *t) { return t ? t->optim : NULL; }
+
+double ct_trainer_train_loss(const ct_trainer *t)
+{
+    return t && t->steps_counted ? t->loss_sum_all / (double)t->steps_counted : NAN;
+}
+
+const char *ct_trainer_log_history(const ct_trainer *t)
+{
+    ct__strbuf sb = {0};
+    ct_trainer *mut = (ct_trainer *)t;
+    if (!t)
+        return "[]";
+    ct__sb_puts(&sb, "[");
+    if (t->history.len)
+        ct__sb_append(&sb, t->history.data, t->history.len);
+    ct__sb_puts(&sb, "]");
+    free(mut->history_text);
+    mut->history_text = ct__sb_take(&sb);
+    return mut->history_text ? mut->history_text : "[]";
+}
+
+/* ---- the log history ---------------------------------------------------------- */
+
+/* Keys sorted, as Trainer's json.dumps(sort_keys=True) leaves them. */
+typedef struct entry_kv {
+    const char *key;
+    double value;
+    int is_int;
+} entry_kv;
+
+static int kv_cmp(const void *a, const void *b)
+{
+    return strcmp(((const entry_kv *)a)->key, ((const entry_kv *)b)->key);
+}
+
+/* Append one entry {kv..., "epoch", "step"} (plus raw `extra` members,
+ * already "key": value text) to the history; *json receives its text. */
+static ct_status add_entry(ct_trainer *t, entry_kv *kv, size_t n, const char *extra, char **json)
+{
+    ct__strbuf sb = {0};
+    entry_kv all[32];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < 30; i++)
+        all[m++] = kv[i];
+    all[m++] = (entry_kv){"epoch", t->epoch, 0};
+    all[m++] = (entry_kv){"step", (double)t->global_step, 1};
+    qsort(all, m, sizeof *all, kv_cmp);
+    ct__sb_puts(&sb, "{");
+    for (size_t i = 0; i < m; i++) {
+        if (i)
+            ct__sb_puts(&sb, ", ");
+        ct__json_write_string(&sb, all[i].key, strlen(all[i].key));
+        ct__sb_puts(&sb, ": ");
+        if (all[i].is_int)
+            ct__sb_printf(&sb, "%lld", (long long)all[i].value);
+        else
+            ct__json_write_double(&sb, all[i].value);
+    }
+    if (extra && *extra)
+        ct__sb_printf(&sb, "%s%s", m ? ", " : "", extra);
+    ct__sb_puts(&sb, "}");
+    if (sb.failed) {
+        ct__sb_free(&sb);
+        return ct__error(CT_ERR_NOMEM, "out of memory logging");
+    }
+    if (t->history.len)
+        ct__sb_puts(&t->history, ",\n    ");
+    ct__sb_append(&t->history, sb.data, sb.len);
+    *json = ct__sb_take(&sb);
+    return t->history.failed ? ct__error(CT_ERR_NOMEM, "out of memory logging") : CT_OK;
+}
+
+static ct_status notify(ct_trainer *t, ct_event ev, const char *json)
+{
+    if (t->progress &&
+        t->progress(t->progress_user, ev, t->global_step, t->max_steps, t->epoch, json) != 0)
+        return ct__error(CT_ERR_CANCELLED, "training stopped by the progress callback at step "
+                                           "%lld", (long long)t->global_step);
+    return CT_OK;
+}
+
+static double round_to(double x, int digits)
+{
+    double s = pow(10.0, digits);
+    return isfinite(x) ? round(x * s) / s : x;
+}
+
+/* Trainer's logging step: mean loss since the last log, grad norm, the
+ * learning rate the next step will use, throughput. */
+static ct_status log_step(ct_trainer *t, double grad_norm)
+{
+    double elapsed = ct__now() - t->log_window_start, lr = ct_optim_get_lr(t->optim);
+    int64_t steps = t->global_step - t->last_logged_step;
+    entry_kv kv[5] = {
+        {"loss", round_to(t->loss_since_log / (double)(steps ? steps : 1), 4), 0},
+        {"grad_norm", grad_norm, 0},
+        {"learning_rate", lr, 0},
+        {"train_samples_per_second", round_to(t->samples_since_log / elapsed, 3), 0},
+        {"train_tokens_per_second", round_to(t->tokens_since_log / elapsed, 1), 0},
+    };
+    char *json = NULL;
+    ct_status st = add_entry(t, kv, 5, NULL, &json);
+    if (st == CT_OK) {
+        ct__log(CT_LOG_INFO, "%s", json);
+        st = notify(t, CT_EVENT_LOG, json);
+    }
+    free(json);
+    t->loss_since_log = 0;
+    t->last_logged_step = t->global_step;
+    t->samples_since_log = t->tokens_since_log = 0;
+    t->log_window_start = ct__now();
+    return st;
+}
+
+ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value)
+{
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(name);
+    if (t->metrics.len)
+        ct__sb_puts(&t->metrics, ", ");
+    ct__json_write_string(&t->metrics, name, strlen(name));
+    ct__sb_puts(&t->metrics, ": ");
+    ct__json_write_double(&t->metrics, value);
+    return t->metrics.failed ? ct__error(CT_ERR_NOMEM, "out of memory") : CT_OK;
+}
+
+static ct_status evaluate(ct_trainer *t)
+{
+    char *json = NULL;
+    ct_status st;
+    ct__sb_free(&t->metrics);
+    if ((st = t->eval(t->eval_user, t)) != CT_OK)
+        return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
+    st = add_entry(t, NULL, 0, t->metrics.data, &json);
+    ct__sb_free(&t->metrics);
+    if (st == CT_OK) {
+        ct__log(CT_LOG_INFO, "%s", json);
+        st = notify(t, CT_EVENT_EVALUATE, json);
+    }
+    free(json);
+    return st;
+}
+
+static ct_status save_checkpoint(ct_trainer *t)
+{
+    char path[4096], json[4200];
+    ct_status st = ct__checkpoint_save(t, path, sizeof path);
+    if (st != CT_OK)
+        return st;
+    ct__log(CT_LOG_INFO, "saved checkpoint %s", path);
+    snprintf(json, sizeof json, "{\"checkpoint\": \"%s\"}", path);
+    return notify(t, CT_EVENT_SAVE, json);
+}
+
+/* A *_steps value below 1 is a fraction of max_steps, rounded up. */
+static int64_t interval(const ct_trainer *t, double steps)
+{
+    int64_t n = steps < 1 ? (int64_t)ceil(steps * (double)t->max_steps) : (int64_t)steps;
+    return n > 0 ? n : 1;
+}
+
+static int strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what)
+{
+    return strcmp(ct__args_string(t->args, f), what) == 0;
+}
+
+/* What Trainer's _maybe_log_save_evaluate does after an optimizer step. */
+static ct_status after_step(ct_trainer *t, double grad_norm)
+{
+    ct_status st = CT_OK;
+    int64_t s = t->global_step;
+    double eval_steps = ct__args_is_set(t->args, CT_A_eval_steps) ? A_FLOAT(eval_steps)
+                                                                   : A_FLOAT(logging_steps);
+    if ((strategy_is(t, CT_A_logging_strategy, "steps") &&
+         s % interval(t, A_FLOAT(logging_steps)) == 0) ||
+        (A_BOOL(logging_first_step) && s == 1))
+        st = log_step(t, grad_norm);
+    if (st == CT_OK && strategy_is(t, CT_A_eval_strategy, "steps") &&
+        s % interval(t, eval_steps) == 0)
+        st = evaluate(t);
+    if (st == CT_OK && strategy_is(t, CT_A_save_strategy, "steps") &&
+        s % interval(t, A_FLOAT(save_steps)) == 0)
+        st = save_checkpoint(t);
+    return st;
+}
+
+static ct_status after_epoch(ct_trainer *t, double grad_norm)
+{
+    ct_status st = CT_OK;
+    if (strategy_is(t, CT_A_logging_strategy, "epoch"))
+        st = log_step(t, grad_norm);
+    if (st == CT_OK && strategy_is(t, CT_A_eval_strategy, "epoch"))
+        st = evaluate(t);
+    if (st == CT_OK && strategy_is(t, CT_A_save_strategy, "epoch"))
+        st = save_checkpoint(t);
+    return st == CT_OK ? notify(t, CT_EVENT_EPOCH_END, NULL) : st;
+}
+
+/* ---- data order ------------------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The order of epoch e: a Fisher-Yates shuffle drawn from (data_seed, e)
+ * alone, so any epoch can be rebuilt on resume. */
+static void epoch_order(int64_t *order, size_t n, uint64_t seed, int64_t epoch)
+{
+    uint64_t key = mix64(seed ^ 0x5851f42d4c957f2dull) + (uint64_t)epoch * 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (int64_t)i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(mix64(key + i) % i);
+        int64_t tmp = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = tmp;
+    }
+}
+
+/* ---- the loop -------------------------------------------------------------------- */
+
+static ct_status plan(ct_trainer *t)
+{
+    size_t n = t->train->n;
+    int64_t b = A_INT(per_device_train_batch_size), ga = A_INT(gradient_accumulation_steps);
+    t->batches_per_epoch = A_BOOL(dataloader_drop_last) ? (int64_t)n / b : ((int64_t)n + b - 1) / b;
+    if (t->batches_per_epoch < 1)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "the training set has %zu examples: not one batch of %lld%s", n,
+                         (long long)b, A_BOOL(dataloader_drop_last) ? " with dataloader_drop_last"
+                                                                    : "");
+    t->updates_per_epoch = t->batches_per_epoch / ga > 0 ? t->batches_per_epoch / ga : 1;
+    if (A_INT(max_steps) > 0) {
+        t->max_steps = A_INT(max_steps);
+        t->num_epochs = t->max_steps / t->updates_per_epoch +
+                        (t->max_steps % t->updates_per_epoch > 0);
+    } else {
+        t->max_steps = (int64_t)ceil(A_FLOAT(num_train_epochs) * (double)t->updates_per_epoch);
+        t->num_epochs = (int64_t)ceil(A_FLOAT(num_train_epochs));
+    }
+    if (t->max_steps < 1)
+        return ct__error(CT_ERR_INVALID_ARG, "num_train_epochs %g gives no optimizer step",
+                         A_FLOAT(num_train_epochs));
+    t->data_seed = (uint64_t)(ct__args_is_set(t->args, CT_A_data_seed) ? A_INT(data_seed)
+                                                                        : A_INT(seed));
+    return CT_OK;
+}
+
+static ct_status make_output_dir(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path)
+        return ct__error(CT_ERR_INVALID_ARG, "output_dir '%s' is not a usable path", dir);
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return ct__error(CT_ERR_IO, "output_dir: cannot create %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return ct__error(CT_ERR_IO, "output_dir: cannot create %s: %s", path, strerror(errno));
+    return CT_OK;
+}
+
+static ct_status write_text(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return ct__write_file_atomic(path, text, strlen(text));
+}
+
+/* output_dir/train_results.json, trainer_state.json and the model. */
+static ct_status final_save(ct_trainer *t, double runtime)
+{
+    const char *dir = A_STR(output_dir);
+    ct__strbuf sb = {0};
+    char *text;
+    ct_status st;
+    int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
+                      A_INT(gradient_accumulation_steps);
+    if ((st = ct_model_save(t->model, dir, CT_DTYPE_F32)) != CT_OK)
+        return st;
+    {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/training_args.json", dir);
+        if ((st = ct_args_save_json(t->args, path)) != CT_OK)
+            return st;
+    }
+    ct__sb_puts(&sb, "{\n    \"epoch\": ");
+    ct__json_write_double(&sb, t->epoch);
+    ct__sb_puts(&sb, ",\n    \"total_flos\": ");
+    ct__json_write_double(&sb, t->total_flos);
+    ct__sb_puts(&sb, ",\n    \"train_loss\": ");
+    ct__json_write_double(&sb, ct_trainer_train_loss(t));
+    ct__sb_puts(&sb, ",\n    \"train_runtime\": ");
+    ct__json_write_double(&sb, round_to(runtime, 4));
+    ct__sb_printf(&sb, ",\n    \"train_samples\": %zu", t->train->n);
+    ct__sb_puts(&sb, ",\n    \"train_samples_per_second\": ");
+    ct__json_write_double(&sb, round_to((double)samples / runtime, 3));
+    ct__sb_puts(&sb, ",\n    \"train_steps_per_second\": ");
+    ct__json_write_double(&sb, round_to((double)t->global_step / runtime, 3));
+    ct__sb_puts(&sb, "\n}\n");
+    text = ct__sb_take(&sb);
+    if (!text)
+        return ct__error(CT_ERR_NOMEM, "out of memory writing train_results.json");
+    st = write_text(dir, "train_results.json", text);
+    free(text);
+    if (st != CT_OK)
+        return st;
+    if (!(text = ct__trainer_state_json(t)))
+        return ct__error(CT_ERR_NOMEM, "out of memory writing trainer_state.json");
+    st = write_text(dir, "trainer_state.json", text);
+    free(text);
+    return st;
+}
+
+ct_status ct_trainer_train(ct_trainer *t)
+{
+    ct_model *m;
+    ct_batch *batch = NULL;
+    int64_t *order = NULL;
+    int64_t b, ga, micro = 0;
+    double start, grad_norm = NAN, window_loss = 0;
+    int window_bad = 0;
+    ct_status st;
+    const char *resume;
+
+    CT__CHECK_ARG(t);
+    m = t->model;
+    if (!t->train)
+        return ct__error(CT_ERR_STATE, "ct_trainer_train: no training dataset "
+                                       "(ct_trainer_set_train_dataset)");
+    if (!A_STR(output_dir))
+        return ct__error(CT_ERR_INVALID_ARG, "output_dir: training needs one");
+    if (!t->eval && !strategy_is(t, CT_A_eval_strategy, "no"))
+        return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but no evaluation callback is set "
+                                       "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
+    if ((st = plan(t)) != CT_OK || (st = make_output_dir(A_STR(output_dir))) != CT_OK)
+        return st;
+    ct__checkpoint_clean_temporaries(A_STR(output_dir));
+    b = A_INT(per_device_train_batch_size);
+    ga = A_INT(gradient_accumulation_steps);
+
+    if ((st = ct_model_set_precision(m, A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32)) !=
+            CT_OK ||
+        (st = ct_model_set_training(m, 1)) != CT_OK ||
+        (st = ct_model_set_seed(m, (uint64_t)A_INT(seed), 0)) != CT_OK)
+        return st;
+    ct_optim_free(t->optim);
+    t->optim = NULL;
+    if ((st = ct_optim_create(m, t->args, &t->optim)) != CT_OK ||
+        (st = ct_optim_set_total_steps(t->optim, t->max_steps)) != CT_OK)
+        return st;
+    t->global_step = t->epoch_index = t->batch_in_epoch = 0;
+    t->epoch = t->total_flos = t->loss_sum_all = t->loss_since_log = 0;
+    t->steps_counted = t->last_logged_step = 0;
+    ct__sb_free(&t->history);
+    ct_model_zero_grad(m);
+
+    resume = A_STR(resume_from_checkpoint);
+    if (resume && (st = ct__checkpoint_resume(t)) != CT_OK)
+        return st;
+
+    if (!(order = malloc(t->train->n * sizeof *order)) || ct_batch_create(&batch) != CT_OK) {
+        free(order);
+        return ct__error(CT_ERR_NOMEM, "out of memory starting training");
+    }
+    ct__log(CT_LOG_INFO,
+            "training: %zu examples, %lld epochs, batch %lld, accumulation %lld, %lld "
+            "optimizer steps%s",
+            t->train->n, (long long)t->num_epochs, (long long)b, (long long)ga,
+            (long long)t->max_steps, resume ? " (resumed)" : "");
+    start = t->log_window_start = ct__now();
+    t->samples_since_log = t->tokens_since_log = 0;
+    st = notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
+
+    while (st == CT_OK && t->epoch_index < t->num_epochs && t->global_step < t->max_steps) {
+        epoch_order(order, t->train->n, t->data_seed, t->epoch_index);
+        for (; st == CT_OK && t->batch_in_epoch < t->batches_per_epoch &&
+               t->global_step < t->max_steps;) {
+            int64_t first = t->batch_in_epoch * b;
+            int n = (int)((int64_t)t->train->n - first < b ? (int64_t)t->train->n - first : b);
+            float loss;
+            int last_of_epoch;
+            if ((st = ct_dataset_fill_batch(t->train, order + first, n, batch)) != CT_OK ||
+                (st = ct_model_forward_backward(m, batch, 1.0f / (float)ga, &loss)) != CT_OK)
+                break;
+            t->batch_in_epoch++;
+            micro++;
+            t->samples_since_log += n;
+            t->tokens_since_log += (int64_t)n * t->train->T;
+            t->total_flos += 6.0 * (double)m->n_params * n * t->train->T;
+            if (!isfinite(loss))
+                window_bad = 1;
+            else
+                window_loss += loss / (double)ga;
+            last_of_epoch = t->batch_in_epoch == t->batches_per_epoch;
+            if (micro % ga != 0 && !last_of_epoch)
+                continue;
+
+            /* an optimizer step */
+            if (window_bad) {
+                /* Skip it: nothing applied, as a non-finite gradient would. */
+                ct_model_zero_grad(m);
+                grad_norm = NAN;
+                ct__log(CT_LOG_WARNING, "step %lld: non-finite loss, optimizer step skipped",
+                        (long long)t->global_step + 1);
+            } else {
+                st = ct_optim_step(t->optim, &grad_norm);
+                if (st == CT_ERR_NUMERIC) {
+                    ct__log(CT_LOG_WARNING, "step %lld: %s", (long long)t->global_step + 1,
+                            ct_last_error());
+                    window_bad = 1;
+                    st = CT_OK;
+                }
+            }
+            /* logging_nan_inf_filter: a bad step counts as the mean so far */
+            if (window_bad && A_BOOL(logging_nan_inf_filter))
+                t->loss_since_log += t->loss_since_log /
+                                     (double)(1 + t->global_step - t->last_logged_step);
+            else
+                t->loss_since_log += window_bad ? NAN : window_loss;
+            if (!window_bad) {
+                t->loss_sum_all += window_loss;
+                t->steps_counted++;
+            }
+            window_loss = 0;
+            window_bad = 0;
+            micro = 0;
+            t->global_step++;
+            t->epoch = (double)t->epoch_index +
+                       (double)t->batch_in_epoch / (double)t->batches_per_epoch;
+            if (st == CT_OK)
+                st = notify(t, CT_EVENT_STEP_END, NULL);
+            if (st == CT_OK)
+                st = after_step(t, grad_norm);
+        }
+        if (st != CT_OK)
+            break;
+        if (t->batch_in_epoch == t->batches_per_epoch) {
+            t->epoch_index++;
+            t->batch_in_epoch = 0;
+            st = after_epoch(t, grad_norm);
+        }
+    }
+    if (st == CT_OK) {
+        double runtime = ct__now() - start;
+        entry_kv kv[4] = {{"train_runtime", round_to(runtime, 4), 0},
+                          {"train_loss", ct_trainer_train_loss(t), 0},
+                          {"total_flos", t->total_flos, 0},
+                          {"train_steps_per_second",
+                           round_to((double)t->global_step / runtime, 3), 0}};
+        char *json = NULL;
+        if ((st = add_entry(t, kv, 4, NULL, &json)) == CT_OK) {
+            ct__log(CT_LOG_INFO, "%s", json);
+            st = notify(t, CT_EVENT_LOG, json);
+        }
+        free(json);
+        if (st == CT_OK)
+            st = final_save(t, runtime);
+        if (st == CT_OK)
+            st = notify(t, CT_EVENT_TRAIN_END, NULL);
+    }
+    ct_batch_free(batch);
+    free(order);
+    return st;
+}
+
+/* ---- evaluation loss ---------------------------------------------------------------- */
+
+ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *loss)
+{
+    ct_batch *batch;
+    int64_t *idx;
+    int64_t b;
+    double sum = 0;
+    size_t counted = 0;
+    ct_status st = CT_OK;
+    int was_training;
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(loss);
+    b = A_INT(per_device_eval_batch_size);
+    if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK) {
+        free(idx);
+        return ct__error(CT_ERR_NOMEM, "out of memory evaluating");
+    }
+    was_training = t->model->training;
+    ct_model_set_training(t->model, 0);
+    for (size_t first = 0; first < d->n && st == CT_OK; first += (size_t)b) {
+        int n = (int)(d->n - first < (size_t)b ? d->n - first : (size_t)b);
+        float l;
+        for (int i = 0; i < n; i++)
+            idx[i] = (int64_t)(first + (size_t)i);
+        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) == CT_OK &&
+            (st = ct_model_forward(t->model, batch, &l)) == CT_OK && isfinite(l)) {
+            /* Trainer averages the per-batch losses weighted by batch size. */
+            sum += (double)l * n;
+            counted += (size_t)n;
+        }
+    }
+    ct_model_set_training(t->model, was_training);
+    ct_batch_free(batch);
+    free(idx);
+    *loss = counted ? sum / (double)counted : NAN;
+    return st;
+}

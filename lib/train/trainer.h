@@ -1,0 +1,60 @@
+/* Internal: the ct_trainer handle, shared by the loop (trainer.c) and the
+ * checkpoint code (checkpoint.c). */
+#ifndef CT_TRAIN_TRAINER_H
+#define CT_TRAIN_TRAINER_H
+
+#include <stdint.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/strbuf.h"
+#include "train/args_internal.h"
+
+struct ct_trainer {
+    ct_model *model;
+    ct_args *args;
+    const ct_dataset *train;
+    ct_optim *optim;
+    ct_progress_fn progress;
+    void *progress_user;
+    ct_eval_fn eval;
+    void *eval_user;
+
+    /* the plan */
+    int64_t max_steps;
+    int64_t num_epochs;
+    int64_t batches_per_epoch; /* micro-batches of per_device_train_batch_size */
+    int64_t updates_per_epoch;
+    uint64_t data_seed;
+
+    /* where training is: what a checkpoint records */
+    int64_t global_step;
+    int64_t epoch_index;      /* epochs completed */
+    int64_t batch_in_epoch;   /* micro-batches done in the current epoch */
+    double epoch;             /* fractional, as Trainer's state.epoch */
+    double total_flos;
+    double loss_sum_all;      /* sum of per-step losses, for train_loss */
+    int64_t steps_counted;
+    double loss_since_log;    /* Trainer's tr_loss */
+    int64_t last_logged_step;
+    ct__strbuf history;       /* log entries, comma-separated */
+    char *history_text;       /* "[...]" made on request */
+    ct__strbuf metrics;       /* entries reported by the eval callback */
+    int64_t samples_since_log, tokens_since_log;
+    double log_window_start;
+};
+
+/* checkpoint.c */
+/* Write output_dir/checkpoint-<global_step> the crash-safe way and rotate. */
+ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size);
+/* Resolve resume_from_checkpoint (a path, or true for the newest complete
+ * checkpoint of output_dir) and load model, optimizer and trainer state. */
+ct_status ct__checkpoint_resume(ct_trainer *t);
+/* trainer_state.json text for the current state. */
+char *ct__trainer_state_json(const ct_trainer *t);
+/* Remove temporary folders a crashed save left in output_dir. */
+void ct__checkpoint_clean_temporaries(const char *output_dir);
+
+double ct__now(void);
+
+#endif
