@@ -12,7 +12,8 @@ Suite *core_suite(void);
     X(json_suite)             \
     X(safetensors_suite)      \
     X(kernels_suite)          \
-    X(model_suite)
+    X(model_suite)            \
+    X(train_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -1,0 +1,580 @@
+/* Optimizer, schedules, datasets and the trainer: AdamW's first step in
+ * closed form, schedule shapes, accumulation = a larger batch, non-finite
+ * steps skipped, checkpoints, exact resume (also after SIGKILL during a
+ * save), rotation, and bad input. The step-by-step comparison with
+ * torch.optim.AdamW lives in tests/python/test_optim_torch.py. */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cputrain/cputrain.h>
+
+#include "suites.h"
+
+#define OK(x) ck_assert_msg((x) == CT_OK, "%s: %s", #x, ct_last_error())
+
+#define ASSERT_ERROR_HAS(st, expect_status, needle)                          \
+    do {                                                                     \
+        ct_status st_ = (st);                                                \
+        ck_assert_msg(st_ == (expect_status), "%s gave %s: %s", #st,         \
+                      ct_status_name(st_), ct_last_error());                 \
+        ck_assert_msg(strstr(ct_last_error(), (needle)) != NULL,             \
+                      "error '%s' lacks '%s'", ct_last_error(), (needle));   \
+    } while (0)
+
+enum { T = 12, N_EXAMPLES = 24 };
+
+static char root[64];
+
+static void make_root(void)
+{
+    strcpy(root, "/tmp/ct_train_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(root));
+}
+
+static void remove_root(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char *at(const char *name)
+{
+    static char path[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", root, name);
+    return path[k];
+}
+
+/* A BERT test model without dropout, so runs compare exactly. */
+static ct_model *model_without_dropout(void)
+{
+    const char *cfg = at("nodrop.json");
+    FILE *f = fopen(cfg, "w");
+    ct_model *m;
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
+          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
+          "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.0, "
+          "\"attention_probs_dropout_prob\": 0.0}", f);
+    fclose(f);
+    OK(ct_model_create(cfg, CT_TASK_QUESTION_ANSWERING, 11, &m));
+    return m;
+}
+
+/* Examples whose answer span is a function of their first token, so there
+ * is something to learn. `poison` (>= 0) makes that example unanswerable
+ * in both positions: its loss is NaN. */
+static ct_dataset *make_dataset(int poison)
+{
+    ct_dataset *d;
+    OK(ct_dataset_create(CT_TASK_QUESTION_ANSWERING, T, &d));
+    for (int e = 0; e < N_EXAMPLES; e++) {
+        int32_t ids[T], mask[T], labels[2];
+        for (int i = 0; i < T; i++) {
+            ids[i] = (e * 5 + i * 3 + 1) % 64;
+            mask[i] = i < T - e % 3;
+        }
+        labels[0] = ids[0] % 6;
+        labels[1] = labels[0] + 2;
+        if (e == poison)
+            labels[0] = labels[1] = T;
+        OK(ct_dataset_add(d, ids, NULL, mask, labels, 2));
+    }
+    return d;
+}
+
+static ct_args *make_args(const char *out, const char *const *extra, int n_extra)
+{
+    ct_args *a;
+    const char *base[] = {"--output_dir", out, "--per_device_train_batch_size", "4",
+                          "--learning_rate", "3e-3", "--max_steps", "6", "--logging_steps", "2",
+                          "--save_steps", "2", "--seed", "5", "--warmup_steps", "2"};
+    OK(ct_args_create(&a));
+    OK(ct_args_parse(a, (int)(sizeof base / sizeof *base), base));
+    if (n_extra) {
+        /* a second parse applies the extras on top */
+        OK(ct_args_parse(a, n_extra, extra));
+    }
+    return a;
+}
+
+/* Train a fresh model and return a copy of its final parameters. */
+static float *train_params(const char *out, const char *const *extra, int n_extra,
+                           ct_status expect, size_t *n_out)
+{
+    ct_model *m = model_without_dropout();
+    ct_dataset *d = make_dataset(-1);
+    ct_args *a = make_args(out, extra, n_extra);
+    ct_trainer *t;
+    float *copy;
+    size_t n = 0, k = 0;
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    ck_assert_int_eq(ct_trainer_train(t), expect);
+    for (size_t i = 0; i < ct_model_tensor_count(m); i++)
+        n += ct_model_tensor_numel(m, i);
+    copy = malloc(n * sizeof *copy);
+    for (size_t i = 0; i < ct_model_tensor_count(m); i++) {
+        memcpy(copy + k, ct_model_tensor_data(m, i), ct_model_tensor_numel(m, i) * sizeof *copy);
+        k += ct_model_tensor_numel(m, i);
+    }
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    *n_out = n;
+    return copy;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* ---- optimizer ------------------------------------------------------------- */
+
+START_TEST(adamw_first_step_closed_form)
+{
+    /* After one step from zero moments: p1 = p0 (1 - lr wd) - lr g / (|g| + eps). */
+    ct_model *m;
+    ct_args *a;
+    ct_optim *o;
+    const char *argv[] = {"--learning_rate", "0.01", "--weight_decay", "0.1",
+                          "--max_grad_norm", "0"};
+    size_t iw, ib;
+    float w0, b0, gw = 0.5f, gb = -2.0f;
+    double norm;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    OK(ct_args_create(&a));
+    OK(ct_args_parse(a, 6, argv));
+    OK(ct_optim_create(m, a, &o));
+    ASSERT_ERROR_HAS(ct_optim_step(o, NULL), CT_ERR_STATE, "ct_optim_set_total_steps");
+    OK(ct_optim_set_total_steps(o, 10));
+    OK(ct_model_tensor_index(m, "qa_outputs.weight", &iw));
+    OK(ct_model_tensor_index(m, "qa_outputs.bias", &ib));
+    w0 = ct_model_tensor_data(m, iw)[3];
+    b0 = ct_model_tensor_data(m, ib)[1];
+    ct_model_tensor_grad(m, iw)[3] = gw;
+    ct_model_tensor_grad(m, ib)[1] = gb;
+    ck_assert(fabs(ct_optim_get_lr(o) - 0.01) < 1e-12); /* linear, no warmup: full rate */
+    OK(ct_optim_step(o, &norm));
+    ck_assert(fabs(norm - sqrt(0.25 + 4.0)) < 1e-6);
+    ck_assert_msg(fabsf(ct_model_tensor_data(m, iw)[3] -
+                        (w0 * (1 - 0.01f * 0.1f) - 0.01f * gw / (fabsf(gw) + 1e-8f))) < 1e-7f,
+                  "weight after one step");
+    /* biases do not decay */
+    ck_assert(fabsf(ct_model_tensor_data(m, ib)[1] - (b0 + 0.01f)) < 1e-7f);
+    ck_assert(ct_model_tensor_grad(m, iw)[3] == 0.0f); /* zeroed in the same pass */
+    ck_assert_int_eq(ct_optim_get_step(o), 1);
+    ck_assert(fabs(ct_optim_get_lr(o) - 0.009) < 1e-12);
+    /* a non-finite gradient: nothing applied, error, step not counted */
+    ct_model_tensor_grad(m, iw)[0] = NAN;
+    w0 = ct_model_tensor_data(m, iw)[0];
+    ASSERT_ERROR_HAS(ct_optim_step(o, &norm), CT_ERR_NUMERIC, "step skipped");
+    ck_assert(isnan(norm));
+    ck_assert(ct_model_tensor_data(m, iw)[0] == w0);
+    ck_assert(ct_model_tensor_grad(m, iw)[0] == 0.0f);
+    ck_assert_int_eq(ct_optim_get_step(o), 1);
+    ct_optim_free(o);
+    ct_args_free(a);
+    ct_model_free(m);
+}
+END_TEST
+
+START_TEST(clipping_scales_to_max_norm)
+{
+    ct_model *m;
+    ct_args *a;
+    ct_optim *o;
+    const char *argv[] = {"--max_grad_norm", "1.0", "--learning_rate", "0"};
+    size_t i;
+    double norm;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    OK(ct_args_create(&a));
+    OK(ct_args_parse(a, 4, argv));
+    OK(ct_optim_create(m, a, &o));
+    OK(ct_optim_set_total_steps(o, 5));
+    OK(ct_model_tensor_index(m, "qa_outputs.weight", &i));
+    ct_model_tensor_grad(m, i)[0] = 3.0f;
+    ct_model_tensor_grad(m, i)[1] = 4.0f;
+    OK(ct_optim_grad_norm(o, &norm));
+    ck_assert(fabs(norm - 5.0) < 1e-9);
+    OK(ct_optim_step(o, &norm)); /* lr 0: only the moments move */
+    ck_assert(fabs(norm - 5.0) < 1e-9);
+    ct_optim_free(o);
+    ct_args_free(a);
+    ct_model_free(m);
+}
+END_TEST
+
+START_TEST(schedules_match_transformers_formulas)
+{
+    static const struct {
+        const char *type;
+        int64_t step;
+        double factor;
+    } cases[] = {
+        /* total 10, warmup 4 */
+        {"linear", 0, 0.0},        {"linear", 2, 0.5},         {"linear", 4, 1.0},
+        {"linear", 7, 0.5},        {"linear", 10, 0.0},        {"linear", 12, 0.0},
+        {"constant", 0, 1.0},      {"constant", 9, 1.0},       {"constant_with_warmup", 1, 0.25},
+        {"constant_with_warmup", 8, 1.0},                       {"cosine", 4, 1.0},
+        {"cosine", 7, 0.5},        {"cosine", 10, 0.0},        {"cosine_with_restarts", 7, 0.5},
+        {"cosine_with_restarts", 10, 0.0},                      {"polynomial", 7, -1},
+    };
+    ct_model *m;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ct_args *a;
+        ct_optim *o;
+        const char *argv[] = {"--lr_scheduler_type", cases[i].type, "--warmup_steps", "4",
+                              "--learning_rate", "0.1"};
+        double want = cases[i].factor * 0.1;
+        OK(ct_args_create(&a));
+        OK(ct_args_parse(a, 6, argv));
+        OK(ct_optim_create(m, a, &o));
+        OK(ct_optim_set_total_steps(o, 10));
+        if (cases[i].factor < 0) /* polynomial, power 1, lr_end 1e-7, half way */
+            want = (0.1 - 1e-7) * 0.5 + 1e-7;
+        ck_assert_msg(fabs(ct_optim_lr_at(o, cases[i].step) - want) < 1e-12,
+                      "%s at %lld: %.17g, want %.17g", cases[i].type, (long long)cases[i].step,
+                      ct_optim_lr_at(o, cases[i].step), want);
+        ct_optim_free(o);
+        ct_args_free(a);
+    }
+    {
+        /* warmup_ratio rounds up: ceil(10 * 0.25) = 3 */
+        ct_args *a;
+        ct_optim *o;
+        const char *argv[] = {"--warmup_ratio", "0.25", "--learning_rate", "0.3"};
+        OK(ct_args_create(&a));
+        OK(ct_args_parse(a, 4, argv));
+        OK(ct_optim_create(m, a, &o));
+        OK(ct_optim_set_total_steps(o, 10));
+        ck_assert(fabs(ct_optim_lr_at(o, 1) - 0.1) < 1e-12);
+        ck_assert(fabs(ct_optim_lr_at(o, 3) - 0.3) < 1e-12);
+        ct_optim_free(o);
+        ct_args_free(a);
+    }
+    ct_model_free(m);
+}
+END_TEST
+
+/* ---- the trainer ------------------------------------------------------------- */
+
+/* Gradients summed over 4 micro-batches of 2 with loss scale 1/4 equal
+ * those of one batch of 8 (Trainer's loss / gradient_accumulation_steps). */
+START_TEST(accumulation_equals_larger_batch)
+{
+    ct_model *m1 = model_without_dropout(), *m2 = model_without_dropout();
+    ct_dataset *d = make_dataset(-1);
+    ct_batch *b;
+    int64_t idx[8] = {3, 17, 0, 9, 22, 5, 11, 14};
+    float loss, big_loss, sum_loss = 0;
+    double worst = 0, scale = 0;
+    OK(ct_batch_create(&b));
+    for (int k = 0; k < 4; k++) {
+        OK(ct_dataset_fill_batch(d, idx + 2 * k, 2, b));
+        OK(ct_model_forward_backward(m1, b, 0.25f, &loss));
+        sum_loss += loss / 4;
+    }
+    OK(ct_dataset_fill_batch(d, idx, 8, b));
+    OK(ct_model_forward_backward(m2, b, 1.0f, &big_loss));
+    ck_assert_msg(fabsf(sum_loss - big_loss) < 1e-5f * fabsf(big_loss), "%g vs %g", sum_loss,
+                  big_loss);
+    for (size_t i = 0; i < ct_model_tensor_count(m2); i++)
+        for (size_t j = 0; j < ct_model_tensor_numel(m2, i); j++)
+            scale = fmax(scale, fabs(ct_model_tensor_grad(m2, i)[j]));
+    for (size_t i = 0; i < ct_model_tensor_count(m2); i++)
+        for (size_t j = 0; j < ct_model_tensor_numel(m2, i); j++)
+            worst = fmax(worst, fabs((double)ct_model_tensor_grad(m1, i)[j] -
+                                     ct_model_tensor_grad(m2, i)[j]));
+    ck_assert_msg(worst <= 1e-5 * scale, "largest gradient difference %g (largest gradient %g)",
+                  worst, scale);
+    ct_batch_free(b);
+    ct_dataset_free(d);
+    ct_model_free(m1);
+    ct_model_free(m2);
+}
+END_TEST
+
+static int log_warnings;
+static void count_warnings(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_WARNING && strstr(msg, "non-finite loss, optimizer step skipped"))
+        log_warnings++;
+}
+
+START_TEST(nan_loss_step_is_skipped_and_logged)
+{
+    ct_model *m = model_without_dropout();
+    ct_dataset *d = make_dataset(5); /* example 5's loss is NaN */
+    const char *extra[] = {"--per_device_train_batch_size", "1", "--max_steps", "24",
+                           "--save_strategy", "no", "--logging_steps", "1"};
+    ct_args *a = make_args(at("nan"), extra, 8);
+    ct_trainer *t;
+    const char *hist;
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    log_warnings = 0;
+    ct_log_set_callback(count_warnings, NULL);
+    OK(ct_trainer_train(t));
+    ct_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(log_warnings, 1);
+    ck_assert_int_eq(ct_trainer_global_step(t), 24);
+    ck_assert_int_eq(ct_optim_get_step(ct_trainer_optim(t)), 23); /* one not applied */
+    ck_assert(isfinite(ct_trainer_train_loss(t)));
+    for (size_t i = 0; i < ct_model_tensor_count(m); i++)
+        for (size_t j = 0; j < ct_model_tensor_numel(m, i); j++)
+            ck_assert(isfinite(ct_model_tensor_data(m, i)[j]));
+    /* the filtered log: every logged loss is a number */
+    hist = ct_trainer_log_history(t);
+    ck_assert_ptr_null(strstr(hist, "\"loss\": NaN"));
+    ck_assert_ptr_nonnull(strstr(hist, "\"grad_norm\""));
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+}
+END_TEST
+
+static int stop_at;
+static int stopper(void *user, ct_event ev, int64_t step, int64_t max, double epoch,
+                   const char *json)
+{
+    (void)user;
+    (void)max;
+    (void)epoch;
+    (void)json;
+    return ev == CT_EVENT_STEP_END && step == stop_at;
+}
+
+static int same_params(const float *a, const float *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof *a) == 0;
+}
+
+START_TEST(resume_is_bitwise_exact_and_files_are_complete)
+{
+    size_t n1, n2;
+    float *full = train_params(at("full"), NULL, 0, CT_OK, &n1);
+    const char *resume[] = {"--resume_from_checkpoint", "true"};
+    ct_model *m = model_without_dropout();
+    ct_dataset *d = make_dataset(-1);
+    ct_args *a = make_args(at("cut"), NULL, 0);
+    ct_trainer *t;
+    float *resumed;
+    static const char *const files[] = {"config.json", "model.safetensors", "optimizer.safetensors",
+                                        "scheduler.json", "trainer_state.json",
+                                        "training_args.json", "rng_state.json",
+                                        "cputrain_checkpoint_complete"};
+    static const char *const final_files[] = {"config.json", "model.safetensors",
+                                              "train_results.json", "trainer_state.json",
+                                              "training_args.json"};
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    stop_at = 3;
+    OK(ct_trainer_set_progress_callback(t, stopper, NULL));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_CANCELLED, "step 3");
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/checkpoint-2/%s", at("cut"), files[i]);
+        ck_assert_msg(exists(p), "%s missing", p);
+    }
+    ck_assert(!exists(at("cut/checkpoint-4")));
+    resumed = train_params(at("cut"), resume, 2, CT_OK, &n2);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert_msg(same_params(full, resumed, n1), "resumed run differs from the full run");
+    for (size_t i = 0; i < sizeof final_files / sizeof final_files[0]; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", at("cut"), final_files[i]);
+        ck_assert_msg(exists(p), "%s missing", p);
+    }
+    free(full);
+    free(resumed);
+}
+END_TEST
+
+static int has_temporary(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d)))
+        found |= strncmp(e->d_name, "tmp-checkpoint-4", 16) == 0;
+    closedir(d);
+    return found;
+}
+
+START_TEST(killed_during_a_save_resumes_exactly)
+{
+    size_t n1, n2;
+    float *full = train_params(at("full2"), NULL, 0, CT_OK, &n1);
+    const char *resume[] = {"--resume_from_checkpoint", "true"};
+    const char *out = at("killed");
+    float *resumed;
+    pid_t child;
+    int status, waited = 0;
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        /* Slow saves down so the parent can kill the process inside one. */
+        size_t n;
+        setenv("CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS", "400", 1);
+        free(train_params(out, NULL, 0, CT_OK, &n));
+        _exit(0);
+    }
+    while (!has_temporary(out) && waited < 600) {
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+        waited++;
+    }
+    ck_assert_msg(has_temporary(out), "the second checkpoint never started");
+    kill(child, SIGKILL);
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFSIGNALED(status));
+    ck_assert(!exists(at("killed/checkpoint-4"))); /* never half a checkpoint */
+    ck_assert(exists(at("killed/checkpoint-2/cputrain_checkpoint_complete")));
+    resumed = train_params(out, resume, 2, CT_OK, &n2);
+    ck_assert_msg(same_params(full, resumed, n1), "resumed run differs from the full run");
+    ck_assert(!has_temporary(out)); /* the leftover was cleaned up */
+    free(full);
+    free(resumed);
+}
+END_TEST
+
+START_TEST(save_total_limit_keeps_the_newest)
+{
+    const char *extra[] = {"--save_steps", "1", "--save_total_limit", "2"};
+    size_t n;
+    free(train_params(at("rot"), extra, 4, CT_OK, &n));
+    ck_assert(exists(at("rot/checkpoint-6")));
+    ck_assert(exists(at("rot/checkpoint-5")));
+    ck_assert(!exists(at("rot/checkpoint-4")));
+    ck_assert(!exists(at("rot/checkpoint-1")));
+}
+END_TEST
+
+START_TEST(bad_resume_input_is_a_clear_error)
+{
+    size_t n;
+    const char *resume[] = {"--resume_from_checkpoint", "true"};
+    char path[256], cmd[512];
+    FILE *f;
+    free(train_params(at("bad"), NULL, 0, CT_OK, &n));
+    /* corrupted optimizer file: named, and nothing overwritten */
+    snprintf(path, sizeof path, "%s", at("bad/checkpoint-6/optimizer.safetensors"));
+    ck_assert_int_eq(truncate(path, 100), 0);
+    free(train_params(at("bad"), resume, 2, CT_ERR_FORMAT, &n));
+    ck_assert_msg(strstr(ct_last_error(), "optimizer.safetensors") != NULL, "%s",
+                  ct_last_error());
+    f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    ck_assert_int_eq(ftell(f), 100);
+    fclose(f);
+    /* a checkpoint of another model: the missing tensor is named */
+    {
+        const char *explicit_resume[] = {"--resume_from_checkpoint", at("bad/checkpoint-4")};
+        ct_model *other;
+        snprintf(cmd, sizeof cmd, "%s", at("bad/checkpoint-4"));
+        OK(ct_model_create("distilbert-test", CT_TASK_QUESTION_ANSWERING, 1, &other));
+        OK(ct_model_save(other, cmd, CT_DTYPE_F32));
+        ct_model_free(other);
+        free(train_params(at("bad"), explicit_resume, 2, CT_ERR_FORMAT, &n));
+        ck_assert_msg(strstr(ct_last_error(), "exp_avg") != NULL ||
+                          strstr(ct_last_error(), "bert.") != NULL,
+                      "%s", ct_last_error());
+    }
+    /* an output_dir that cannot be made */
+    {
+        const char *bad_dir[] = {"--output_dir", "/proc/cputrain/out"};
+        free(train_params(at("unused"), bad_dir, 2, CT_ERR_IO, &n));
+        ck_assert_msg(strstr(ct_last_error(), "/proc/cputrain") != NULL, "%s", ct_last_error());
+    }
+    /* no checkpoint at all */
+    free(train_params(at("empty"), resume, 2, CT_ERR_NOT_FOUND, &n));
+    ck_assert_msg(strstr(ct_last_error(), "no complete checkpoint") != NULL, "%s",
+                  ct_last_error());
+}
+END_TEST
+
+START_TEST(dataset_and_trainer_input_checks)
+{
+    ct_dataset *d;
+    ct_model *m;
+    ct_args *a;
+    ct_trainer *t;
+    ct_batch *b;
+    int32_t ids[T] = {0}, labels[2] = {1, 2};
+    int64_t idx[2] = {0, 5};
+    ASSERT_ERROR_HAS(ct_dataset_create(CT_TASK_QUESTION_ANSWERING, 0, &d), CT_ERR_INVALID_ARG,
+                     "seq_len 0");
+    OK(ct_dataset_create(CT_TASK_QUESTION_ANSWERING, T, &d));
+    ASSERT_ERROR_HAS(ct_dataset_add(d, ids, NULL, NULL, labels, 1), CT_ERR_INVALID_ARG,
+                     "needs 2");
+    OK(ct_dataset_add(d, ids, NULL, NULL, labels, 2));
+    ck_assert_uint_eq(ct_dataset_size(d), 1);
+    OK(ct_batch_create(&b));
+    ASSERT_ERROR_HAS(ct_dataset_fill_batch(d, idx, 2, b), CT_ERR_INVALID_ARG, "index 5");
+    OK(ct_dataset_fill_batch(d, idx, 1, b));
+    ck_assert_int_eq(ct_batch_size(b), 1);
+    m = model_without_dropout();
+    OK(ct_args_create(&a));
+    OK(ct_trainer_create(m, a, &t));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_STATE, "no training dataset");
+    OK(ct_trainer_set_train_dataset(t, d));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_INVALID_ARG, "output_dir");
+    ct_trainer_free(t);
+    OK(ct_args_set(a, "output_dir", at("x")));
+    OK(ct_args_set(a, "eval_strategy", "epoch"));
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_STATE, "no evaluation callback");
+    ct_trainer_free(t);
+    ct_batch_free(b);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+}
+END_TEST
+
+Suite *train_suite(void)
+{
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("optim");
+    tcase_add_test(tc, adamw_first_step_closed_form);
+    tcase_add_test(tc, clipping_scales_to_max_norm);
+    tcase_add_test(tc, schedules_match_transformers_formulas);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("trainer");
+    tcase_set_timeout(tc, 120);
+    tcase_add_unchecked_fixture(tc, make_root, remove_root);
+    tcase_add_test(tc, accumulation_equals_larger_batch);
+    tcase_add_test(tc, nan_loss_step_is_skipped_and_logged);
+    tcase_add_test(tc, resume_is_bitwise_exact_and_files_are_complete);
+    tcase_add_test(tc, killed_during_a_save_resumes_exactly);
+    tcase_add_test(tc, save_total_limit_keeps_the_newest);
+    tcase_add_test(tc, bad_resume_input_is_a_clear_error);
+    tcase_add_test(tc, dataset_and_trainer_input_checks);
+    suite_add_tcase(s, tc);
+    return s;
+}
