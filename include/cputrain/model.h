@@ -114,8 +114,9 @@ CT_API ct_status ct_model_params_changed(ct_model *model);
 
 /* ---- parameters ------------------------------------------------------------------- */
 
-/* Total number of trainable scalars (bert-base-uncased with the QA head:
- * 108,893,186). Tied weights count once. */
+/* Total number of parameter scalars, as Transformers' num_parameters()
+ * counts them (bert-base-uncased with the QA head: 108,893,186): tied
+ * weights once, DistilBERT's fixed sinusoidal positions included. */
 CT_API size_t ct_model_num_parameters(const ct_model *model);
 /* Named tensors, in Transformers' state-dict order and names. */
 CT_API size_t ct_model_tensor_count(const ct_model *model);

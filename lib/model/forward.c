@@ -612,6 +612,18 @@ static ct_status head_bwd(pass *p)
 
 /* ---- checks and the two entry points ---------------------------------------------- */
 
+/* Cross-entropy targets: a class in [0, classes) or -100 (ignored), as
+ * torch's cross_entropy insists ("Target N is out of bounds"). */
+static ct_status check_classes(const ct_batch *b, int classes)
+{
+    for (size_t i = 0; i < b->n_labels; i++)
+        if (b->labels[i] != -100 && (b->labels[i] < 0 || b->labels[i] >= classes))
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "labels[%zu] = %d is neither a class in [0, %d) nor -100 (ignored)",
+                             i, (int)b->labels[i], classes);
+    return CT_OK;
+}
+
 static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labels)
 {
     const ct__config *c = &m->cfg;
@@ -649,12 +661,12 @@ static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labe
             return ct__error(CT_ERR_STATE, "sequence classification needs %d labels "
                                            "(ct_batch_set_labels%s)", b->B,
                              c->num_labels == 1 ? " or ct_batch_set_float_labels" : "");
-        break;
+        return c->num_labels == 1 ? CT_OK : check_classes(b, c->num_labels);
     case CT_TASK_MASKED_LM:
         if (!b->labels || b->n_labels != n)
             return ct__error(CT_ERR_STATE, "masked LM needs %zu labels, one per token "
                                            "(ct_batch_set_labels)", n);
-        break;
+        return check_classes(b, c->vocab_size);
     }
     return CT_OK;
 }

@@ -1,5 +1,6 @@
 // Tests of bindings/cpp/cputrain.hpp against the built library: errors as
-// exceptions, typed and text access, parse, JSON, copy and move. No
+// exceptions, typed and text access, parse, JSON, copy and move; models and
+// batches (RAII, sizes checked, views into the model, save and load). No
 // framework: each CHECK counts, the last line says "N passed, M failed".
 #include "cputrain.hpp"
 
@@ -198,6 +199,182 @@ static void test_copy_and_move() {
     CHECK(adopted.get_int("seed") == 2);
 }
 
+// ---- models -------------------------------------------------------------------
+
+static const int MB = 2, MT = 6;
+static const std::vector<std::int32_t> IDS = {2, 17, 33, 5, 9, 3, 2, 41, 8, 3, 0, 0};
+static const std::vector<std::int32_t> TYPES = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0};
+static const std::vector<std::int32_t> MASK = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+
+static void test_batch() {
+    cputrain::batch b(MB, MT, IDS, TYPES, MASK);
+    CHECK(b.size() == MB && b.seq_len() == MT);
+    b.set_positions({1, 2}, {3, 2});
+    b.set_labels({1, 0});
+    EXPECT_ERROR(b.set_positions({1}, {1, 2}), CT_ERR_INVALID_ARG, "start_positions has 1 values");
+    EXPECT_ERROR(b.set_inputs(MB, MT, IDS, {0, 1}), CT_ERR_INVALID_ARG, "token_type_ids");
+    EXPECT_ERROR(b.set_inputs(MB, MT, std::vector<std::int32_t>(5, 1)), CT_ERR_INVALID_ARG,
+                 "input_ids has 5 values; the batch needs 12");
+    EXPECT_ERROR(b.set_labels({1, 2, 3}), CT_ERR_INVALID_ARG, "labels");
+    std::vector<std::int32_t> bad_mask = MASK;
+    bad_mask[3] = 7;
+    EXPECT_ERROR(b.set_inputs(MB, MT, IDS, TYPES, bad_mask), CT_ERR_INVALID_ARG, "attention_mask");
+    CHECK(b.size() == MB);  // a failed call changes nothing
+
+    cputrain::batch empty;
+    CHECK(empty.size() == 0);
+    EXPECT_ERROR(empty.set_labels({1}), CT_ERR_STATE, "ct_batch_set_inputs");
+
+    cputrain::batch moved(std::move(b));
+    CHECK(b.get() == nullptr && moved.size() == MB);
+    EXPECT_ERROR(b.size(), CT_ERR_INVALID_ARG, "empty cputrain::batch");
+    b = std::move(moved);
+    CHECK(b.size() == MB && moved.get() == nullptr);
+}
+
+static void test_model_basics() {
+    cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 7);
+    CHECK(m.architecture() == "BertForQuestionAnswering");
+    CHECK(m.task() == CT_TASK_QUESTION_ANSWERING);
+    CHECK(m.config_int("hidden_size") == 32);
+    CHECK(m.config_int("vocab_size") == 128);
+    EXPECT_ERROR(m.config_int("dim"), CT_ERR_NOT_FOUND, "dim");
+    CHECK(m.precision() == CT_PRECISION_FP32);
+    CHECK(m.threads() >= 1);
+    CHECK(m.new_tensors().empty());
+
+    std::vector<std::string> names = m.tensor_names();
+    CHECK(names.size() == m.tensor_count());
+    CHECK(names.front() == "bert.embeddings.word_embeddings.weight");
+    CHECK(names.back() == "qa_outputs.bias");
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < m.tensor_count(); i++)
+        total += m.tensor(i).numel;
+    CHECK(total == m.num_parameters());
+    cputrain::tensor_info qa = m.tensor("qa_outputs.weight");
+    CHECK(qa.shape.size() == 2 && qa.shape[0] == 2 && qa.shape[1] == 32 && qa.numel == 64);
+    CHECK(qa.decays && !m.tensor("qa_outputs.bias").decays);
+    EXPECT_ERROR(m.tensor("qa_outputs.kernel"), CT_ERR_NOT_FOUND, "qa_outputs.kernel");
+    EXPECT_ERROR(m.data(m.tensor_count()), CT_ERR_INVALID_ARG, "out of range");
+    CHECK(m.data("qa_outputs.weight") == m.data(m.tensor_index("qa_outputs.weight")));
+
+    EXPECT_ERROR(m.logits(), CT_ERR_STATE, "no forward pass");
+    m.set_training(false);
+    cputrain::batch b(MB, MT, IDS, TYPES, MASK);
+    m.predict(b);
+    cputrain::logits_view v = m.logits();
+    CHECK(v.shape.size() == 3 && v.shape[0] == MB && v.shape[1] == MT && v.shape[2] == 2);
+    CHECK(v.size() == static_cast<std::size_t>(MB * MT * 2));
+    EXPECT_ERROR(m.forward_backward(b), CT_ERR_STATE, "positions");
+
+    b.set_positions({1, 2}, {3, 2});
+    m.zero_grad();
+    float loss = m.forward_backward(b);
+    CHECK(std::isfinite(loss) && loss > 0);
+    CHECK(m.forward(b) == loss);  // eval mode: the same pass again
+    float *g = m.grad("qa_outputs.weight");
+    float g0 = g[0];
+    CHECK(g0 != 0);
+    m.forward_backward(b, 0.5f);  // accumulates half as much again
+    CHECK(std::fabs(g[0] - 1.5f * g0) <= 1e-5f * std::fabs(g0));
+    m.zero_grad();
+    CHECK(g[0] == 0);
+
+    // bf16: a different, close result; back to fp32: the same as before.
+    m.set_precision(CT_PRECISION_BF16);
+    CHECK(m.precision() == CT_PRECISION_BF16);
+    float loss_bf16 = m.forward(b);
+    CHECK(std::fabs(loss_bf16 - loss) < 2e-2f * loss);
+    m.set_precision(CT_PRECISION_FP32);
+    CHECK(m.forward(b) == loss);
+
+    // Writing a parameter, then params_changed: the start logits move with the bias.
+    m.predict(b);
+    float start0 = m.logits()[0];
+    m.data("qa_outputs.bias")[0] += 3.0f;
+    m.params_changed();
+    m.predict(b);
+    CHECK(std::fabs(m.logits()[0] - (start0 + 3.0f)) < 1e-5f);
+
+    // Training mode: (seed, step) reproduces dropout.
+    m.set_training(true);
+    m.set_seed(11, 4);
+    float a1 = m.forward(b);
+    m.set_seed(11, 4);
+    float a2 = m.forward(b);
+    m.set_seed(11, 5);
+    float a3 = m.forward(b);
+    CHECK(a1 == a2 && a1 != a3);
+
+    m.set_threads(1);
+    CHECK(m.threads() == 1);
+    EXPECT_ERROR(m.set_threads(-3), CT_ERR_INVALID_ARG, "threads");
+}
+
+static void test_model_errors_and_move() {
+    EXPECT_ERROR(cputrain::model::create("bert-huge"), CT_ERR_NOT_FOUND, "bert-huge");
+    EXPECT_ERROR(cputrain::model::load("/nonexistent/cputrain-model"), CT_ERR_IO, "cputrain-model");
+    try {
+        cputrain::model::load("/nonexistent/cputrain-model");
+    } catch (const cputrain::error &e) {
+        CHECK(e.message().find("cputrain-model") != std::string::npos);
+    }
+
+    cputrain::model a = cputrain::model::create("distilbert-test", CT_TASK_MASKED_LM, 1);
+    cputrain::model b(std::move(a));
+    CHECK(a.get() == nullptr && b.architecture() == "DistilBertForMaskedLM");
+    EXPECT_ERROR(a.architecture(), CT_ERR_INVALID_ARG, "empty cputrain::model");
+    EXPECT_ERROR(a.num_parameters(), CT_ERR_INVALID_ARG, "empty cputrain::model");
+    a = std::move(b);
+    CHECK(a.get() != nullptr && b.get() == nullptr);
+
+    cputrain::batch batch(MB, MT, IDS, TYPES, MASK);
+    std::vector<std::int32_t> labels(IDS.size(), -100);
+    labels[2] = 33;
+    labels[7] = 41;
+    batch.set_labels(labels);
+    CHECK(a.forward_backward(batch) > 0);
+    cputrain::logits_view v = a.logits();
+    CHECK(v.shape.size() == 3 && v.shape[2] == 128);
+
+    ct_model *raw = a.release();
+    CHECK(a.get() == nullptr && raw != nullptr);
+    cputrain::model adopted(raw);
+    CHECK(adopted.task() == CT_TASK_MASKED_LM);
+}
+
+static void test_model_save_load() {
+    std::string dir = temp_dir();
+    CHECK(!dir.empty());
+    std::vector<float> before;
+    {
+        cputrain::model m =
+            cputrain::model::create("bert-test", CT_TASK_SEQUENCE_CLASSIFICATION, 3);
+        m.save(dir);
+        std::size_t i = m.tensor_index("classifier.weight");
+        before.assign(m.data(i), m.data(i) + m.tensor(i).numel);
+    }
+    {
+        cputrain::model m = cputrain::model::load(dir, CT_TASK_SEQUENCE_CLASSIFICATION);
+        CHECK(m.architecture() == "BertForSequenceClassification");
+        std::size_t i = m.tensor_index("classifier.weight");
+        CHECK(std::vector<float>(m.data(i), m.data(i) + m.tensor(i).numel) == before);
+        CHECK(m.new_tensors().empty());
+    }
+    {
+        // For another head: the classifier is ignored, qa_outputs is new.
+        cputrain::model m = cputrain::model::load(dir, CT_TASK_QUESTION_ANSWERING, 5);
+        std::vector<std::string> added = m.new_tensors();
+        CHECK(added.size() == 2);
+        CHECK(!added.empty() && added[0].find("qa_outputs") == 0);
+    }
+    cputrain::model m = cputrain::model::create("bert-test");
+    EXPECT_ERROR(m.save(dir + "/absent/deeper"), CT_ERR_IO, "absent");
+    std::remove((dir + "/config.json").c_str());
+    std::remove((dir + "/model.safetensors").c_str());
+    rmdir(dir.c_str());
+}
+
 int main() {
     test_errors();
     test_typed_and_text_access();
@@ -205,6 +382,10 @@ int main() {
     test_parse();
     test_json();
     test_copy_and_move();
+    test_batch();
+    test_model_basics();
+    test_model_errors_and_move();
+    test_model_save_load();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

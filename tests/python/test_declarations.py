@@ -66,6 +66,7 @@ SCALARS = {
     "unsigned": ctypes.c_uint,
     "unsigned int": ctypes.c_uint,
     "size_t": ctypes.c_size_t,
+    "int32_t": ctypes.c_int32,
     "int64_t": ctypes.c_int64,
     "uint64_t": ctypes.c_uint64,
     "double": ctypes.c_double,
@@ -143,6 +144,20 @@ class DeclarationsTest(unittest.TestCase):
                 self.assert_ctype(name + " returns", fn.restype, restype)
                 for i, (actual, c_type) in enumerate(zip(fn.argtypes, params)):
                     self.assert_ctype("%s parameter %d" % (name, i + 1), actual, c_type)
+
+    def test_pointer_types_the_model_api_uses(self):
+        # Two levels of pointer, const at either level, fixed-width ints.
+        self.assertIs(expected_ctype("const float * *"),
+                      ctypes.POINTER(ctypes.POINTER(ctypes.c_float)))
+        self.assertIs(expected_ctype("float *"), ctypes.POINTER(ctypes.c_float))
+        self.assertIs(expected_ctype("const int32_t *"), ctypes.POINTER(ctypes.c_int32))
+        self.assertIs(expected_ctype("int64_t *"), ctypes.POINTER(ctypes.c_int64))
+        self.assertIs(expected_ctype("const ct_batch *"), _lib.Handle)
+        self.assertIs(expected_ctype("ct_model * *"), ctypes.POINTER(_lib.Handle))
+        self.assertIs(expected_ctype("ct_task"), ctypes.c_int)
+        self.assertEqual(HEADER.functions["ct_model_logits"],
+                         ("ct_status", ["const ct_model *", "const float * *", "int *",
+                                        "int64_t *"]))
 
     def test_parser_reads_a_multi_line_declaration(self):
         # ct_args_get's parameters span two lines in args.h.

@@ -3,6 +3,9 @@
     import cputrain
     args = cputrain.TrainingArgs()
     rest = args.parse(["--bf16", "--learning_rate", "3e-5", "--output_dir", "out"])
+    model = cputrain.Model.create("bert-base-uncased", task="question-answering")
+    loss = model.forward_backward(input_ids, attention_mask=mask,
+                                  start_positions=starts, end_positions=ends)
 
 The shared library is found through CPUTRAIN_LIBRARY, else this source
 tree's build/, else the system; its major version must be the one this
@@ -14,12 +17,14 @@ from ._errors import CputrainError, Status
 from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging,
                    set_log_callback, set_log_level)
 from ._args import ArgType, Field, TrainingArgs
+from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 
 # The version of the library actually loaded, which is what runs.
 __version__ = _c.ct_version_string().decode()
 
 __all__ = [
-    "API_MAJOR", "ArgType", "CputrainError", "Field", "LOG_TO_STDERR", "LogLevel",
-    "Status", "TrainingArgs", "__version__", "get_log_level", "library_path",
-    "log_to_python_logging", "set_log_callback", "set_log_level",
+    "API_MAJOR", "ArgType", "Batch", "CputrainError", "DType", "Field", "LOG_TO_STDERR",
+    "LogLevel", "Model", "Precision", "Status", "Task", "TensorInfo", "TrainingArgs",
+    "__version__", "get_log_level", "library_path", "log_to_python_logging",
+    "set_log_callback", "set_log_level",
 ]

@@ -20,6 +20,7 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 _int, _uint, _size = ctypes.c_int, ctypes.c_uint, ctypes.c_size_t
 _i64, _f64, _str = ctypes.c_int64, ctypes.c_double, ctypes.c_char_p
+_i32, _u64, _f32 = ctypes.c_int32, ctypes.c_uint64, ctypes.c_float
 _status = ctypes.c_int  # enums (ct_status, ct_log_level) are ints in the C ABI
 _ptr = ctypes.POINTER
 
@@ -73,6 +74,49 @@ PROTOTYPES = {
     "ct_args_help": (_str, []),
     "ct_args_save_json": (_status, [Handle, _str]),
     "ct_args_load_json": (_status, [Handle, _str]),
+    # model.h: creating, loading, saving (ct_task, ct_precision, ct_dtype are ints)
+    "ct_model_create": (_status, [_str, _int, _u64, _ptr(Handle)]),
+    "ct_model_load": (_status, [_str, _int, _u64, _ptr(Handle)]),
+    "ct_model_free": (None, [Handle]),
+    "ct_model_save": (_status, [Handle, _str, _int]),
+    "ct_model_new_tensor_count": (_size, [Handle]),
+    "ct_model_new_tensor_name": (_str, [Handle, _size]),
+    # model.h: settings
+    "ct_model_set_precision": (_status, [Handle, _int]),
+    "ct_model_get_precision": (_int, [Handle]),
+    "ct_model_set_training": (_status, [Handle, _int]),
+    "ct_model_set_seed": (_status, [Handle, _u64, _u64]),
+    "ct_model_set_threads": (_status, [Handle, _int]),
+    "ct_model_get_threads": (_int, [Handle]),
+    "ct_model_get_task": (_int, [Handle]),
+    "ct_model_config_int": (_status, [Handle, _str, _ptr(_i64)]),
+    "ct_model_architecture": (_str, [Handle]),
+    # model.h: computing
+    "ct_model_forward_backward": (_status, [Handle, Handle, _f32, _ptr(_f32)]),
+    "ct_model_forward": (_status, [Handle, Handle, _ptr(_f32)]),
+    "ct_model_logits": (_status, [Handle, _ptr(_ptr(_f32)), _ptr(_int), _ptr(_i64)]),
+    "ct_model_zero_grad": (_status, [Handle]),
+    "ct_model_params_changed": (_status, [Handle]),
+    # model.h: parameters
+    "ct_model_num_parameters": (_size, [Handle]),
+    "ct_model_tensor_count": (_size, [Handle]),
+    "ct_model_tensor_index": (_status, [Handle, _str, _ptr(_size)]),
+    "ct_model_tensor_name": (_str, [Handle, _size]),
+    "ct_model_tensor_ndim": (_int, [Handle, _size]),
+    "ct_model_tensor_dim": (_i64, [Handle, _size, _int]),
+    "ct_model_tensor_numel": (_size, [Handle, _size]),
+    "ct_model_tensor_data": (_ptr(_f32), [Handle, _size]),
+    "ct_model_tensor_grad": (_ptr(_f32), [Handle, _size]),
+    "ct_model_tensor_decays": (_int, [Handle, _size]),
+    # model.h: batches
+    "ct_batch_create": (_status, [_ptr(Handle)]),
+    "ct_batch_free": (None, [Handle]),
+    "ct_batch_set_inputs": (_status, [Handle, _int, _int, _ptr(_i32), _ptr(_i32), _ptr(_i32)]),
+    "ct_batch_set_positions": (_status, [Handle, _ptr(_i32), _ptr(_i32)]),
+    "ct_batch_set_labels": (_status, [Handle, _ptr(_i32), _size]),
+    "ct_batch_set_float_labels": (_status, [Handle, _ptr(_f32), _size]),
+    "ct_batch_size": (_int, [Handle]),
+    "ct_batch_seq_len": (_int, [Handle]),
 }
 
 
