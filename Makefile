@@ -52,7 +52,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 # door in the build tree and after install alike).
 TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 
-.PHONY: all check demo bench install uninstall clean abi-check abi-baseline deps
+.PHONY: all check check-asan demo bench install uninstall clean abi-check abi-baseline deps
 all: $(SHARED) $(B)/lib/$(SONAME) $(B)/lib/libcputrain.so $(STATIC) $(EXAMPLES) $(TOOLS)
 
 deps:
@@ -91,7 +91,7 @@ $(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
 
 $(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(TEST_OBJS) $(STATIC) $(shell $(PKG_CONFIG) --libs $(CHECK_PKGS)) $(LIB_LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(STATIC) $(shell $(PKG_CONFIG) --libs $(CHECK_PKGS)) $(LIB_LDLIBS)
 
 $(B)/tests/test_wrapper: tests/cpp/test_wrapper.cpp bindings/cpp/cputrain.hpp $(SHARED)
 	@mkdir -p $(@D)
@@ -100,6 +100,15 @@ $(B)/tests/test_wrapper: tests/cpp/test_wrapper.cpp bindings/cpp/cputrain.hpp $(
 
 check: all $(CHECK_RUNNER) $(B)/tests/test_wrapper
 	@B="$(B)" VERSION="$(VERSION)" CC="$(CC)" CXX="$(CXX)" PYTHON="$(PYTHON)" MAKE="$(MAKE)" sh tests/run_all.sh
+
+# The C suites again, built with AddressSanitizer and UBSan in their own
+# build folder (make check runs this too).
+SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+check-asan:
+	$(MAKE) --no-print-directory B=$(B)-asan OPTFLAGS="-O1 -g $(SANITIZE)" \
+	    LDFLAGS="$(SANITIZE)" $(B)-asan/tests/check_all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(B)-asan/tests/check_all
 
 demo: all
 	$(B)/examples/quickstart

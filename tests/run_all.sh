@@ -26,6 +26,7 @@ run() {
 lib="$B/lib/libcputrain.so.$VERSION"
 
 run "C unit suites (Check)" "$B/tests/check_all"
+run "C unit suites under AddressSanitizer and UBSan" "$MAKE" --no-print-directory -s check-asan B="$B"
 run "public headers as C99 and C++" sh tests/test_headers.sh
 run "exported symbols = header = map" "$PYTHON" tests/abi_symbols.py "$lib" include/cputrain libcputrain.map
 run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"

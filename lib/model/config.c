@@ -189,9 +189,10 @@ ct_status ct__config_parse(const char *text, size_t len, const char *what, ct__c
         return st;
     root = ct__json_root(doc);
     if (root->type != CT_JSON_OBJECT) {
+        st = ct__error(CT_ERR_FORMAT, "%s: expected a JSON object, got %s", what,
+                       ct__json_type_name(root->type));
         ct__json_free(doc);
-        return ct__error(CT_ERR_FORMAT, "%s: expected a JSON object, got %s", what,
-                         ct__json_type_name(root->type));
+        return st;
     }
     mt = ct__json_get(root, "model_type");
     if (!mt || mt->type != CT_JSON_STRING) {

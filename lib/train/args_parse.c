@@ -244,9 +244,10 @@ static ct_status apply_json(ct_args *args, const char *path)
         return st;
     root = ct__json_root(doc);
     if (root->type != CT_JSON_OBJECT) {
+        st = ct__error(CT_ERR_FORMAT, "%s: expected a JSON object of training arguments, got %s",
+                       path, ct__json_type_name(root->type));
         ct__json_free(doc);
-        return ct__error(CT_ERR_FORMAT, "%s: expected a JSON object of training arguments, got %s",
-                         path, ct__json_type_name(root->type));
+        return st;
     }
     for (i = 0; i < root->n; i++) {
         if ((st = apply_json_member(args, &root->members[i])) != CT_OK) {

@@ -120,7 +120,8 @@ static size_t list_checkpoints(const char *dir, found **out)
         n++;
     }
     closedir(d);
-    qsort(list, n, sizeof *list, found_cmp);
+    if (n > 1)
+        qsort(list, n, sizeof *list, found_cmp);
     *out = list;
     return n;
 }

@@ -1,0 +1,31 @@
+#!/bin/sh
+# One bert-base-uncased QA training step (forward + backward, batch 8, seq 128)
+# with the library and with PyTorch on the same machine in the same run,
+# alternating twice (the machine is shared and noisy), then the ratios of the
+# medians. usage: bench/compare_bert.sh [BUILD_DIR]   (env: PYTHON, STEPS, THREADS)
+set -eu
+here=$(dirname "$0")
+build=${1:-build}
+python=${PYTHON:-/usr/bin/python3}
+steps=${STEPS:-5}
+threads=${THREADS:-2}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT INT TERM
+
+for round in 1 2; do
+    for prec in bf16 fp32; do
+        "$build/bin/cputrain-bench" --precision "$prec" --steps "$steps" --threads "$threads" |
+            awk -v p="$prec" '/^step time/ { print "ours", p, $4 }' | tee -a "$out"
+    done
+    "$python" "$here/torch_bert_step.py" --steps "$steps" --threads "$threads" |
+        awk '{ print $1, $2, $4 }' | tee -a "$out"
+done
+echo "# mean of the two rounds' medians (seconds per step; lower is better)"
+awk '{ key = $1 " " $2; n[key]++; v[key, n[key]] = $3 }
+     END {
+         for (k in n) { m = 0; for (i = 1; i <= n[k]; i++) m += v[k, i]; t[k] = m / n[k] }
+         printf "ours bf16 %.3f s, torch bf16 autocast %.3f s: ours is %.2fx faster\n",
+                t["ours bf16"], t["torch bf16"], t["torch bf16"] / t["ours bf16"]
+         printf "ours fp32 %.3f s, torch fp32 %.3f s: ours is %.2fx faster\n",
+                t["ours fp32"], t["torch fp32"], t["torch fp32"] / t["ours fp32"]
+     }' "$out"
