@@ -5,7 +5,7 @@ set -eu
 
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
-python3-numpy"
+python3-numpy python3-torch"
 
 missing=""
 for p in $packages; do
