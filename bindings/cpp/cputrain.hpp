@@ -1,6 +1,6 @@
 // Header-only C++11 wrapper over libcputrain's C API: exceptions instead of
-// status codes, RAII handles (training_args, model, batch), std::string and
-// std::vector at the edges.
+// status codes, RAII handles (training_args, model, batch, optimizer,
+// dataset, trainer), std::string, std::vector and std::function at the edges.
 // Everything here is inline and calls only the public C functions, so it
 // adds no symbols to the library's ABI.
 #ifndef CPUTRAIN_HPP
@@ -10,6 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -476,6 +479,323 @@ private:
     }
 
     ct_model *model_ = nullptr;
+};
+
+// ---- the optimizer -------------------------------------------------------------
+
+// optimizer::step() found a non-finite gradient norm: nothing was applied,
+// the gradients were zeroed and the step was not counted. grad_norm() is
+// the norm (inf or nan).
+class numeric_error : public error {
+public:
+    numeric_error(const std::string &message, double grad_norm)
+        : error(CT_ERR_NUMERIC, message), grad_norm_(grad_norm) {}
+    double grad_norm() const noexcept { return grad_norm_; }
+
+private:
+    double grad_norm_;
+};
+
+// A ct_optim: AdamW as torch.optim.AdamW, clipping to max_grad_norm and
+// Transformers' learning-rate schedule, configured from training_args. The
+// model must outlive it. Move-only; a moved-from optimizer is empty and
+// every call but destruction and assignment throws CT_ERR_INVALID_ARG.
+// trainer::optimizer() hands out a borrowed one (owns() is false), valid
+// until the trainer's next train() or its destruction.
+class optimizer {
+public:
+    optimizer(model &m, const training_args &args) {
+        if (!m.get())
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::model (moved from)");
+        check(ct_optim_create(m.get(), args.get(), &optim_));
+    }
+    explicit optimizer(ct_optim *adopt, bool owns = true) noexcept : optim_(adopt), owns_(owns) {}
+    optimizer(const optimizer &) = delete;
+    optimizer &operator=(const optimizer &) = delete;
+    optimizer(optimizer &&other) noexcept : optim_(other.optim_), owns_(other.owns_) {
+        other.optim_ = nullptr;
+    }
+    optimizer &operator=(optimizer &&other) noexcept {
+        std::swap(optim_, other.optim_);
+        std::swap(owns_, other.owns_);
+        return *this;
+    }
+    ~optimizer() {
+        if (owns_)
+            ct_optim_free(optim_);
+    }
+
+    ct_optim *get() const noexcept { return optim_; }
+    bool owns() const noexcept { return owns_; }
+
+    // num_training_steps of the schedule; step() needs it first.
+    void set_total_steps(std::int64_t total_steps) {
+        check(ct_optim_set_total_steps(live(), total_steps));
+    }
+    // Whether weight decay applies to one tensor (by model tensor index).
+    void set_decay(std::size_t tensor_index, bool decays) {
+        check(ct_optim_set_decay(live(), tensor_index, decays ? 1 : 0));
+    }
+    // Clip, AdamW, advance the schedule, zero the gradients; returns the
+    // gradient norm before clipping. Throws numeric_error for a non-finite one.
+    double step() {
+        double norm = 0;
+        ct_status st = ct_optim_step(live(), &norm);
+        if (st == CT_ERR_NUMERIC)
+            throw numeric_error(ct_last_error(), norm);
+        check(st);
+        return norm;
+    }
+    double grad_norm() const {
+        double norm = 0;
+        check(ct_optim_grad_norm(live(), &norm));
+        return norm;
+    }
+    std::int64_t step_count() const { return ct_optim_get_step(live()); }
+    // The rate the next step will use, and the schedule at any step.
+    double lr() const { return ct_optim_get_lr(live()); }
+    double lr_at(std::int64_t step) const { return ct_optim_lr_at(live(), step); }
+    void save(const std::string &path) const { check(ct_optim_save(live(), path.c_str())); }
+    void load(const std::string &path) { check(ct_optim_load(live(), path.c_str())); }
+
+private:
+    ct_optim *live() const {
+        if (!optim_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::optimizer");
+        return optim_;
+    }
+
+    ct_optim *optim_ = nullptr;
+    bool owns_ = true;
+};
+
+// ---- datasets -------------------------------------------------------------------
+
+// A ct_dataset: tokenised examples of one task, each seq_len tokens long,
+// copied by the library. Move-only; a moved-from dataset is empty.
+class dataset {
+public:
+    dataset(ct_task task, int seq_len) : task_(task) {
+        check(ct_dataset_create(task, seq_len, &dataset_));
+    }
+    dataset(const dataset &) = delete;
+    dataset &operator=(const dataset &) = delete;
+    dataset(dataset &&other) noexcept : dataset_(other.dataset_), task_(other.task_) {
+        other.dataset_ = nullptr;
+    }
+    dataset &operator=(dataset &&other) noexcept {
+        std::swap(dataset_, other.dataset_);
+        std::swap(task_, other.task_);
+        return *this;
+    }
+    ~dataset() { ct_dataset_free(dataset_); }
+
+    ct_dataset *get() const noexcept { return dataset_; }
+    ct_task task() const noexcept { return task_; }
+    std::size_t size() const { return ct_dataset_size(live()); }
+    int seq_len() const { return ct_dataset_seq_len(live()); }
+    // Labels per example: 2 (start, end), 1 (class id) or seq_len (masked LM).
+    std::size_t labels_per_example() const {
+        return task_ == CT_TASK_QUESTION_ANSWERING        ? 2
+               : task_ == CT_TASK_SEQUENCE_CLASSIFICATION ? 1
+                                                          : static_cast<std::size_t>(seq_len());
+    }
+
+    // One example; empty token_type_ids means all 0, empty attention_mask
+    // all 1. Sizes are checked here, since the C call reads seq_len values
+    // blindly.
+    void add(const std::vector<std::int32_t> &input_ids, const std::vector<std::int32_t> &labels,
+             const std::vector<std::int32_t> &token_type_ids = std::vector<std::int32_t>(),
+             const std::vector<std::int32_t> &attention_mask = std::vector<std::int32_t>()) {
+        std::size_t t = static_cast<std::size_t>(seq_len());
+        expect_size("input_ids", input_ids.size(), t, false);
+        expect_size("token_type_ids", token_type_ids.size(), t, true);
+        expect_size("attention_mask", attention_mask.size(), t, true);
+        expect_size("labels", labels.size(), labels_per_example(), false);
+        check(ct_dataset_add(live(), input_ids.data(),
+                             token_type_ids.empty() ? nullptr : token_type_ids.data(),
+                             attention_mask.empty() ? nullptr : attention_mask.data(),
+                             labels.data(), labels.size()));
+    }
+    // Examples `indices` (inputs and labels) into b.
+    void fill_batch(const std::vector<std::int64_t> &indices, batch &b) const {
+        if (!b.get())
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::batch (moved from)");
+        check(ct_dataset_fill_batch(live(), indices.data(), static_cast<int>(indices.size()),
+                                    b.get()));
+    }
+    batch make_batch(const std::vector<std::int64_t> &indices) const {
+        batch b;
+        fill_batch(indices, b);
+        return b;
+    }
+
+private:
+    ct_dataset *live() const {
+        if (!dataset_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::dataset (moved from)");
+        return dataset_;
+    }
+    static void expect_size(const char *what, std::size_t got, std::size_t want, bool may_be_empty) {
+        if (got == want || (may_be_empty && got == 0))
+            return;
+        throw error(CT_ERR_INVALID_ARG, std::string(what) + " has " + std::to_string(got) +
+                                            " values; an example needs " + std::to_string(want));
+    }
+
+    ct_dataset *dataset_ = nullptr;
+    ct_task task_;
+};
+
+// ---- the trainer ----------------------------------------------------------------
+
+// A ct_trainer: Hugging Face Trainer's loop. The model and the datasets
+// given to it must outlive it. Callbacks are std::functions; an exception
+// thrown by one never crosses the C library: training stops at once and
+// train() rethrows it. Move-only; a moved-from trainer is empty.
+class trainer {
+public:
+    // (event, step, max_steps, epoch, log_json or nullptr) -> true to stop
+    // (train() then throws CT_ERR_CANCELLED).
+    typedef std::function<bool(ct_event, std::int64_t, std::int64_t, double, const char *)>
+        progress_fn;
+    // At eval_strategy points: report metrics with report_metric().
+    typedef std::function<void(trainer &)> eval_fn;
+
+    trainer(model &m, const training_args &args) : state_(new state) {
+        if (!m.get())
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::model (moved from)");
+        state_->args = args;  // kept for the terminal progress bar
+        state_->owner = this;
+        check(ct_trainer_create(m.get(), args.get(), &trainer_));
+    }
+    trainer(const trainer &) = delete;
+    trainer &operator=(const trainer &) = delete;
+    trainer(trainer &&other) noexcept : trainer_(other.trainer_), state_(std::move(other.state_)) {
+        other.trainer_ = nullptr;
+        if (state_)
+            state_->owner = this;
+    }
+    trainer &operator=(trainer &&other) noexcept {
+        std::swap(trainer_, other.trainer_);
+        std::swap(state_, other.state_);
+        if (state_)
+            state_->owner = this;
+        if (other.state_)
+            other.state_->owner = &other;
+        return *this;
+    }
+    ~trainer() { ct_trainer_free(trainer_); }
+
+    ct_trainer *get() const noexcept { return trainer_; }
+
+    void set_train_dataset(const dataset &d) {
+        check(ct_trainer_set_train_dataset(live(), d.get()));
+    }
+    // An empty function removes the callback.
+    void on_progress(progress_fn fn) {
+        ct_trainer *t = live();
+        state_->progress = std::move(fn);
+        check(ct_trainer_set_progress_callback(t, state_->progress ? progress_trampoline : nullptr,
+                                               state_.get()));
+    }
+    // The library's own one-line bar on stderr (when it is a terminal and
+    // disable_tqdm is off) and log lines on stdout.
+    void progress_to_terminal() {
+        ct_trainer *t = live();
+        state_->progress = progress_fn();
+        check(ct_trainer_set_progress_callback(t, ct_progress_to_terminal, state_->args.get()));
+    }
+    void on_evaluate(eval_fn fn) {
+        ct_trainer *t = live();
+        state_->evaluate = std::move(fn);
+        check(ct_trainer_set_eval_callback(t, state_->evaluate ? eval_trampoline : nullptr,
+                                           state_.get()));
+    }
+
+    // Train (resuming when resume_from_checkpoint says so) and save into
+    // output_dir. Rethrows what a callback threw.
+    void train() {
+        ct_trainer *t = live();
+        state_->pending = std::exception_ptr();
+        ct_status st = ct_trainer_train(t);
+        std::string text = st != CT_OK ? ct_last_error() : "";
+        if (state_->pending) {
+            std::exception_ptr e = state_->pending;
+            state_->pending = std::exception_ptr();
+            std::rethrow_exception(e);
+        }
+        if (st != CT_OK)
+            throw error(st, text);
+    }
+    // From the evaluation callback: "name": value in the evaluation's log entry.
+    void report_metric(const std::string &name, double value) {
+        check(ct_trainer_report_metric(live(), name.c_str(), value));
+    }
+    double evaluate_loss(const dataset &d) {
+        double loss = 0;
+        check(ct_trainer_evaluate_loss(live(), d.get(), &loss));
+        return loss;
+    }
+
+    std::int64_t global_step() const { return ct_trainer_global_step(live()); }
+    std::int64_t max_steps() const { return ct_trainer_max_steps(live()); }
+    double train_loss() const { return ct_trainer_train_loss(live()); }
+    // The log history as JSON text (an array of objects).
+    std::string log_history() const { return ct_trainer_log_history(live()); }
+    // The trainer's optimizer, borrowed; throws CT_ERR_STATE before train().
+    optimizer optim() {
+        ct_optim *o = ct_trainer_optim(live());
+        if (!o)
+            throw error(CT_ERR_STATE, "the trainer has no optimizer before train()");
+        return optimizer(o, false);
+    }
+
+private:
+    // Lives on the heap so the address given to the library as `user`
+    // stays put when the trainer object is moved.
+    struct state {
+        progress_fn progress;
+        eval_fn evaluate;
+        training_args args;
+        trainer *owner = nullptr;
+        std::exception_ptr pending;
+    };
+
+    static int progress_trampoline(void *user, ct_event event, std::int64_t step,
+                                   std::int64_t max_steps, double epoch, const char *log_json) {
+        state *s = static_cast<state *>(user);
+        if (s->pending)
+            return 1;
+        try {
+            return s->progress(event, step, max_steps, epoch, log_json) ? 1 : 0;
+        } catch (...) {
+            s->pending = std::current_exception();
+            return 1;
+        }
+    }
+    static ct_status eval_trampoline(void *user, ct_trainer *) {
+        state *s = static_cast<state *>(user);
+        try {
+            s->evaluate(*s->owner);
+            return CT_OK;
+        } catch (const error &e) {
+            s->pending = std::current_exception();
+            return e.status() != CT_OK ? e.status() : CT_ERR_CANCELLED;
+        } catch (...) {
+            s->pending = std::current_exception();
+            return CT_ERR_CANCELLED;
+        }
+    }
+
+    ct_trainer *live() const {
+        if (!trainer_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::trainer (moved from)");
+        return trainer_;
+    }
+
+    ct_trainer *trainer_ = nullptr;
+    std::unique_ptr<state> state_;
 };
 
 } // namespace cputrain

@@ -74,6 +74,7 @@ CT_API ct_precision ct_model_get_precision(const ct_model *model);
  * ct_model_set_seed, so a step is reproducible); eval mode does not.
  * A new model is in training mode. */
 CT_API ct_status ct_model_set_training(ct_model *model, int training);
+CT_API int ct_model_get_training(const ct_model *model);
 /* Seed of the dropout generator and the step counter it is combined with;
  * the counter advances by one with every training-mode forward pass. */
 CT_API ct_status ct_model_set_seed(ct_model *model, uint64_t seed, uint64_t step);

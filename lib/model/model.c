@@ -170,6 +170,11 @@ ct_status ct_model_set_training(ct_model *m, int training)
     return CT_OK;
 }
 
+int ct_model_get_training(const ct_model *m)
+{
+    return m ? m->training : 0;
+}
+
 ct_status ct_model_set_seed(ct_model *m, uint64_t seed, uint64_t step)
 {
     CT__CHECK_ARG(m);

@@ -50,6 +50,13 @@ ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **o
     return CT_OK;
 }
 
+static void clear_metrics(ct_trainer *t)
+{
+    for (int i = 0; i < t->n_metrics; i++)
+        free(t->metric_names[i]);
+    t->n_metrics = 0;
+}
+
 void ct_trainer_free(ct_trainer *t)
 {
     if (!t)
@@ -57,7 +64,7 @@ void ct_trainer_free(ct_trainer *t)
     ct_optim_free(t->optim);
     ct_args_free(t->args);
     ct__sb_free(&t->history);
-    ct__sb_free(&t->metrics);
+    clear_metrics(t);
     free(t->history_text);
     free(t);
 }
@@ -127,14 +134,14 @@ static int kv_cmp(const void *a, const void *b)
     return strcmp(((const entry_kv *)a)->key, ((const entry_kv *)b)->key);
 }
 
-/* Append one entry {kv..., "epoch", "step"} (plus raw `extra` members,
- * already "key": value text) to the history; *json receives its text. */
-static ct_status add_entry(ct_trainer *t, entry_kv *kv, size_t n, const char *extra, char **json)
+/* Append one entry {kv..., "epoch", "step"} to the history, keys sorted;
+ * *json receives its text. */
+static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **json)
 {
     ct__strbuf sb = {0};
-    entry_kv all[32];
+    entry_kv all[40];
     size_t m = 0;
-    for (size_t i = 0; i < n && m < 30; i++)
+    for (size_t i = 0; i < n && m < 38; i++)
         all[m++] = kv[i];
     all[m++] = (entry_kv){"epoch", t->epoch, 0};
     all[m++] = (entry_kv){"step", (double)t->global_step, 1};
@@ -150,8 +157,6 @@ static ct_status add_entry(ct_trainer *t, entry_kv *kv, size_t n, const char *ex
         else
             ct__json_write_double(&sb, all[i].value);
     }
-    if (extra && *extra)
-        ct__sb_printf(&sb, "%s%s", m ? ", " : "", extra);
     ct__sb_puts(&sb, "}");
     if (sb.failed) {
         ct__sb_free(&sb);
@@ -193,7 +198,7 @@ static ct_status log_step(ct_trainer *t, double grad_norm)
         {"train_tokens_per_second", round_to(t->tokens_since_log / elapsed, 1), 0},
     };
     char *json = NULL;
-    ct_status st = add_entry(t, kv, 5, NULL, &json);
+    ct_status st = add_entry(t, kv, 5, &json);
     if (st == CT_OK) {
         ct__log(CT_LOG_INFO, "%s", json);
         st = notify(t, CT_EVENT_LOG, json);
@@ -210,23 +215,42 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
 {
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(name);
-    if (t->metrics.len)
-        ct__sb_puts(&t->metrics, ", ");
-    ct__json_write_string(&t->metrics, name, strlen(name));
-    ct__sb_puts(&t->metrics, ": ");
-    ct__json_write_double(&t->metrics, value);
-    return t->metrics.failed ? ct__error(CT_ERR_NOMEM, "out of memory") : CT_OK;
+    if (!t->in_eval)
+        return ct__error(CT_ERR_STATE, "ct_trainer_report_metric: '%s' reported outside an "
+                                       "evaluation callback", name);
+    if (!strcmp(name, "epoch") || !strcmp(name, "step"))
+        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: '%s' is set by the "
+                                             "trainer itself", name);
+    for (int i = 0; i < t->n_metrics; i++)
+        if (!strcmp(t->metric_names[i], name))
+            return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: '%s' reported twice",
+                             name);
+    if (t->n_metrics == (int)(sizeof t->metric_names / sizeof *t->metric_names))
+        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: more than %d metrics",
+                         t->n_metrics);
+    if (!(t->metric_names[t->n_metrics] = strdup(name)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    t->metric_values[t->n_metrics++] = value;
+    return CT_OK;
 }
 
 static ct_status evaluate(ct_trainer *t)
 {
+    entry_kv kv[32];
     char *json = NULL;
     ct_status st;
-    ct__sb_free(&t->metrics);
-    if ((st = t->eval(t->eval_user, t)) != CT_OK)
+    clear_metrics(t);
+    t->in_eval = 1;
+    st = t->eval(t->eval_user, t);
+    t->in_eval = 0;
+    if (st != CT_OK) {
+        clear_metrics(t);
         return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
-    st = add_entry(t, NULL, 0, t->metrics.data, &json);
-    ct__sb_free(&t->metrics);
+    }
+    for (int i = 0; i < t->n_metrics; i++)
+        kv[i] = (entry_kv){t->metric_names[i], t->metric_values[i], 0};
+    st = add_entry(t, kv, (size_t)t->n_metrics, &json);
+    clear_metrics(t);
     if (st == CT_OK) {
         ct__log(CT_LOG_INFO, "%s", json);
         st = notify(t, CT_EVENT_EVALUATE, json);
@@ -237,13 +261,20 @@ static ct_status evaluate(ct_trainer *t)
 
 static ct_status save_checkpoint(ct_trainer *t)
 {
-    char path[4096], json[4200];
+    char path[4096], *json;
+    ct__strbuf sb = {0};
     ct_status st = ct__checkpoint_save(t, path, sizeof path);
     if (st != CT_OK)
         return st;
     ct__log(CT_LOG_INFO, "saved checkpoint %s", path);
-    snprintf(json, sizeof json, "{\"checkpoint\": \"%s\"}", path);
-    return notify(t, CT_EVENT_SAVE, json);
+    ct__sb_puts(&sb, "{\"checkpoint\": ");
+    ct__json_write_string(&sb, path, strlen(path));
+    ct__sb_puts(&sb, "}");
+    if (!(json = ct__sb_take(&sb)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    st = notify(t, CT_EVENT_SAVE, json);
+    free(json);
+    return st;
 }
 
 /* A *_steps value below 1 is a fraction of max_steps, rounded up. */
@@ -272,8 +303,9 @@ static ct_status after_step(ct_trainer *t, double grad_norm)
     if (st == CT_OK && strategy_is(t, CT_A_eval_strategy, "steps") &&
         s % interval(t, eval_steps) == 0)
         st = evaluate(t);
+    /* Transformers also saves when training ends, whatever the interval. */
     if (st == CT_OK && strategy_is(t, CT_A_save_strategy, "steps") &&
-        s % interval(t, A_FLOAT(save_steps)) == 0)
+        (s % interval(t, A_FLOAT(save_steps)) == 0 || s >= t->max_steps))
         st = save_checkpoint(t);
     return st;
 }
@@ -546,13 +578,16 @@ ct_status ct_trainer_train(ct_trainer *t)
     }
     if (st == CT_OK) {
         double runtime = ct__now() - start;
-        entry_kv kv[4] = {{"train_runtime", round_to(runtime, 4), 0},
+        int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
+                          A_INT(gradient_accumulation_steps);
+        entry_kv kv[5] = {{"train_runtime", round_to(runtime, 4), 0},
                           {"train_loss", ct_trainer_train_loss(t), 0},
                           {"total_flos", t->total_flos, 0},
+                          {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
                           {"train_steps_per_second",
                            round_to((double)t->global_step / runtime, 3), 0}};
         char *json = NULL;
-        if ((st = add_entry(t, kv, 4, NULL, &json)) == CT_OK) {
+        if ((st = add_entry(t, kv, 5, &json)) == CT_OK) {
             ct__log(CT_LOG_INFO, "%s", json);
             st = notify(t, CT_EVENT_LOG, json);
         }
@@ -581,6 +616,10 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(d);
     CT__CHECK_ARG(loss);
+    if (d->task != t->model->task)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_trainer_evaluate_loss: the dataset's task does not match the "
+                         "model's (%s)", ct_model_architecture(t->model));
     b = A_INT(per_device_eval_batch_size);
     if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK) {
         free(idx);

@@ -39,7 +39,11 @@ struct ct_trainer {
     int64_t last_logged_step;
     ct__strbuf history;       /* log entries, comma-separated */
     char *history_text;       /* "[...]" made on request */
-    ct__strbuf metrics;       /* entries reported by the eval callback */
+    /* Metrics the evaluation callback reported, while it runs. */
+    int in_eval;
+    char *metric_names[32];
+    double metric_values[32];
+    int n_metrics;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
 };

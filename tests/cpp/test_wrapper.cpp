@@ -1,6 +1,7 @@
 // Tests of bindings/cpp/cputrain.hpp against the built library: errors as
 // exceptions, typed and text access, parse, JSON, copy and move; models and
-// batches (RAII, sizes checked, views into the model, save and load). No
+// batches (RAII, sizes checked, views into the model, save and load); the
+// optimizer, datasets and the trainer with std::function callbacks. No
 // framework: each CHECK counts, the last line says "N passed, M failed".
 #include "cputrain.hpp"
 
@@ -9,9 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <ftw.h>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -375,6 +378,235 @@ static void test_model_save_load() {
     rmdir(dir.c_str());
 }
 
+
+// ---- optimizer, datasets, trainer ------------------------------------------------
+
+static int remove_entry(const char *path, const struct stat *, int, struct FTW *) {
+    return std::remove(path);
+}
+static void remove_tree(const std::string &dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static bool exists(const std::string &path) {
+    struct stat sb;
+    return stat(path.c_str(), &sb) == 0;
+}
+
+static void test_optimizer() {
+    std::string dir = temp_dir();
+    cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 2);
+    m.set_training(false);
+    cputrain::training_args args;
+    args.set_float("learning_rate", 1e-3);
+    args.set_float("max_grad_norm", 1.0);
+    cputrain::optimizer opt(m, args);
+    CHECK(opt.owns() && opt.step_count() == 0);
+    cputrain::batch b(MB, MT, IDS, TYPES, MASK);
+    b.set_positions({1, 2}, {3, 2});
+    m.forward_backward(b);
+    EXPECT_ERROR(opt.step(), CT_ERR_STATE, "ct_optim_set_total_steps");
+    EXPECT_ERROR(opt.set_total_steps(0), CT_ERR_INVALID_ARG, "total steps");
+    opt.set_total_steps(10);
+    double norm = opt.grad_norm();
+    CHECK(norm > 0);
+    CHECK(opt.step() == norm);
+    CHECK(opt.step_count() == 1);
+    CHECK(opt.grad_norm() == 0.0);  // the step zeroes the gradients
+    CHECK(opt.lr() == opt.lr_at(1));
+    CHECK(std::fabs(opt.lr_at(0) - 1e-3) < 1e-15);
+    CHECK(std::fabs(opt.lr_at(10)) < 1e-15);  // linear down to 0
+    EXPECT_ERROR(opt.set_decay(100000, true), CT_ERR_INVALID_ARG, "tensors");
+    opt.set_decay(m.tensor_index("qa_outputs.bias"), true);
+
+    // A non-finite gradient: numeric_error with the norm, nothing counted.
+    m.forward_backward(b);
+    m.grad("qa_outputs.bias")[0] = std::nanf("");
+    try {
+        opt.step();
+        CHECK(false);
+    } catch (const cputrain::numeric_error &e) {
+        CHECK(std::isnan(e.grad_norm()));
+        CHECK(e.status() == CT_ERR_NUMERIC);
+        CHECK(std::string(e.what()).find("CT_ERR_NUMERIC") == 0);
+    }
+    CHECK(opt.step_count() == 1);
+
+    std::string path = dir + "/optimizer.safetensors";
+    opt.save(path);
+    cputrain::optimizer fresh(m, args);
+    fresh.load(path);
+    CHECK(fresh.step_count() == 1);
+    EXPECT_ERROR(fresh.load(dir + "/absent.safetensors"), CT_ERR_IO, "absent.safetensors");
+
+    cputrain::optimizer moved(std::move(fresh));
+    CHECK(fresh.get() == nullptr && moved.step_count() == 1);
+    EXPECT_ERROR(fresh.lr(), CT_ERR_INVALID_ARG, "empty cputrain::optimizer");
+    remove_tree(dir);
+}
+
+static const int DT = 8;
+
+static std::vector<std::int32_t> example_ids(int i) {
+    std::vector<std::int32_t> ids(DT);
+    for (int k = 0; k < DT; k++)
+        ids[k] = 1 + (i * 31 + k * 7) % 127;
+    return ids;
+}
+
+static cputrain::dataset qa_dataset(int n) {
+    cputrain::dataset d(CT_TASK_QUESTION_ANSWERING, DT);
+    for (int i = 0; i < n; i++)
+        d.add(example_ids(i), {i % 5, i % 5 + 1});
+    return d;
+}
+
+static void test_dataset() {
+    cputrain::dataset d = qa_dataset(6);
+    CHECK(d.size() == 6 && d.seq_len() == DT && d.task() == CT_TASK_QUESTION_ANSWERING);
+    CHECK(d.labels_per_example() == 2);
+    EXPECT_ERROR(d.add(std::vector<std::int32_t>(3, 1), {0, 1}), CT_ERR_INVALID_ARG,
+                 "input_ids has 3 values; an example needs 8");
+    EXPECT_ERROR(d.add(example_ids(0), {0}), CT_ERR_INVALID_ARG, "labels has 1 values");
+    EXPECT_ERROR(d.add(example_ids(0), {0, 1}, {0, 1}), CT_ERR_INVALID_ARG, "token_type_ids");
+    CHECK(d.size() == 6);
+    cputrain::batch b = d.make_batch({5, 0, 3});
+    CHECK(b.size() == 3 && b.seq_len() == DT);
+    EXPECT_ERROR(d.make_batch({6}), CT_ERR_INVALID_ARG, "index 6");
+
+    cputrain::dataset mlm(CT_TASK_MASKED_LM, 4);
+    CHECK(mlm.labels_per_example() == 4);
+    mlm.add({1, 2, 3, 4}, {-100, 2, -100, -100}, {}, {1, 1, 1, 0});
+    cputrain::dataset moved(std::move(mlm));
+    CHECK(mlm.get() == nullptr && moved.size() == 1);
+    EXPECT_ERROR(mlm.size(), CT_ERR_INVALID_ARG, "empty cputrain::dataset");
+    EXPECT_ERROR(cputrain::dataset(CT_TASK_QUESTION_ANSWERING, 0), CT_ERR_INVALID_ARG, "seq_len");
+}
+
+struct callback_failure : std::runtime_error {
+    callback_failure() : std::runtime_error("thrown in a callback") {}
+};
+
+static cputrain::training_args train_args(const std::string &out) {
+    cputrain::training_args args;
+    args.set_string("output_dir", out);
+    args.set_int("per_device_train_batch_size", 4);
+    args.set_int("gradient_accumulation_steps", 2);
+    args.set_float("num_train_epochs", 2);
+    args.set_float("learning_rate", 1e-3);
+    args.set_float("logging_steps", 2);
+    args.set_float("save_steps", 3);
+    args.set_string("eval_strategy", "steps");
+    args.set_float("eval_steps", 3);
+    return args;
+}
+
+static void test_trainer() {
+    std::string dir = temp_dir();
+    cputrain::dataset train = qa_dataset(24);  // 6 micro-batches of 4: 3 steps per epoch
+    cputrain::dataset eval = qa_dataset(5);
+    cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 1);
+    cputrain::training_args args = train_args(dir + "/out");
+
+    std::vector<std::pair<ct_event, std::int64_t> > events;
+    std::vector<std::string> logs;
+    cputrain::trainer before(m, args);
+    before.set_train_dataset(train);
+    before.on_progress([&](ct_event ev, std::int64_t step, std::int64_t max_steps, double,
+                           const char *json) {
+        events.push_back(std::make_pair(ev, step));
+        CHECK(max_steps == 6);
+        if (json)
+            logs.push_back(json);
+        return false;
+    });
+    before.on_evaluate([&](cputrain::trainer &t) {
+        t.report_metric("eval_loss", t.evaluate_loss(eval));
+        t.report_metric("eval_answer", 42);
+    });
+    EXPECT_ERROR(before.optim(), CT_ERR_STATE, "before train");
+    cputrain::trainer t(std::move(before));  // the callbacks move with it
+    CHECK(before.get() == nullptr);
+    EXPECT_ERROR(before.train(), CT_ERR_INVALID_ARG, "empty cputrain::trainer");
+    t.train();
+    CHECK(t.global_step() == 6 && t.max_steps() == 6);
+    CHECK(std::isfinite(t.train_loss()) && t.train_loss() > 0);
+    CHECK(!events.empty() && events.front().first == CT_EVENT_TRAIN_BEGIN);
+    CHECK(!events.empty() && events.back().first == CT_EVENT_TRAIN_END);
+    int step_ends = 0, evaluations = 0, saves = 0;
+    for (std::size_t i = 0; i < events.size(); i++) {
+        step_ends += events[i].first == CT_EVENT_STEP_END;
+        evaluations += events[i].first == CT_EVENT_EVALUATE;
+        saves += events[i].first == CT_EVENT_SAVE;
+    }
+    CHECK(step_ends == 6 && evaluations == 2 && saves == 2);
+    std::string history = t.log_history();
+    CHECK(history.find("\"eval_answer\": 42") != std::string::npos);
+    CHECK(history.find("\"learning_rate\"") != std::string::npos);
+    bool saw_loss = false;
+    for (std::size_t i = 0; i < logs.size(); i++)
+        saw_loss = saw_loss || logs[i].find("\"loss\": ") != std::string::npos;
+    CHECK(saw_loss);
+    cputrain::optimizer borrowed = t.optim();
+    CHECK(!borrowed.owns() && borrowed.step_count() == 6);
+    for (const char *name : {"/out/train_results.json", "/out/trainer_state.json",
+                             "/out/model.safetensors", "/out/checkpoint-3/optimizer.safetensors",
+                             "/out/checkpoint-6/trainer_state.json"})
+        CHECK(exists(dir + name));
+
+    // Stopping from the progress callback.
+    cputrain::model m2 = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 1);
+    cputrain::training_args args2 = train_args(dir + "/stop");
+    args2.set_string("eval_strategy", "no");
+    cputrain::trainer stop(m2, args2);
+    stop.set_train_dataset(train);
+    stop.on_progress([](ct_event ev, std::int64_t step, std::int64_t, double, const char *) {
+        return ev == CT_EVENT_STEP_END && step == 2;
+    });
+    EXPECT_ERROR(stop.train(), CT_ERR_CANCELLED, "step 2");
+    CHECK(stop.global_step() == 2);
+
+    // An exception in a callback is rethrown by train(), not lost in C.
+    stop.on_progress([](ct_event ev, std::int64_t step, std::int64_t, double, const char *) -> bool {
+        if (ev == CT_EVENT_LOG && step == 4)
+            throw callback_failure();
+        return false;
+    });
+    bool rethrown = false;
+    try {
+        stop.train();
+    } catch (const callback_failure &) {
+        rethrown = true;
+    }
+    CHECK(rethrown && stop.global_step() == 4);
+
+    cputrain::training_args args3 = train_args(dir + "/eval-throws");
+    cputrain::trainer eval_throws(m2, args3);
+    eval_throws.set_train_dataset(train);
+    eval_throws.on_evaluate([](cputrain::trainer &) { throw callback_failure(); });
+    rethrown = false;
+    try {
+        eval_throws.train();
+    } catch (const callback_failure &) {
+        rethrown = true;
+    }
+    CHECK(rethrown && eval_throws.global_step() == 3);
+    // A cputrain::error from inside the evaluation comes back as itself.
+    cputrain::dataset bad(CT_TASK_QUESTION_ANSWERING, DT);
+    bad.add(std::vector<std::int32_t>(DT, 500), {0, 0});
+    eval_throws.on_evaluate([&](cputrain::trainer &tr) { tr.evaluate_loss(bad); });
+    EXPECT_ERROR(eval_throws.train(), CT_ERR_INVALID_ARG, "vocabulary");
+
+    // The library's terminal printer (stderr is not a terminal here: no bar).
+    cputrain::training_args args4 = train_args(dir + "/terminal");
+    args4.set_string("eval_strategy", "no");
+    args4.set_bool("disable_tqdm", true);
+    cputrain::trainer quiet(m2, args4);
+    quiet.set_train_dataset(train);
+    quiet.progress_to_terminal();
+    quiet.on_progress(cputrain::trainer::progress_fn());  // and removed again
+    quiet.train();
+    CHECK(quiet.global_step() == 6);
+    remove_tree(dir);
+}
+
 int main() {
     test_errors();
     test_typed_and_text_access();
@@ -386,6 +618,9 @@ int main() {
     test_model_basics();
     test_model_errors_and_move();
     test_model_save_load();
+    test_optimizer();
+    test_dataset();
+    test_trainer();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

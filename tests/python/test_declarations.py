@@ -159,6 +159,28 @@ class DeclarationsTest(unittest.TestCase):
                          ("ct_status", ["const ct_model *", "const float * *", "int *",
                                         "int64_t *"]))
 
+    def test_types_the_optim_and_train_api_use(self):
+        # In-arrays of int64 indices, double out-parameters, and callback
+        # typedefs passed by value (a CFUNCTYPE whose own signature must match).
+        self.assertIs(expected_ctype("const int64_t *"), ctypes.POINTER(ctypes.c_int64))
+        self.assertIs(expected_ctype("double *"), ctypes.POINTER(ctypes.c_double))
+        self.assertIs(expected_ctype("ct_event"), ctypes.c_int)
+        self.assertIs(expected_ctype("const ct_dataset *"), _lib.Handle)
+        self.assertEqual(HEADER.callbacks["ct_progress_fn"],
+                         ("int", ["void *", "ct_event", "int64_t", "int64_t", "double",
+                                  "const char *"]))
+        self.assertEqual(HEADER.callbacks["ct_eval_fn"], ("ct_status", ["void *", "ct_trainer *"]))
+        self.assertEqual(expected_ctype("ct_progress_fn"), HEADER.callbacks["ct_progress_fn"])
+        self.check_callback("ct_progress_fn", _lib.PROGRESS_FN, HEADER.callbacks["ct_progress_fn"])
+        self.check_callback("ct_eval_fn", _lib.EVAL_FN, HEADER.callbacks["ct_eval_fn"])
+        self.assertIs(_lib.PROTOTYPES["ct_trainer_set_progress_callback"][1][1], _lib.PROGRESS_FN)
+        self.assertIs(_lib.PROTOTYPES["ct_trainer_set_eval_callback"][1][1], _lib.EVAL_FN)
+        # A callback of the wrong width is caught, not waved through.
+        narrow = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_int64, ctypes.c_double, ctypes.c_char_p)
+        with self.assertRaises(AssertionError):
+            self.check_callback("narrow", narrow, HEADER.callbacks["ct_progress_fn"])
+
     def test_parser_reads_a_multi_line_declaration(self):
         # ct_args_get's parameters span two lines in args.h.
         self.assertEqual(HEADER.functions["ct_args_get"],

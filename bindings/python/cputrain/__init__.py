@@ -6,6 +6,10 @@
     model = cputrain.Model.create("bert-base-uncased", task="question-answering")
     loss = model.forward_backward(input_ids, attention_mask=mask,
                                   start_positions=starts, end_positions=ends)
+    data = cputrain.Dataset.from_arrays("question-answering", ids, positions)
+    trainer = cputrain.Trainer(model, args, train_dataset=data,
+                               progress=lambda event, step, max_steps, epoch, log: False)
+    trainer.train()
 
 The shared library is found through CPUTRAIN_LIBRARY, else this source
 tree's build/, else the system; its major version must be the one this
@@ -18,13 +22,15 @@ from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging
                    set_log_callback, set_log_level)
 from ._args import ArgType, Field, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
+from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 
 # The version of the library actually loaded, which is what runs.
 __version__ = _c.ct_version_string().decode()
 
 __all__ = [
-    "API_MAJOR", "ArgType", "Batch", "CputrainError", "DType", "Field", "LOG_TO_STDERR",
-    "LogLevel", "Model", "Precision", "Status", "Task", "TensorInfo", "TrainingArgs",
-    "__version__", "get_log_level", "library_path", "log_to_python_logging",
-    "set_log_callback", "set_log_level",
+    "API_MAJOR", "ArgType", "Batch", "CputrainError", "DType", "Dataset", "Event", "Field",
+    "LOG_TO_STDERR", "LogLevel", "Model", "Optimizer", "PROGRESS_TO_TERMINAL", "Precision",
+    "Status", "Task", "TensorInfo", "TrainOutput", "Trainer", "TrainingArgs", "__version__",
+    "get_log_level", "library_path", "log_to_python_logging", "set_log_callback",
+    "set_log_level",
 ]

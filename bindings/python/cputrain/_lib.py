@@ -17,6 +17,12 @@ API_MIN_VERSION = 100  # 0.1.0
 Handle = ctypes.c_void_p
 # typedef void (*ct_log_fn)(ct_log_level level, const char *message, void *user);
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+# typedef int (*ct_progress_fn)(void *user, ct_event event, int64_t step,
+#                               int64_t max_steps, double epoch, const char *log_json);
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64,
+                               ctypes.c_int64, ctypes.c_double, ctypes.c_char_p)
+# typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
+EVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
 _int, _uint, _size = ctypes.c_int, ctypes.c_uint, ctypes.c_size_t
 _i64, _f64, _str = ctypes.c_int64, ctypes.c_double, ctypes.c_char_p
@@ -84,6 +90,7 @@ PROTOTYPES = {
     # model.h: settings
     "ct_model_set_precision": (_status, [Handle, _int]),
     "ct_model_get_precision": (_int, [Handle]),
+    "ct_model_get_training": (_int, [Handle]),
     "ct_model_set_training": (_status, [Handle, _int]),
     "ct_model_set_seed": (_status, [Handle, _u64, _u64]),
     "ct_model_set_threads": (_status, [Handle, _int]),
@@ -117,6 +124,40 @@ PROTOTYPES = {
     "ct_batch_set_float_labels": (_status, [Handle, _ptr(_f32), _size]),
     "ct_batch_size": (_int, [Handle]),
     "ct_batch_seq_len": (_int, [Handle]),
+    # optim.h
+    "ct_optim_create": (_status, [Handle, Handle, _ptr(Handle)]),
+    "ct_optim_free": (None, [Handle]),
+    "ct_optim_set_total_steps": (_status, [Handle, _i64]),
+    "ct_optim_set_decay": (_status, [Handle, _size, _int]),
+    "ct_optim_step": (_status, [Handle, _ptr(_f64)]),
+    "ct_optim_grad_norm": (_status, [Handle, _ptr(_f64)]),
+    "ct_optim_get_step": (_i64, [Handle]),
+    "ct_optim_get_lr": (_f64, [Handle]),
+    "ct_optim_lr_at": (_f64, [Handle, _i64]),
+    "ct_optim_save": (_status, [Handle, _str]),
+    "ct_optim_load": (_status, [Handle, _str]),
+    # train.h: datasets
+    "ct_dataset_create": (_status, [_int, _int, _ptr(Handle)]),
+    "ct_dataset_free": (None, [Handle]),
+    "ct_dataset_add": (_status, [Handle, _ptr(_i32), _ptr(_i32), _ptr(_i32), _ptr(_i32), _size]),
+    "ct_dataset_size": (_size, [Handle]),
+    "ct_dataset_seq_len": (_int, [Handle]),
+    "ct_dataset_fill_batch": (_status, [Handle, _ptr(_i64), _int, Handle]),
+    # train.h: the trainer (ct_event is an int)
+    "ct_trainer_create": (_status, [Handle, Handle, _ptr(Handle)]),
+    "ct_trainer_free": (None, [Handle]),
+    "ct_trainer_set_train_dataset": (_status, [Handle, Handle]),
+    "ct_trainer_set_progress_callback": (_status, [Handle, PROGRESS_FN, ctypes.c_void_p]),
+    "ct_trainer_set_eval_callback": (_status, [Handle, EVAL_FN, ctypes.c_void_p]),
+    "ct_progress_to_terminal": (_int, [ctypes.c_void_p, _int, _i64, _i64, _f64, _str]),
+    "ct_trainer_train": (_status, [Handle]),
+    "ct_trainer_report_metric": (_status, [Handle, _str, _f64]),
+    "ct_trainer_evaluate_loss": (_status, [Handle, Handle, _ptr(_f64)]),
+    "ct_trainer_global_step": (_i64, [Handle]),
+    "ct_trainer_max_steps": (_i64, [Handle]),
+    "ct_trainer_train_loss": (_f64, [Handle]),
+    "ct_trainer_optim": (Handle, [Handle]),
+    "ct_trainer_log_history": (_str, [Handle]),
 }
 
 

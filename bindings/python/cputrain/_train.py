@@ -1,0 +1,775 @@
+"""Optimizer, Dataset and Trainer: AdamW with Transformers' schedules over a
+ct_optim, in-memory datasets of tokenised examples over a ct_dataset, and
+Hugging Face Trainer's loop over a ct_trainer, with progress and evaluation
+callbacks written in Python."""
+
+import ctypes
+import enum
+import itertools
+import json
+import numbers
+import os
+import weakref
+from typing import NamedTuple
+
+from ._args import TrainingArgs, _decode, _encode
+from ._errors import CputrainError, Status, check, error_from_status
+from ._lib import EVAL_FN, PROGRESS_FN, Handle, lib
+from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _path, _to_int32
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _int64(value, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError("%s %d does not fit in a signed 64-bit integer" % (what, value))
+    return int(value)
+
+
+def _live_model(model, who):
+    if not isinstance(model, Model):
+        raise TypeError("%s needs a cputrain.Model, not %s" % (who, type(model).__name__))
+    return model._live()
+
+
+def _args_handle(args, who):
+    if not isinstance(args, TrainingArgs):
+        raise TypeError("%s needs cputrain.TrainingArgs, not %s" % (who, type(args).__name__))
+    return args._live()
+
+
+def _tensor_index(model, tensor):
+    """A tensor index from a name or an index of `model`."""
+    if isinstance(tensor, str):
+        return model._index(tensor)
+    if isinstance(tensor, bool) or not isinstance(tensor, numbers.Integral):
+        raise TypeError("tensor must be a name or an index, not %s" % type(tensor).__name__)
+    if tensor < 0:
+        raise IndexError("tensor index %d is negative" % tensor)
+    return int(tensor)
+
+
+# ---- Optimizer ----------------------------------------------------------------
+
+class Optimizer:
+    """AdamW exactly as torch.optim.AdamW, with gradient clipping to
+    max_grad_norm and the learning-rate schedule of Transformers'
+    get_scheduler (a ct_optim), all configured from TrainingArgs:
+
+        opt = Optimizer(model, TrainingArgs(learning_rate=1e-3, weight_decay=0.01,
+                                            lr_scheduler_type="cosine", warmup_steps=2))
+        opt.set_total_steps(100)
+        model.forward_backward(...)
+        grad_norm = opt.step()   # clip, AdamW, advance the schedule, zero the grads
+
+    Weight decay applies to the tensors model.tensor_info(name).decays marks
+    (not biases, not LayerNorm weights), as Trainer groups them; set_decay()
+    overrides one. The model must stay open while the optimizer is used.
+    The optimizer a Trainer made (Trainer.optimizer) is borrowed: it follows
+    the trainer's current ct_optim and close() only lets go of it."""
+
+    __slots__ = ("_handle", "_model", "_owner", "__weakref__")
+
+    def __init__(self, model, args):
+        self._handle = None
+        self._owner = None
+        self._model = model
+        handle = Handle()
+        check(lib.ct_optim_create(_live_model(model, "Optimizer"),
+                                  _args_handle(args, "Optimizer"), ctypes.byref(handle)))
+        self._handle = handle
+
+    @classmethod
+    def _borrowed(cls, trainer):
+        opt = object.__new__(cls)
+        opt._handle = None
+        opt._model = trainer._model
+        opt._owner = trainer
+        return opt
+
+    def close(self):
+        """Free the optimizer now (a borrowed one is only let go of)."""
+        handle, self._handle = self._handle, None
+        self._owner = None
+        if handle:
+            lib.ct_optim_free(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self, _free=lib.ct_optim_free):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            self._handle = None
+            _free(handle)
+
+    def __reduce__(self):
+        raise TypeError("an Optimizer cannot be pickled; save() it and load() it instead")
+
+    def _live(self):
+        if self._owner is not None:
+            handle = lib.ct_trainer_optim(self._owner._live())
+            if not handle:
+                raise ValueError("the Trainer has no optimizer yet (it makes one in train())")
+            return handle
+        if not self._handle:
+            raise ValueError("operation on a closed Optimizer")
+        if not self._model._handle:
+            raise ValueError("the Model of this Optimizer was closed")
+        return self._handle
+
+    @property
+    def model(self):
+        return self._model
+
+    def set_total_steps(self, total_steps):
+        """num_training_steps of the schedule (a Trainer sets its max_steps);
+        step() needs it first."""
+        check(lib.ct_optim_set_total_steps(self._live(), _int64(total_steps, "total_steps")))
+
+    def set_decay(self, tensor, decays):
+        """Override whether weight decay applies to one tensor (a name or a
+        model tensor index)."""
+        handle = self._live()
+        if not isinstance(decays, bool):
+            raise TypeError("decays must be True or False, not %s" % type(decays).__name__)
+        check(lib.ct_optim_set_decay(handle, _tensor_index(self._model, tensor), int(decays)))
+
+    def step(self):
+        """One optimizer step: clip to max_grad_norm, AdamW with the
+        scheduled learning rate, advance the schedule, zero the gradients.
+        Returns the global L2 norm of the gradients before clipping.
+
+        A non-finite norm applies nothing (the gradients are zeroed and the
+        step is not counted) and raises CputrainError with status
+        ERR_NUMERIC, whose grad_norm attribute holds the norm."""
+        norm = ctypes.c_double()
+        status = lib.ct_optim_step(self._live(), ctypes.byref(norm))
+        if status != 0:
+            error = error_from_status(status)
+            error.grad_norm = norm.value if status == Status.ERR_NUMERIC else None
+            raise error
+        return norm.value
+
+    def grad_norm(self):
+        """Global L2 norm of the current gradients; changes nothing."""
+        norm = ctypes.c_double()
+        check(lib.ct_optim_grad_norm(self._live(), ctypes.byref(norm)))
+        return norm.value
+
+    @property
+    def step_count(self):
+        """Optimizer steps taken."""
+        return lib.ct_optim_get_step(self._live())
+
+    @property
+    def lr(self):
+        """The learning rate the next step will use (Transformers'
+        get_last_lr() after step_count scheduler steps)."""
+        return lib.ct_optim_get_lr(self._live())
+
+    def lr_at(self, step):
+        """The schedule's learning rate at optimizer step `step`."""
+        return lib.ct_optim_lr_at(self._live(), _int64(step, "step"))
+
+    def save(self, path):
+        """Moments, step and schedule as one safetensors file, written atomically."""
+        check(lib.ct_optim_save(self._live(), _path(path, "path")))
+
+    def load(self, path):
+        """State saved by save() for a model of the same tensor names and
+        shapes; nothing changes on failure."""
+        check(lib.ct_optim_load(self._live(), _path(path, "path")))
+
+    def __repr__(self):
+        try:
+            handle = self._live()
+        except ValueError:
+            return "<closed Optimizer>"
+        return "<Optimizer AdamW, step %d, lr %g%s>" % (
+            lib.ct_optim_get_step(handle), lib.ct_optim_get_lr(handle),
+            ", of a Trainer" if self._owner is not None else "")
+
+
+# ---- Dataset ------------------------------------------------------------------
+
+def _address(converted):
+    return ctypes.cast(converted.pointer, ctypes.c_void_p).value
+
+
+def _row(address, index, width):
+    return ctypes.cast(address + 4 * index * width, ctypes.POINTER(ctypes.c_int32))
+
+
+class Dataset:
+    """Tokenised examples of one task, each seq_len tokens long, held by the
+    library (a ct_dataset) for a Trainer:
+
+        ds = Dataset("question-answering", seq_len=384)
+        ds.add(input_ids, (start, end), token_type_ids, attention_mask)
+        ds = Dataset.from_arrays("sequence-classification", ids, labels)   # [N, T], [N]
+
+    Labels per example: question answering (start, end); sequence
+    classification a class id; masked LM seq_len token ids (-100 = not
+    predicted). token_type_ids None means all 0, attention_mask None all 1.
+    The library copies what it is given."""
+
+    __slots__ = ("_handle", "_task", "__weakref__")
+
+    def __init__(self, task, seq_len):
+        self._handle = None
+        self._task = _member(Task, _TASK_NAMES, task, "task")
+        if isinstance(seq_len, bool) or not isinstance(seq_len, numbers.Integral):
+            raise TypeError("seq_len must be an int, not %s" % type(seq_len).__name__)
+        if not 1 <= seq_len <= (1 << 30):
+            raise ValueError("seq_len must be positive, not %d" % seq_len)
+        handle = Handle()
+        check(lib.ct_dataset_create(self._task, int(seq_len), ctypes.byref(handle)))
+        self._handle = handle
+
+    @classmethod
+    def from_arrays(cls, task, input_ids, labels, token_type_ids=None, attention_mask=None):
+        """A dataset of input_ids [N, seq_len] (and the same shapes for
+        token_type_ids and attention_mask) with labels [N, 2] (question
+        answering), [N] (classification) or [N, seq_len] (masked LM)."""
+        ids = _to_int32(input_ids, "input_ids")
+        if len(ids.shape) != 2 or 0 in ids.shape:
+            raise ValueError("input_ids must be 2-D [examples, seq_len], not shape %s"
+                             % (ids.shape,))
+        dataset = cls(task, ids.shape[1])
+        try:
+            dataset._add(ids, labels, token_type_ids, attention_mask, one=False)
+        except BaseException:
+            dataset.close()
+            raise
+        return dataset
+
+    def close(self):
+        handle, self._handle = self._handle, None
+        if handle:
+            lib.ct_dataset_free(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self, _free=lib.ct_dataset_free):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            self._handle = None
+            _free(handle)
+
+    def _live(self):
+        if not self._handle:
+            raise ValueError("operation on a closed Dataset")
+        return self._handle
+
+    def __reduce__(self):
+        raise TypeError("a Dataset cannot be pickled")
+
+    @property
+    def task(self):
+        return self._task
+
+    @property
+    def seq_len(self):
+        return lib.ct_dataset_seq_len(self._live())
+
+    def __len__(self):
+        return lib.ct_dataset_size(self._live())
+
+    @property
+    def labels_per_example(self):
+        if self._task == Task.QUESTION_ANSWERING:
+            return 2
+        if self._task == Task.SEQUENCE_CLASSIFICATION:
+            return 1
+        return self.seq_len
+
+    def add(self, input_ids, labels, token_type_ids=None, attention_mask=None):
+        """Append one example: seq_len token ids and its labels ((start,
+        end), a class id, or seq_len token ids)."""
+        if isinstance(labels, numbers.Integral) and not isinstance(labels, bool):
+            labels = [labels]
+        self._add(input_ids, labels, token_type_ids, attention_mask, one=True)
+
+    def extend(self, input_ids, labels, token_type_ids=None, attention_mask=None):
+        """Append N examples at once: input_ids [N, seq_len] (numpy arrays,
+        nested lists or flat int32 buffers) and labels as from_arrays()
+        takes them. Shapes are checked before anything is added."""
+        self._add(input_ids, labels, token_type_ids, attention_mask, one=False)
+
+    def _add(self, input_ids, labels, token_type_ids, attention_mask, one):
+        # The C call reads seq_len values (and the task's label count) from
+        # each pointer blindly, so every size is checked here first.
+        handle = self._live()
+        T, per = self.seq_len, self.labels_per_example
+        ids = input_ids if isinstance(input_ids, _Converted) else _to_int32(input_ids, "input_ids")
+        if one:
+            if ids.size != T or len(ids.shape) > 2 or (len(ids.shape) == 2 and ids.shape[0] != 1):
+                raise ValueError("input_ids has shape %s; add() takes one example of %d tokens "
+                                 "(extend() takes many)" % (ids.shape, T))
+        elif len(ids.shape) > 2 or ids.size % T or (len(ids.shape) == 2 and ids.shape[1] != T):
+            raise ValueError("input_ids has shape %s; the dataset's examples are %d tokens"
+                             % (ids.shape, T))
+        n = ids.size // T
+        extra = []
+        for value, what in ((token_type_ids, "token_type_ids"), (attention_mask, "attention_mask")):
+            if value is None:
+                extra.append(None)
+                continue
+            c = _to_int32(value, what)
+            if c.size != n * T or len(c.shape) > 2 or (len(c.shape) == 2 and c.shape[1] != T):
+                raise ValueError("%s has shape %s but input_ids has %d example%s of %d tokens"
+                                 % (what, c.shape, n, "" if n == 1 else "s", T))
+            extra.append(c)
+        lab = _to_int32(labels, "labels")
+        if lab.size != n * per or len(lab.shape) > 2 or (len(lab.shape) == 2 and lab.shape[1] != per):
+            raise ValueError("labels has shape %s; %d %s example%s need%s %d label%s each (%s)"
+                             % (lab.shape, n, self._task.name.lower(), "" if n == 1 else "s",
+                                "s" if n == 1 else "", per, "" if per == 1 else "s",
+                                _LABELS_HINT[self._task]))
+        base = _address(ids)
+        bases = [None if c is None else _address(c) for c in extra]
+        lab_base = _address(lab)
+        for i in range(n):
+            check(lib.ct_dataset_add(
+                handle, _row(base, i, T),
+                None if bases[0] is None else _row(bases[0], i, T),
+                None if bases[1] is None else _row(bases[1], i, T),
+                _row(lab_base, i, per), per))
+        # ids, extra and lab own the memory the addresses point into; they
+        # must live until here (the names keep them).
+        del ids, extra, lab
+
+    def batch(self, indices, batch=None):
+        """Examples `indices` as a Batch (inputs and labels), filled by the
+        library; into `batch` when given."""
+        handle = self._live()
+        idx = [_int64(i, "index") for i in indices]
+        if not idx:
+            raise ValueError("batch() needs at least one index")
+        n = len(self)
+        for i in idx:
+            if not 0 <= i < n:
+                raise IndexError("index %d outside the dataset's %d examples" % (i, n))
+        array = (ctypes.c_int64 * len(idx))(*idx)
+        owned = batch is None
+        if owned:
+            batch = Batch()
+        try:
+            check(lib.ct_dataset_fill_batch(handle, array, len(idx), batch._live()))
+        except BaseException:
+            if owned:
+                batch.close()
+            raise
+        batch._has_labels = True
+        return batch
+
+    def __repr__(self):
+        if not self._handle:
+            return "<closed Dataset>"
+        return "<Dataset %s, %d examples of %d tokens>" % (
+            self._task.name.lower(), len(self), self.seq_len)
+
+
+_LABELS_HINT = {
+    Task.QUESTION_ANSWERING: "start and end positions",
+    Task.SEQUENCE_CLASSIFICATION: "a class id",
+    Task.MASKED_LM: "token ids, -100 where not predicted",
+}
+
+
+# ---- Trainer ------------------------------------------------------------------
+
+class Event(enum.IntEnum):
+    """ct_event: what a progress callback is told about."""
+    TRAIN_BEGIN = 0
+    STEP_END = 1    # after each optimizer step
+    LOG = 2         # a log entry was added (log holds it)
+    EVALUATE = 3    # after an evaluation (log holds the metrics)
+    SAVE = 4        # a checkpoint was written (log: {"checkpoint": path})
+    EPOCH_END = 5
+    TRAIN_END = 6
+
+
+class TrainOutput(NamedTuple):
+    """What Trainer.train() returns, as Transformers' TrainOutput."""
+    global_step: int
+    training_loss: float
+    metrics: dict
+
+
+# The library's own terminal progress bar (ct_progress_to_terminal), usable
+# as Trainer(progress=PROGRESS_TO_TERMINAL): no Python runs per event.
+PROGRESS_TO_TERMINAL = PROGRESS_FN(("ct_progress_to_terminal", lib))
+_NO_PROGRESS = PROGRESS_FN()
+_NO_EVAL = EVAL_FN()
+
+# user pointer -> Trainer. The trampolines below are the only C-callable
+# objects handed to the library for Python callbacks; they live as long as
+# this module, so the library never calls a collected CFUNCTYPE.
+_trainers = weakref.WeakValueDictionary()
+_keys = itertools.count(1)
+
+
+def _parse_log(event, text):
+    if text is None:
+        return None
+    text = _decode(text)
+    try:
+        return json.loads(text)
+    except ValueError:
+        # The library writes a SAVE event's path into its JSON unescaped, so
+        # a path with '"' or '\' is not valid JSON; take the path as written.
+        head, tail = '{"checkpoint": "', '"}'
+        if event == Event.SAVE and text.startswith(head) and text.endswith(tail):
+            return {"checkpoint": text[len(head):-len(tail)]}
+        raise
+
+
+@PROGRESS_FN
+def _progress_trampoline(user, event, step, max_steps, epoch, log_json):
+    # Nothing may propagate into C: an exception is kept, training stops,
+    # and train() raises it once ct_trainer_train has returned.
+    try:
+        trainer = _trainers.get(user)
+        if trainer is None or not callable(trainer._progress):
+            return 0
+        if trainer._pending is not None:
+            return 1
+        try:
+            event = Event(event)
+        except ValueError:
+            pass  # an event newer than this package: passed on as a number
+        stop = trainer._progress(event, step, max_steps, epoch, _parse_log(event, log_json))
+        return 1 if stop else 0
+    except BaseException as e:  # noqa: B902 -- KeyboardInterrupt too: it is re-raised
+        try:
+            trainer._pending = e
+        except BaseException:
+            pass
+        return 1
+
+
+@EVAL_FN
+def _eval_trampoline(user, handle):
+    try:
+        trainer = _trainers.get(user)
+        if trainer is None or trainer._evaluate is None:
+            return 0
+        return trainer._run_evaluation()
+    except BaseException as e:  # noqa: B902
+        try:
+            trainer._pending = e
+        except BaseException:
+            pass
+        return int(Status.ERR_CANCELLED)
+
+
+class Trainer:
+    """Hugging Face Trainer's loop in the library (a ct_trainer):
+
+        trainer = Trainer(model, args, train_dataset=ds, progress=show)
+        out = trainer.train()                 # TrainOutput(global_step, training_loss, metrics)
+        trainer.log_history                   # as trainer_state.json's log_history
+
+    progress(event, step, max_steps, epoch, log) is called on every Event
+    (log is the log entry as a dict, or None) and returns something true to
+    stop training, which then raises CputrainError with status
+    ERR_CANCELLED. PROGRESS_TO_TERMINAL draws the library's own bar.
+
+    evaluate(trainer) runs at eval_strategy points and reports metrics with
+    trainer.report_metric(name, value) (or returns a dict of them); it may
+    call trainer.evaluate_loss(dataset).
+
+    An exception raised by a callback does not cross into the library:
+    training stops at once and train() raises that exception.
+
+    The Model must stay open while the trainer exists; the trainer keeps the
+    model, its own copy of the arguments and the datasets referenced."""
+
+    __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
+                 "_key", "_pending", "_running", "_in_eval", "__weakref__")
+
+    def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None):
+        self._handle = None
+        self._model = model
+        self._args = None
+        self._train_dataset = None
+        self._progress = None
+        self._evaluate = None
+        self._pending = None
+        self._running = False
+        self._in_eval = False
+        _live_model(model, "Trainer")
+        _args_handle(args, "Trainer")
+        self._key = next(_keys)
+        # A copy of our own: the terminal callback reads it while training,
+        # and a later change to the caller's object must not matter.
+        self._args = args.copy()
+        try:
+            self._handle = self._create(self._args)
+            if train_dataset is not None:
+                self.train_dataset = train_dataset
+            self.set_progress_callback(progress)
+            self.set_eval_callback(evaluate)
+        except BaseException:
+            self.close()
+            raise
+        _trainers[self._key] = self
+
+    def _create(self, args):
+        handle = Handle()
+        check(lib.ct_trainer_create(self._model._live(), args._live(), ctypes.byref(handle)))
+        return handle
+
+    # ---- lifetime -------------------------------------------------------
+
+    def close(self):
+        """Free the trainer now (not from inside one of its callbacks)."""
+        if self._running:
+            raise RuntimeError("a Trainer cannot be closed while it is training")
+        handle, self._handle = self._handle, None
+        _trainers.pop(self._key, None)
+        if handle:
+            lib.ct_trainer_free(handle)
+        if self._args is not None:
+            self._args.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self, _free=lib.ct_trainer_free):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            self._handle = None
+            _free(handle)
+
+    def __reduce__(self):
+        raise TypeError("a Trainer cannot be pickled")
+
+    def _live(self):
+        if not self._handle:
+            raise ValueError("operation on a closed Trainer")
+        if not self._model._handle:
+            raise ValueError("the Model of this Trainer was closed")
+        return self._handle
+
+    # ---- setup ----------------------------------------------------------
+
+    @property
+    def model(self):
+        return self._model
+
+    @property
+    def args(self):
+        """A copy of the arguments the trainer runs with."""
+        self._live()
+        return self._args.copy()
+
+    @property
+    def train_dataset(self):
+        return self._train_dataset
+
+    @train_dataset.setter
+    def train_dataset(self, dataset):
+        if not isinstance(dataset, Dataset):
+            raise TypeError("train_dataset must be a cputrain.Dataset, not %s"
+                            % type(dataset).__name__)
+        check(lib.ct_trainer_set_train_dataset(self._live(), dataset._live()))
+        self._train_dataset = dataset
+
+    def set_progress_callback(self, progress):
+        """progress(event, step, max_steps, epoch, log) -> stop?; None for
+        none; PROGRESS_TO_TERMINAL for the library's terminal bar."""
+        handle = self._live()
+        if progress is None:
+            check(lib.ct_trainer_set_progress_callback(handle, _NO_PROGRESS, None))
+        elif progress is PROGRESS_TO_TERMINAL:
+            # Its user pointer must be the trainer's ct_args (disable_tqdm).
+            check(lib.ct_trainer_set_progress_callback(handle, PROGRESS_TO_TERMINAL,
+                                                       self._args._live()))
+        elif callable(progress):
+            check(lib.ct_trainer_set_progress_callback(handle, _progress_trampoline, self._key))
+        else:
+            raise TypeError("progress must be callable, PROGRESS_TO_TERMINAL or None, not %s"
+                            % type(progress).__name__)
+        self._progress = progress
+
+    def set_eval_callback(self, evaluate):
+        """evaluate(trainer) at eval_strategy points; None for none."""
+        handle = self._live()
+        if evaluate is None:
+            check(lib.ct_trainer_set_eval_callback(handle, _NO_EVAL, None))
+        elif callable(evaluate):
+            check(lib.ct_trainer_set_eval_callback(handle, _eval_trampoline, self._key))
+        else:
+            raise TypeError("evaluate must be callable or None, not %s" % type(evaluate).__name__)
+        self._evaluate = evaluate
+
+    # ---- running ----------------------------------------------------------
+
+    def train(self, resume_from_checkpoint=None):
+        """Run training (resuming when resume_from_checkpoint, here or in
+        the arguments, says so: True for the newest complete checkpoint of
+        output_dir, or a checkpoint folder), then save the model,
+        train_results.json and trainer_state.json into output_dir.
+        Afterwards the model is in training mode, as after Trainer.train()."""
+        if self._running:
+            raise RuntimeError("train() called from inside this Trainer's own callback")
+        self._live()
+        if self._train_dataset is not None:
+            self._train_dataset._live()
+        if resume_from_checkpoint is not None and resume_from_checkpoint is not False:
+            self._rebuild(resume_from_checkpoint)
+        handle = self._live()
+        self._pending = None
+        self._running = True
+        error = None
+        try:
+            status = lib.ct_trainer_train(handle)
+            if status != 0:
+                error = error_from_status(status)  # before any other library call
+        finally:
+            self._running = False
+            if self._model._handle:
+                lib.ct_model_set_training(self._model._handle, 1)
+                self._model._training = True
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            raise pending
+        if error is not None:
+            raise error
+        metrics = {}
+        for entry in reversed(self.log_history):
+            if "train_runtime" in entry:
+                metrics = {k: v for k, v in entry.items() if k != "step"}
+                break
+        return TrainOutput(self.global_step, self.train_loss, metrics)
+
+    def _rebuild(self, resume):
+        """A new ct_trainer whose arguments say where to resume from (the
+        C trainer copies its arguments when created)."""
+        if resume is True:
+            value = "true"
+        elif isinstance(resume, (str, bytes, os.PathLike)):
+            value = os.fsdecode(resume)
+        else:
+            raise TypeError("resume_from_checkpoint must be True, False, None or a path, not %s"
+                            % type(resume).__name__)
+        args = self._args.copy()
+        try:
+            args.resume_from_checkpoint = value
+            handle = self._create(args)
+        except BaseException:
+            args.close()
+            raise
+        old, self._handle = self._handle, handle
+        old_args, self._args = self._args, args
+        try:
+            if self._train_dataset is not None:
+                check(lib.ct_trainer_set_train_dataset(handle, self._train_dataset._live()))
+            self.set_progress_callback(self._progress)
+            self.set_eval_callback(self._evaluate)
+        except BaseException:
+            self._handle, self._args = old, old_args
+            lib.ct_trainer_free(handle)
+            args.close()
+            raise
+        lib.ct_trainer_free(old)
+        old_args.close()
+
+    def _run_evaluation(self):
+        self._in_eval = True
+        try:
+            result = self._evaluate(self)
+            if result is not None:
+                if not hasattr(result, "items"):
+                    raise TypeError("the evaluation callback returned %s; return None or a "
+                                    "dict of metrics" % type(result).__name__)
+                for name, value in result.items():
+                    self.report_metric(name, value)
+            return 0
+        except CputrainError as e:
+            self._pending = e
+            return int(e.status) or int(Status.ERR_CANCELLED)
+        except BaseException as e:  # noqa: B902
+            self._pending = e
+            return int(Status.ERR_CANCELLED)
+        finally:
+            self._in_eval = False
+
+    def report_metric(self, name, value):
+        """From the evaluation callback: add "name": value to the
+        evaluation's log entry (pass the full name, e.g. "eval_f1")."""
+        handle = self._live()
+        if not self._in_eval:
+            raise RuntimeError("report_metric() belongs inside the evaluation callback; "
+                               "elsewhere the metric would be lost")
+        if not isinstance(name, str):
+            raise TypeError("metric name must be a str, not %s" % type(name).__name__)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError("metric %s must be a number, not %s" % (name, type(value).__name__))
+        check(lib.ct_trainer_report_metric(handle, _encode(name), float(value)))
+
+    def evaluate_loss(self, dataset):
+        """Mean loss of the model on `dataset` (eval mode, no dropout,
+        per_device_eval_batch_size examples at a time)."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError("evaluate_loss needs a cputrain.Dataset, not %s"
+                            % type(dataset).__name__)
+        handle = self._live()
+        if dataset.task != self._model.task:
+            # The library would only say the batch lacks the head's labels.
+            raise ValueError("evaluate_loss: the dataset is for %s, the model is %s"
+                             % (dataset.task.name.lower(), self._model.architecture))
+        loss = ctypes.c_double()
+        check(lib.ct_trainer_evaluate_loss(handle, dataset._live(), ctypes.byref(loss)))
+        return loss.value
+
+    # ---- state ---------------------------------------------------------------
+
+    @property
+    def global_step(self):
+        return lib.ct_trainer_global_step(self._live())
+
+    @property
+    def max_steps(self):
+        """Optimizer steps planned (known once train() has started)."""
+        return lib.ct_trainer_max_steps(self._live())
+
+    @property
+    def train_loss(self):
+        """Mean training loss over the steps run (nan before any)."""
+        return lib.ct_trainer_train_loss(self._live())
+
+    @property
+    def log_history(self):
+        """The log entries, as trainer_state.json's log_history (a new list
+        each time)."""
+        return json.loads(_decode(lib.ct_trainer_log_history(self._live())))
+
+    @property
+    def optimizer(self):
+        """The trainer's optimizer (borrowed), or None before train()."""
+        if not lib.ct_trainer_optim(self._live()):
+            return None
+        return Optimizer._borrowed(self)
+
+    def __repr__(self):
+        if not self._handle:
+            return "<closed Trainer>"
+        return "<Trainer %s, step %d of %d>" % (self._model.architecture if self._model._handle
+                                                else "(closed model)", self.global_step,
+                                                self.max_steps)
