@@ -3,9 +3,12 @@
 # nothing when every one is already present. Run as root (or through sudo).
 set -eu
 
+# libudev-dev: `pkg-config --static hwloc` names -ludev. locales: the source
+# of the de_DE locale the JSON tests build to prove number parsing ignores
+# LC_NUMERIC.
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
-python3-numpy python3-torch"
+python3-numpy python3-torch locales"
 
 missing=""
 for p in $packages; do

@@ -25,8 +25,18 @@ run() {
 
 lib="$B/lib/libcputrain.so.$VERSION"
 
-run "C unit suites (Check)" "$B/tests/check_all"
-run "C unit suites under AddressSanitizer and UBSan" "$MAKE" --no-print-directory -s check-asan B="$B"
+# A locale with a decimal comma, built into the build folder, so the JSON
+# and argument tests can prove that number text ignores LC_NUMERIC.
+mkdir -p "$B/locale"
+locpath=
+if localedef -i de_DE -f UTF-8 "$B/locale/de_DE.UTF-8" >/dev/null 2>&1 ||
+    [ -d "$B/locale/de_DE.UTF-8" ]; then
+    locpath=$PWD/$B/locale
+fi
+
+run "C unit suites (Check)" env ${locpath:+LOCPATH="$locpath"} "$B/tests/check_all"
+run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
+    "$MAKE" --no-print-directory -s check-asan B="$B"
 run "public headers as C99 and C++" sh tests/test_headers.sh
 run "exported symbols = header = map" "$PYTHON" tests/abi_symbols.py "$lib" include/cputrain libcputrain.map
 run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"
