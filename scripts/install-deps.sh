@@ -17,6 +17,13 @@ for p in $packages; do
     fi
 done
 
+# node and npm run the tokenizer's reference (tests/tokenizer/run.sh). They
+# are checked as commands: a node installed otherwise brings its own npm,
+# and Debian's npm package would conflict with it.
+if ! command -v node > /dev/null 2>&1 || ! command -v npm > /dev/null 2>&1; then
+    missing="$missing nodejs npm"
+fi
+
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
     exit 0

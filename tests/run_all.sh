@@ -43,6 +43,8 @@ run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"
 run "C++ wrapper" "$B/tests/test_wrapper"
 run "Python bindings" env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
     "$PYTHON" -m unittest discover -s tests/python -t tests/python
+run "tokenizer against Hugging Face tokenizers (npm)" env B="$B" CC="$CC" PYTHON="$PYTHON" \
+    sh tests/tokenizer/run.sh
 run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
 
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"

@@ -13,7 +13,8 @@ Suite *core_suite(void);
     X(safetensors_suite)      \
     X(kernels_suite)          \
     X(model_suite)            \
-    X(train_suite)
+    X(train_suite)            \
+    X(tokenizer_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -9,6 +9,7 @@
 #include "model.h"
 #include "optim.h"
 #include "train.h"
+#include "tokenizer.h"
 #undef CT_INSIDE_CPUTRAIN_H
 
 #endif /* CPUTRAIN_H */

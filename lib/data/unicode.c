@@ -9,7 +9,7 @@
  * single, different version (15.0) and would disagree on the characters
  * assigned or re-categorised since; a generator over Debian's UCD
  * (scripts/gen_unicode_tables.py) can pin each property to the version the
- * reference uses, costs ~60 KB of read-only data and no run-time dependency. */
+ * reference uses, for ~80 KB of read-only data and no run-time dependency. */
 #include "data/unicode.h"
 
 /* Index of cp in keys[0..n), or -1. */

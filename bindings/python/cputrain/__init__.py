@@ -23,6 +23,7 @@ from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging
 from ._args import ArgType, Field, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
+from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
 
 # The version of the library actually loaded, which is what runs.
 __version__ = _c.ct_version_string().decode()
@@ -30,7 +31,8 @@ __version__ = _c.ct_version_string().decode()
 __all__ = [
     "API_MAJOR", "ArgType", "Batch", "CputrainError", "DType", "Dataset", "Event", "Field",
     "LOG_TO_STDERR", "LogLevel", "Model", "Optimizer", "PROGRESS_TO_TERMINAL", "Precision",
-    "Status", "Task", "TensorInfo", "TrainOutput", "Trainer", "TrainingArgs", "__version__",
+    "Status", "Task", "TensorInfo", "Tokenizer", "TokenizerOption", "TrainOutput", "Trainer",
+    "TrainingArgs", "Truncation", "__version__",
     "get_log_level", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
 ]
