@@ -14,7 +14,8 @@ Suite *core_suite(void);
     X(kernels_suite)          \
     X(model_suite)            \
     X(train_suite)            \
-    X(tokenizer_suite)
+    X(tokenizer_suite)        \
+    X(ops_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

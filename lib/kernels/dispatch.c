@@ -1,5 +1,6 @@
 /* Fills the kernel tables once: each level starts as a copy of the one
- * below and overrides what it has faster, so no entry is ever NULL. */
+ * below and overrides what it has faster, so no entry is ever NULL. Also the
+ * ops.h entry points, which call this process's table. */
 #include <pthread.h>
 #include <string.h>
 
@@ -18,6 +19,26 @@ static void build_tables(void)
     t->bf16_to_f32 = ct__bf16_to_f32_generic;
     t->gemm_bf16 = ct__gemm_bf16_generic;
     t->gemm_f32 = ct__gemm_f32_generic;
+    t->layernorm_forward = ct__layernorm_forward_generic;
+    t->layernorm_backward_input = ct__layernorm_backward_input_generic;
+    t->layernorm_backward_params = ct__layernorm_backward_params_generic;
+    t->gelu_forward = ct__gelu_forward_generic;
+    t->gelu_backward = ct__gelu_backward_generic;
+    t->gelu_tanh_forward = ct__gelu_tanh_forward_generic;
+    t->gelu_tanh_backward = ct__gelu_tanh_backward_generic;
+    t->relu_forward = ct__relu_forward_generic;
+    t->relu_backward = ct__relu_backward_generic;
+    t->tanh_forward = ct__tanh_forward_generic;
+    t->tanh_backward = ct__tanh_backward_generic;
+    t->bias_add = ct__bias_add_generic;
+    t->bias_backward = ct__bias_backward_generic;
+    t->add_inplace = ct__add_inplace_generic;
+    t->softmax_forward = ct__softmax_forward_generic;
+    t->softmax_backward = ct__softmax_backward_generic;
+    t->dropout_forward = ct__dropout_forward_generic;
+    t->dropout_backward = ct__dropout_backward_generic;
+    t->cross_entropy_forward = ct__cross_entropy_forward_generic;
+    t->cross_entropy_backward = ct__cross_entropy_backward_generic;
 
 #if defined(__x86_64__)
     t = &tables[CT__ISA_AVX512];
@@ -26,6 +47,26 @@ static void build_tables(void)
     t->bf16_to_f32 = ct__bf16_to_f32_avx512;
     t->gemm_bf16 = ct__gemm_bf16_blas;
     t->gemm_f32 = ct__gemm_f32_blas;
+    t->layernorm_forward = ct__layernorm_forward_avx512;
+    t->layernorm_backward_input = ct__layernorm_backward_input_avx512;
+    t->layernorm_backward_params = ct__layernorm_backward_params_avx512;
+    t->gelu_forward = ct__gelu_forward_avx512;
+    t->gelu_backward = ct__gelu_backward_avx512;
+    t->gelu_tanh_forward = ct__gelu_tanh_forward_avx512;
+    t->gelu_tanh_backward = ct__gelu_tanh_backward_avx512;
+    t->relu_forward = ct__relu_forward_avx512;
+    t->relu_backward = ct__relu_backward_avx512;
+    t->tanh_forward = ct__tanh_forward_avx512;
+    t->tanh_backward = ct__tanh_backward_avx512;
+    t->bias_add = ct__bias_add_avx512;
+    t->bias_backward = ct__bias_backward_avx512;
+    t->add_inplace = ct__add_inplace_avx512;
+    t->softmax_forward = ct__softmax_forward_avx512;
+    t->softmax_backward = ct__softmax_backward_avx512;
+    t->dropout_forward = ct__dropout_forward_avx512;
+    t->dropout_backward = ct__dropout_backward_avx512;
+    t->cross_entropy_forward = ct__cross_entropy_forward_avx512;
+    t->cross_entropy_backward = ct__cross_entropy_backward_avx512;
 
     t = &tables[CT__ISA_AVX512BF16];
     *t = tables[CT__ISA_AVX512];
@@ -69,4 +110,119 @@ const ct__kernels *ct__kernels_get(void)
 {
     pthread_once(&warn_once, warn);
     return ct__kernels_for(ct__cpu_isa());
+}
+
+/* ---- ops.h entry points: this process's variant ------------------------------ */
+
+void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                           const float *w, const float *b, int N, int C, float eps)
+{
+    ct__kernels_get()->layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+}
+
+void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
+                                  const float *w, const float *mean, const float *rstd, int N,
+                                  int C)
+{
+    ct__kernels_get()->layernorm_backward_input(dinp, dout, inp, w, mean, rstd, N, C);
+}
+
+void ct__layernorm_backward_params(float *dw, float *db, const float *dout, const float *inp,
+                                   const float *mean, const float *rstd, int N, int width,
+                                   int ld)
+{
+    ct__kernels_get()->layernorm_backward_params(dw, db, dout, inp, mean, rstd, N, width, ld);
+}
+
+void ct__gelu_forward(float *out, const float *inp, size_t n)
+{
+    ct__kernels_get()->gelu_forward(out, inp, n);
+}
+
+void ct__gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    ct__kernels_get()->gelu_backward(dinp, dout, inp, n);
+}
+
+void ct__gelu_tanh_forward(float *out, const float *inp, size_t n)
+{
+    ct__kernels_get()->gelu_tanh_forward(out, inp, n);
+}
+
+void ct__gelu_tanh_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    ct__kernels_get()->gelu_tanh_backward(dinp, dout, inp, n);
+}
+
+void ct__relu_forward(float *out, const float *inp, size_t n)
+{
+    ct__kernels_get()->relu_forward(out, inp, n);
+}
+
+void ct__relu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    ct__kernels_get()->relu_backward(dinp, dout, inp, n);
+}
+
+void ct__tanh_forward(float *out, const float *inp, size_t n)
+{
+    ct__kernels_get()->tanh_forward(out, inp, n);
+}
+
+void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t n)
+{
+    ct__kernels_get()->tanh_backward(dinp, dout, out, n);
+}
+
+void ct__bias_add(float *out, const float *b, int N, int C)
+{
+    ct__kernels_get()->bias_add(out, b, N, C);
+}
+
+void ct__bias_backward(float *db, const float *dout, int N, int width, int ld)
+{
+    ct__kernels_get()->bias_backward(db, dout, N, width, ld);
+}
+
+void ct__add_inplace(float *out, const float *inp, size_t n)
+{
+    ct__kernels_get()->add_inplace(out, inp, n);
+}
+
+void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,
+                         int T)
+{
+    ct__kernels_get()->softmax_forward(probs, scores, key_mask, R, T);
+}
+
+void ct__softmax_backward(float *dscores, const float *dprobs, const float *probs, int R, int T,
+                          float scale)
+{
+    ct__kernels_get()->softmax_backward(dscores, dprobs, probs, R, T, scale);
+}
+
+void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
+                         size_t first)
+{
+    ct__kernels_get()->dropout_forward(out, inp, n, p, key, first);
+}
+
+void ct__dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t key,
+                          size_t first)
+{
+    ct__kernels_get()->dropout_backward(dinp, dout, n, p, key, first);
+}
+
+double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *target, int N,
+                                 int V, int32_t ignore, int *count)
+{
+    return ct__kernels_get()->cross_entropy_forward(logits, ld, target, N, V, ignore, count);
+}
+
+void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, int ld,
+                                const int32_t *target, int N, int V, int32_t ignore,
+                                float scale)
+{
+    ct__kernels_get()->cross_entropy_backward(dlogits, ldd, logits, ld, target, N, V, ignore,
+                                              scale);
 }

@@ -10,6 +10,7 @@
 
 #include "core/cpu.h"
 #include "core/threadpool.h"
+#include "kernels/ops.h"
 
 /* bf16 values travel as their bit pattern: the top half of an fp32. */
 typedef uint16_t ct__bf16;
@@ -84,8 +85,29 @@ typedef struct ct__kernels {
     ct__bf16_to_f32_fn bf16_to_f32;
     ct__gemm_bf16_fn gemm_bf16;
     ct__gemm_f32_fn gemm_f32;
-    /* Element-wise kernels (layernorm, gelu, softmax, adamw, ...) join here;
-     * a NULL entry in a variant's table falls back to the level below it. */
+    /* Element-wise kernels of ops.h (their semantics are documented there). */
+    ct__layernorm_forward_fn layernorm_forward;
+    ct__layernorm_backward_input_fn layernorm_backward_input;
+    ct__layernorm_backward_params_fn layernorm_backward_params;
+    ct__act_forward_fn gelu_forward;
+    ct__act_backward_fn gelu_backward;
+    ct__act_forward_fn gelu_tanh_forward;
+    ct__act_backward_fn gelu_tanh_backward;
+    ct__act_forward_fn relu_forward;
+    ct__act_backward_fn relu_backward;
+    ct__act_forward_fn tanh_forward;
+    ct__act_backward_fn tanh_backward;
+    ct__bias_add_fn bias_add;
+    ct__bias_backward_fn bias_backward;
+    ct__add_inplace_fn add_inplace;
+    ct__softmax_forward_fn softmax_forward;
+    ct__softmax_backward_fn softmax_backward;
+    ct__dropout_fn dropout_forward;
+    ct__dropout_fn dropout_backward;
+    ct__cross_entropy_forward_fn cross_entropy_forward;
+    ct__cross_entropy_backward_fn cross_entropy_backward;
+    /* More kernels (adamw, ...) join here; a NULL entry in a variant's table
+     * falls back to the level below it. */
 } ct__kernels;
 
 /* The table for this process's level (ct__cpu_isa()), built once. */

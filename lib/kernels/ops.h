@@ -2,7 +2,12 @@
  * matrix products): embeddings, LayerNorm, activations, softmax, dropout,
  * losses. Forward and backward, llm.c style: outputs first, gradients
  * prefixed d, shapes stated once. All fp32; rows are independent, so callers
- * split work by rows across threads. */
+ * split work by rows across threads.
+ *
+ * Each kernel ct__<name> below is this process's variant, called through the
+ * kernel table (ct__kernels_get(), kernels.h: one field <name> per kernel, of
+ * type ct__<name>_fn); ct__<name>_generic is the portable oracle and
+ * ct__<name>_avx512 the AVX-512 one (declared at the end). */
 #ifndef CT_KERNELS_OPS_H
 #define CT_KERNELS_OPS_H
 
@@ -15,6 +20,16 @@
  * columns for the other: _input overwrites dinp; _params ADDS into dw, db
  * (weight gradients add up over micro-batches) for the `width` columns
  * starting at the given pointers, rows `ld` floats apart. */
+typedef void (*ct__layernorm_forward_fn)(float *out, float *mean, float *rstd, const float *inp,
+                                         const float *w, const float *b, int N, int C,
+                                         float eps);
+typedef void (*ct__layernorm_backward_input_fn)(float *dinp, const float *dout,
+                                                const float *inp, const float *w,
+                                                const float *mean, const float *rstd, int N,
+                                                int C);
+typedef void (*ct__layernorm_backward_params_fn)(float *dw, float *db, const float *dout,
+                                                 const float *inp, const float *mean,
+                                                 const float *rstd, int N, int width, int ld);
 void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                            const float *w, const float *b, int N, int C, float eps);
 void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
@@ -27,6 +42,8 @@ void ct__layernorm_backward_params(float *dw, float *db, const float *dout, cons
 /* ---- activations, n elements ---------------------------------------------
  * gelu: exact erf form x/2 (1 + erf(x/sqrt 2)); gelu_new: the tanh
  * approximation. backward: dinp = dout * act'(inp) (overwrites). */
+typedef void (*ct__act_forward_fn)(float *out, const float *inp, size_t n);
+typedef void (*ct__act_backward_fn)(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__gelu_forward(float *out, const float *inp, size_t n);
 void ct__gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__gelu_tanh_forward(float *out, const float *inp, size_t n);
@@ -34,12 +51,15 @@ void ct__gelu_tanh_backward(float *dinp, const float *dout, const float *inp, si
 void ct__relu_forward(float *out, const float *inp, size_t n);
 void ct__relu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__tanh_forward(float *out, const float *inp, size_t n);
-/* from the output: dinp = dout * (1 - out^2) */
+/* from the output: dinp = dout * (1 - out^2) (also a ct__act_backward_fn) */
 void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t n);
 
 /* ---- bias and residual ------------------------------------------------------
  * out[N,C] += b[C];  db[0..width) += column sums of dout (rows ld apart);
  * out[n] += inp[n]. */
+typedef void (*ct__bias_add_fn)(float *out, const float *b, int N, int C);
+typedef void (*ct__bias_backward_fn)(float *db, const float *dout, int N, int width, int ld);
+typedef void (*ct__add_inplace_fn)(float *out, const float *inp, size_t n);
 void ct__bias_add(float *out, const float *b, int N, int C);
 void ct__bias_backward(float *db, const float *dout, int N, int width, int ld);
 void ct__add_inplace(float *out, const float *inp, size_t n);
@@ -51,6 +71,10 @@ void ct__add_inplace(float *out, const float *inp, size_t n);
  * finfo.min mask makes it.
  * backward: dscores = probs * (dprobs - sum_j dprobs_j probs_j), times scale
  * (the 1/sqrt(head_dim) of the scores folded in). dscores may alias dprobs. */
+typedef void (*ct__softmax_forward_fn)(float *probs, const float *scores,
+                                       const int32_t *key_mask, int R, int T);
+typedef void (*ct__softmax_backward_fn)(float *dscores, const float *dprobs, const float *probs,
+                                        int R, int T, float scale);
 void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,
                          int T);
 void ct__softmax_backward(float *dscores, const float *dprobs, const float *probs, int R, int T,
@@ -61,12 +85,16 @@ void ct__softmax_backward(float *dscores, const float *dprobs, const float *prob
  * a pure function of (key, i), so backward regenerates the mask instead of
  * storing it and any thread split gives the same result. `first` is the
  * index of element 0 of this chunk within the whole tensor. out may alias
- * inp; dinp may alias dout. */
+ * inp; dinp may alias dout. Every variant makes the same decisions and the
+ * same products, bit for bit. */
+typedef void (*ct__dropout_fn)(float *out, const float *inp, size_t n, float p, uint64_t key,
+                               size_t first);
 void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
                          size_t first);
 void ct__dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t key,
                           size_t first);
-/* The key of one dropout site: (seed, step, site) mixed into 64 bits. */
+/* The key of one dropout site: (seed, step, site) mixed into 64 bits. One
+ * function for every level (generic/ops.c). */
 uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site);
 
 /* ---- cross-entropy over rows of logits -------------------------------------
@@ -74,10 +102,92 @@ uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site);
  * `ignore` (or outside [0,V)) do not count. Returns the sum of the losses of
  * counted rows and sets *count. backward: dlogits[N,V] = scale *
  * (softmax - onehot) for counted rows, 0 for others (overwrites). */
+typedef double (*ct__cross_entropy_forward_fn)(const float *logits, int ld,
+                                               const int32_t *target, int N, int V,
+                                               int32_t ignore, int *count);
+typedef void (*ct__cross_entropy_backward_fn)(float *dlogits, int ldd, const float *logits,
+                                              int ld, const int32_t *target, int N, int V,
+                                              int32_t ignore, float scale);
 double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *target, int N,
                                  int V, int32_t ignore, int *count);
 void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, int ld,
                                 const int32_t *target, int N, int V, int32_t ignore,
                                 float scale);
+
+/* ---- variants ------------------------------------------------------------- */
+
+void ct__layernorm_forward_generic(float *out, float *mean, float *rstd, const float *inp,
+                                   const float *w, const float *b, int N, int C, float eps);
+void ct__layernorm_backward_input_generic(float *dinp, const float *dout, const float *inp,
+                                          const float *w, const float *mean, const float *rstd,
+                                          int N, int C);
+void ct__layernorm_backward_params_generic(float *dw, float *db, const float *dout,
+                                           const float *inp, const float *mean,
+                                           const float *rstd, int N, int width, int ld);
+void ct__gelu_forward_generic(float *out, const float *inp, size_t n);
+void ct__gelu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__gelu_tanh_forward_generic(float *out, const float *inp, size_t n);
+void ct__gelu_tanh_backward_generic(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__relu_forward_generic(float *out, const float *inp, size_t n);
+void ct__relu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__tanh_forward_generic(float *out, const float *inp, size_t n);
+void ct__tanh_backward_generic(float *dinp, const float *dout, const float *out, size_t n);
+void ct__bias_add_generic(float *out, const float *b, int N, int C);
+void ct__bias_backward_generic(float *db, const float *dout, int N, int width, int ld);
+void ct__add_inplace_generic(float *out, const float *inp, size_t n);
+void ct__softmax_forward_generic(float *probs, const float *scores, const int32_t *key_mask,
+                                 int R, int T);
+void ct__softmax_backward_generic(float *dscores, const float *dprobs, const float *probs,
+                                  int R, int T, float scale);
+void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p, uint64_t key,
+                                 size_t first);
+void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, float p,
+                                  uint64_t key, size_t first);
+double ct__cross_entropy_forward_generic(const float *logits, int ld, const int32_t *target,
+                                         int N, int V, int32_t ignore, int *count);
+void ct__cross_entropy_backward_generic(float *dlogits, int ldd, const float *logits, int ld,
+                                        const int32_t *target, int N, int V, int32_t ignore,
+                                        float scale);
+
+#if defined(__x86_64__)
+/* x86/ops_avx512.c. Bit-identical with the generic: relu, bias_add,
+ * bias_backward, add_inplace, dropout, layernorm_backward_params,
+ * tanh_backward (the last two as long as the generic is built without FMA
+ * contraction, the default). The others differ by fp32 rounding (their own
+ * exp/erf/tanh, sums in another order); each function's comment there states
+ * the bound that tests/check_ops.c holds it to. */
+void ct__layernorm_forward_avx512(float *out, float *mean, float *rstd, const float *inp,
+                                  const float *w, const float *b, int N, int C, float eps);
+void ct__layernorm_backward_input_avx512(float *dinp, const float *dout, const float *inp,
+                                         const float *w, const float *mean, const float *rstd,
+                                         int N, int C);
+void ct__layernorm_backward_params_avx512(float *dw, float *db, const float *dout,
+                                          const float *inp, const float *mean,
+                                          const float *rstd, int N, int width, int ld);
+void ct__gelu_forward_avx512(float *out, const float *inp, size_t n);
+void ct__gelu_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_t n);
+void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__relu_forward_avx512(float *out, const float *inp, size_t n);
+void ct__relu_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__tanh_forward_avx512(float *out, const float *inp, size_t n);
+void ct__tanh_backward_avx512(float *dinp, const float *dout, const float *out, size_t n);
+void ct__bias_add_avx512(float *out, const float *b, int N, int C);
+void ct__bias_backward_avx512(float *db, const float *dout, int N, int width, int ld);
+void ct__add_inplace_avx512(float *out, const float *inp, size_t n);
+void ct__softmax_forward_avx512(float *probs, const float *scores, const int32_t *key_mask,
+                                int R, int T);
+void ct__softmax_backward_avx512(float *dscores, const float *dprobs, const float *probs, int R,
+                                 int T, float scale);
+void ct__dropout_forward_avx512(float *out, const float *inp, size_t n, float p, uint64_t key,
+                                size_t first);
+void ct__dropout_backward_avx512(float *dinp, const float *dout, size_t n, float p,
+                                 uint64_t key, size_t first);
+double ct__cross_entropy_forward_avx512(const float *logits, int ld, const int32_t *target,
+                                        int N, int V, int32_t ignore, int *count);
+void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const float *logits, int ld,
+                                       const int32_t *target, int N, int V, int32_t ignore,
+                                       float scale);
+#endif
 
 #endif

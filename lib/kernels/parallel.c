@@ -1,4 +1,5 @@
-/* Splitting ops.h kernels across the pool (see parallel.h). */
+/* Splitting ops.h kernels across the pool (see parallel.h), each call
+ * through this process's kernel table, looked up once per call. */
 #include "kernels/parallel.h"
 
 #include <string.h>
@@ -46,16 +47,50 @@ static void map_task(void *ctx, int t, int thread)
         j->fn2(j->out + lo, j->a + lo, j->b + lo, hi - lo);
 }
 
+/* Callers pass the ops.h entry points (ct__gelu_forward, ...), each of which
+ * looks the table up; swap in the table's function once here instead of
+ * once per task. Anything else (a _generic variant, a test's function) runs
+ * as given. */
+static ct__map_fn table_map(const ct__kernels *k, ct__map_fn fn)
+{
+    if (fn == ct__gelu_forward)
+        return k->gelu_forward;
+    if (fn == ct__gelu_tanh_forward)
+        return k->gelu_tanh_forward;
+    if (fn == ct__relu_forward)
+        return k->relu_forward;
+    if (fn == ct__tanh_forward)
+        return k->tanh_forward;
+    if (fn == ct__add_inplace)
+        return k->add_inplace;
+    return fn;
+}
+
+static ct__map2_fn table_map2(const ct__kernels *k, ct__map2_fn fn)
+{
+    if (fn == ct__gelu_backward)
+        return k->gelu_backward;
+    if (fn == ct__gelu_tanh_backward)
+        return k->gelu_tanh_backward;
+    if (fn == ct__relu_backward)
+        return k->relu_backward;
+    if (fn == ct__tanh_backward)
+        return k->tanh_backward;
+    return fn;
+}
+
 void ct__p_map(ct__pool *pool, ct__map_fn fn, float *out, const float *in, size_t n)
 {
-    map_job j = {fn, NULL, out, in, NULL, n, task_count(pool, n, n)};
+    map_job j = {table_map(ct__kernels_get(), fn), NULL, out, in, NULL, n,
+                 task_count(pool, n, n)};
     ct__pool_run(pool, map_task, &j, j.ntasks);
 }
 
 void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, const float *b,
                 size_t n)
 {
-    map_job j = {NULL, fn, out, a, b, n, task_count(pool, n, n)};
+    map_job j = {NULL, table_map2(ct__kernels_get(), fn), out, a, b, n,
+                 task_count(pool, n, n)};
     ct__pool_run(pool, map_task, &j, j.ntasks);
 }
 
@@ -84,6 +119,7 @@ void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const fl
 }
 
 typedef struct dropout_job {
+    ct__dropout_fn fn;
     float *x;
     size_t n;
     float p;
@@ -97,18 +133,19 @@ static void dropout_task(void *ctx, int t, int thread)
     size_t lo, hi;
     (void)thread;
     span(j->n, t, j->ntasks, &lo, &hi);
-    ct__dropout_forward(j->x + lo, j->x + lo, hi - lo, j->p, j->key, lo);
+    j->fn(j->x + lo, j->x + lo, hi - lo, j->p, j->key, lo);
 }
 
 void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key)
 {
-    dropout_job j = {x, n, p, key, task_count(pool, n, n)};
+    dropout_job j = {ct__kernels_get()->dropout_forward, x, n, p, key, task_count(pool, n, n)};
     ct__pool_run(pool, dropout_task, &j, j.ntasks);
 }
 
 /* ---- row and column kernels ------------------------------------------------ */
 
 typedef struct rows_job {
+    const ct__kernels *k;
     float *out, *mean, *rstd, *dw, *db;
     const float *inp, *dout, *w, *b, *cmean, *crstd;
     const int32_t *mask;
@@ -123,16 +160,16 @@ static void ln_fwd_task(void *ctx, int t, int thread)
     size_t lo, hi, C = (size_t)j->C;
     (void)thread;
     span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    ct__layernorm_forward(j->out + lo * C, j->mean + lo, j->rstd + lo, j->inp + lo * C, j->w,
-                          j->b, (int)(hi - lo), j->C, j->eps);
+    j->k->layernorm_forward(j->out + lo * C, j->mean + lo, j->rstd + lo, j->inp + lo * C, j->w,
+                            j->b, (int)(hi - lo), j->C, j->eps);
 }
 
 void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rstd,
                              const float *inp, const float *w, const float *b, int N, int C,
                              float eps)
 {
-    rows_job j = {.out = out, .mean = mean, .rstd = rstd, .inp = inp, .w = w, .b = b,
-                  .N = N, .C = C, .eps = eps};
+    rows_job j = {.k = ct__kernels_get(), .out = out, .mean = mean, .rstd = rstd, .inp = inp,
+                  .w = w, .b = b, .N = N, .C = C, .eps = eps};
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
     ct__pool_run(pool, ln_fwd_task, &j, j.ntasks);
 }
@@ -143,8 +180,8 @@ static void ln_bwd_rows_task(void *ctx, int t, int thread)
     size_t lo, hi, C = (size_t)j->C;
     (void)thread;
     span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    ct__layernorm_backward_input(j->out + lo * C, j->dout + lo * C, j->inp + lo * C, j->w,
-                                 j->cmean + lo, j->crstd + lo, (int)(hi - lo), j->C);
+    j->k->layernorm_backward_input(j->out + lo * C, j->dout + lo * C, j->inp + lo * C, j->w,
+                                   j->cmean + lo, j->crstd + lo, (int)(hi - lo), j->C);
 }
 
 /* Columns in multiples of 16 floats so each task owns whole cache lines. */
@@ -163,8 +200,8 @@ static void ln_bwd_cols_task(void *ctx, int t, int thread)
     (void)thread;
     column_span(j->C, t, j->ntasks, &lo, &hi);
     if (hi > lo)
-        ct__layernorm_backward_params(j->dw + lo, j->db + lo, j->dout + lo, j->inp + lo,
-                                      j->cmean, j->crstd, j->N, (int)(hi - lo), j->C);
+        j->k->layernorm_backward_params(j->dw + lo, j->db + lo, j->dout + lo, j->inp + lo,
+                                        j->cmean, j->crstd, j->N, (int)(hi - lo), j->C);
 }
 
 static int column_tasks(const ct__pool *pool, int N, int C)
@@ -176,8 +213,8 @@ void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
                               const float *mean, const float *rstd, int N, int C)
 {
-    rows_job j = {.out = dinp, .dw = dw, .db = db, .dout = dout, .inp = inp, .w = w,
-                  .cmean = mean, .crstd = rstd, .N = N, .C = C};
+    rows_job j = {.k = ct__kernels_get(), .out = dinp, .dw = dw, .db = db, .dout = dout,
+                  .inp = inp, .w = w, .cmean = mean, .crstd = rstd, .N = N, .C = C};
     j.ntasks = column_tasks(pool, N, C);
     ct__pool_run(pool, ln_bwd_cols_task, &j, j.ntasks);
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
@@ -190,12 +227,12 @@ static void bias_add_task(void *ctx, int t, int thread)
     size_t lo, hi;
     (void)thread;
     span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    ct__bias_add(j->out + lo * (size_t)j->C, j->b, (int)(hi - lo), j->C);
+    j->k->bias_add(j->out + lo * (size_t)j->C, j->b, (int)(hi - lo), j->C);
 }
 
 void ct__p_bias_add(ct__pool *pool, float *out, const float *b, int N, int C)
 {
-    rows_job j = {.out = out, .b = b, .N = N, .C = C};
+    rows_job j = {.k = ct__kernels_get(), .out = out, .b = b, .N = N, .C = C};
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
     ct__pool_run(pool, bias_add_task, &j, j.ntasks);
 }
@@ -207,12 +244,12 @@ static void bias_bwd_task(void *ctx, int t, int thread)
     (void)thread;
     column_span(j->C, t, j->ntasks, &lo, &hi);
     if (hi > lo)
-        ct__bias_backward(j->db + lo, j->dout + lo, j->N, (int)(hi - lo), j->C);
+        j->k->bias_backward(j->db + lo, j->dout + lo, j->N, (int)(hi - lo), j->C);
 }
 
 void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C)
 {
-    rows_job j = {.db = db, .dout = dout, .N = N, .C = C};
+    rows_job j = {.k = ct__kernels_get(), .db = db, .dout = dout, .N = N, .C = C};
     j.ntasks = column_tasks(pool, N, C);
     ct__pool_run(pool, bias_bwd_task, &j, j.ntasks);
 }
@@ -226,8 +263,8 @@ static void softmax_fwd_task(void *ctx, int t, int thread)
     /* Split at batch boundaries: each piece shares one key mask. */
     while (lo < hi) {
         size_t b = lo / rpb, end = (b + 1) * rpb < hi ? (b + 1) * rpb : hi;
-        ct__softmax_forward(j->out + lo * T, j->inp + lo * T, j->mask + b * T, (int)(end - lo),
-                            j->T);
+        j->k->softmax_forward(j->out + lo * T, j->inp + lo * T, j->mask + b * T, (int)(end - lo),
+                              j->T);
         lo = end;
     }
 }
@@ -235,8 +272,8 @@ static void softmax_fwd_task(void *ctx, int t, int thread)
 void ct__p_softmax_forward(ct__pool *pool, float *probs, const float *scores,
                            const int32_t *key_mask, int B, int rows_per_batch, int T)
 {
-    rows_job j = {.out = probs, .inp = scores, .mask = key_mask, .T = T,
-                  .rows_per_batch = rows_per_batch};
+    rows_job j = {.k = ct__kernels_get(), .out = probs, .inp = scores, .mask = key_mask,
+                  .T = T, .rows_per_batch = rows_per_batch};
     j.N = B * rows_per_batch;
     j.ntasks = task_count(pool, (size_t)j.N * T, (size_t)j.N);
     ct__pool_run(pool, softmax_fwd_task, &j, j.ntasks);
@@ -248,14 +285,15 @@ static void softmax_bwd_task(void *ctx, int t, int thread)
     size_t lo, hi, T = (size_t)j->T;
     (void)thread;
     span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    ct__softmax_backward(j->out + lo * T, j->dout + lo * T, j->inp + lo * T, (int)(hi - lo),
-                         j->T, j->scale);
+    j->k->softmax_backward(j->out + lo * T, j->dout + lo * T, j->inp + lo * T, (int)(hi - lo),
+                           j->T, j->scale);
 }
 
 void ct__p_softmax_backward(ct__pool *pool, float *dscores, const float *dprobs,
                             const float *probs, int R, int T, float scale)
 {
-    rows_job j = {.out = dscores, .dout = dprobs, .inp = probs, .N = R, .T = T, .scale = scale};
+    rows_job j = {.k = ct__kernels_get(), .out = dscores, .dout = dprobs, .inp = probs, .N = R,
+                  .T = T, .scale = scale};
     j.ntasks = task_count(pool, (size_t)R * T, (size_t)R);
     ct__pool_run(pool, softmax_bwd_task, &j, j.ntasks);
 }
@@ -265,6 +303,7 @@ void ct__p_softmax_backward(ct__pool *pool, float *dscores, const float *dprobs,
 #define CE_MAX_TASKS 256
 
 typedef struct ce_job {
+    const ct__kernels *k;
     float *dlogits;
     const float *logits;
     const int32_t *target;
@@ -282,14 +321,15 @@ static void ce_fwd_task(void *ctx, int t, int thread)
     size_t lo, hi, V = (size_t)j->V;
     (void)thread;
     span((size_t)j->N, t, j->ntasks, &lo, &hi); /* = fixed chunks: see below */
-    j->sum[t] = ct__cross_entropy_forward(j->logits + lo * V, j->V, j->target + lo,
-                                          (int)(hi - lo), j->V, j->ignore, &j->count[t]);
+    j->sum[t] = j->k->cross_entropy_forward(j->logits + lo * V, j->V, j->target + lo,
+                                            (int)(hi - lo), j->V, j->ignore, &j->count[t]);
 }
 
 double ct__p_cross_entropy_forward(ct__pool *pool, const float *logits, const int32_t *target,
                                    int N, int V, int32_t ignore, int *count)
 {
-    ce_job j = {.logits = logits, .target = target, .N = N, .V = V, .ignore = ignore};
+    ce_job j = {.k = ct__kernels_get(), .logits = logits, .target = target, .N = N, .V = V,
+                .ignore = ignore};
     double total = 0;
     /* Chunks fixed by (N, V) alone, so the order of the sum, and with it the
      * result, does not depend on the number of threads. */
@@ -312,16 +352,16 @@ static void ce_bwd_task(void *ctx, int t, int thread)
     size_t lo, hi, V = (size_t)j->V;
     (void)thread;
     span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    ct__cross_entropy_backward(j->dlogits + lo * V, j->V, j->logits + lo * V, j->V,
-                               j->target + lo, (int)(hi - lo), j->V, j->ignore, j->scale);
+    j->k->cross_entropy_backward(j->dlogits + lo * V, j->V, j->logits + lo * V, j->V,
+                                 j->target + lo, (int)(hi - lo), j->V, j->ignore, j->scale);
 }
 
 void ct__p_cross_entropy_backward(ct__pool *pool, float *dlogits, const float *logits,
                                   const int32_t *target, int N, int V, int32_t ignore,
                                   float scale)
 {
-    ce_job j = {.dlogits = dlogits, .logits = logits, .target = target, .N = N, .V = V,
-                .ignore = ignore, .scale = scale};
+    ce_job j = {.k = ct__kernels_get(), .dlogits = dlogits, .logits = logits, .target = target,
+                .N = N, .V = V, .ignore = ignore, .scale = scale};
     j.ntasks = task_count(pool, (size_t)N * V, (size_t)N);
     ct__pool_run(pool, ce_bwd_task, &j, j.ntasks);
 }

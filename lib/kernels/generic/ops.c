@@ -5,8 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *w, const float *b, int N, int C, float eps)
+void ct__layernorm_forward_generic(float *out, float *mean, float *rstd, const float *inp,
+                                   const float *w, const float *b, int N, int C, float eps)
 {
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C;
@@ -26,9 +26,9 @@ void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *in
     }
 }
 
-void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
-                                  const float *w, const float *mean, const float *rstd, int N,
-                                  int C)
+void ct__layernorm_backward_input_generic(float *dinp, const float *dout, const float *inp,
+                                          const float *w, const float *mean, const float *rstd,
+                                          int N, int C)
 {
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
@@ -46,9 +46,9 @@ void ct__layernorm_backward_input(float *dinp, const float *dout, const float *i
     }
 }
 
-void ct__layernorm_backward_params(float *dw, float *db, const float *dout, const float *inp,
-                                   const float *mean, const float *rstd, int N, int width,
-                                   int ld)
+void ct__layernorm_backward_params_generic(float *dw, float *db, const float *dout,
+                                           const float *inp, const float *mean, const float *rstd,
+                                           int N, int width, int ld)
 {
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * ld, *dy = dout + (size_t)i * ld;
@@ -59,13 +59,13 @@ void ct__layernorm_backward_params(float *dw, float *db, const float *dout, cons
     }
 }
 
-void ct__gelu_forward(float *out, const float *inp, size_t n)
+void ct__gelu_forward_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * (float)M_SQRT1_2));
 }
 
-void ct__gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+void ct__gelu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n)
 {
     const float inv_sqrt_2pi = 0.3989422804014327f;
     for (size_t i = 0; i < n; i++) {
@@ -79,7 +79,7 @@ void ct__gelu_backward(float *dinp, const float *dout, const float *inp, size_t 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_C 0.044715f
 
-void ct__gelu_tanh_forward(float *out, const float *inp, size_t n)
+void ct__gelu_tanh_forward_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
@@ -87,7 +87,7 @@ void ct__gelu_tanh_forward(float *out, const float *inp, size_t n)
     }
 }
 
-void ct__gelu_tanh_backward(float *dinp, const float *dout, const float *inp, size_t n)
+void ct__gelu_tanh_backward_generic(float *dinp, const float *dout, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
@@ -98,52 +98,52 @@ void ct__gelu_tanh_backward(float *dinp, const float *dout, const float *inp, si
     }
 }
 
-void ct__relu_forward(float *out, const float *inp, size_t n)
+void ct__relu_forward_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         out[i] = inp[i] > 0 ? inp[i] : 0.0f;
 }
 
-void ct__relu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+void ct__relu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dinp[i] = inp[i] > 0 ? dout[i] : 0.0f;
 }
 
-void ct__tanh_forward(float *out, const float *inp, size_t n)
+void ct__tanh_forward_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         out[i] = tanhf(inp[i]);
 }
 
-void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t n)
+void ct__tanh_backward_generic(float *dinp, const float *dout, const float *out, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dinp[i] = dout[i] * (1.0f - out[i] * out[i]);
 }
 
-void ct__bias_add(float *out, const float *b, int N, int C)
+void ct__bias_add_generic(float *out, const float *b, int N, int C)
 {
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++)
             out[(size_t)i * C + c] += b[c];
 }
 
-void ct__bias_backward(float *db, const float *dout, int N, int width, int ld)
+void ct__bias_backward_generic(float *db, const float *dout, int N, int width, int ld)
 {
     for (int i = 0; i < N; i++)
         for (int c = 0; c < width; c++)
             db[c] += dout[(size_t)i * ld + c];
 }
 
-void ct__add_inplace(float *out, const float *inp, size_t n)
+void ct__add_inplace_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         out[i] += inp[i];
 }
 
-void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,
-                         int T)
+void ct__softmax_forward_generic(float *probs, const float *scores, const int32_t *key_mask, int R,
+                                 int T)
 {
     int kept = 0;
     for (int j = 0; j < T; j++)
@@ -171,8 +171,8 @@ void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_m
     }
 }
 
-void ct__softmax_backward(float *dscores, const float *dprobs, const float *probs, int R, int T,
-                          float scale)
+void ct__softmax_backward_generic(float *dscores, const float *dprobs, const float *probs, int R,
+                                  int T, float scale)
 {
     for (int r = 0; r < R; r++) {
         const float *dp = dprobs + (size_t)r * T, *p = probs + (size_t)r * T;
@@ -208,8 +208,8 @@ static inline int dropped(uint64_t key, size_t i, uint32_t threshold)
     return (uint32_t)(mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull) >> 40) < threshold;
 }
 
-void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
-                         size_t first)
+void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p, uint64_t key,
+                                 size_t first)
 {
     uint32_t threshold = (uint32_t)(p * 16777216.0f);
     float scale = 1.0f / (1.0f - p);
@@ -217,10 +217,10 @@ void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64
         out[i] = dropped(key, first + i, threshold) ? 0.0f : inp[i] * scale;
 }
 
-void ct__dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t key,
-                          size_t first)
+void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, float p, uint64_t key,
+                                  size_t first)
 {
-    ct__dropout_forward(dinp, dout, n, p, key, first); /* same mask, same scale */
+    ct__dropout_forward_generic(dinp, dout, n, p, key, first); /* same mask, same scale */
 }
 
 /* ---- cross-entropy ------------------------------------------------------ */
@@ -230,8 +230,8 @@ static int counted(int32_t t, int V, int32_t ignore)
     return t != ignore && t >= 0 && t < V;
 }
 
-double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *target, int N,
-                                 int V, int32_t ignore, int *count)
+double ct__cross_entropy_forward_generic(const float *logits, int ld, const int32_t *target, int N,
+                                         int V, int32_t ignore, int *count)
 {
     double total = 0;
     *count = 0;
@@ -251,8 +251,9 @@ double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *tar
     return total;
 }
 
-void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, int ld,
-                                const int32_t *target, int N, int V, int32_t ignore, float scale)
+void ct__cross_entropy_backward_generic(float *dlogits, int ldd, const float *logits, int ld,
+                                        const int32_t *target, int N, int V, int32_t ignore,
+                                        float scale)
 {
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;

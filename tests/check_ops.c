@@ -1,0 +1,879 @@
+/* Element-wise kernels (ops.h) of every level this machine runs against the
+ * generic oracle, on odd sizes and edge values, and the thread-pool wrappers
+ * (parallel.h) giving the same bits for any number of threads. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/threadpool.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+
+Suite *ops_suite(void);
+
+/* ---- helpers -------------------------------------------------------------- */
+
+#define EPS32 (1.0 / 16777216.0) /* 2^-24: half an ulp of 1, the unit of fp32 rounding */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint32_t rnd32(void)
+{
+    /* xorshift64*: reproducible across runs and platforms */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+static float rnd_uniform(void) /* [-1, 1) */
+{
+    return (float)((rnd32() >> 8) * (1.0 / 16777216.0) * 2.0 - 1.0);
+}
+
+static float *alloc_f(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static float *rand_f(size_t n, float scale, float offset)
+{
+    float *p = alloc_f(n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = offset + scale * rnd_uniform();
+    return p;
+}
+
+/* Levels this machine runs above generic. */
+static int variants(const ct__kernels *out[CT__ISA_COUNT])
+{
+    int n = 0;
+    for (int i = CT__ISA_GENERIC + 1; i < CT__ISA_COUNT; i++) {
+        const ct__kernels *k = ct__kernels_for((ct__isa)i);
+        if (k)
+            out[n++] = k;
+    }
+    return n;
+}
+
+static const ct__kernels *generic(void)
+{
+    return ct__kernels_for(CT__ISA_GENERIC);
+}
+
+/* a (variant) against g (generic): NaN must stay NaN, inf the same inf,
+ * finite values within tol. */
+static int close_to(float a, float g, double tol)
+{
+    if (isnan(g))
+        return isnan(a);
+    if (isinf(g))
+        return a == g;
+    return fabs((double)a - (double)g) <= tol;
+}
+
+#define CHECK_CLOSE(a, g, tol, what, k, i)                                                     \
+    ck_assert_msg(close_to((a), (g), (tol)), "%s %s [%d]: %.9g vs generic %.9g (tol %.3g)",  \
+                  (k)->name, (what), (int)(i), (double)(a), (double)(g), (double)(tol))
+
+#define CHECK_BITS(a, g, n, what, k)                                                           \
+    do {                                                                                       \
+        for (size_t i_ = 0; i_ < (size_t)(n); i_++)                                            \
+            ck_assert_msg(memcmp(&(a)[i_], &(g)[i_], sizeof(a)[0]) == 0,                       \
+                          "%s %s [%zu]: %a vs reference %a", (k)->name, (what), i_,            \
+                          (double)(a)[i_], (double)(g)[i_]);                                   \
+    } while (0)
+
+/* Inputs for the activations: edge values, then a dense sweep of [-12, 12]
+ * (every regime of the exp/erf/tanh approximations and their seams), then
+ * random values at several scales. */
+static const float edges[] = {
+    0.0f, -0.0f, 1e-40f, -1e-40f, 1e-20f, -1e-20f, 1e-4f, -1e-4f, 0.5f, -0.5f,
+    0.625f, -0.625f, 0.62499994f, 1.0f, -1.0f, 1.41421354f, -1.41421354f, 1.4142137f,
+    -1.4142137f, 2.0f, -2.0f, 3.0f, -3.0f, 5.0f, -5.0f, 5.5f, -5.5f, 9.0f, -9.0f, 9.1f,
+    -9.1f, 10.0f, -10.0f, 13.0f, -13.0f, 14.5f, -14.5f, 20.0f, -20.0f, 44.0f, -44.0f,
+    88.0f, -88.0f, 89.0f, -89.0f, 104.0f, -104.0f, 1e10f, -1e10f, 1e30f, -1e30f, FLT_MAX,
+    -FLT_MAX, INFINITY, -INFINITY, NAN};
+enum { N_EDGES = sizeof edges / sizeof edges[0], N_SWEEP = 24001, N_RAND = 3000 };
+
+static float *act_inputs(size_t *n)
+{
+    *n = N_EDGES + N_SWEEP + N_RAND;
+    float *x = alloc_f(*n);
+    memcpy(x, edges, sizeof edges);
+    for (int i = 0; i < N_SWEEP; i++)
+        x[N_EDGES + i] = -12.0f + 24.0f * (float)i / (N_SWEEP - 1);
+    for (int i = 0; i < N_RAND; i++) {
+        static const float scales[] = {1e-3f, 0.1f, 1.0f, 4.0f, 30.0f};
+        x[N_EDGES + N_SWEEP + i] = scales[i % 5] * rnd_uniform();
+    }
+    return x;
+}
+
+/* The exact activations in double, from the float intermediates the
+ * generic code rounds (z = x/sqrt2 for erf, u for the tanh form): what a
+ * variant is held to, independently of the generic's own rounding. */
+static double gelu_exact(float x)
+{
+    float z = x * (float)M_SQRT1_2;
+    return x * 0.5 * erfc(-(double)z);
+}
+
+static float gelu_tanh_u(float x)
+{
+    return 0.7978845608028654f * (x + 0.044715f * x * x * x);
+}
+
+static double gelu_tanh_exact(float x)
+{
+    return x / (1.0 + exp(-2.0 * (double)gelu_tanh_u(x)));
+}
+
+/* ---- activations ------------------------------------------------------------ */
+
+typedef struct act_case {
+    const char *name;
+    size_t fwd_offset; /* offsetof the forward kernel in ct__kernels */
+} act_case;
+
+#define ACT_FN(k, off) (*(ct__act_forward_fn *)((const char *)(k) + (off)))
+#define ACT2_FN(k, off) (*(ct__act_backward_fn *)((const char *)(k) + (off)))
+
+/* Tolerance of a forward activation against the generic, per element:
+ *   gelu, gelu_tanh: 1e-6 relative plus 2^-24 |x|, the generic's own error
+ *     where 1 + erf(z) or 1 + tanh(u) cancels (negative x; there the variant
+ *     is the accurate one, see the exact check);
+ *   tanh: 3 ulp (tanhf's < 1 ulp plus the variant's <= 2). */
+static double act_tol(int which, float x, float g)
+{
+    double ag = fabs((double)g);
+    if (which == 2)
+        return 6 * EPS32 * ag + 1e-45;
+    return 1e-6 * ag + EPS32 * fabs((double)x) + 1e-45;
+}
+
+START_TEST(activations_forward_match_generic)
+{
+    static const act_case cases[] = {
+        {"gelu_forward", offsetof(ct__kernels, gelu_forward)},
+        {"gelu_tanh_forward", offsetof(ct__kernels, gelu_tanh_forward)},
+        {"tanh_forward", offsetof(ct__kernels, tanh_forward)},
+    };
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    size_t n;
+    float *x = act_inputs(&n), *ref = alloc_f(n), *out = alloc_f(n), *part = alloc_f(n);
+    for (int c = 0; c < 3; c++) {
+        ACT_FN(generic(), cases[c].fwd_offset)(ref, x, n);
+        for (int v = 0; v < nv; v++) {
+            const ct__kernels *k = vs[v];
+            ACT_FN(k, cases[c].fwd_offset)(out, x, n);
+            for (size_t i = 0; i < n; i++) {
+                CHECK_CLOSE(out[i], ref[i], act_tol(c, x[i], ref[i]), cases[c].name, k, i);
+                /* against the exact function: 1e-6 relative (gelu forms),
+                 * 2 ulp (tanh), where the result is a normal float */
+                double e = c == 0 ? gelu_exact(x[i])
+                         : c == 1 ? gelu_tanh_exact(x[i]) : tanh((double)x[i]);
+                if (isfinite(e) && fabs(e) > 1e-30 && isfinite(x[i]))
+                    ck_assert_msg(fabs(out[i] - e) <= (c == 2 ? 4 * EPS32 : 1e-6) * fabs(e),
+                                  "%s %s x=%.9g: %.9g vs exact %.9g", k->name, cases[c].name,
+                                  (double)x[i], (double)out[i], e);
+            }
+            /* odd lengths at odd offsets: every element the same bits as in
+             * the long call (tails take the vector path, so a thread's chunk
+             * boundary cannot change a result) */
+            for (size_t len = 1; len <= 37; len++)
+                for (size_t off = 0; off < 4; off++) {
+                    size_t at = N_EDGES + 1000 + len * 7 + off;
+                    ACT_FN(k, cases[c].fwd_offset)(part, x + at, len);
+                    CHECK_BITS(part, out + at, len, cases[c].name, k);
+                }
+        }
+    }
+    free(x);
+    free(ref);
+    free(out);
+    free(part);
+}
+END_TEST
+
+/* Backward tolerances against the generic, per element (dout in [-2, 2]):
+ *   gelu: 1e-6 |g| + 2^-23 |dout| (1 + |x|)  (cdf as the forward; x pdf(x)
+ *     from the same exp argument, a few ulp);
+ *   gelu_tanh: 1e-6 |g| + 2^-23 |dout| (1 + |x du|), du = K (1 + 3 C x^2):
+ *     the generic's 1 - tanh^2 cancels;
+ *   relu: bit-identical; tanh (from the output): bit-identical without FMA
+ *   contraction of the generic, else 1 ulp. */
+START_TEST(activations_backward_match_generic)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    size_t n;
+    float *x = act_inputs(&n), *dout = rand_f(n, 2.0f, 0.0f);
+    float *ref = alloc_f(n), *out = alloc_f(n), *y = alloc_f(n), *part = alloc_f(n);
+    dout[0] = 0.0f;
+    dout[1] = -0.0f;
+    for (size_t i = 0; i < n; i++) /* outputs of tanh, with its edge values */
+        y[i] = i < N_EDGES ? edges[i] : tanhf(x[i]);
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        generic()->gelu_backward(ref, dout, x, n);
+        k->gelu_backward(out, dout, x, n);
+        for (size_t i = 0; i < n; i++)
+            CHECK_CLOSE(out[i], ref[i],
+                        1e-6 * fabs(ref[i]) + 2 * EPS32 * fabs(dout[i]) * (1 + fabs(x[i])),
+                        "gelu_backward", k, i);
+
+        generic()->gelu_tanh_backward(ref, dout, x, n);
+        k->gelu_tanh_backward(out, dout, x, n);
+        for (size_t i = 0; i < n; i++) {
+            double du = 0.7978845608 * (1 + 3 * 0.044715 * (double)x[i] * x[i]);
+            CHECK_CLOSE(out[i], ref[i],
+                        1e-6 * fabs(ref[i]) + 2 * EPS32 * fabs(dout[i]) * (1 + fabs(x[i] * du)),
+                        "gelu_tanh_backward", k, i);
+        }
+
+        generic()->relu_forward(ref, x, n);
+        k->relu_forward(out, x, n);
+        CHECK_BITS(out, ref, n, "relu_forward", k);
+        generic()->relu_backward(ref, dout, x, n);
+        k->relu_backward(out, dout, x, n);
+        CHECK_BITS(out, ref, n, "relu_backward", k);
+
+        generic()->tanh_backward(ref, dout, y, n);
+        k->tanh_backward(out, dout, y, n);
+#if defined(__FMA__) || defined(__FP_FAST_FMAF)
+        for (size_t i = 0; i < n; i++)
+            CHECK_CLOSE(out[i], ref[i], 2 * EPS32 * fabs(dout[i]), "tanh_backward", k, i);
+#else
+        CHECK_BITS(out, ref, n, "tanh_backward", k);
+#endif
+        /* tails: the same bits as the long call */
+        static const size_t offs[] = {offsetof(ct__kernels, gelu_backward),
+                                      offsetof(ct__kernels, gelu_tanh_backward),
+                                      offsetof(ct__kernels, relu_backward)};
+        for (int c = 0; c < 3; c++) {
+            ACT2_FN(k, offs[c])(out, dout, x, n);
+            for (size_t len = 1; len <= 37; len++) {
+                size_t at = N_EDGES + 3000 + len * 5 + len % 3;
+                ACT2_FN(k, offs[c])(part, dout + at, x + at, len);
+                CHECK_BITS(part, out + at, len, "backward tail", k);
+            }
+        }
+    }
+    free(x);
+    free(dout);
+    free(ref);
+    free(out);
+    free(y);
+    free(part);
+}
+END_TEST
+
+/* ---- bias and residual: bit-identical (one add per element) ------------------ */
+
+START_TEST(bias_and_add_bit_identical)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    static const int sizes[] = {1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 37, 63, 64, 65, 100, 130};
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int a = 0; a < 16; a++)
+            for (int bsz = 0; bsz < 16; bsz += 3) {
+                int N = sizes[bsz] % 38, C = sizes[a];
+                int ld = C + 7;
+                float *y0 = rand_f((size_t)N * ld, 3.0f, 0.0f), *b = rand_f((size_t)ld, 1.0f, 0.0f);
+                float *y1 = alloc_f((size_t)N * ld);
+                memcpy(y1, y0, (size_t)N * ld * sizeof *y0);
+                generic()->bias_add(y0, b, N, C);
+                k->bias_add(y1, b, N, C);
+                CHECK_BITS(y1, y0, (size_t)N * C, "bias_add", k);
+
+                /* column sums over rows ld apart, accumulated into db */
+                float *db0 = rand_f((size_t)C, 1.0f, 0.0f), *db1 = alloc_f((size_t)C);
+                memcpy(db1, db0, (size_t)C * sizeof *db0);
+                generic()->bias_backward(db0, y0, N, C, ld);
+                k->bias_backward(db1, y0, N, C, ld);
+                CHECK_BITS(db1, db0, C, "bias_backward", k);
+
+                memcpy(y1, y0, (size_t)N * ld * sizeof *y0);
+                generic()->add_inplace(y0, b, (size_t)C);
+                k->add_inplace(y1, b, (size_t)C);
+                CHECK_BITS(y1, y0, (size_t)N * ld, "add_inplace", k);
+                free(y0);
+                free(y1);
+                free(b);
+                free(db0);
+                free(db1);
+            }
+        /* inf and NaN go through adds unchanged */
+        float e[N_EDGES], f[N_EDGES], g[N_EDGES];
+        memcpy(e, edges, sizeof e);
+        memcpy(f, edges, sizeof f);
+        for (int i = 0; i < N_EDGES; i++)
+            g[i] = edges[N_EDGES - 1 - i];
+        generic()->add_inplace(e, g, N_EDGES);
+        k->add_inplace(f, g, N_EDGES);
+        CHECK_BITS(f, e, N_EDGES, "add_inplace edges", k);
+    }
+}
+END_TEST
+
+/* ---- LayerNorm ----------------------------------------------------------------- */
+
+static const int ln_widths[] = {1, 2, 3, 5, 8, 13, 15, 16, 17, 31, 32, 33, 36, 37, 47, 64, 65,
+                                100, 129, 771};
+enum { N_LN_WIDTHS = sizeof ln_widths / sizeof ln_widths[0] };
+
+/* out within 4 * 2^-24 (|xhat w| + |b|), mean and rstd within 1 ulp: the
+ * variant repeats the generic's operations, with its double sums in another
+ * order. Rows with a large offset and a small spread check the centring. */
+START_TEST(layernorm_forward_matches_generic)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    static const float offsets[] = {0.0f, 5.0f, -100.0f}, spreads[] = {1.0f, 1e-3f, 30.0f};
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int wi = 0; wi < N_LN_WIDTHS; wi++)
+            for (int o = 0; o < 3; o++) {
+                int N = 3, C = ln_widths[wi];
+                size_t nc = (size_t)N * C;
+                float *x = rand_f(nc, spreads[o], offsets[o]);
+                float *w = rand_f((size_t)C, 1.0f, 1.0f), *b = rand_f((size_t)C, 0.5f, 0.0f);
+                float *y0 = alloc_f(nc), *y1 = alloc_f(nc), m0[3], m1[3], r0[3], r1[3];
+                float eps = o == 1 ? 1e-12f : 1e-5f;
+                generic()->layernorm_forward(y0, m0, r0, x, w, b, N, C, eps);
+                k->layernorm_forward(y1, m1, r1, x, w, b, N, C, eps);
+                for (int i = 0; i < N; i++) {
+                    CHECK_CLOSE(m1[i], m0[i], 2 * EPS32 * fabs(m0[i]), "layernorm mean", k, i);
+                    CHECK_CLOSE(r1[i], r0[i], 2 * EPS32 * fabs(r0[i]), "layernorm rstd", k, i);
+                    for (int c = 0; c < C; c++) {
+                        size_t at = (size_t)i * C + c;
+                        double xh = ((double)x[at] - m0[i]) * r0[i];
+                        CHECK_CLOSE(y1[at], y0[at], 4 * EPS32 * (fabs(xh * w[c]) + fabs(b[c])),
+                                    "layernorm_forward", k, at);
+                    }
+                }
+                free(x);
+                free(w);
+                free(b);
+                free(y0);
+                free(y1);
+            }
+    }
+}
+END_TEST
+
+/* dinp within 6 * 2^-24 rstd (|g| + |mean g| + |xhat| |mean g xhat|), g =
+ * dout w: the generic's operations, its row sums in double in another
+ * order. The params half is bit-identical (each column adds its rows in the
+ * generic's order with the generic's rounding) unless the generic itself was
+ * built with FMA contraction. */
+START_TEST(layernorm_backward_matches_generic)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int wi = 0; wi < N_LN_WIDTHS; wi++)
+            for (int N = 1; N <= 37; N += 9) {
+                int C = ln_widths[wi];
+                size_t nc = (size_t)N * C;
+                float *x = rand_f(nc, 2.0f, 0.5f), *dy = rand_f(nc, 1.0f, 0.0f);
+                float *w = rand_f((size_t)C, 1.0f, 1.0f), *b = rand_f((size_t)C, 1.0f, 0.0f);
+                float *y = alloc_f(nc), *mean = alloc_f((size_t)N), *rstd = alloc_f((size_t)N);
+                float *dx0 = alloc_f(nc), *dx1 = alloc_f(nc);
+                generic()->layernorm_forward(y, mean, rstd, x, w, b, N, C, 1e-5f);
+                generic()->layernorm_backward_input(dx0, dy, x, w, mean, rstd, N, C);
+                k->layernorm_backward_input(dx1, dy, x, w, mean, rstd, N, C);
+                for (int i = 0; i < N; i++) {
+                    double sg = 0, sgx = 0;
+                    for (int c = 0; c < C; c++) {
+                        size_t at = (size_t)i * C + c;
+                        double g = (double)dy[at] * w[c];
+                        sg += g;
+                        sgx += g * ((x[at] - mean[i]) * rstd[i]);
+                    }
+                    sg /= C;
+                    sgx /= C;
+                    for (int c = 0; c < C; c++) {
+                        size_t at = (size_t)i * C + c;
+                        double xh = ((double)x[at] - mean[i]) * rstd[i];
+                        double tol = 6 * EPS32 * rstd[i] *
+                                     (fabs(dy[at] * w[c]) + fabs(sg) + fabs(xh * sgx) + 1e-30);
+                        CHECK_CLOSE(dx1[at], dx0[at], tol, "layernorm_backward_input", k, at);
+                    }
+                }
+                /* params over a column window of a wider row (ld > width) */
+                for (int width = 1; width <= C; width += width < 40 ? 1 : 29) {
+                    int c0 = (C - width) / 2;
+                    float *dw0 = rand_f((size_t)width, 1.0f, 0.0f);
+                    float *db0 = rand_f((size_t)width, 1.0f, 0.0f);
+                    float *dw1 = alloc_f((size_t)width), *db1 = alloc_f((size_t)width);
+                    memcpy(dw1, dw0, (size_t)width * sizeof *dw0);
+                    memcpy(db1, db0, (size_t)width * sizeof *db0);
+                    generic()->layernorm_backward_params(dw0, db0, dy + c0, x + c0, mean, rstd, N,
+                                                         width, C);
+                    k->layernorm_backward_params(dw1, db1, dy + c0, x + c0, mean, rstd, N, width,
+                                                 C);
+                    CHECK_BITS(db1, db0, width, "layernorm_backward_params db", k);
+#if defined(__FMA__) || defined(__FP_FAST_FMAF)
+                    for (int c = 0; c < width; c++)
+                        CHECK_CLOSE(dw1[c], dw0[c], (N + 1) * 2 * EPS32 * (fabs(dw0[c]) + N * 4.0),
+                                    "layernorm_backward_params dw", k, c);
+#else
+                    CHECK_BITS(dw1, dw0, width, "layernorm_backward_params dw", k);
+#endif
+                    free(dw0);
+                    free(db0);
+                    free(dw1);
+                    free(db1);
+                }
+                free(x);
+                free(dy);
+                free(w);
+                free(b);
+                free(y);
+                free(mean);
+                free(rstd);
+                free(dx0);
+                free(dx1);
+            }
+    }
+}
+END_TEST
+
+/* ---- softmax ----------------------------------------------------------------------- */
+
+enum { MASK_ALL, MASK_RANDOM, MASK_FIRST, MASK_LAST, MASK_NONE, MASK_KINDS };
+
+static void make_mask(int32_t *m, int T, int kind)
+{
+    for (int j = 0; j < T; j++) {
+        switch (kind) {
+        case MASK_ALL: m[j] = 1; break;
+        case MASK_RANDOM: m[j] = (int32_t)(rnd32() & 1) * (int32_t)(1 + (rnd32() & 3)); break;
+        case MASK_FIRST: m[j] = j == 0; break;
+        case MASK_LAST: m[j] = j == T - 1; break;
+        default: m[j] = 0; break;
+        }
+    }
+}
+
+/* probs within 4 ulp (exp <= 1 ulp each side, reciprocal rounding); masked
+ * keys exactly 0, all-masked rows exactly 1/T; in place the same bits. Masked
+ * scores hold NaN and inf, which must not leak in. */
+START_TEST(softmax_forward_matches_generic)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    static const int Ts[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 36, 37, 64, 128, 133};
+    static const float scales[] = {1.0f, 10.0f, 40.0f};
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int ti = 0; ti < 14; ti++)
+            for (int kind = 0; kind < MASK_KINDS; kind++)
+                for (int si = 0; si < 3; si++) {
+                    int R = 3, T = Ts[ti];
+                    size_t n = (size_t)R * T;
+                    int32_t *mask = malloc((size_t)T * sizeof *mask);
+                    make_mask(mask, T, kind);
+                    float *s = rand_f(n, scales[si], 0.0f);
+                    for (int r = 0; r < R; r++)
+                        for (int j = 0; j < T; j++)
+                            if (!mask[j] && (j % 3) != 2)
+                                s[(size_t)r * T + j] = j % 3 ? NAN : INFINITY;
+                    if (kind == MASK_ALL && T > 2)
+                        s[1] = -INFINITY; /* a kept key with probability 0 */
+                    int kept = 0;
+                    for (int j = 0; j < T; j++)
+                        kept += mask[j] != 0;
+                    float *p0 = alloc_f(n), *p1 = alloc_f(n), *p2 = alloc_f(n);
+                    generic()->softmax_forward(p0, s, mask, R, T);
+                    k->softmax_forward(p1, s, mask, R, T);
+                    for (size_t i = 0; i < n; i++) {
+                        int j = (int)(i % (size_t)T);
+                        if (kept == 0)
+                            ck_assert_float_eq(p1[i], 1.0f / T);
+                        else if (!mask[j])
+                            ck_assert_msg(p1[i] == 0.0f, "%s masked key %d: %g", k->name, j,
+                                          (double)p1[i]);
+                        else
+                            CHECK_CLOSE(p1[i], p0[i], 8 * EPS32 * fabs(p0[i]) + 1e-44,
+                                        "softmax_forward", k, i);
+                    }
+                    memcpy(p2, s, n * sizeof *s);
+                    k->softmax_forward(p2, p2, mask, R, T);
+                    CHECK_BITS(p2, p1, n, "softmax_forward in place", k);
+                    free(mask);
+                    free(s);
+                    free(p0);
+                    free(p1);
+                    free(p2);
+                }
+    }
+}
+END_TEST
+
+/* dscores within 4 * 2^-24 |scale p| (|dp| + |dot|): the generic's
+ * operations with the dot product in double in another order; in place the
+ * same bits. */
+START_TEST(softmax_backward_matches_generic)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    static const int Ts[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 37, 64, 128, 133};
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int ti = 0; ti < 13; ti++) {
+            int R = 4, T = Ts[ti];
+            size_t n = (size_t)R * T;
+            int32_t *mask = malloc((size_t)T * sizeof *mask);
+            make_mask(mask, T, MASK_RANDOM);
+            float *s = rand_f(n, 5.0f, 0.0f), *p = alloc_f(n), *dp = rand_f(n, 1.0f, 0.0f);
+            float *d0 = alloc_f(n), *d1 = alloc_f(n), *d2 = alloc_f(n);
+            generic()->softmax_forward(p, s, mask, R, T);
+            generic()->softmax_backward(d0, dp, p, R, T, 0.125f);
+            k->softmax_backward(d1, dp, p, R, T, 0.125f);
+            for (int r = 0; r < R; r++) {
+                double dot = 0;
+                for (int j = 0; j < T; j++)
+                    dot += (double)dp[(size_t)r * T + j] * p[(size_t)r * T + j];
+                for (int j = 0; j < T; j++) {
+                    size_t i = (size_t)r * T + j;
+                    CHECK_CLOSE(d1[i], d0[i],
+                                4 * EPS32 * 0.125 * p[i] * (fabs(dp[i]) + fabs(dot)) + 1e-44,
+                                "softmax_backward", k, i);
+                }
+            }
+            memcpy(d2, dp, n * sizeof *dp);
+            k->softmax_backward(d2, d2, p, R, T, 0.125f);
+            CHECK_BITS(d2, d1, n, "softmax_backward in place", k);
+            free(mask);
+            free(s);
+            free(p);
+            free(dp);
+            free(d0);
+            free(d1);
+            free(d2);
+        }
+    }
+}
+END_TEST
+
+/* ---- dropout: the same bits on every level --------------------------------------- */
+
+START_TEST(dropout_bit_identical)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    static const float ps[] = {0.0f, 0.1f, 0.5f, 0.9f, 1.0f};
+    static const size_t firsts[] = {0, 1, 17, ((size_t)1 << 33) + 5};
+    enum { NMAX = 1000 };
+    float *x = rand_f(NMAX, 3.0f, 0.0f), *r0 = alloc_f(NMAX), *r1 = alloc_f(NMAX);
+    float *r2 = alloc_f(NMAX);
+    memcpy(x, edges, sizeof edges); /* inf and NaN: dropped ones become 0 */
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int pi = 0; pi < 5; pi++)
+            for (int fi = 0; fi < 4; fi++) {
+                uint64_t key = ct__dropout_key(0x1234u + (uint64_t)v, (uint64_t)fi, (uint32_t)pi);
+                for (size_t n = 1; n <= NMAX; n += n < 37 ? 1 : 321) {
+                    generic()->dropout_forward(r0, x, n, ps[pi], key, firsts[fi]);
+                    k->dropout_forward(r1, x, n, ps[pi], key, firsts[fi]);
+                    CHECK_BITS(r1, r0, n, "dropout_forward", k);
+                    k->dropout_backward(r2, x, n, ps[pi], key, firsts[fi]);
+                    CHECK_BITS(r2, r0, n, "dropout_backward", k);
+                }
+                /* chunks with their `first` give the whole call's bits, in place */
+                memcpy(r2, x, NMAX * sizeof *x);
+                for (size_t lo = 0; lo < NMAX;) {
+                    size_t len = 1 + rnd32() % 45;
+                    if (len > NMAX - lo)
+                        len = NMAX - lo;
+                    k->dropout_forward(r2 + lo, r2 + lo, len, ps[pi], key, firsts[fi] + lo);
+                    lo += len;
+                }
+                CHECK_BITS(r2, r0, NMAX, "dropout chunks in place", k);
+            }
+    }
+    /* the drop rate is p */
+    size_t big = 200000, dropped = 0;
+    float *ones = alloc_f(big), *o = alloc_f(big);
+    for (size_t i = 0; i < big; i++)
+        ones[i] = 1.0f;
+    ct__kernels_get()->dropout_forward(o, ones, big, 0.1f, 42, 0);
+    for (size_t i = 0; i < big; i++)
+        dropped += o[i] == 0.0f;
+    ck_assert_msg(fabs((double)dropped / big - 0.1) < 0.003, "drop rate %g",
+                  (double)dropped / big);
+    free(ones);
+    free(o);
+    free(x);
+    free(r0);
+    free(r1);
+    free(r2);
+}
+END_TEST
+
+/* ---- cross-entropy ------------------------------------------------------------------ */
+
+/* Per row: loss within 4e-7 (1 + |loss|) (the variant rounds z - max to
+ * float before exp, the generic works in double); dlogits within 8 * 2^-24
+ * relative plus 4 * 2^-24 |scale| (scale p - scale cancels at the target in
+ * both); uncounted rows exactly 0; columns past V untouched. */
+START_TEST(cross_entropy_matches_generic)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    static const int Vs[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 37, 100, 1000};
+    static const float scales[] = {1.0f, 20.0f};
+    for (int v = 0; v < nv; v++) {
+        const ct__kernels *k = vs[v];
+        for (int vi = 0; vi < 12; vi++)
+            for (int si = 0; si < 2; si++) {
+                int N = 8, V = Vs[vi], ld = V + 5;
+                float *z = rand_f((size_t)N * ld, scales[si], 0.0f);
+                int32_t t[8];
+                for (int i = 0; i < N; i++)
+                    t[i] = (int32_t)(rnd32() % (uint32_t)V);
+                t[1] = -100;       /* ignored */
+                t[3] = V;          /* out of range: not counted */
+                t[5] = -1;         /* likewise */
+                if (V > 2)
+                    z[(size_t)6 * ld + (t[6] + 1) % V] = -INFINITY; /* a zero term */
+                for (int i = 0; i < N; i++) {
+                    int c0, c1;
+                    double l0 = generic()->cross_entropy_forward(z + (size_t)i * ld, ld, t + i, 1,
+                                                                 V, -100, &c0);
+                    double l1 = k->cross_entropy_forward(z + (size_t)i * ld, ld, t + i, 1, V,
+                                                         -100, &c1);
+                    ck_assert_int_eq(c1, c0);
+                    ck_assert_msg(fabs(l1 - l0) <= 4e-7 * (1 + fabs(l0)),
+                                  "%s cross_entropy V=%d row %d: %.12g vs %.12g", k->name, V, i,
+                                  l1, l0);
+                }
+                int c0, c1;
+                double l0 = generic()->cross_entropy_forward(z, ld, t, N, V, -100, &c0);
+                double l1 = k->cross_entropy_forward(z, ld, t, N, V, -100, &c1);
+                ck_assert_int_eq(c0, 5);
+                ck_assert_int_eq(c1, c0);
+                ck_assert(fabs(l1 - l0) <= 4e-7 * N * (1 + fabs(l0)));
+
+                int ldd = V + 3;
+                float *d0 = alloc_f((size_t)N * ldd), *d1 = alloc_f((size_t)N * ldd);
+                for (size_t i = 0; i < (size_t)N * ldd; i++)
+                    d0[i] = d1[i] = 7.0f;
+                float scale = 1.0f / 5;
+                generic()->cross_entropy_backward(d0, ldd, z, ld, t, N, V, -100, scale);
+                k->cross_entropy_backward(d1, ldd, z, ld, t, N, V, -100, scale);
+                for (int i = 0; i < N; i++)
+                    for (int j = 0; j < ldd; j++) {
+                        size_t at = (size_t)i * ldd + j;
+                        if (j >= V)
+                            ck_assert_float_eq(d1[at], 7.0f);
+                        else if (i == 1 || i == 3 || i == 5)
+                            ck_assert_float_eq(d1[at], 0.0f);
+                        else
+                            CHECK_CLOSE(d1[at], d0[at],
+                                        8 * EPS32 * fabs(d0[at]) + 4 * EPS32 * scale,
+                                        "cross_entropy_backward", k, at);
+                    }
+                free(z);
+                free(d0);
+                free(d1);
+            }
+    }
+}
+END_TEST
+
+/* ---- table and entry points ----------------------------------------------------------- */
+
+START_TEST(table_complete_and_entry_points_dispatch)
+{
+    for (int i = 0; i < CT__ISA_COUNT; i++) {
+        const ct__kernels *k = ct__kernels_for((ct__isa)i);
+        if (!k)
+            continue;
+        /* every pointer of the table set, at every level */
+        void *const *fp = (void *const *)&k->layernorm_forward;
+        void *const *end = (void *const *)(&k->cross_entropy_backward + 1);
+        for (; fp < end; fp++)
+            ck_assert_ptr_nonnull(*fp);
+    }
+    /* the ops.h entry points run this process's level */
+    size_t n;
+    float *x = act_inputs(&n), *a = alloc_f(n), *b = alloc_f(n);
+    ct__gelu_forward(a, x, n);
+    ct__kernels_get()->gelu_forward(b, x, n);
+    CHECK_BITS(a, b, n, "ct__gelu_forward", ct__kernels_get());
+    free(x);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* ---- thread-pool wrappers: the same bits for 1, 2 and 5 threads ------------------------ */
+
+typedef struct par_out {
+    float *act, *act2, *drop, *ln, *mean, *rstd, *dln, *dw, *db, *bias, *dbias, *sm, *dsm,
+        *dce;
+    double loss;
+    int count;
+} par_out;
+
+enum { PB = 5, PRPB = 97, PT = 131, PN = 257, PC = 771, PV = 517, PNV = 300 };
+
+static void par_run(ct__pool *pool, par_out *o, const float *x, const float *dy,
+                    const float *w, const float *b, const float *s, const int32_t *mask,
+                    const float *z, const int32_t *t)
+{
+    size_t nc = (size_t)PN * PC;
+    ct__p_map(pool, ct__gelu_forward, o->act, x, nc);
+    ct__p_map2(pool, ct__gelu_backward, o->act2, dy, x, nc);
+    memcpy(o->drop, x, nc * sizeof *x);
+    ct__p_dropout(pool, o->drop, nc, 0.1f, 77);
+    ct__p_layernorm_forward(pool, o->ln, o->mean, o->rstd, x, w, b, PN, PC, 1e-12f);
+    for (int c = 0; c < PC; c++)
+        o->dw[c] = o->db[c] = o->dbias[c] = 0.5f;
+    ct__p_layernorm_backward(pool, o->dln, o->dw, o->db, dy, x, w, o->mean, o->rstd, PN, PC);
+    memcpy(o->bias, x, nc * sizeof *x);
+    ct__p_bias_add(pool, o->bias, b, PN, PC);
+    ct__p_bias_backward(pool, o->dbias, dy, PN, PC);
+    ct__p_softmax_forward(pool, o->sm, s, mask, PB, PRPB, PT);
+    ct__p_softmax_backward(pool, o->dsm, s, o->sm, PB * PRPB, PT, 0.125f);
+    o->loss = ct__p_cross_entropy_forward(pool, z, t, PNV, PV, -100, &o->count);
+    ct__p_cross_entropy_backward(pool, o->dce, z, t, PNV, PV, -100, 0.01f);
+}
+
+static void par_alloc(par_out *o)
+{
+    size_t nc = (size_t)PN * PC, ns = (size_t)PB * PRPB * PT;
+    o->act = alloc_f(nc);
+    o->act2 = alloc_f(nc);
+    o->drop = alloc_f(nc);
+    o->ln = alloc_f(nc);
+    o->mean = alloc_f(PN);
+    o->rstd = alloc_f(PN);
+    o->dln = alloc_f(nc);
+    o->dw = alloc_f(PC);
+    o->db = alloc_f(PC);
+    o->bias = alloc_f(nc);
+    o->dbias = alloc_f(PC);
+    o->sm = alloc_f(ns);
+    o->dsm = alloc_f(ns);
+    o->dce = alloc_f((size_t)PNV * PV);
+}
+
+static void par_free(par_out *o)
+{
+    float *all[] = {o->act, o->act2, o->drop, o->ln, o->mean, o->rstd, o->dln, o->dw,
+                    o->db, o->bias, o->dbias, o->sm, o->dsm, o->dce};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free(all[i]);
+}
+
+START_TEST(parallel_wrappers_thread_count_invariant)
+{
+    size_t nc = (size_t)PN * PC, ns = (size_t)PB * PRPB * PT;
+    float *x = rand_f(nc, 2.0f, 0.3f), *dy = rand_f(nc, 1.0f, 0.0f);
+    float *w = rand_f(PC, 1.0f, 1.0f), *b = rand_f(PC, 1.0f, 0.0f);
+    float *s = rand_f(ns, 4.0f, 0.0f), *z = rand_f((size_t)PNV * PV, 5.0f, 0.0f);
+    int32_t *mask = malloc((size_t)PB * PT * sizeof *mask), *t = malloc(PNV * sizeof *t);
+    for (int i = 0; i < PB; i++)
+        make_mask(mask + (size_t)i * PT, PT, i == 2 ? MASK_NONE : MASK_RANDOM);
+    for (int i = 0; i < PNV; i++)
+        t[i] = i % 7 == 3 ? -100 : (int32_t)(rnd32() % PV);
+
+    par_out ref, o;
+    par_alloc(&ref);
+    par_alloc(&o);
+    static const int threads[] = {1, 2, 5};
+    for (int ti = 0; ti < 3; ti++) {
+        ct__pool *pool;
+        ck_assert_int_eq(ct__pool_create(threads[ti], &pool), CT_OK);
+        par_run(pool, ti == 0 ? &ref : &o, x, dy, w, b, s, mask, z, t);
+        ct__pool_free(pool);
+        if (ti == 0)
+            continue;
+        const ct__kernels *k = ct__kernels_get();
+        CHECK_BITS(o.act, ref.act, nc, "p_map gelu", k);
+        CHECK_BITS(o.act2, ref.act2, nc, "p_map2 gelu_backward", k);
+        CHECK_BITS(o.drop, ref.drop, nc, "p_dropout", k);
+        CHECK_BITS(o.ln, ref.ln, nc, "p_layernorm_forward", k);
+        CHECK_BITS(o.mean, ref.mean, PN, "p_layernorm_forward mean", k);
+        CHECK_BITS(o.rstd, ref.rstd, PN, "p_layernorm_forward rstd", k);
+        CHECK_BITS(o.dln, ref.dln, nc, "p_layernorm_backward", k);
+        CHECK_BITS(o.dw, ref.dw, PC, "p_layernorm_backward dw", k);
+        CHECK_BITS(o.db, ref.db, PC, "p_layernorm_backward db", k);
+        CHECK_BITS(o.bias, ref.bias, nc, "p_bias_add", k);
+        CHECK_BITS(o.dbias, ref.dbias, PC, "p_bias_backward", k);
+        CHECK_BITS(o.sm, ref.sm, ns, "p_softmax_forward", k);
+        CHECK_BITS(o.dsm, ref.dsm, ns, "p_softmax_backward", k);
+        CHECK_BITS(o.dce, ref.dce, (size_t)PNV * PV, "p_cross_entropy_backward", k);
+        ck_assert_int_eq(o.count, ref.count);
+        ck_assert_msg(memcmp(&o.loss, &ref.loss, sizeof o.loss) == 0, "loss %.17g vs %.17g",
+                      o.loss, ref.loss);
+    }
+    /* and the same bits as one call of the table's kernel over everything */
+    const ct__kernels *k = ct__kernels_get();
+    float *one = alloc_f(nc), *m1 = alloc_f(PN), *r1 = alloc_f(PN);
+    k->gelu_forward(one, x, nc);
+    CHECK_BITS(one, ref.act, nc, "gelu whole", k);
+    k->layernorm_forward(one, m1, r1, x, w, b, PN, PC, 1e-12f);
+    CHECK_BITS(one, ref.ln, nc, "layernorm whole", k);
+    memcpy(one, x, nc * sizeof *x);
+    k->dropout_forward(one, one, nc, 0.1f, 77, 0);
+    CHECK_BITS(one, ref.drop, nc, "dropout whole", k);
+    int count;
+    double loss = k->cross_entropy_forward(z, PV, t, PNV, PV, -100, &count);
+    ck_assert_int_eq(count, ref.count);
+    ck_assert(fabs(loss - ref.loss) <= 1e-12 * fabs(loss));
+    free(one);
+    free(m1);
+    free(r1);
+    par_free(&ref);
+    par_free(&o);
+    free(x);
+    free(dy);
+    free(w);
+    free(b);
+    free(s);
+    free(z);
+    free(mask);
+    free(t);
+}
+END_TEST
+
+Suite *ops_suite(void)
+{
+    Suite *s = suite_create("ops");
+    TCase *tc = tcase_create("variants");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, table_complete_and_entry_points_dispatch);
+    tcase_add_test(tc, activations_forward_match_generic);
+    tcase_add_test(tc, activations_backward_match_generic);
+    tcase_add_test(tc, bias_and_add_bit_identical);
+    tcase_add_test(tc, layernorm_forward_matches_generic);
+    tcase_add_test(tc, layernorm_backward_matches_generic);
+    tcase_add_test(tc, softmax_forward_matches_generic);
+    tcase_add_test(tc, softmax_backward_matches_generic);
+    tcase_add_test(tc, dropout_bit_identical);
+    tcase_add_test(tc, cross_entropy_matches_generic);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("parallel");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, parallel_wrappers_thread_count_invariant);
+    suite_add_tcase(s, tc);
+    return s;
+}
