@@ -45,6 +45,8 @@ run "Python bindings" env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
     "$PYTHON" -m unittest discover -s tests/python -t tests/python
 run "tokenizer against Hugging Face tokenizers (npm)" env B="$B" CC="$CC" PYTHON="$PYTHON" \
     sh tests/tokenizer/run.sh
+run "demo learns: cputrain-qa on the generated SQuAD set, EM >= 60" \
+    env B="$B" PYTHON="$PYTHON" sh tests/demo/run.sh
 run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
 
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"

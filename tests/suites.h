@@ -15,7 +15,8 @@ Suite *core_suite(void);
     X(model_suite)            \
     X(train_suite)            \
     X(tokenizer_suite)        \
-    X(ops_suite)
+    X(ops_suite)              \
+    X(squad_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -10,6 +10,8 @@
 #include "optim.h"
 #include "train.h"
 #include "tokenizer.h"
+#include "squad.h"
+#include "qa.h"
 #undef CT_INSIDE_CPUTRAIN_H
 
 #endif /* CPUTRAIN_H */

@@ -200,7 +200,7 @@ static ct_status log_step(ct_trainer *t, double grad_norm)
     char *json = NULL;
     ct_status st = add_entry(t, kv, 5, &json);
     if (st == CT_OK) {
-        ct__log(CT_LOG_INFO, "%s", json);
+        ct__log(CT_LOG_DEBUG, "%s", json);
         st = notify(t, CT_EVENT_LOG, json);
     }
     free(json);
@@ -252,7 +252,7 @@ static ct_status evaluate(ct_trainer *t)
     st = add_entry(t, kv, (size_t)t->n_metrics, &json);
     clear_metrics(t);
     if (st == CT_OK) {
-        ct__log(CT_LOG_INFO, "%s", json);
+        ct__log(CT_LOG_DEBUG, "%s", json);
         st = notify(t, CT_EVENT_EVALUATE, json);
     }
     free(json);
@@ -588,7 +588,7 @@ ct_status ct_trainer_train(ct_trainer *t)
                            round_to((double)t->global_step / runtime, 3), 0}};
         char *json = NULL;
         if ((st = add_entry(t, kv, 5, &json)) == CT_OK) {
-            ct__log(CT_LOG_INFO, "%s", json);
+            ct__log(CT_LOG_DEBUG, "%s", json);
             st = notify(t, CT_EVENT_LOG, json);
         }
         free(json);

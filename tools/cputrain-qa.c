@@ -1,0 +1,469 @@
+/* cputrain-qa: Transformers' run_qa.py in C — fine-tune a BERT model for
+ * extractive question answering on SQuAD-format data with the library's
+ * trainer, evaluate with the official EM/F1, write predictions. The same
+ * arguments as run_qa.py (model, data and TrainingArguments). Uses only the
+ * public API. */
+#include <cputrain/cputrain.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- run_qa.py's ModelArguments and DataTrainingArguments -------------- */
+
+typedef struct qa_options {
+    const char *model_name_or_path, *config_name, *tokenizer_name;
+    const char *dataset_name, *dataset_dir, *train_file, *validation_file;
+    long max_seq_length, doc_stride, max_train_samples, max_eval_samples;
+    long n_best_size, max_answer_length;
+    int pad_to_max_length, version_2_with_negative;
+    double null_score_diff_threshold;
+} qa_options;
+
+enum kind { TEXT, INT, FLOAT, FLAG, IGNORED };
+
+static const struct option_row {
+    const char *name;
+    enum kind kind;
+    size_t offset;
+    const char *help;
+} options[] = {
+#define ROW(name, kind, help) {#name, kind, offsetof(qa_options, name), help}
+    ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
+                                  "vocab.txt) or a built-in configuration name."),
+    ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
+    ROW(tokenizer_name, TEXT, "Folder or vocab.txt of the tokenizer, if not the model's."),
+    ROW(dataset_name, TEXT, "squad or squad_v2, read from --dataset_dir (nothing is downloaded)."),
+    ROW(dataset_dir, TEXT, "Folder holding the dataset's files (default: $HF_DATASETS_CACHE)."),
+    ROW(train_file, TEXT, "Training data: SQuAD JSON or JSON lines."),
+    ROW(validation_file, TEXT, "Evaluation data: SQuAD JSON or JSON lines."),
+    ROW(max_seq_length, INT, "Tokens per window: question + context (default 384)."),
+    ROW(doc_stride, INT, "Overlap in tokens between context windows (default 128)."),
+    ROW(max_train_samples, INT, "Use only the first N training examples."),
+    ROW(max_eval_samples, INT, "Use only the first N evaluation examples."),
+    ROW(n_best_size, INT, "Candidate answers kept per question (default 20)."),
+    ROW(max_answer_length, INT, "Longest answer in tokens (default 30)."),
+    ROW(pad_to_max_length, FLAG, "Pad every window to max_seq_length (always done; default True)."),
+    ROW(version_2_with_negative, FLAG, "Some questions have no answer (SQuAD v2.0)."),
+    ROW(null_score_diff_threshold, FLOAT, "Predict no answer when its score beats the best "
+                                          "span by more than this (default 0.0)."),
+#undef ROW
+};
+
+/* Accepted for compatibility with run_qa.py command lines; they change
+ * nothing here (no cache, no hub, one tokenizer kind). */
+static const char *const ignored[] = {"overwrite_cache", "preprocessing_num_workers",
+                                      "cache_dir", "use_fast_tokenizer", "model_revision",
+                                      "token", "trust_remote_code", "dataset_config_name",
+                                      "report_to"};
+
+static void usage(void)
+{
+    printf("usage: cputrain-qa [--model_name_or_path DIR] [--train_file F] [--validation_file F]\n"
+           "                   [--do_train] [--do_eval] [TrainingArguments...]\n\n"
+           "Question answering arguments:\n");
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        printf("  --%-26s %s\n", options[i].name, options[i].help);
+    printf("\n%s", ct_args_help());
+}
+
+static int set_option(qa_options *o, const char *name, const char *value, int *used_value)
+{
+    *used_value = 0;
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
+        if (strcmp(name, ignored[i]) == 0) {
+            *used_value = value && strncmp(value, "--", 2) != 0;
+            return 0;
+        }
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        const struct option_row *r = &options[i];
+        char *end;
+        void *field = (char *)o + r->offset;
+        if (strcmp(name, r->name) != 0)
+            continue;
+        if (r->kind == FLAG) {
+            int truth = 1;
+            if (value && (!strcmp(value, "false") || !strcmp(value, "False") || !strcmp(value, "0")))
+                truth = 0, *used_value = 1;
+            else if (value && (!strcmp(value, "true") || !strcmp(value, "True") || !strcmp(value, "1")))
+                *used_value = 1;
+            *(int *)field = truth;
+            return 0;
+        }
+        if (!value || strncmp(value, "--", 2) == 0) {
+            fprintf(stderr, "cputrain-qa: argument --%s: expected one argument\n", name);
+            return -1;
+        }
+        *used_value = 1;
+        if (r->kind == TEXT) {
+            *(const char **)field = value;
+        } else if (r->kind == INT) {
+            errno = 0;
+            *(long *)field = strtol(value, &end, 10);
+            if (errno || *end || end == value) {
+                fprintf(stderr, "cputrain-qa: argument --%s: invalid int value: '%s'\n", name, value);
+                return -1;
+            }
+        } else {
+            *(double *)field = strtod(value, &end);
+            if (*end || end == value) {
+                fprintf(stderr, "cputrain-qa: argument --%s: invalid float value: '%s'\n", name,
+                        value);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    fprintf(stderr, "cputrain-qa: unknown argument --%s (see --help)\n", name);
+    return -1;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* --dataset_name: the split's file in the dataset folder, under the names
+ * the datasets library and the SQuAD site use. */
+static int find_split(const qa_options *o, const char *split, char *out, size_t size)
+{
+    const char *dir = o->dataset_dir ? o->dataset_dir : getenv("HF_DATASETS_CACHE");
+    int v2 = strcmp(o->dataset_name, "squad_v2") == 0;
+    const char *names[] = {"json", "jsonl", NULL};
+    const char *official = strcmp(split, "train") == 0 ? (v2 ? "train-v2.0.json" : "train-v1.1.json")
+                                                        : (v2 ? "dev-v2.0.json" : "dev-v1.1.json");
+    if (!dir) {
+        fprintf(stderr, "cputrain-qa: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
+                        "nothing is downloaded\n", o->dataset_name);
+        return -1;
+    }
+    for (int sub = 0; sub < 2; sub++) {
+        for (int i = 0; names[i]; i++) {
+            snprintf(out, size, "%s%s%s/%s.%s", dir, sub ? "/" : "", sub ? o->dataset_name : "",
+                     split, names[i]);
+            if (file_exists(out))
+                return 0;
+        }
+        snprintf(out, size, "%s%s%s/%s", dir, sub ? "/" : "", sub ? o->dataset_name : "", official);
+        if (file_exists(out))
+            return 0;
+    }
+    fprintf(stderr,
+            "cputrain-qa: dataset '%s': no %s split in %s or %s/%s (looked for %s.json, %s.jsonl, "
+            "%s); nothing is downloaded — put the files there or pass --train_file / "
+            "--validation_file\n",
+            o->dataset_name, split, dir, dir, o->dataset_name, split, split, official);
+    return -1;
+}
+
+/* ---- evaluation ---------------------------------------------------------------- */
+
+typedef struct run {
+    qa_options o;
+    ct_args *args;
+    ct_model *model;
+    ct_tokenizer *tok;
+    ct_squad *eval_examples;
+    ct_qa_features *eval_features;
+    size_t n_eval_examples;
+    const char *output_dir;
+    ct_squad_scores *last_scores;
+    ct_squad_preds *last_preds;
+} run;
+
+/* Start and end logits of every evaluation feature, then utils_qa.py's
+ * post-processing and the SQuAD metric. */
+static ct_status evaluate(run *r)
+{
+    const ct_dataset *d = ct_qa_features_dataset(r->eval_features);
+    size_t n = ct_qa_features_count(r->eval_features);
+    int T = ct_qa_features_seq_len(r->eval_features);
+    int64_t bs = 8;
+    float *start = malloc(n * (size_t)T * sizeof *start), *end = malloc(n * (size_t)T * sizeof *end);
+    int64_t *idx = NULL;
+    ct_batch *batch = NULL;
+    ct_status st = CT_OK;
+    int was_training = ct_model_get_training(r->model);
+
+    ct_args_get_int(r->args, "per_device_eval_batch_size", &bs);
+    idx = malloc((size_t)bs * sizeof *idx);
+    if (!start || !end || !idx || ct_batch_create(&batch) != CT_OK) {
+        free(start);
+        free(end);
+        free(idx);
+        return CT_ERR_NOMEM;
+    }
+    ct_model_set_training(r->model, 0);
+    for (size_t first = 0; first < n && st == CT_OK; first += (size_t)bs) {
+        int m = (int)(n - first < (size_t)bs ? n - first : (size_t)bs);
+        const float *logits;
+        for (int i = 0; i < m; i++)
+            idx[i] = (int64_t)(first + (size_t)i);
+        if ((st = ct_dataset_fill_batch(d, idx, m, batch)) != CT_OK ||
+            (st = ct_model_forward(r->model, batch, NULL)) != CT_OK ||
+            (st = ct_model_logits(r->model, &logits, NULL, NULL)) != CT_OK)
+            break;
+        for (size_t k = 0; k < (size_t)m * (size_t)T; k++) { /* [B, T, 2] -> two [B, T] */
+            start[first * (size_t)T + k] = logits[2 * k];
+            end[first * (size_t)T + k] = logits[2 * k + 1];
+        }
+    }
+    ct_model_set_training(r->model, was_training);
+    if (st == CT_OK) {
+        ct_squad_preds_free(r->last_preds);
+        r->last_preds = NULL;
+        st = ct_squad_postprocess(ct_squad_texts(r->eval_examples, CT_SQUAD_ID),
+                                  ct_squad_texts(r->eval_examples, CT_SQUAD_CONTEXT),
+                                  r->n_eval_examples, ct_qa_features_example_index(r->eval_features),
+                                  n, (size_t)T, start, end, ct_qa_features_offsets(r->eval_features),
+                                  r->o.version_2_with_negative, (size_t)r->o.n_best_size,
+                                  (size_t)r->o.max_answer_length, r->o.null_score_diff_threshold,
+                                  &r->last_preds);
+    }
+    if (st == CT_OK) {
+        ct_squad_scores_free(r->last_scores);
+        r->last_scores = NULL;
+        st = ct_squad_score(ct_squad_preds_texts(r->last_preds), r->n_eval_examples,
+                            ct_squad_answer_texts(r->eval_examples),
+                            ct_squad_answer_counts(r->eval_examples), r->o.version_2_with_negative,
+                            NULL, 0.0, &r->last_scores);
+    }
+    free(start);
+    free(end);
+    free(idx);
+    ct_batch_free(batch);
+    return st;
+}
+
+/* The trainer's evaluation hook: EM/F1 as eval_* metrics. */
+static ct_status eval_callback(void *user, ct_trainer *trainer)
+{
+    run *r = user;
+    ct_status st = evaluate(r);
+    for (size_t i = 0; st == CT_OK && i < ct_squad_scores_count(r->last_scores); i++) {
+        char name[128];
+        snprintf(name, sizeof name, "eval_%s", ct_squad_scores_name(r->last_scores, i));
+        st = ct_trainer_report_metric(trainer, name, ct_squad_scores_value(r->last_scores, i));
+    }
+    return st;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static int fail(const char *what, ct_status st)
+{
+    fprintf(stderr, "cputrain-qa: %s: %s: %s\n", what, ct_status_name(st), ct_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    run r;
+    ct_status st;
+    int do_train = 0, do_eval = 0, rc = 1;
+    char train_path[4096], eval_path[4096], path[4200];
+    const char *train_file, *eval_file;
+    ct_squad *train_examples = NULL;
+    ct_qa_features *train_features = NULL;
+    ct_trainer *trainer = NULL;
+
+    memset(&r, 0, sizeof r);
+    r.o.max_seq_length = 384;
+    r.o.doc_stride = 128;
+    r.o.max_train_samples = -1;
+    r.o.max_eval_samples = -1;
+    r.o.n_best_size = 20;
+    r.o.max_answer_length = 30;
+    r.o.pad_to_max_length = 1;
+
+    ct_log_set_callback(ct_log_to_stderr, NULL);
+    ct_log_set_level(CT_LOG_INFO);
+    if ((st = ct_args_create(&r.args)) != CT_OK)
+        return fail("arguments", st);
+    if ((st = ct_args_parse(r.args, argc - 1, (const char *const *)argv + 1)) != CT_OK) {
+        fail("arguments", st);
+        return 2;
+    }
+    for (size_t i = 0; i < ct_args_unparsed_count(r.args); i++) {
+        const char *a = ct_args_unparsed(r.args, i), *next = ct_args_unparsed(r.args, i + 1);
+        char name[128];
+        const char *eq;
+        int used;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "cputrain-qa: unexpected argument '%s' (see --help)\n", a);
+            return 2;
+        }
+        eq = strchr(a, '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - a - 2 : (long)strlen(a + 2)), a + 2);
+        for (char *c = name; *c; c++)
+            *c = *c == '-' ? '_' : *c;
+        if (set_option(&r.o, name, eq ? eq + 1 : next, &used) != 0)
+            return 2;
+        if (used && !eq)
+            i++;
+    }
+    {
+        int64_t v;
+        int b;
+        ct_args_get_bool(r.args, "do_train", &do_train);
+        ct_args_get_bool(r.args, "do_eval", &do_eval);
+        ct_args_get_string(r.args, "output_dir", &r.output_dir);
+        (void)v;
+        (void)b;
+    }
+    if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad_v2") == 0)
+        r.o.version_2_with_negative = 1;
+    if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad") && strcmp(r.o.dataset_name, "squad_v2")) {
+        fprintf(stderr, "cputrain-qa: --dataset_name '%s': only squad and squad_v2 are known\n",
+                r.o.dataset_name);
+        return 2;
+    }
+    train_file = r.o.train_file;
+    eval_file = r.o.validation_file;
+    if (r.o.dataset_name && !train_file && do_train) {
+        if (find_split(&r.o, "train", train_path, sizeof train_path) != 0)
+            return 1;
+        train_file = train_path;
+    }
+    if (r.o.dataset_name && !eval_file && do_eval) {
+        if (find_split(&r.o, "validation", eval_path, sizeof eval_path) != 0)
+            return 1;
+        eval_file = eval_path;
+    }
+    if (do_train && !train_file) {
+        fprintf(stderr, "cputrain-qa: --do_train needs --train_file or --dataset_name\n");
+        return 2;
+    }
+    if (do_eval && !eval_file) {
+        fprintf(stderr, "cputrain-qa: --do_eval needs --validation_file or --dataset_name\n");
+        return 2;
+    }
+    if (!r.o.model_name_or_path && !r.o.config_name) {
+        fprintf(stderr, "cputrain-qa: give --model_name_or_path (or --config_name to start from "
+                        "scratch)\n");
+        return 2;
+    }
+    if (!r.output_dir) {
+        fprintf(stderr, "cputrain-qa: --output_dir is required\n");
+        return 2;
+    }
+
+    /* Model: pre-trained weights from a folder, else a fresh one. */
+    {
+        int64_t seed = 42;
+        char cfg[4200];
+        ct_args_get_int(r.args, "seed", &seed);
+        snprintf(cfg, sizeof cfg, "%s/config.json", r.o.model_name_or_path ? r.o.model_name_or_path : "");
+        if (r.o.model_name_or_path && file_exists(cfg))
+            st = ct_model_load(r.o.model_name_or_path, CT_TASK_QUESTION_ANSWERING, (uint64_t)seed,
+                               &r.model);
+        else
+            st = ct_model_create(r.o.config_name ? r.o.config_name : r.o.model_name_or_path,
+                                 CT_TASK_QUESTION_ANSWERING, (uint64_t)seed, &r.model);
+        if (st != CT_OK)
+            return fail("model", st);
+    }
+    {
+        const char *t = r.o.tokenizer_name ? r.o.tokenizer_name : r.o.model_name_or_path;
+        if (!t) {
+            fprintf(stderr, "cputrain-qa: --tokenizer_name is needed with --config_name\n");
+            goto done;
+        }
+        if ((st = ct_tokenizer_load(t, &r.tok)) != CT_OK) {
+            fail("tokenizer", st);
+            goto done;
+        }
+    }
+
+    if (do_eval) {
+        if ((st = ct_squad_load(eval_file, &r.eval_examples)) != CT_OK ||
+            (st = ct_qa_features_create(r.tok, r.eval_examples, r.o.max_eval_samples,
+                                        (int)r.o.max_seq_length, (int)r.o.doc_stride,
+                                        &r.eval_features)) != CT_OK) {
+            fail(eval_file, st);
+            goto done;
+        }
+        r.n_eval_examples = ct_squad_count(r.eval_examples);
+        if (r.o.max_eval_samples >= 0 && (size_t)r.o.max_eval_samples < r.n_eval_examples)
+            r.n_eval_examples = (size_t)r.o.max_eval_samples;
+        printf("evaluation: %zu examples, %zu features\n", r.n_eval_examples,
+               ct_qa_features_count(r.eval_features));
+    }
+    if (do_train) {
+        if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
+            (st = ct_qa_features_create(r.tok, train_examples, r.o.max_train_samples,
+                                        (int)r.o.max_seq_length, (int)r.o.doc_stride,
+                                        &train_features)) != CT_OK) {
+            fail(train_file, st);
+            goto done;
+        }
+        printf("training: %zu examples, %zu features\n",
+               r.o.max_train_samples >= 0 && (size_t)r.o.max_train_samples < ct_squad_count(train_examples)
+                   ? (size_t)r.o.max_train_samples
+                   : ct_squad_count(train_examples),
+               ct_qa_features_count(train_features));
+        if ((st = ct_trainer_create(r.model, r.args, &trainer)) != CT_OK ||
+            (st = ct_trainer_set_train_dataset(trainer, ct_qa_features_dataset(train_features))) !=
+                CT_OK ||
+            (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
+                CT_OK ||
+            (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK) ||
+            (st = ct_trainer_train(trainer)) != CT_OK) {
+            fail("training", st);
+            goto done;
+        }
+    }
+    if (do_eval) {
+        double epoch = 0;
+        if (trainer) {
+            const char *h = ct_trainer_log_history(trainer);
+            const char *e = strstr(h, "\"epoch\": ");
+            while (e && strstr(e + 1, "\"epoch\": "))
+                e = strstr(e + 1, "\"epoch\": ");
+            if (e)
+                epoch = strtod(e + 9, NULL);
+        }
+        if ((st = evaluate(&r)) != CT_OK) {
+            fail("evaluation", st);
+            goto done;
+        }
+        ct_squad_scores_add_prefix(r.last_scores, "eval");
+        ct_squad_scores_set(r.last_scores, "eval_samples", (double)ct_qa_features_count(r.eval_features), 1);
+        if (trainer)
+            ct_squad_scores_set(r.last_scores, "epoch", epoch, 0);
+        printf("***** eval metrics *****\n");
+        for (size_t i = 0; i < ct_squad_scores_count(r.last_scores); i++)
+            printf("  %-24s = %g\n", ct_squad_scores_name(r.last_scores, i),
+                   ct_squad_scores_value(r.last_scores, i));
+        snprintf(path, sizeof path, "%s/eval_results.json", r.output_dir);
+        mkdir(r.output_dir, 0755);
+        if ((st = ct_squad_scores_save(r.last_scores, path)) != CT_OK ||
+            (st = ct_squad_preds_save(r.last_preds, r.output_dir, "eval")) != CT_OK) {
+            fail("writing results", st);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    ct_trainer_free(trainer);
+    ct_qa_features_free(train_features);
+    ct_squad_free(train_examples);
+    ct_qa_features_free(r.eval_features);
+    ct_squad_free(r.eval_examples);
+    ct_squad_scores_free(r.last_scores);
+    ct_squad_preds_free(r.last_preds);
+    ct_tokenizer_free(r.tok);
+    ct_model_free(r.model);
+    ct_args_free(r.args);
+    return rc;
+}
