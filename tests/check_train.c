@@ -550,6 +550,12 @@ START_TEST(dataset_and_trainer_input_checks)
     OK(ct_trainer_set_train_dataset(t, d));
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_STATE, "no evaluation callback");
     ct_trainer_free(t);
+    OK(ct_args_set(a, "eval_strategy", "no"));
+    OK(ct_args_set(a, "gradient_checkpointing", "true"));
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_UNSUPPORTED, "gradient_checkpointing");
+    ct_trainer_free(t);
     ct_batch_free(b);
     ct_args_free(a);
     ct_dataset_free(d);

@@ -17,59 +17,6 @@ import os
 from ._errors import check
 from ._lib import Handle, lib
 
-_int, _size, _i32, _i64, _str = (ctypes.c_int, ctypes.c_size_t, ctypes.c_int32,
-                                 ctypes.c_int64, ctypes.c_char_p)
-_status = ctypes.c_int
-_ptr = ctypes.POINTER
-
-# name: (restype, argtypes), in tokenizer.h's order; the same format as
-# _lib.PROTOTYPES, into which these are to be merged.
-PROTOTYPES = {
-    # tokenizer.h: creating (ct_tokenizer_option, ct_special_token, ct_truncation are ints)
-    "ct_tokenizer_load": (_status, [_str, _ptr(Handle)]),
-    "ct_tokenizer_free": (None, [Handle]),
-    "ct_tokenizer_set_option": (_status, [Handle, _int, _i64]),
-    "ct_tokenizer_get_option": (_status, [Handle, _int, _ptr(_i64)]),
-    # tokenizer.h: vocabulary
-    "ct_tokenizer_vocab_size": (_size, [Handle]),
-    "ct_tokenizer_id_to_token": (_str, [Handle, _i32]),
-    "ct_tokenizer_token_to_id": (_i32, [Handle, _str]),
-    "ct_tokenizer_special_token": (_str, [Handle, _int]),
-    "ct_tokenizer_special_id": (_i32, [Handle, _int]),
-    # tokenizer.h: encoding
-    "ct_tokenizer_encode": (_status, [Handle, _str, _size, _int, _size, _size, _int,
-                                      _ptr(Handle)]),
-    "ct_tokenizer_encode_pair": (_status, [Handle, _str, _size, _str, _size, _int, _size,
-                                           _size, _int, _ptr(Handle)]),
-    # tokenizer.h: results
-    "ct_encoding_free": (None, [Handle]),
-    "ct_encoding_num_windows": (_size, [Handle]),
-    "ct_encoding_length": (_size, [Handle, _size]),
-    "ct_encoding_ids": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_type_ids": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_attention_mask": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_special_tokens_mask": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_sequence_ids": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_word_ids": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_offsets": (_ptr(_i32), [Handle, _size]),
-    "ct_encoding_byte_offsets": (_ptr(_i32), [Handle, _size]),
-}
-
-
-def _declare():
-    # Until these prototypes live in _lib.PROTOTYPES (which declares them at
-    # import), declare them here; a library without them cannot tokenize.
-    for name, (restype, argtypes) in PROTOTYPES.items():
-        fn = getattr(lib, name, None)
-        if fn is None:
-            raise ImportError("the loaded libcputrain lacks %s (no tokenizer)" % name)
-        if fn.argtypes is None:
-            fn.restype = restype
-            fn.argtypes = argtypes
-
-
-_declare()
-
 
 class Option(enum.IntEnum):
     """ct_tokenizer_option."""
