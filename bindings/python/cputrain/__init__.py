@@ -24,6 +24,8 @@ from ._args import ArgType, Field, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
+from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
+                     squad_score)
 
 # The version of the library actually loaded, which is what runs.
 __version__ = _c.ct_version_string().decode()
@@ -35,4 +37,5 @@ __all__ = [
     "TrainingArgs", "Truncation", "__version__",
     "get_log_level", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
+    "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
 ]

@@ -9,6 +9,7 @@ import sys
 from typing import NamedTuple, Optional, Tuple
 
 from ._errors import Status, check
+from ._handle import OwnedHandle
 from ._lib import Handle, lib
 
 
@@ -79,7 +80,7 @@ _FIELDS = _read_fields()
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-class TrainingArgs:
+class TrainingArgs(OwnedHandle):
     """Training arguments with Hugging Face TrainingArguments' names, types
     and defaults: TrainingArgs(bf16=True, learning_rate=3e-5).
 
@@ -90,6 +91,8 @@ class TrainingArgs:
     Owns a C handle: use `with`, or close(); it is also freed when collected.
     """
 
+    _free = lib.ct_args_free
+    _what = "TrainingArgs"
     __slots__ = ("_handle", "__weakref__")
 
     def __init__(self, **overrides):
@@ -130,31 +133,6 @@ class TrainingArgs:
         return field
 
     # ---- lifetime -------------------------------------------------------
-
-    def close(self):
-        """Free the handle now; any later use raises ValueError."""
-        handle, self._handle = self._handle, None
-        if handle:
-            lib.ct_args_free(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_args_free):
-        # _free is bound at definition: at interpreter exit, module globals
-        # may already be gone when this runs.
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
-
-    def _live(self):
-        if not self._handle:
-            raise ValueError("operation on a closed TrainingArgs")
-        return self._handle
 
     def copy(self):
         """An independent copy (ct_args_copy), unparsed arguments included."""

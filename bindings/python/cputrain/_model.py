@@ -13,6 +13,7 @@ from typing import NamedTuple, Tuple
 
 from ._args import _decode, _encode
 from ._errors import check
+from ._handle import OwnedHandle
 from ._lib import Handle, lib
 
 try:
@@ -287,7 +288,7 @@ class TensorMap(collections.abc.Mapping):
 
 # ---- Batch --------------------------------------------------------------------
 
-class Batch:
+class Batch(OwnedHandle):
     """A batch of token ids with its labels (a ct_batch; the library copies
     every array it is given).
 
@@ -300,6 +301,9 @@ class Batch:
     same shape (None: all 0, all 1). labels are class ids [batch_size],
     token ids [batch_size, seq_len] (masked LM, -100 = not predicted), or
     real numbers (regression; also set_float_labels)."""
+
+    _free = lib.ct_batch_free
+    _what = "Batch"
 
     __slots__ = ("_handle", "_has_labels", "__weakref__")
 
@@ -326,27 +330,6 @@ class Batch:
             self.close()
             raise
 
-    def close(self):
-        handle, self._handle = self._handle, None
-        if handle:
-            lib.ct_batch_free(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_batch_free):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
-
-    def _live(self):
-        if not self._handle:
-            raise ValueError("operation on a closed Batch")
-        return self._handle
 
     @property
     def batch_size(self):
@@ -440,7 +423,7 @@ _CONFIG_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention
                 "num_labels", "pad_token_id")
 
 
-class Model:
+class Model(OwnedHandle):
     """A BERT or DistilBERT model with a head (a ct_model).
 
         model = Model.create("bert-base-uncased", task="question-answering", seed=42)
@@ -455,6 +438,8 @@ class Model:
     alive, but must not be used after close(); logits() is valid until the
     next forward pass."""
 
+    _free = lib.ct_model_free
+    _what = "Model"
     __slots__ = ("_handle", "_training", "__weakref__")
 
     def __init__(self, *args, **kwargs):
@@ -496,29 +481,6 @@ class Model:
         check(lib.ct_model_save(self._live(), _path(path, "path"), dtype))
 
     # ---- lifetime -------------------------------------------------------
-
-    def close(self):
-        """Free the model now; any later use raises ValueError."""
-        handle, self._handle = self._handle, None
-        if handle:
-            lib.ct_model_free(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_model_free):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
-
-    def _live(self):
-        if not self._handle:
-            raise ValueError("operation on a closed Model")
-        return self._handle
 
     def __reduce__(self):
         raise TypeError("a Model cannot be pickled; save() it and load() it instead")

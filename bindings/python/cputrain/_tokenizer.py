@@ -15,6 +15,7 @@ import numbers
 import os
 
 from ._errors import check
+from ._handle import OwnedHandle
 from ._lib import Handle, lib
 
 
@@ -99,12 +100,15 @@ def _windows(handle):
         lib.ct_encoding_free(handle)
 
 
-class Tokenizer:
+class Tokenizer(OwnedHandle):
     """A BERT WordPiece tokenizer (a ct_tokenizer).
 
     Owns a C handle: use `with`, or close(); it is also freed when
     collected. Encoding is thread-safe; changing a setting while another
     thread encodes is not."""
+
+    _free = lib.ct_tokenizer_free
+    _what = "Tokenizer"
 
     __slots__ = ("_handle", "__weakref__")
 
@@ -140,27 +144,6 @@ class Tokenizer:
 
     # ---- lifetime -------------------------------------------------------
 
-    def close(self):
-        handle, self._handle = self._handle, None
-        if handle:
-            lib.ct_tokenizer_free(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_tokenizer_free):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
-
-    def _live(self):
-        if not self._handle:
-            raise ValueError("operation on a closed Tokenizer")
-        return self._handle
 
     # ---- settings ---------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from ._args import TrainingArgs, _decode, _encode
 from ._errors import CputrainError, Status, check, error_from_status
+from ._handle import OwnedHandle
 from ._lib import EVAL_FN, PROGRESS_FN, Handle, lib
 from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _path, _to_int32
 
@@ -53,7 +54,7 @@ def _tensor_index(model, tensor):
 
 # ---- Optimizer ----------------------------------------------------------------
 
-class Optimizer:
+class Optimizer(OwnedHandle):
     """AdamW exactly as torch.optim.AdamW, with gradient clipping to
     max_grad_norm and the learning-rate schedule of Transformers'
     get_scheduler (a ct_optim), all configured from TrainingArgs:
@@ -70,6 +71,8 @@ class Optimizer:
     The optimizer a Trainer made (Trainer.optimizer) is borrowed: it follows
     the trainer's current ct_optim and close() only lets go of it."""
 
+    _free = lib.ct_optim_free
+    _what = "Optimizer"
     __slots__ = ("_handle", "_model", "_owner", "__weakref__")
 
     def __init__(self, model, args):
@@ -91,22 +94,8 @@ class Optimizer:
 
     def close(self):
         """Free the optimizer now (a borrowed one is only let go of)."""
-        handle, self._handle = self._handle, None
         self._owner = None
-        if handle:
-            lib.ct_optim_free(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_optim_free):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
+        super().close()
 
     def __reduce__(self):
         raise TypeError("an Optimizer cannot be pickled; save() it and load() it instead")
@@ -117,11 +106,10 @@ class Optimizer:
             if not handle:
                 raise ValueError("the Trainer has no optimizer yet (it makes one in train())")
             return handle
-        if not self._handle:
-            raise ValueError("operation on a closed Optimizer")
+        handle = super()._live()
         if not self._model._handle:
             raise ValueError("the Model of this Optimizer was closed")
-        return self._handle
+        return handle
 
     @property
     def model(self):
@@ -206,7 +194,7 @@ def _row(address, index, width):
     return ctypes.cast(address + 4 * index * width, ctypes.POINTER(ctypes.c_int32))
 
 
-class Dataset:
+class Dataset(OwnedHandle):
     """Tokenised examples of one task, each seq_len tokens long, held by the
     library (a ct_dataset) for a Trainer:
 
@@ -219,6 +207,8 @@ class Dataset:
     predicted). token_type_ids None means all 0, attention_mask None all 1.
     The library copies what it is given."""
 
+    _free = lib.ct_dataset_free
+    _what = "Dataset"
     __slots__ = ("_handle", "_task", "__weakref__")
 
     def __init__(self, task, seq_len):
@@ -248,28 +238,6 @@ class Dataset:
             dataset.close()
             raise
         return dataset
-
-    def close(self):
-        handle, self._handle = self._handle, None
-        if handle:
-            lib.ct_dataset_free(handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_dataset_free):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
-
-    def _live(self):
-        if not self._handle:
-            raise ValueError("operation on a closed Dataset")
-        return self._handle
 
     def __reduce__(self):
         raise TypeError("a Dataset cannot be pickled")
@@ -474,7 +442,7 @@ def _eval_trampoline(user, handle):
         return int(Status.ERR_CANCELLED)
 
 
-class Trainer:
+class Trainer(OwnedHandle):
     """Hugging Face Trainer's loop in the library (a ct_trainer):
 
         trainer = Trainer(model, args, train_dataset=ds, progress=show)
@@ -496,6 +464,8 @@ class Trainer:
     The Model must stay open while the trainer exists; the trainer keeps the
     model, its own copy of the arguments and the datasets referenced."""
 
+    _free = lib.ct_trainer_free
+    _what = "Trainer"
     __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
                  "_key", "_pending", "_running", "_in_eval", "__weakref__")
 
@@ -537,31 +507,16 @@ class Trainer:
         """Free the trainer now (not from inside one of its callbacks)."""
         if self._running:
             raise RuntimeError("a Trainer cannot be closed while it is training")
-        handle, self._handle = self._handle, None
         _trainers.pop(self._key, None)
-        if handle:
-            lib.ct_trainer_free(handle)
+        super().close()
         if self._args is not None:
             self._args.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self, _free=lib.ct_trainer_free):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._handle = None
-            _free(handle)
 
     def __reduce__(self):
         raise TypeError("a Trainer cannot be pickled")
 
     def _live(self):
-        if not self._handle:
-            raise ValueError("operation on a closed Trainer")
+        super()._live()
         if not self._model._handle:
             raise ValueError("the Model of this Trainer was closed")
         return self._handle

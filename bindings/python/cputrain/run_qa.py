@@ -1,0 +1,236 @@
+"""python3 -m cputrain.run_qa: Transformers' run_qa.py through the library,
+the job of tools/cputrain-qa from Python -- fine-tune a BERT model for
+extractive question answering on SQuAD-format data, evaluate with the
+official EM/F1, write eval_results.json and the predictions.
+
+    python3 -m cputrain.run_qa --config_name data/config.json --tokenizer_name data \\
+        --train_file data/train.json --validation_file data/validation.json \\
+        --do_train --do_eval --output_dir out [TrainingArguments...]
+
+run_qa.py's model and data arguments are read here (argparse); everything
+else is a TrainingArguments field, parsed by the library (TrainingArgs)."""
+
+import argparse
+import os
+import sys
+
+from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, CputrainError, LogLevel, Model,
+               QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer, TrainingArgs,
+               set_log_callback, set_log_level)
+
+PROG = "python3 -m cputrain.run_qa"
+
+# Accepted for compatibility with run_qa.py command lines; they change
+# nothing here (no cache, no hub, one tokenizer kind).
+IGNORED = ("overwrite_cache", "preprocessing_num_workers", "cache_dir", "use_fast_tokenizer",
+           "model_revision", "token", "trust_remote_code", "dataset_config_name", "report_to")
+
+
+def _bool(text):
+    """HfArgumentParser's string_to_bool."""
+    if isinstance(text, bool):
+        return text
+    if text.lower() in ("yes", "true", "t", "y", "1"):
+        return True
+    if text.lower() in ("no", "false", "f", "n", "0"):
+        return False
+    raise argparse.ArgumentTypeError("truthy value expected: got %r" % text)
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fine-tune and evaluate a BERT model for extractive question answering "
+                    "(run_qa.py through libcputrain).",
+        epilog="TrainingArguments (parsed by the library):\n" + TrainingArgs.help())
+    qa = p.add_argument_group("question answering arguments")
+    add = qa.add_argument
+    add("--model_name_or_path", help="Folder of a pre-trained model (config.json, "
+        "model.safetensors, vocab.txt) or a built-in configuration name.")
+    add("--config_name", help="config.json (or built-in name) to start from instead; no weights.")
+    add("--tokenizer_name", help="Folder or vocab.txt of the tokenizer, if not the model's.")
+    add("--dataset_name", help="squad or squad_v2, read from --dataset_dir (nothing is "
+        "downloaded).")
+    add("--dataset_dir", help="Folder holding the dataset's files (default: $HF_DATASETS_CACHE).")
+    add("--train_file", help="Training data: SQuAD JSON or JSON lines.")
+    add("--validation_file", help="Evaluation data: SQuAD JSON or JSON lines.")
+    add("--max_seq_length", type=int, default=384,
+        help="Tokens per window: question + context (default 384).")
+    add("--doc_stride", type=int, default=128,
+        help="Overlap in tokens between context windows (default 128).")
+    add("--max_train_samples", type=int, default=None,
+        help="Use only the first N training examples.")
+    add("--max_eval_samples", type=int, default=None,
+        help="Use only the first N evaluation examples.")
+    add("--n_best_size", type=int, default=20,
+        help="Candidate answers kept per question (default 20).")
+    add("--max_answer_length", type=int, default=30,
+        help="Longest answer in tokens (default 30).")
+    add("--pad_to_max_length", type=_bool, nargs="?", const=True, default=True,
+        help="Pad every window to max_seq_length (always done; default True).")
+    add("--version_2_with_negative", type=_bool, nargs="?", const=True, default=False,
+        help="Some questions have no answer (SQuAD v2.0).")
+    add("--null_score_diff_threshold", type=float, default=0.0,
+        help="Predict no answer when its score beats the best span by more than this "
+             "(default 0.0).")
+    for name in IGNORED:
+        qa.add_argument("--" + name, nargs="?", const=None, help=argparse.SUPPRESS)
+    return p
+
+
+def find_split(o, split):
+    """--dataset_name: the split's file in the dataset folder, under the
+    names the datasets library and the SQuAD site use."""
+    folder = o.dataset_dir or os.environ.get("HF_DATASETS_CACHE")
+    v2 = o.dataset_name == "squad_v2"
+    official = ("train-v2.0.json" if v2 else "train-v1.1.json") if split == "train" else \
+        ("dev-v2.0.json" if v2 else "dev-v1.1.json")
+    if not folder:
+        raise SystemExit("%s: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
+                         "nothing is downloaded" % (PROG, o.dataset_name))
+    for where in (folder, os.path.join(folder, o.dataset_name)):
+        for name in (split + ".json", split + ".jsonl", official):
+            path = os.path.join(where, name)
+            if os.path.isfile(path):
+                return path
+    raise SystemExit("%s: dataset '%s': no %s split in %s or %s (looked for %s.json, %s.jsonl, "
+                     "%s); nothing is downloaded -- put the files there or pass --train_file / "
+                     "--validation_file" % (PROG, o.dataset_name, split, folder,
+                                            os.path.join(folder, o.dataset_name), split, split,
+                                            official))
+
+
+class QARun:
+    """What evaluation needs: the model, the evaluation examples and
+    features, and the last predictions and scores."""
+
+    def __init__(self, o, args, model, examples, features):
+        self.o, self.args, self.model = o, args, model
+        self.examples, self.features = examples, features
+        self.preds = None
+
+    def evaluate(self):
+        """Logits of every evaluation feature, utils_qa.py's
+        post-processing, then the SQuAD metric: a SquadScores."""
+        start, end = self.features.logits(self.model,
+                                          batch_size=self.args.per_device_eval_batch_size)
+        if self.preds is not None:
+            self.preds.close()
+        self.preds = self.features.postprocess(
+            start, end, version_2_with_negative=self.o.version_2_with_negative,
+            n_best_size=self.o.n_best_size, max_answer_length=self.o.max_answer_length,
+            null_score_diff_threshold=self.o.null_score_diff_threshold)
+        return SquadScores.compute(self.preds, self.examples, self.o.version_2_with_negative)
+
+    def eval_callback(self, trainer):
+        """The trainer's evaluation hook: EM/F1 as eval_* metrics."""
+        with self.evaluate() as scores:
+            return {"eval_" + name: value for name, value in scores.items()}
+
+
+def _last_epoch(trainer):
+    for entry in reversed(trainer.log_history):
+        if "epoch" in entry:
+            return float(entry["epoch"])
+    return 0.0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    set_log_callback(LOG_TO_STDERR)
+    set_log_level(LogLevel.INFO)
+    args = TrainingArgs()
+    try:
+        rest = args.parse(argv)
+    except CputrainError as e:
+        print("%s: arguments: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    o = parser().parse_args(rest)  # exits 2 on an unknown argument, 0 after --help
+
+    if o.dataset_name == "squad_v2":
+        o.version_2_with_negative = True
+    if o.dataset_name and o.dataset_name not in ("squad", "squad_v2"):
+        print("%s: --dataset_name '%s': only squad and squad_v2 are known"
+              % (PROG, o.dataset_name), file=sys.stderr)
+        return 2
+    do_train, do_eval, output_dir = args.do_train, args.do_eval, args.output_dir
+    train_file, eval_file = o.train_file, o.validation_file
+    if o.dataset_name and not train_file and do_train:
+        train_file = find_split(o, "train")
+    if o.dataset_name and not eval_file and do_eval:
+        eval_file = find_split(o, "validation")
+    for wanted, path, flag in ((do_train, train_file, "--do_train needs --train_file"),
+                               (do_eval, eval_file, "--do_eval needs --validation_file")):
+        if wanted and not path:
+            print("%s: %s or --dataset_name" % (PROG, flag), file=sys.stderr)
+            return 2
+    if not o.model_name_or_path and not o.config_name:
+        print("%s: give --model_name_or_path (or --config_name to start from scratch)" % PROG,
+              file=sys.stderr)
+        return 2
+    if not output_dir:
+        print("%s: --output_dir is required" % PROG, file=sys.stderr)
+        return 2
+    tokenizer_path = o.tokenizer_name or o.model_name_or_path
+    if not tokenizer_path:
+        print("%s: --tokenizer_name is needed with --config_name" % PROG, file=sys.stderr)
+        return 2
+    max_train = -1 if o.max_train_samples is None else o.max_train_samples
+    max_eval = -1 if o.max_eval_samples is None else o.max_eval_samples
+
+    what = "model"
+    try:
+        # Model: pre-trained weights from a folder, else a fresh one.
+        if o.model_name_or_path and os.path.isfile(os.path.join(o.model_name_or_path,
+                                                                "config.json")):
+            model = Model.load(o.model_name_or_path, "question-answering", seed=args.seed)
+        else:
+            model = Model.create(o.config_name or o.model_name_or_path, "question-answering",
+                                 seed=args.seed)
+        what = "tokenizer"
+        tokenizer = Tokenizer(tokenizer_path)
+
+        run = None
+        if do_eval:
+            what = eval_file
+            examples = SquadExamples.load(eval_file)
+            features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
+                                         max_eval)
+            run = QARun(o, args, model, examples, features)
+            print("evaluation: %d examples, %d features" % (features.n_examples, len(features)))
+        trainer = None
+        if do_train:
+            what = train_file
+            train_examples = SquadExamples.load(train_file)
+            train_features = QAFeatures.create(tokenizer, train_examples, o.max_seq_length,
+                                               o.doc_stride, max_train)
+            print("training: %d examples, %d features" % (train_features.n_examples,
+                                                          len(train_features)))
+            what = "training"
+            trainer = Trainer(model, args, train_dataset=train_features.dataset,
+                              progress=PROGRESS_TO_TERMINAL,
+                              evaluate=run.eval_callback if run is not None else None)
+            trainer.train()
+        if do_eval:
+            what = "evaluation"
+            epoch = _last_epoch(trainer) if trainer is not None else None
+            scores = run.evaluate()
+            scores.add_prefix("eval")
+            scores.set("eval_samples", len(run.features), integer=True)
+            if epoch is not None:
+                scores.set("epoch", epoch, integer=False)
+            print("***** eval metrics *****")
+            for name, value in scores.items():
+                print("  %-24s = %g" % (name, value))
+            what = "writing results"
+            os.makedirs(output_dir, exist_ok=True)
+            scores.save(os.path.join(output_dir, "eval_results.json"))
+            run.preds.save(output_dir, "eval")
+    except CputrainError as e:
+        print("%s: %s: %s: %s" % (PROG, what, e.status_name, e.message), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
