@@ -47,6 +47,8 @@ run "tokenizer against Hugging Face tokenizers (npm)" env B="$B" CC="$CC" PYTHON
     sh tests/tokenizer/run.sh
 run "demo learns: cputrain-qa on the generated SQuAD set, EM >= 60" \
     env B="$B" PYTHON="$PYTHON" sh tests/demo/run.sh
+run "cputrain-qa command line (run_qa.py arguments, dataset folder, train, eval, v2)" \
+    env B="$B" PYTHON="$PYTHON" sh tests/qa_cli/run.sh
 run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
 
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"

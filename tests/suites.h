@@ -16,7 +16,8 @@ Suite *core_suite(void);
     X(train_suite)            \
     X(tokenizer_suite)        \
     X(ops_suite)              \
-    X(squad_suite)
+    X(squad_suite)            \
+    X(qa_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -254,6 +254,41 @@ static ct_status eval_callback(void *user, ct_trainer *trainer)
     return st;
 }
 
+/* vocab.txt (tokens in id order) and tokenizer_config.json into dir. */
+static int save_tokenizer(const ct_tokenizer *tok, const char *dir)
+{
+    char path[4200];
+    int64_t lower = 1, accents = -1, chinese = 1, max_len = -1;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    if (!(f = fopen(path, "w")))
+        goto fail;
+    for (size_t id = 0; id < ct_tokenizer_vocab_size(tok); id++)
+        fprintf(f, "%s\n", ct_tokenizer_id_to_token(tok, (int32_t)id));
+    if (fclose(f) != 0)
+        goto fail;
+    ct_tokenizer_get_option(tok, CT_TOKENIZER_DO_LOWER_CASE, &lower);
+    ct_tokenizer_get_option(tok, CT_TOKENIZER_STRIP_ACCENTS, &accents);
+    ct_tokenizer_get_option(tok, CT_TOKENIZER_TOKENIZE_CHINESE_CHARS, &chinese);
+    ct_tokenizer_get_option(tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    if (!(f = fopen(path, "w")))
+        goto fail;
+    fprintf(f, "{\n  \"do_lower_case\": %s,\n  \"strip_accents\": %s,\n"
+               "  \"tokenize_chinese_chars\": %s,\n",
+            lower ? "true" : "false", accents < 0 ? "null" : accents ? "true" : "false",
+            chinese ? "true" : "false");
+    if (max_len > 0)
+        fprintf(f, "  \"model_max_length\": %lld,\n", (long long)max_len);
+    fprintf(f, "  \"tokenizer_class\": \"BertTokenizer\"\n}\n");
+    if (fclose(f) != 0)
+        goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "cputrain-qa: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static int fail(const char *what, ct_status st)
@@ -357,6 +392,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "cputrain-qa: --output_dir is required\n");
         return 2;
     }
+    if (r.o.max_seq_length < 8 || r.o.doc_stride < 0 || r.o.doc_stride >= r.o.max_seq_length) {
+        fprintf(stderr, "cputrain-qa: --max_seq_length %ld and --doc_stride %ld: need "
+                        "max_seq_length >= 8 and 0 <= doc_stride < max_seq_length\n",
+                r.o.max_seq_length, r.o.doc_stride);
+        return 2;
+    }
 
     /* Model: pre-trained weights from a folder, else a fresh one. */
     {
@@ -393,6 +434,8 @@ int main(int argc, char **argv)
             fail(eval_file, st);
             goto done;
         }
+        if (r.o.max_eval_samples >= 0)
+            ct_qa_features_truncate(r.eval_features, (size_t)r.o.max_eval_samples);
         r.n_eval_examples = ct_squad_count(r.eval_examples);
         if (r.o.max_eval_samples >= 0 && (size_t)r.o.max_eval_samples < r.n_eval_examples)
             r.n_eval_examples = (size_t)r.o.max_eval_samples;
@@ -407,6 +450,8 @@ int main(int argc, char **argv)
             fail(train_file, st);
             goto done;
         }
+        if (r.o.max_train_samples >= 0)
+            ct_qa_features_truncate(train_features, (size_t)r.o.max_train_samples);
         printf("training: %zu examples, %zu features\n",
                r.o.max_train_samples >= 0 && (size_t)r.o.max_train_samples < ct_squad_count(train_examples)
                    ? (size_t)r.o.max_train_samples
@@ -422,6 +467,10 @@ int main(int argc, char **argv)
             fail("training", st);
             goto done;
         }
+        /* Trainer saves the tokenizer beside the model, so the folder can be
+         * passed as --model_name_or_path again. */
+        if (save_tokenizer(r.tok, r.output_dir) != 0)
+            goto done;
     }
     if (do_eval) {
         double epoch = 0;

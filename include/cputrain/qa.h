@@ -38,6 +38,9 @@ CT_API const int64_t *ct_qa_features_example_index(const ct_qa_features *feature
  * context; -1, -1 for tokens that are not context (question, special,
  * padding), as prepare_validation_features sets them to None. */
 CT_API const int32_t *ct_qa_features_offsets(const ct_qa_features *features);
+/* Keep only the first `count` features (run_qa.py cuts the features to
+ * max_train_samples / max_eval_samples again after building them). */
+CT_API ct_status ct_qa_features_truncate(ct_qa_features *features, size_t count);
 /* Windows whose answer fell outside them (labelled [CLS]). */
 CT_API size_t ct_qa_features_answers_outside(const ct_qa_features *features);
 

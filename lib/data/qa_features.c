@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/squad.h"
+#include "train/dataset.h"
 
 struct ct_qa_features {
     ct_dataset *dataset;
@@ -157,6 +158,16 @@ ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int
         return st;
     }
     *out = f;
+    return CT_OK;
+}
+
+ct_status ct_qa_features_truncate(ct_qa_features *f, size_t count)
+{
+    CT__CHECK_ARG(f);
+    if (count < f->n) {
+        f->n = count;
+        f->dataset->n = count; /* the dataset holds one example per feature */
+    }
     return CT_OK;
 }
 

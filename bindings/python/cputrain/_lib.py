@@ -227,6 +227,7 @@ PROTOTYPES = {
     "ct_qa_features_example_index": (_ptr(_i64), [Handle]),
     "ct_qa_features_offsets": (_ptr(_i32), [Handle]),
     "ct_qa_features_answers_outside": (_size, [Handle]),
+    "ct_qa_features_truncate": (_status, [Handle, _size]),
 }
 
 
