@@ -134,7 +134,7 @@ CT_API ct_status ct_squad_scores_save(const ct_squad_scores *scores, const char 
 
 /* From per-feature logits to answers, as postprocess_qa_predictions in
  * run_qa.py's utils_qa.py. Examples: ids and contexts (NUL-terminated UTF-8: a
- * context holding a NUL character (\\u0000 in the file) is cut there, so
+ * context holding a NUL character (written \u0000 in the JSON) is cut there, so
  * answers after it come out empty),
  * n_examples of each. Features (tokenized windows): feature_example[f] is the
  * example of feature f; start_logits / end_logits hold seq_len floats per
