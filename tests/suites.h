@@ -17,7 +17,8 @@ Suite *core_suite(void);
     X(tokenizer_suite)        \
     X(ops_suite)              \
     X(squad_suite)            \
-    X(qa_suite)
+    X(qa_suite)               \
+    X(topology_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)
