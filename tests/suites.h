@@ -18,7 +18,8 @@ Suite *core_suite(void);
     X(ops_suite)              \
     X(squad_suite)            \
     X(qa_suite)               \
-    X(topology_suite)
+    X(topology_suite)         \
+    X(shm_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

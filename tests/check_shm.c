@@ -1,0 +1,559 @@
+/* The shm collective backend across forked processes: allreduce bits against
+ * a serial sum, broadcast, barrier, a killed or stuck rank, /dev/shm cleanup. */
+#include <check.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cputrain/cputrain.h>
+
+#include "dist/shm.h"
+#include "suites.h"
+
+Suite *shm_suite(void);
+
+#define MAX_WORLD 4
+#define MSG_LEN 512
+
+/* Shared with the forked ranks: each rank's error text and a few words. */
+typedef struct {
+    char msg[MAX_WORLD][MSG_LEN];
+    int status[MAX_WORLD];
+    double elapsed[MAX_WORLD];
+    int code[MAX_WORLD];
+    volatile int counter[256];
+} shared_out;
+
+static shared_out *out_area;
+static char job[64];
+static int job_seq;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void new_job(void)
+{
+    snprintf(job, sizeof job, "chk%d-%d", (int)getpid(), job_seq++);
+}
+
+static int seg_exists(const char *j, int world)
+{
+    char name[256], path[300];
+    ck_assert_int_eq(ct__shm_name(j, world, name, sizeof name), CT_OK);
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    return access(path, F_OK) == 0;
+}
+
+typedef int (*rank_fn)(int rank, int world, void *arg);
+
+/* Runs fn in `world` forked processes; returns how many exited non-zero,
+ * with each one's wait status in out_area->status. */
+static int run_group(int world, rank_fn fn, void *arg)
+{
+    pid_t pids[MAX_WORLD];
+    int r, bad = 0;
+    memset(out_area, 0, sizeof *out_area);
+    for (r = 0; r < world; r++) {
+        pids[r] = fork();
+        ck_assert_int_ge(pids[r], 0);
+        if (pids[r] == 0)
+            _exit(fn(r, world, arg));
+    }
+    for (r = 0; r < world; r++) {
+        int ws = 0;
+        ck_assert_int_eq(waitpid(pids[r], &ws, 0), pids[r]);
+        out_area->status[r] = ws;
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+            bad++;
+    }
+    return bad;
+}
+
+static void note(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(int rank, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out_area->msg[rank], MSG_LEN, fmt, ap);
+    va_end(ap);
+}
+
+static uint32_t mix(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Values of mixed magnitude so that the order of additions shows in the bits. */
+static float value(int rank, size_t j)
+{
+    uint32_t h = mix((uint32_t)j * 2654435761U + (uint32_t)rank * 40503U + 1U);
+    float v = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
+    return v * (float)(1u << (h & 7));
+}
+
+typedef struct {
+    const size_t *sizes;
+    int nsizes;
+    float **sum, **mean; /* expected, per size, computed before the fork */
+    int delay0_ms;       /* rank 0 starts late */
+} ar_case;
+
+static int ar_rank(int rank, int world, void *arg)
+{
+    ar_case *c = arg;
+    ct__shm *shm = NULL;
+    int i, avg;
+    if (rank == 0 && c->delay0_ms > 0)
+        usleep((useconds_t)c->delay0_ms * 1000);
+    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (i = 0; i < c->nsizes; i++) {
+        size_t n = c->sizes[i], j;
+        float *buf = malloc(n * sizeof *buf);
+        if (buf == NULL)
+            return 2;
+        for (avg = 0; avg < 2; avg++) {
+            const float *want = avg ? c->mean[i] : c->sum[i];
+            for (j = 0; j < n; j++)
+                buf[j] = value(rank, j);
+            if (ct__shm_allreduce_f32(shm, buf, n, avg) != CT_OK) {
+                note(rank, "allreduce: %s (n=%zu)", ct_last_error(), n);
+                ct__shm_close(shm);
+                return 1;
+            }
+            if (memcmp(buf, want, n * sizeof *buf) != 0) {
+                for (j = 0; j < n && memcmp(&buf[j], &want[j], sizeof *buf) == 0; j++)
+                    ;
+                note(rank, "%s: first differing element %zu", avg ? "mean" : "sum", j);
+                ct__shm_close(shm);
+                return 1;
+            }
+        }
+        free(buf);
+    }
+    ct__shm_close(shm);
+    return 0;
+}
+
+static void check_group(int world, int bad)
+{
+    int r;
+    for (r = 0; r < world; r++)
+        ck_assert_msg(out_area->msg[r][0] == '\0', "rank %d: %s", r, out_area->msg[r]);
+    ck_assert_int_eq(bad, 0);
+    ck_assert_msg(!seg_exists(job, world), "segment left behind for job %s", job);
+}
+
+static void run_allreduce_ex(int world, const size_t *sizes, int nsizes, int delay0_ms)
+{
+    ar_case c;
+    int i, r;
+    c.delay0_ms = delay0_ms;
+    c.sizes = sizes;
+    c.nsizes = nsizes;
+    c.sum = calloc((size_t)nsizes, sizeof *c.sum);
+    c.mean = calloc((size_t)nsizes, sizeof *c.mean);
+    for (i = 0; i < nsizes; i++) {
+        size_t j, n = sizes[i];
+        c.sum[i] = malloc(n * sizeof(float));
+        c.mean[i] = malloc(n * sizeof(float));
+        ck_assert(c.sum[i] && c.mean[i]);
+        for (j = 0; j < n; j++) {
+            float s = value(0, j);
+            for (r = 1; r < world; r++)
+                s += value(r, j);
+            c.sum[i][j] = s;
+            c.mean[i][j] = s / (float)world;
+        }
+    }
+    new_job();
+    check_group(world, run_group(world, ar_rank, &c));
+    for (i = 0; i < nsizes; i++) {
+        free(c.sum[i]);
+        free(c.mean[i]);
+    }
+    free(c.sum);
+    free(c.mean);
+}
+
+static void run_allreduce(int world, const size_t *sizes, int nsizes)
+{
+    run_allreduce_ex(world, sizes, nsizes, 0);
+}
+
+static const size_t small_sizes[] = { 1, 7, 1000, (1u << 20) + 3 };
+static const size_t big_size[] = { (64u << 20) / sizeof(float) };
+
+START_TEST(allreduce_2) { run_allreduce(2, small_sizes, 4); }
+END_TEST
+
+START_TEST(allreduce_4) { run_allreduce(4, small_sizes, 4); }
+END_TEST
+
+START_TEST(allreduce_64mib_2) { run_allreduce(2, big_size, 1); }
+END_TEST
+
+START_TEST(allreduce_64mib_4) { run_allreduce(4, big_size, 1); }
+END_TEST
+
+static int bc_rank(int rank, int world, void *arg)
+{
+    static const size_t sizes[] = { 1, 4099, (5u << 20) + 13 };
+    ct__shm *shm = NULL;
+    int i, root;
+    (void)arg;
+    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (root = 0; root < world; root += world - 1) {
+        for (i = 0; i < 3; i++) {
+            size_t n = sizes[i], j;
+            unsigned char *b = malloc(n);
+            if (b == NULL)
+                return 2;
+            for (j = 0; j < n; j++)
+                b[j] = rank == root ? (unsigned char)(mix((uint32_t)(j + (size_t)root)) & 0xff) : 0;
+            if (ct__shm_broadcast(shm, b, n, root) != CT_OK) {
+                note(rank, "broadcast: %s (n=%zu)", ct_last_error(), n);
+                return 1;
+            }
+            for (j = 0; j < n; j++)
+                if (b[j] != (unsigned char)(mix((uint32_t)(j + (size_t)root)) & 0xff)) {
+                    note(rank, "broadcast: wrong byte %zu", j);
+                    return 1;
+                }
+            free(b);
+        }
+        if (world == 1)
+            break;
+    }
+    ct__shm_close(shm);
+    return 0;
+}
+
+START_TEST(broadcast)
+{
+    int world;
+    for (world = 2; world <= 4; world += 2) {
+        new_job();
+        check_group(world, run_group(world, bc_rank, NULL));
+    }
+}
+END_TEST
+
+static int barrier_rank(int rank, int world, void *arg)
+{
+    ct__shm *shm = NULL;
+    int i;
+    (void)arg;
+    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (i = 0; i < 256; i++) {
+        if (rank == i % world)
+            usleep(200); /* a late rank each round */
+        __atomic_fetch_add(&out_area->counter[i], 1, __ATOMIC_SEQ_CST);
+        if (ct__shm_barrier(shm) != CT_OK) {
+            note(rank, "barrier: %s", ct_last_error());
+            return 1;
+        }
+        if (__atomic_load_n(&out_area->counter[i], __ATOMIC_SEQ_CST) != world) {
+            note(rank, "barrier %d passed before every rank arrived", i);
+            return 1;
+        }
+    }
+    ct__shm_close(shm);
+    return 0;
+}
+
+START_TEST(barrier)
+{
+    int world;
+    for (world = 2; world <= 4; world += 2) {
+        new_job();
+        check_group(world, run_group(world, barrier_rank, NULL));
+    }
+}
+END_TEST
+
+/* Rank 2 of 4 is SIGKILLed (kill_mode 1) or stuck (kill_mode 2) while the
+ * others are inside an allreduce: they must fail, naming rank 2, quickly. */
+static int fault_rank(int rank, int world, void *arg)
+{
+    int mode = *(int *)arg;
+    double timeout = mode == 1 ? 2.0 : 0.5, t0;
+    size_t n = (4u << 20) + 1;
+    ct__shm *shm = NULL;
+    float *buf = calloc(n, sizeof *buf);
+    ct_status st = CT_OK;
+    int it;
+    if (buf == NULL)
+        return 2;
+    if (ct__shm_open(job, rank, world, timeout, &shm) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (it = 0; it < 3; it++) {
+        if (rank == 2 && it == 2) {
+            if (mode == 1)
+                raise(SIGKILL);
+            sleep(3); /* stuck: well past the others' timeout */
+            ct__shm_close(shm);
+            return 0;
+        }
+        t0 = now_s();
+        st = ct__shm_allreduce_f32(shm, buf, n, 1);
+        out_area->elapsed[rank] = now_s() - t0;
+        if (st != CT_OK)
+            break;
+    }
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    out_area->code[rank] = (int)st;
+    /* The group is broken now: later calls fail at once. */
+    if (st != CT_OK && ct__shm_barrier(shm) != CT_ERR_DIST)
+        return 3;
+    ct__shm_close(shm);
+    free(buf);
+    return st == CT_ERR_DIST ? 0 : 1;
+}
+
+static void run_fault(int mode)
+{
+    int r, bad;
+    new_job();
+    bad = run_group(4, fault_rank, &mode);
+    if (mode == 1)
+        ck_assert_msg(WIFSIGNALED(out_area->status[2]) &&
+                      WTERMSIG(out_area->status[2]) == SIGKILL, "rank 2 was not killed");
+    else
+        ck_assert_int_eq(out_area->status[2], 0);
+    (void)bad;
+    for (r = 0; r < 4; r++) {
+        if (r == 2)
+            continue;
+        ck_assert_msg(WIFEXITED(out_area->status[r]) && WEXITSTATUS(out_area->status[r]) == 0,
+                      "rank %d: status %d, code %d, msg '%s'", r, out_area->status[r],
+                      out_area->code[r], out_area->msg[r]);
+        ck_assert_int_eq(out_area->code[r], CT_ERR_DIST);
+        ck_assert_msg(strstr(out_area->msg[r], "rank 2") != NULL, "rank %d: '%s'", r,
+                      out_area->msg[r]);
+        ck_assert_msg(strstr(out_area->msg[r], "shm allreduce: ") == out_area->msg[r],
+                      "rank %d: '%s'", r, out_area->msg[r]);
+        if (mode == 1)
+            ck_assert_msg(out_area->elapsed[r] < 2.5, "rank %d took %.2f s", r,
+                          out_area->elapsed[r]);
+        else
+            ck_assert_msg(out_area->elapsed[r] < 2.0, "rank %d took %.2f s", r,
+                          out_area->elapsed[r]);
+    }
+    if (getenv("CT_SHM_VERBOSE")) for (r = 0; r < 4; r++) fprintf(stderr, "rank %d %.3fs: %s\n", r, out_area->elapsed[r], out_area->msg[r]);
+    /* Rank 0 survived and unlinked the segment. */
+    ck_assert_msg(!seg_exists(job, 4), "segment left behind after the fault");
+}
+
+START_TEST(killed_rank) { run_fault(1); }
+END_TEST
+
+START_TEST(stuck_rank) { run_fault(2); }
+END_TEST
+
+/* Every rank, rank 0 included, dies without closing: the segment stays. */
+static int crash_rank(int rank, int world, void *arg)
+{
+    ct__shm *shm = NULL;
+    (void)arg;
+    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    if (ct__shm_barrier(shm) != CT_OK)
+        return 1;
+    raise(SIGKILL);
+    return 1;
+}
+
+START_TEST(stale_segment)
+{
+    static const size_t sizes[] = { 1000 };
+    int r;
+    new_job();
+    run_group(2, crash_rank, NULL);
+    for (r = 0; r < 2; r++)
+        ck_assert_msg(WIFSIGNALED(out_area->status[r]), "rank %d: '%s'", r, out_area->msg[r]);
+    ck_assert_msg(seg_exists(job, 2), "the crash should have left the segment");
+    /* The next run with the same job replaces and then removes it. */
+    job_seq--;
+    run_allreduce(2, sizes, 1);
+}
+END_TEST
+
+/* Rank 0 of a crashed run died while waiting for rank 1, which never came:
+ * that segment fills up as soon as the next run's rank 1 joins it. Rank 1
+ * must notice the dead peers and move to the segment the new rank 0 makes. */
+START_TEST(stale_segment_missing_rank)
+{
+    static const size_t sizes[] = { 1000 };
+    pid_t pid;
+    int ws;
+    new_job();
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        ct__shm *shm = NULL;
+        ct__shm_open(job, 0, 2, 10.0, &shm);
+        _exit(1);
+    }
+    usleep(100000);
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert(seg_exists(job, 2));
+    job_seq--;
+    run_allreduce_ex(2, sizes, 1, 300);
+}
+END_TEST
+
+static int mismatch_rank(int rank, int world, void *arg)
+{
+    ct__shm *shm = NULL;
+    float v[8] = { 0 };
+    ct_status st;
+    (void)arg;
+    if (ct__shm_open(job, rank, world, 5.0, &shm) != CT_OK)
+        return 1;
+    st = ct__shm_allreduce_f32(shm, v, rank == 1 ? 8 : 7, 0);
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
+    ct__shm_close(shm);
+    return 0;
+}
+
+START_TEST(mismatched_calls)
+{
+    new_job();
+    ck_assert_int_eq(run_group(2, mismatch_rank, NULL), 0);
+    ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
+    ck_assert_int_eq(out_area->code[1], CT_ERR_DIST);
+    ck_assert_str_eq(out_area->msg[0], "shm allreduce: rank 1 called allreduce (sum) of 8 "
+                     "floats while rank 0 called allreduce (sum) of 7 floats");
+    ck_assert(!seg_exists(job, 2));
+}
+END_TEST
+
+static int late_rank(int rank, int world, void *arg)
+{
+    ct__shm *shm = NULL;
+    double t0 = now_s();
+    ct_status st;
+    (void)arg;
+    if (rank == 1)
+        return 0; /* never joins */
+    st = ct__shm_open(job, rank, world, 0.3, &shm);
+    out_area->elapsed[rank] = now_s() - t0;
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
+    return st == CT_ERR_DIST && shm == NULL ? 0 : 1;
+}
+
+START_TEST(rank_never_joins)
+{
+    new_job();
+    ck_assert_int_eq(run_group(3, late_rank, NULL), 0);
+    if (getenv("CT_SHM_VERBOSE")) fprintf(stderr, "%s\n%s\n", out_area->msg[0], out_area->msg[2]);
+    ck_assert_msg(strstr(out_area->msg[0], "rank 1 did not arrive within 0.3 s") != NULL,
+                  "%s", out_area->msg[0]);
+    ck_assert_msg(strstr(out_area->msg[2], "rank 1 did not join within") != NULL,
+                  "%s", out_area->msg[2]);
+    ck_assert(out_area->elapsed[0] < 1.5 && out_area->elapsed[2] < 1.5);
+    ck_assert(!seg_exists(job, 3));
+}
+END_TEST
+
+START_TEST(bad_args)
+{
+    ct__shm *shm = (ct__shm *)1;
+    char name[32];
+    ck_assert_int_eq(ct__shm_open("x", 2, 2, 1.0, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_ptr_null(shm);
+    ck_assert_int_eq(ct__shm_open("x", 0, 0, 1.0, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_open("x", 0, 1, 0.0, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_open(NULL, 0, 1, 1.0, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_name("a/b c", 2, name, sizeof name), CT_OK);
+    ck_assert_str_eq(name, "/cputrain-a_b_c-2");
+    ck_assert_int_eq(ct__shm_name("a-very-long-job-name", 2, name, 16),
+                     CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_allreduce_f32(NULL, NULL, 1, 0), CT_ERR_INVALID_ARG);
+    ct__shm_close(NULL);
+}
+END_TEST
+
+START_TEST(world_one)
+{
+    ct__shm *shm = NULL;
+    float v[3] = { 1.0f, 2.0f, 3.0f };
+    new_job();
+    ck_assert_int_eq(ct__shm_open(job, 0, 1, 1.0, &shm), CT_OK);
+    ck_assert_int_eq(ct__shm_allreduce_f32(shm, v, 3, 1), CT_OK);
+    ck_assert(v[0] == 1.0f && v[2] == 3.0f);
+    ck_assert_int_eq(ct__shm_broadcast(shm, v, sizeof v, 0), CT_OK);
+    ck_assert_int_eq(ct__shm_barrier(shm), CT_OK);
+    ck_assert_int_eq(ct__shm_broadcast(shm, v, sizeof v, 1), CT_ERR_INVALID_ARG);
+    ct__shm_close(shm);
+    ck_assert(!seg_exists(job, 1));
+}
+END_TEST
+
+static void setup(void)
+{
+    out_area = mmap(NULL, sizeof *out_area, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(out_area != MAP_FAILED);
+}
+
+static void teardown(void)
+{
+    munmap(out_area, sizeof *out_area);
+}
+
+Suite *shm_suite(void)
+{
+    Suite *s = suite_create("shm");
+    TCase *tc = tcase_create("shm");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, bad_args);
+    tcase_add_test(tc, world_one);
+    tcase_add_test(tc, allreduce_2);
+    tcase_add_test(tc, allreduce_4);
+    tcase_add_test(tc, allreduce_64mib_2);
+    tcase_add_test(tc, allreduce_64mib_4);
+    tcase_add_test(tc, broadcast);
+    tcase_add_test(tc, barrier);
+    tcase_add_test(tc, killed_rank);
+    tcase_add_test(tc, stuck_rank);
+    tcase_add_test(tc, stale_segment);
+    tcase_add_test(tc, rank_never_joins);
+    tcase_add_test(tc, stale_segment_missing_rank);
+    tcase_add_test(tc, mismatched_calls);
+    suite_add_tcase(s, tc);
+    return s;
+}
