@@ -38,13 +38,6 @@ static const char *text_of(const ct_args *a, const char *name)
         ct_args_parse(args, (int)(sizeof argv_ / sizeof *argv_), argv_); \
     })
 
-#define ASSERT_ERROR_HAS(st, expect_status, needle)                          \
-    do {                                                                     \
-        ck_assert_int_eq((st), (expect_status));                             \
-        ck_assert_msg(strstr(ct_last_error(), (needle)) != NULL,             \
-                      "error '%s' lacks '%s'", ct_last_error(), (needle));   \
-    } while (0)
-
 START_TEST(defaults_are_huggingface_defaults)
 {
     static const char *const expect[][2] = {

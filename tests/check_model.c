@@ -14,17 +14,6 @@
 
 #include "suites.h"
 
-#define OK(x) ck_assert_msg((x) == CT_OK, "%s: %s", #x, ct_last_error())
-
-#define ASSERT_ERROR_HAS(st, expect_status, needle)                          \
-    do {                                                                     \
-        ct_status st_ = (st);                                                \
-        ck_assert_msg(st_ == (expect_status), "%s gave %s: %s", #st,         \
-                      ct_status_name(st_), ct_last_error());                 \
-        ck_assert_msg(strstr(ct_last_error(), (needle)) != NULL,             \
-                      "error '%s' lacks '%s'", ct_last_error(), (needle));   \
-    } while (0)
-
 enum { B = 3, T = 11 };
 
 /* A batch with padding at the end of two rows and both token types. */

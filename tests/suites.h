@@ -1,9 +1,26 @@
 /* Every Check suite besides core_suite, one line each: the runner adds them
- * all. Each lives in tests/check_<area>.c. */
+ * all. Each lives in tests/check_<area>.c. Also the assertion helpers the
+ * suites share. */
 #ifndef CT_TESTS_SUITES_H
 #define CT_TESTS_SUITES_H
 
 #include <check.h>
+
+#include <cputrain/cputrain.h>
+
+/* A call that must succeed; on failure the library's error text is shown. */
+#define OK(x) ck_assert_msg((x) == CT_OK, "%s: %s", #x, ct_last_error())
+
+/* A call that must fail with `expect_status` and an error text containing
+ * `needle` (the field, file, tensor or rank it names). */
+#define ASSERT_ERROR_HAS(st, expect_status, needle)                          \
+    do {                                                                     \
+        ct_status st_ = (st);                                                \
+        ck_assert_msg(st_ == (expect_status), "%s gave %s: %s", #st,         \
+                      ct_status_name(st_), ct_last_error());                 \
+        ck_assert_msg(strstr(ct_last_error(), (needle)) != NULL,             \
+                      "error '%s' lacks '%s'", ct_last_error(), (needle));   \
+    } while (0)
 
 Suite *core_suite(void);
 
