@@ -301,7 +301,9 @@ END_TEST
 static int fault_rank(int rank, int world, void *arg)
 {
     int mode = *(int *)arg;
-    double timeout = mode == 1 ? 2.0 : 0.5, t0;
+    /* Generous for a loaded 2-core machine under ASan: what is tested is
+     * that the failing rank is named and nobody hangs. */
+    double timeout = mode == 1 ? 3.0 : 1.5, t0;
     size_t n = (4u << 20) + 1;
     ct__shm *shm = NULL;
     float *buf = calloc(n, sizeof *buf);
@@ -317,7 +319,7 @@ static int fault_rank(int rank, int world, void *arg)
         if (rank == 2 && it == 2) {
             if (mode == 1)
                 raise(SIGKILL);
-            sleep(3); /* stuck: well past the others' timeout */
+            sleep(6); /* stuck: well past the others' timeout */
             ct__shm_close(shm);
             return 0;
         }
@@ -359,14 +361,9 @@ static void run_fault(int mode)
                       out_area->msg[r]);
         ck_assert_msg(strstr(out_area->msg[r], "shm allreduce: ") == out_area->msg[r],
                       "rank %d: '%s'", r, out_area->msg[r]);
-        if (mode == 1)
-            ck_assert_msg(out_area->elapsed[r] < 2.5, "rank %d took %.2f s", r,
-                          out_area->elapsed[r]);
-        else
-            ck_assert_msg(out_area->elapsed[r] < 2.0, "rank %d took %.2f s", r,
-                          out_area->elapsed[r]);
+        ck_assert_msg(out_area->elapsed[r] < 5.0, "rank %d took %.2f s", r,
+                      out_area->elapsed[r]);
     }
-    if (getenv("CT_SHM_VERBOSE")) for (r = 0; r < 4; r++) fprintf(stderr, "rank %d %.3fs: %s\n", r, out_area->elapsed[r], out_area->msg[r]);
     /* Rank 0 survived and unlinked the segment. */
     ck_assert_msg(!seg_exists(job, 4), "segment left behind after the fault");
 }
@@ -467,7 +464,7 @@ static int late_rank(int rank, int world, void *arg)
     (void)arg;
     if (rank == 1)
         return 0; /* never joins */
-    st = ct__shm_open(job, rank, world, 0.3, &shm);
+    st = ct__shm_open(job, rank, world, 1.5, &shm);
     out_area->elapsed[rank] = now_s() - t0;
     out_area->code[rank] = (int)st;
     snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
@@ -478,12 +475,11 @@ START_TEST(rank_never_joins)
 {
     new_job();
     ck_assert_int_eq(run_group(3, late_rank, NULL), 0);
-    if (getenv("CT_SHM_VERBOSE")) fprintf(stderr, "%s\n%s\n", out_area->msg[0], out_area->msg[2]);
-    ck_assert_msg(strstr(out_area->msg[0], "rank 1 did not arrive within 0.3 s") != NULL,
+    ck_assert_msg(strstr(out_area->msg[0], "rank 1 did not arrive within 1.5 s") != NULL,
                   "%s", out_area->msg[0]);
     ck_assert_msg(strstr(out_area->msg[2], "rank 1 did not join within") != NULL,
                   "%s", out_area->msg[2]);
-    ck_assert(out_area->elapsed[0] < 1.5 && out_area->elapsed[2] < 1.5);
+    ck_assert(out_area->elapsed[0] < 5.0 && out_area->elapsed[2] < 5.0);
     ck_assert(!seg_exists(job, 3));
 }
 END_TEST
