@@ -36,7 +36,8 @@ Suite *core_suite(void);
     X(squad_suite)            \
     X(qa_suite)               \
     X(topology_suite)         \
-    X(shm_suite)
+    X(shm_suite)              \
+    X(tcp_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -315,6 +315,16 @@ static ct_status barrier_ex(ct__shm *s, const char *op, int *stale)
         t = now_s();
         if (stale != NULL) {
             struct stat fs;
+            /* Rank 0 gave up on this group (a rank never came): say so
+             * before the unlink that follows looks like a stale segment.
+             * The mapping outlives the unlink, so this is never missed. */
+            ab = __atomic_load_n(&h->abort_rank, __ATOMIC_SEQ_CST);
+            if (ab != 0) {
+                char list[512], dead[512];
+                missing_ranks(s, e, list, sizeof list, dead, sizeof dead);
+                return ct__error(CT_ERR_DIST, "%s: %s did not join within %.1f s (rank %u gave "
+                                 "up on the group)", op, list, s->timeout_s, ab - 1);
+            }
             if (t >= next_poll) {
                 if (fstat(s->fd, &fs) == 0 && fs.st_nlink == 0) {
                     *stale = 1;

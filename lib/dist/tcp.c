@@ -1,0 +1,1298 @@
+/* TCP collectives: torchrun-style rendezvous, a ring plus a star around
+ * rank 0, a poll()-driven transfer engine with progress timeouts and peer
+ * naming, ring reduce-scatter/allgather and gather/broadcast allreduce,
+ * pipelined ring broadcast, star barrier. */
+#include "dist/tcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+#define TCP_MAGIC 0x43545450u /* "CTTP" */
+#define TCP_VERSION 1u
+#define TCP_MAX_WORLD 4096
+#define HOST_LEN 64
+#define BCAST_CHUNK ((size_t)1 << 20)
+#define NOTICE_MAX 400
+/* Floats the ring reduce-scatter receives and adds at a time: small enough
+ * to stay in L2 between the copy out of the socket and the addition. */
+#ifndef RING_CHUNK
+#define RING_CHUNK ((size_t)64 << 10)
+#endif
+/* How long a rank whose data link broke waits for a notice naming the rank
+ * that failed first (the peer may only have given up because of it). */
+#define NOTICE_GRACE_S 0.05
+
+enum { MSG_HELLO = 1, MSG_TABLE, MSG_ABORT, MSG_RING, MSG_CTRL };
+
+/* All integers on the wire in network order. */
+typedef struct {
+    uint32_t magic, version, kind;
+    int32_t rank, world, port;
+    char host[HOST_LEN];
+} wire_hello;
+
+typedef struct {
+    uint32_t magic, kind, len; /* table: len = world; abort: bytes of text */
+} wire_head;
+
+typedef struct {
+    int32_t port;
+    char host[HOST_LEN];
+} wire_addr;
+
+typedef struct {
+    int fd;
+    int peer;
+    int ctrl; /* a control link: carries only failure notices */
+} link_t;
+
+struct ct__tcp {
+    int rank, world;
+    double timeout_s;
+    int broken;
+    int left_fd, right_fd; /* ring: receive from left, send to right */
+    int *star;             /* rank 0: star[r] is rank r's socket; others: star[0] */
+    int *ctrl;             /* the same shape, the control links */
+    link_t *links;         /* every open socket with its peer, for the watch */
+    int nlinks;
+    void *tmp;
+    size_t tmp_bytes;
+    struct pollfd *pf; /* run_io's poll set, grown as needed */
+    int *pf_map;
+    int pf_cap;
+};
+
+typedef struct {
+    int fd, peer;
+    int recv; /* 0: send */
+    char *p;
+    size_t left;
+} io_op;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts;
+    if (s <= 0)
+        return;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    nanosleep(&ts, NULL);
+}
+
+static int poll_ms(double deadline)
+{
+    double left = deadline - now_s();
+    if (left <= 0)
+        return 0;
+    if (left > 1e6)
+        return 1000000000;
+    return (int)(left * 1000.0) + 1;
+}
+
+static void sock_setup(int fd)
+{
+    int one = 1;
+    int fl = fcntl(fd, F_GETFL, 0);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* "rank 2" or "ranks 1, 3" for the peers flagged in `which`. */
+static void rank_list(const int *which, int world, char *out, size_t size)
+{
+    int r, n = 0;
+    size_t u = 0;
+    char tmp[256];
+    tmp[0] = '\0';
+    for (r = 0; r < world; r++) {
+        int w;
+        if (!which[r])
+            continue;
+        n++;
+        if (u + 16 < sizeof tmp) {
+            w = snprintf(tmp + u, sizeof tmp - u, "%s%d", n > 1 ? ", " : "", r);
+            u += w > 0 ? (size_t)w : 0;
+        } else if (u + 5 < sizeof tmp && tmp[u - 1] != '.') {
+            w = snprintf(tmp + u, sizeof tmp - u, ", ...");
+            u += w > 0 ? (size_t)w : 0;
+        }
+    }
+    snprintf(out, size, "rank%s %s", n > 1 ? "s" : "", tmp);
+}
+
+/* Shut every connection down so that the peers notice at once, and refuse
+ * further collectives. */
+static void break_all(ct__tcp *t)
+{
+    int i;
+    t->broken = 1;
+    for (i = 0; i < t->nlinks; i++)
+        if (t->links[i].fd >= 0)
+            shutdown(t->links[i].fd, SHUT_RDWR);
+}
+
+static int is_disconnect(int e)
+{
+    return e == EPIPE || e == ECONNRESET || e == ECONNABORTED || e == ENOTCONN ||
+           e == ETIMEDOUT || e == EHOSTUNREACH;
+}
+
+/* Best effort, never blocking: the reason of a failure on a control link. */
+static void post_notice(int fd, const char *text)
+{
+    char msg[8 + NOTICE_MAX];
+    uint32_t len = (uint32_t)strlen(text), v;
+    if (fd < 0)
+        return;
+    if (len > NOTICE_MAX)
+        len = NOTICE_MAX;
+    v = htonl(TCP_MAGIC);
+    memcpy(msg, &v, 4);
+    v = htonl(len);
+    memcpy(msg + 4, &v, 4);
+    memcpy(msg + 8, text, len);
+    (void)!send(fd, msg, 8 + len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Fails the handle: sets "<op>: <reason>[ (reported by rank R)]", passes
+ * the reason on (to rank 0, which relays it to every other rank), then shuts
+ * every connection down. reporter < 0: this rank found it. */
+static ct_status fail_with(ct__tcp *t, const char *op, const char *reason, int reporter)
+{
+    ct_status st;
+    int r;
+    if (reporter >= 0)
+        st = ct__error(CT_ERR_DIST, "%s: %s (reported by rank %d)", op, reason, reporter);
+    else
+        st = ct__error(CT_ERR_DIST, "%s: %s", op, reason);
+    if (t->ctrl != NULL && !t->broken) {
+        if (t->rank != 0) {
+            if (reporter != 0)
+                post_notice(t->ctrl[0], reason);
+        } else {
+            for (r = 1; r < t->world; r++)
+                if (r != reporter)
+                    post_notice(t->ctrl[r], reason);
+        }
+    }
+    break_all(t);
+    return st;
+}
+
+/* Reads the notice waiting on control link i (or finds it closed) and fails
+ * the handle with it. */
+static ct_status take_notice(ct__tcp *t, const char *op, int i)
+{
+    char text[NOTICE_MAX + 64];
+    uint32_t head[2];
+    int fd = t->links[i].fd, peer = t->links[i].peer;
+    size_t len;
+    char *p = (char *)head;
+    size_t want = sizeof head;
+    double dl = now_s() + 0.2;
+    for (;;) {
+        ssize_t k;
+        struct pollfd pf = { fd, POLLIN, 0 };
+        if (want == 0) {
+            if (p == (char *)head + sizeof head) {
+                len = ntohl(head[1]);
+                if (ntohl(head[0]) != TCP_MAGIC || len > NOTICE_MAX)
+                    break;
+                p = text;
+                want = len;
+                if (want == 0)
+                    break;
+                continue;
+            }
+            text[p - text] = '\0';
+            return fail_with(t, op, text, peer);
+        }
+        k = recv(fd, p, want, 0);
+        if (k > 0) {
+            p += k;
+            want -= (size_t)k;
+            continue;
+        }
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) &&
+            poll(&pf, 1, poll_ms(dl)) > 0)
+            continue;
+        if (k < 0 && errno == EINTR)
+            continue;
+        break;
+    }
+    snprintf(text, sizeof text, "rank %d disconnected", peer);
+    return fail_with(t, op, text, -1);
+}
+
+/* After a data connection broke: if a control link carries (or within
+ * `grace` seconds brings) a notice, fail with it; else return CT_OK. */
+static ct_status check_notices(ct__tcp *t, const char *op, double grace)
+{
+    struct pollfd pf[64];
+    int idx[64], i, n = 0;
+    double dl = now_s() + grace;
+    for (i = 0; i < t->nlinks && n < 64; i++) {
+        if (!t->links[i].ctrl)
+            continue;
+        pf[n].fd = t->links[i].fd;
+        pf[n].events = POLLIN;
+        idx[n++] = i;
+    }
+    if (n == 0)
+        return CT_OK;
+    for (;;) {
+        int rc;
+        for (i = 0; i < n; i++)
+            pf[i].revents = 0;
+        rc = poll(pf, (nfds_t)n, poll_ms(dl));
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            return CT_OK;
+        for (i = 0; i < n; i++) {
+            char c;
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            /* Data: a notice. Only EOF: that peer is gone, which is no
+             * better an answer than the one we have; stop waiting for it. */
+            if (recv(pf[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1)
+                return take_notice(t, op, idx[i]);
+            pf[i].fd = -1;
+        }
+    }
+}
+
+/* Marks in `dead` the peers whose data links (other than those of pending
+ * receive ops) were closed or broke; returns how many. */
+static int scan_watch(ct__tcp *t, const io_op *ops, int nops, int *dead)
+{
+    struct pollfd pf[64];
+    int i, j, n = 0, found = 0;
+    for (i = 0; i < t->nlinks && n < 64; i++) {
+        int active = 0;
+        for (j = 0; j < nops; j++)
+            if (ops[j].fd == t->links[i].fd && ops[j].recv && ops[j].left > 0)
+                active = 1;
+        if (active || t->links[i].ctrl)
+            continue;
+        pf[n].fd = t->links[i].fd;
+        pf[n].events = POLLRDHUP;
+        pf[n].revents = 0;
+        n++;
+    }
+    if (n == 0 || poll(pf, (nfds_t)n, 0) <= 0)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (pf[i].revents & (POLLHUP | POLLERR | POLLRDHUP))
+            for (j = 0; j < t->nlinks; j++)
+                if (t->links[j].fd == pf[i].fd && !dead[t->links[j].peer]) {
+                    dead[t->links[j].peer] = 1;
+                    found++;
+                }
+    return found;
+}
+
+/* A data link to `peer` broke (errno e; 0: closed). Prefer a notice that
+ * names the origin: the peer may only have given up because of another. */
+static ct_status fail_link(ct__tcp *t, const char *op, const io_op *ops, int nops, int peer,
+                           int e)
+{
+    char list[300], reason[400];
+    int *dead;
+    /* Rank 0 is connected to every rank, so what it finds is first-hand;
+     * and a rank that gave up posted its notice before closing. So rank 0
+     * only looks, and reports at once: the others may be waiting for it. */
+    ct_status st = check_notices(t, op, t->rank == 0 ? 0.0 : NOTICE_GRACE_S);
+    if (st != CT_OK)
+        return st;
+    dead = calloc((size_t)t->world, sizeof *dead);
+    if (dead == NULL) {
+        break_all(t);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", op);
+    }
+    if (peer >= 0)
+        dead[peer] = 1;
+    scan_watch(t, ops, nops, dead);
+    rank_list(dead, t->world, list, sizeof list);
+    free(dead);
+    if (e == 0 || is_disconnect(e))
+        snprintf(reason, sizeof reason, "%s disconnected", list);
+    else
+        snprintf(reason, sizeof reason, "%s: %s", list, strerror(e));
+    return fail_with(t, op, reason, -1);
+}
+
+/* Moves the ops on, sending and receiving concurrently, until those in the
+ * bit mask `need` are complete (the others progress meanwhile), while
+ * watching the other links: a data link closed is a dead peer, a control
+ * link readable is another rank's failure notice. Fails when a connection
+ * breaks or when nothing moves for t->timeout_s (deadline < 0), or at the
+ * absolute `deadline` (>= 0). */
+static ct_status run_io_ex(ct__tcp *t, const char *op, io_op *ops, int nops, double deadline,
+                           unsigned need)
+{
+    int progress_based = deadline < 0, cap = nops + t->nlinks;
+    double dl = progress_based ? now_s() + t->timeout_s : deadline;
+    struct pollfd *pf;
+    int *map;
+    if (cap > t->pf_cap) {
+        void *a = realloc(t->pf, (size_t)cap * sizeof *t->pf);
+        void *b = a != NULL ? realloc(t->pf_map, (size_t)cap * sizeof *t->pf_map) : NULL;
+        if (a != NULL)
+            t->pf = a;
+        if (b == NULL) {
+            break_all(t);
+            return ct__error(CT_ERR_NOMEM, "%s: out of memory", op);
+        }
+        t->pf_map = b;
+        t->pf_cap = cap;
+    }
+    pf = t->pf;
+    map = t->pf_map;
+    for (;;) {
+        int i, np = 0, pending = 0, moved = 0, rc;
+        /* Optimistic progress first: most small sends complete at once. */
+        for (i = 0; i < nops; i++) {
+            io_op *o = &ops[i];
+            while (o->left > 0) {
+                ssize_t k = o->recv ? recv(o->fd, o->p, o->left, 0)
+                                    : send(o->fd, o->p, o->left, MSG_NOSIGNAL);
+                if (k > 0) {
+                    o->p += k;
+                    o->left -= (size_t)k;
+                    moved = 1;
+                    continue;
+                }
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                    break;
+                return fail_link(t, op, ops, nops, o->peer, k == 0 ? 0 : errno);
+            }
+            if (o->left > 0 && (need & (1u << i)))
+                pending = 1;
+        }
+        if (!pending)
+            return CT_OK;
+        if (moved && progress_based)
+            dl = now_s() + t->timeout_s;
+        for (i = 0; i < nops; i++) {
+            if (ops[i].left == 0)
+                continue;
+            pf[np].fd = ops[i].fd;
+            pf[np].events = ops[i].recv ? POLLIN : POLLOUT;
+            pf[np].revents = 0;
+            map[np++] = i;
+        }
+        /* Watch the other connections for a peer that dies meanwhile. */
+        for (i = 0; i < t->nlinks && np < cap; i++) {
+            int j, active = 0;
+            for (j = 0; j < nops; j++)
+                if (ops[j].left > 0 && ops[j].fd == t->links[i].fd)
+                    active = 1;
+            if (active)
+                continue;
+            pf[np].fd = t->links[i].fd;
+            pf[np].events = t->links[i].ctrl ? POLLIN | POLLRDHUP : POLLRDHUP;
+            pf[np].revents = 0;
+            map[np++] = -1 - i;
+        }
+        rc = poll(pf, (nfds_t)np, poll_ms(dl));
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0) {
+            char reason[128];
+            snprintf(reason, sizeof reason, "poll: %s", strerror(errno));
+            return fail_with(t, op, reason, -1);
+        }
+        if (rc == 0) {
+            int *late;
+            char list[300], reason[400];
+            if (now_s() < dl)
+                continue;
+            late = calloc((size_t)t->world, sizeof *late);
+            if (late == NULL) {
+                break_all(t);
+                return ct__error(CT_ERR_NOMEM, "%s: out of memory", op);
+            }
+            for (i = 0; i < nops; i++)
+                if (ops[i].left > 0)
+                    late[ops[i].peer] = 1;
+            rank_list(late, t->world, list, sizeof list);
+            free(late);
+            if (progress_based)
+                snprintf(reason, sizeof reason, "%s did not answer within %.1f s", list,
+                         t->timeout_s);
+            else
+                snprintf(reason, sizeof reason, "%s did not answer in time", list);
+            return fail_with(t, op, reason, -1);
+        }
+        for (i = 0; i < np; i++) {
+            int li;
+            if (map[i] >= 0 || pf[i].revents == 0)
+                continue;
+            li = -1 - map[i];
+            if (t->links[li].ctrl)
+                return take_notice(t, op, li);
+            if (pf[i].revents & (POLLHUP | POLLERR | POLLRDHUP))
+                return fail_link(t, op, ops, nops, t->links[li].peer, 0);
+        }
+    }
+}
+
+/* run_io_ex until every op is done. */
+static ct_status run_io(ct__tcp *t, const char *op, io_op *ops, int nops, double deadline)
+{
+    return run_io_ex(t, op, ops, nops, deadline, ~0u);
+}
+
+static ct_status xfer1(ct__tcp *t, const char *op, int fd, int peer, int recv_, void *p,
+                       size_t bytes, double deadline)
+{
+    io_op o;
+    o.fd = fd;
+    o.peer = peer;
+    o.recv = recv_;
+    o.p = p;
+    o.left = bytes;
+    return run_io(t, op, &o, 1, deadline);
+}
+
+static int add_link_ex(ct__tcp *t, int fd, int peer, int ctrl)
+{
+    link_t *l = realloc(t->links, (size_t)(t->nlinks + 1) * sizeof *l);
+    if (l == NULL)
+        return -1;
+    t->links = l;
+    l[t->nlinks].fd = fd;
+    l[t->nlinks].peer = peer;
+    l[t->nlinks].ctrl = ctrl;
+    t->nlinks++;
+    return 0;
+}
+
+static int add_link(ct__tcp *t, int fd, int peer)
+{
+    return add_link_ex(t, fd, peer, 0);
+}
+
+int ct__tcp_rank(const ct__tcp *tcp) { return tcp ? tcp->rank : 0; }
+int ct__tcp_world(const ct__tcp *tcp) { return tcp ? tcp->world : 1; }
+
+static void free_handle(ct__tcp *t)
+{
+    int i;
+    if (t == NULL)
+        return;
+    for (i = 0; i < t->nlinks; i++)
+        if (t->links[i].fd >= 0)
+            close(t->links[i].fd);
+    free(t->links);
+    free(t->star);
+    free(t->ctrl);
+    free(t->tmp);
+    free(t->pf);
+    free(t->pf_map);
+    free(t);
+}
+
+/* ---- rendezvous --------------------------------------------------------- */
+
+static void numeric_host(const struct sockaddr *sa, socklen_t len, char *host, size_t size)
+{
+    if (getnameinfo(sa, len, host, (socklen_t)size, NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(host, size, "?");
+}
+
+/* A listening socket on host:port (port 0: the system picks); *port_out
+ * gets the port. Returns the fd or -1 with the error set. */
+static int listen_on(const char *op, const char *host, int port, int backlog, int *port_out,
+                     char *bound_host, size_t bh_size)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char pstr[16];
+    int fd = -1, rc, e = 0;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(pstr, sizeof pstr, "%d", port);
+    rc = getaddrinfo(host, pstr, &hints, &res);
+    if (rc != 0) {
+        ct__error(CT_ERR_DIST, "%s: cannot resolve '%s': %s", op, host, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        int one = 1;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0 &&
+            getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+            *port_out = ntohs(ss.ss_family == AF_INET6
+                                  ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                  : ((struct sockaddr_in *)&ss)->sin_port);
+            if (bound_host != NULL)
+                numeric_host((struct sockaddr *)&ss, sl, bound_host, bh_size);
+            break;
+        }
+        e = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        ct__error(CT_ERR_DIST, "%s: cannot listen on %s:%d: %s", op, host, port,
+                  strerror(e ? e : EADDRNOTAVAIL));
+        return -1;
+    }
+    sock_setup(fd);
+    return fd;
+}
+
+/* A connect to a local port in the ephemeral range that nobody listens on
+ * can meet itself (TCP simultaneous open); that is no peer. */
+static int self_connected(int fd)
+{
+    struct sockaddr_storage a, b;
+    socklen_t la = sizeof a, lb = sizeof b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    if (getsockname(fd, (struct sockaddr *)&a, &la) != 0 ||
+        getpeername(fd, (struct sockaddr *)&b, &lb) != 0)
+        return 0;
+    return la == lb && memcmp(&a, &b, la) == 0;
+}
+
+/* Connects to host:port, retrying (refused: not listening yet) until the
+ * deadline. Returns the fd, or -1 with *err = the last errno. */
+static int connect_retry(const char *host, int port, double deadline, int *err)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char pstr[16];
+    double wait = 0.01;
+    *err = ETIMEDOUT;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    snprintf(pstr, sizeof pstr, "%d", port);
+    for (;;) {
+        int rc = getaddrinfo(host, pstr, &hints, &res);
+        if (rc == 0) {
+            for (ai = res; ai != NULL; ai = ai->ai_next) {
+                int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+                if (fd < 0) {
+                    *err = errno;
+                    continue;
+                }
+                sock_setup(fd);
+                if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+                    *err = errno;
+                    close(fd);
+                    continue;
+                }
+                {
+                    struct pollfd p = { fd, POLLOUT, 0 };
+                    int se = 0;
+                    socklen_t sl = sizeof se;
+                    int pr = poll(&p, 1, poll_ms(deadline));
+                    if (pr == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &se, &sl) == 0 &&
+                        se == 0) {
+                        if (!self_connected(fd)) {
+                            freeaddrinfo(res);
+                            return fd;
+                        }
+                        se = ECONNREFUSED;
+                    }
+                    *err = pr == 0 ? ETIMEDOUT : (se ? se : errno);
+                    close(fd);
+                }
+            }
+            freeaddrinfo(res);
+            res = NULL;
+        } else {
+            *err = EHOSTUNREACH;
+        }
+        if (now_s() >= deadline)
+            return -1;
+        sleep_s(deadline - now_s() < wait ? deadline - now_s() : wait);
+        wait = wait * 2 > 0.2 ? 0.2 : wait * 2;
+    }
+}
+
+/* Accepts one connection within the deadline; -1 on timeout or error. */
+static int accept_until(int lfd, double deadline)
+{
+    for (;;) {
+        struct pollfd p = { lfd, POLLIN, 0 };
+        int rc = poll(&p, 1, poll_ms(deadline));
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            return -1;
+        rc = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (rc >= 0) {
+            sock_setup(rc);
+            return rc;
+        }
+        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+            return -1;
+    }
+}
+
+/* Reads exactly `bytes` from a socket not yet in the handle (no naming). */
+static int read_until(int fd, void *buf, size_t bytes, double deadline)
+{
+    char *p = buf;
+    while (bytes > 0) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        ssize_t k = recv(fd, p, bytes, 0);
+        if (k > 0) {
+            p += k;
+            bytes -= (size_t)k;
+            continue;
+        }
+        if (k == 0)
+            return -1;
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if (poll(&pf, 1, poll_ms(deadline)) == 0 && now_s() >= deadline)
+            return -1;
+    }
+    return 0;
+}
+
+static ct_status send_abort(ct__tcp *t, int fd, int peer, const char *text)
+{
+    wire_head h;
+    size_t len = strlen(text);
+    h.magic = htonl(TCP_MAGIC);
+    h.kind = htonl(MSG_ABORT);
+    h.len = htonl((uint32_t)len);
+    if (xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, now_s() + 0.5) != CT_OK)
+        return CT_ERR_DIST;
+    return xfer1(t, "tcp open", fd, peer, 0, (void *)text, len, now_s() + 0.5);
+}
+
+static ct_status open_master(ct__tcp *t, const char *addr, int port, double deadline,
+                             wire_addr *table, int *rfd_out)
+{
+    int lfd, rfd, got = 1, r, dummy;
+    char host[HOST_LEN];
+    lfd = listen_on("tcp open", addr, port, t->world + 64, &dummy, host, sizeof host);
+    if (lfd < 0)
+        return CT_ERR_DIST;
+    /* Our ring listener: same address, a port of the system's choosing. */
+    rfd = listen_on("tcp open", host, 0, 16, &table[0].port, NULL, 0);
+    if (rfd < 0) {
+        close(lfd);
+        return CT_ERR_DIST;
+    }
+    /* Peers reach us at master_addr; a wildcard bind is no address to give. */
+    snprintf(table[0].host, HOST_LEN, "%s", addr);
+    while (got < t->world) {
+        wire_hello h;
+        int fd = accept_until(lfd, deadline);
+        if (fd < 0)
+            break;
+        if (read_until(fd, &h, sizeof h, now_s() + 1.0 < deadline ? now_s() + 1.0 : deadline) != 0 ||
+            ntohl(h.magic) != TCP_MAGIC || ntohl(h.kind) != MSG_HELLO) {
+            close(fd); /* not one of ours, or gone already */
+            continue;
+        }
+        r = (int)ntohl((uint32_t)h.rank);
+        if (ntohl(h.version) != TCP_VERSION || (int)ntohl((uint32_t)h.world) != t->world ||
+            r <= 0 || r >= t->world || t->star[r] >= 0) {
+            ct_status st = ct__error(CT_ERR_DIST,
+                                     "tcp open: rank %d (world %d, protocol %u) does not fit "
+                                     "this group (world %d%s)",
+                                     r, (int)ntohl((uint32_t)h.world), ntohl(h.version),
+                                     t->world,
+                                     r > 0 && r < t->world && t->star[r] >= 0
+                                         ? ", rank taken" : "");
+            char text[512];
+            int q;
+            snprintf(text, sizeof text, "%s", ct_last_error() + strlen("tcp open: "));
+            for (q = 1; q < t->world; q++)
+                if (t->star[q] >= 0)
+                    send_abort(t, t->star[q], q, text);
+            ct__error(CT_ERR_DIST, "tcp open: %s", text);
+            close(fd);
+            close(lfd);
+            close(rfd);
+            return st;
+        }
+        h.host[HOST_LEN - 1] = '\0';
+        t->star[r] = fd;
+        table[r].port = (int32_t)ntohl((uint32_t)h.port);
+        memcpy(table[r].host, h.host, HOST_LEN);
+        if (add_link(t, fd, r) != 0) {
+            close(lfd);
+            close(rfd);
+            return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+        }
+        got++;
+    }
+    close(lfd);
+    if (got < t->world) {
+        int *miss = calloc((size_t)t->world, sizeof *miss);
+        char list[300], text[512];
+        if (miss == NULL) {
+            close(rfd);
+            return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+        }
+        for (r = 1; r < t->world; r++)
+            miss[r] = t->star[r] < 0;
+        rank_list(miss, t->world, list, sizeof list);
+        free(miss);
+        snprintf(text, sizeof text, "%s did not join within %.1f s (master %s:%d)", list,
+                 t->timeout_s, addr, port);
+        for (r = 1; r < t->world; r++)
+            if (t->star[r] >= 0)
+                send_abort(t, t->star[r], r, text);
+        close(rfd);
+        return ct__error(CT_ERR_DIST, "tcp open: %s", text);
+    }
+    /* The table, to everyone at once. */
+    {
+        wire_head h;
+        io_op ops[16];
+        int base;
+        h.magic = htonl(TCP_MAGIC);
+        h.kind = htonl(MSG_TABLE);
+        h.len = htonl((uint32_t)t->world);
+        for (r = 0; r < t->world; r++)
+            table[r].port = (int32_t)htonl((uint32_t)table[r].port);
+        for (base = 1; base < t->world; base += 8) {
+            int n = 0;
+            for (r = base; r < t->world && r < base + 8; r++) {
+                ops[n++] = (io_op){ t->star[r], r, 0, (char *)&h, sizeof h };
+                ops[n++] = (io_op){ t->star[r], r, 0, (char *)table,
+                                    (size_t)t->world * sizeof *table };
+            }
+            /* Two ops per fd: the header op finishes first (small). */
+            for (r = 0; r < n; r += 2) {
+                if (run_io(t, "tcp open", &ops[r], 1, deadline + 1.0) != CT_OK ||
+                    run_io(t, "tcp open", &ops[r + 1], 1, deadline + 1.0) != CT_OK) {
+                    close(rfd);
+                    return CT_ERR_DIST;
+                }
+            }
+        }
+        for (r = 0; r < t->world; r++)
+            table[r].port = (int32_t)ntohl((uint32_t)table[r].port);
+    }
+    *rfd_out = rfd;
+    return CT_OK;
+}
+
+static ct_status open_peer(ct__tcp *t, const char *addr, int port, double deadline,
+                           wire_addr *table, int *rfd_out)
+{
+    int fd, err = 0, rfd, myport = 0, r;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char host[HOST_LEN];
+    wire_hello h;
+    wire_head head;
+    /* A rank 0 that gives up tells us by deadline + a little. */
+    double grace = deadline + (t->timeout_s * 0.5 > 1.0 ? t->timeout_s * 0.5 : 1.0);
+    fd = connect_retry(addr, port, deadline, &err);
+    if (fd < 0)
+        return ct__error(CT_ERR_DIST,
+                         "tcp open: rank 0 (master at %s:%d) did not answer within %.1f s (%s)",
+                         addr, port, t->timeout_s, strerror(err));
+    t->star[0] = fd;
+    if (add_link(t, fd, 0) != 0)
+        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return ct__error(CT_ERR_DIST, "tcp open: getsockname: %s", strerror(errno));
+    numeric_host((struct sockaddr *)&ss, sl, host, sizeof host);
+    rfd = listen_on("tcp open", host, 0, 16, &myport, NULL, 0);
+    if (rfd < 0)
+        return CT_ERR_DIST;
+    memset(&h, 0, sizeof h);
+    h.magic = htonl(TCP_MAGIC);
+    h.version = htonl(TCP_VERSION);
+    h.kind = htonl(MSG_HELLO);
+    h.rank = (int32_t)htonl((uint32_t)t->rank);
+    h.world = (int32_t)htonl((uint32_t)t->world);
+    h.port = (int32_t)htonl((uint32_t)myport);
+    snprintf(h.host, HOST_LEN, "%s", host);
+    if (xfer1(t, "tcp open", fd, 0, 0, &h, sizeof h, deadline) != CT_OK ||
+        xfer1(t, "tcp open", fd, 0, 1, &head, sizeof head, grace) != CT_OK)
+        goto fail;
+    if (ntohl(head.magic) != TCP_MAGIC) {
+        ct__error(CT_ERR_DIST, "tcp open: rank 0 sent garbage");
+        goto fail;
+    }
+    if (ntohl(head.kind) == MSG_ABORT) {
+        char text[600];
+        size_t len = ntohl(head.len);
+        if (len >= sizeof text)
+            len = sizeof text - 1;
+        if (xfer1(t, "tcp open", fd, 0, 1, text, len, grace) != CT_OK)
+            goto fail;
+        text[len] = '\0';
+        ct__error(CT_ERR_DIST, "tcp open: %s (reported by rank 0)", text);
+        goto fail;
+    }
+    if (ntohl(head.kind) != MSG_TABLE || (int)ntohl(head.len) != t->world) {
+        ct__error(CT_ERR_DIST, "tcp open: rank 0 sent a table for another world");
+        goto fail;
+    }
+    if (xfer1(t, "tcp open", fd, 0, 1, table, (size_t)t->world * sizeof *table, grace) != CT_OK)
+        goto fail;
+    for (r = 0; r < t->world; r++) {
+        table[r].port = (int32_t)ntohl((uint32_t)table[r].port);
+        table[r].host[HOST_LEN - 1] = '\0';
+    }
+    *rfd_out = rfd;
+    return CT_OK;
+fail:
+    close(rfd);
+    return CT_ERR_DIST;
+}
+
+static ct_status connect_hello(ct__tcp *t, const wire_addr *to, int peer, unsigned kind,
+                               double deadline, int *fd_out)
+{
+    int err = 0, fd;
+    wire_hello h;
+    memset(&h, 0, sizeof h);
+    h.magic = htonl(TCP_MAGIC);
+    h.version = htonl(TCP_VERSION);
+    h.kind = htonl(kind);
+    h.rank = (int32_t)htonl((uint32_t)t->rank);
+    h.world = (int32_t)htonl((uint32_t)t->world);
+    fd = connect_retry(to->host, to->port, deadline, &err);
+    if (fd < 0)
+        return ct__error(CT_ERR_DIST, "tcp open: rank %d (at %s:%d) did not answer within %.1f s (%s)",
+                         peer, to->host, to->port, t->timeout_s, strerror(err));
+    if (add_link_ex(t, fd, peer, kind == MSG_CTRL) != 0) {
+        close(fd);
+        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+    }
+    *fd_out = fd;
+    return xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, deadline);
+}
+
+/* Each rank connects to its right neighbour's listener, and ranks other than
+ * 0 open a control link to rank 0's; then each accepts its left neighbour
+ * (and rank 0 the control links). Connecting first cannot deadlock: the
+ * listeners are up (their ranks reported them) and the kernel completes a
+ * connection before anyone accepts it. */
+static ct_status ring_connect(ct__tcp *t, int rfd, const wire_addr *table, double deadline)
+{
+    int right = (t->rank + 1) % t->world, left = (t->rank + t->world - 1) % t->world;
+    int want, got = 0, r;
+    ct_status st;
+    st = connect_hello(t, &table[right], right, MSG_RING, deadline, &t->right_fd);
+    if (st == CT_OK && t->rank != 0)
+        st = connect_hello(t, &table[0], 0, MSG_CTRL, deadline, &t->ctrl[0]);
+    if (st != CT_OK)
+        return st;
+    want = t->rank == 0 ? t->world : 1; /* left, and world-1 control links */
+    while (got < want) {
+        wire_hello in;
+        unsigned kind;
+        int fd = accept_until(rfd, deadline), from;
+        if (fd < 0) {
+            int *miss = calloc((size_t)t->world, sizeof *miss);
+            char list[300];
+            if (miss == NULL)
+                return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+            if (t->left_fd < 0)
+                miss[left] = 1;
+            if (t->rank == 0)
+                for (r = 1; r < t->world; r++)
+                    miss[r] |= t->ctrl[r] < 0;
+            rank_list(miss, t->world, list, sizeof list);
+            free(miss);
+            return ct__error(CT_ERR_DIST, "tcp open: %s did not connect within %.1f s", list,
+                             t->timeout_s);
+        }
+        if (read_until(fd, &in, sizeof in, deadline) != 0 || ntohl(in.magic) != TCP_MAGIC ||
+            (int)ntohl((uint32_t)in.world) != t->world) {
+            close(fd);
+            continue;
+        }
+        kind = ntohl(in.kind);
+        from = (int)ntohl((uint32_t)in.rank);
+        if (kind == MSG_RING && from == left && t->left_fd < 0) {
+            t->left_fd = fd;
+        } else if (kind == MSG_CTRL && t->rank == 0 && from > 0 && from < t->world &&
+                   t->ctrl[from] < 0) {
+            t->ctrl[from] = fd;
+        } else {
+            close(fd);
+            continue;
+        }
+        if (add_link_ex(t, fd, from, kind == MSG_CTRL) != 0)
+            return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+        got++;
+    }
+    return CT_OK;
+}
+
+static ct_status barrier_op(ct__tcp *t, const char *op, double deadline);
+
+ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int world,
+                       double timeout_s, ct__tcp **out)
+{
+    ct__tcp *t;
+    wire_addr *table = NULL;
+    double deadline;
+    int rfd = -1, r;
+    ct_status st;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    if (world < 1 || world > TCP_MAX_WORLD || rank < 0 || rank >= world)
+        return ct__error(CT_ERR_INVALID_ARG, "tcp open: rank %d of world %d", rank, world);
+    if (!(timeout_s > 0))
+        return ct__error(CT_ERR_INVALID_ARG, "tcp open: timeout %g s", timeout_s);
+    if (world > 1) {
+        CT__CHECK_ARG(master_addr);
+        if (master_port <= 0 || master_port > 65535)
+            return ct__error(CT_ERR_INVALID_ARG, "tcp open: master port %d", master_port);
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+    t->rank = rank;
+    t->world = world;
+    t->timeout_s = timeout_s;
+    t->left_fd = t->right_fd = -1;
+    if (world == 1) {
+        *out = t;
+        return CT_OK;
+    }
+    t->star = malloc((size_t)world * sizeof *t->star);
+    t->ctrl = malloc((size_t)world * sizeof *t->ctrl);
+    table = calloc((size_t)world, sizeof *table);
+    if (t->star == NULL || t->ctrl == NULL || table == NULL) {
+        free(table);
+        free_handle(t);
+        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+    }
+    for (r = 0; r < world; r++)
+        t->star[r] = t->ctrl[r] = -1;
+    deadline = now_s() + timeout_s;
+    if (rank == 0) {
+        st = open_master(t, master_addr, master_port, deadline, table, &rfd);
+    } else {
+        st = open_peer(t, master_addr, master_port, deadline, table, &rfd);
+    }
+    if (st == CT_OK)
+        st = ring_connect(t, rfd, table, deadline + 1.0);
+    if (rfd >= 0)
+        close(rfd);
+    free(table);
+    if (st == CT_OK)
+        st = barrier_op(t, "tcp open", now_s() + timeout_s);
+    if (st != CT_OK) {
+        free_handle(t);
+        return st;
+    }
+    ct__log(CT_LOG_DEBUG, "tcp: rank %d/%d joined via %s:%d", rank, world, master_addr,
+            master_port);
+    *out = t;
+    return CT_OK;
+}
+
+void ct__tcp_close(ct__tcp *tcp)
+{
+    if (tcp == NULL)
+        return;
+    if (!tcp->broken && tcp->world > 1) {
+        char *saved = NULL;
+        const char *e = ct_last_error();
+        /* Keep the caller's error text: this barrier's failure is ignored. */
+        if (e != NULL)
+            saved = strdup(e);
+        barrier_op(tcp, "tcp close", -1);
+        if (saved != NULL) {
+            ct__error(CT_OK, "%s", saved);
+            free(saved);
+        }
+    }
+    free_handle(tcp);
+}
+
+/* ---- collectives -------------------------------------------------------- */
+
+static ct_status check_usable(ct__tcp *t, const char *op)
+{
+    if (t->broken)
+        return ct__error(CT_ERR_DIST, "%s: the tcp communicator failed earlier", op);
+    return CT_OK;
+}
+
+static ct_status barrier_op(ct__tcp *t, const char *op, double deadline)
+{
+    char tok[16] = { 0 };
+    char in[16 * 16];
+    io_op ops[16];
+    int r, base;
+    ct_status st;
+    if (t->world == 1)
+        return CT_OK;
+    if (t->rank != 0) {
+        st = xfer1(t, op, t->star[0], 0, 0, tok, 1, deadline);
+        if (st == CT_OK)
+            st = xfer1(t, op, t->star[0], 0, 1, tok, 1, deadline);
+        return st;
+    }
+    for (base = 1; base < t->world; base += 16) {
+        int n = 0;
+        for (r = base; r < t->world && r < base + 16; r++, n++)
+            ops[n] = (io_op){ t->star[r], r, 1, &in[n], 1 };
+        if ((st = run_io(t, op, ops, n, deadline)) != CT_OK)
+            return st;
+    }
+    for (base = 1; base < t->world; base += 16) {
+        int n = 0;
+        for (r = base; r < t->world && r < base + 16; r++, n++)
+            ops[n] = (io_op){ t->star[r], r, 0, tok, 1 };
+        if ((st = run_io(t, op, ops, n, deadline)) != CT_OK)
+            return st;
+    }
+    return CT_OK;
+}
+
+ct_status ct__tcp_barrier(ct__tcp *tcp)
+{
+    ct_status st;
+    CT__CHECK_ARG(tcp);
+    if ((st = check_usable(tcp, "tcp barrier")) != CT_OK)
+        return st;
+    return barrier_op(tcp, "tcp barrier", -1);
+}
+
+static int tmp_reserve(ct__tcp *t, size_t bytes)
+{
+    void *p;
+    if (t->tmp_bytes >= bytes)
+        return 0;
+    p = realloc(t->tmp, bytes);
+    if (p == NULL)
+        return -1;
+    t->tmp = p;
+    t->tmp_bytes = bytes;
+    return 0;
+}
+
+static size_t seg_per(size_t n, int world)
+{
+    size_t per = (n + (size_t)world - 1) / (size_t)world;
+    return (per + 15) & ~(size_t)15;
+}
+
+static void seg_range(size_t n, int world, int s, size_t *lo, size_t *hi)
+{
+    size_t per = seg_per(n, world);
+    *lo = per * (size_t)s;
+    *hi = *lo + per;
+    if (*lo > n)
+        *lo = n;
+    if (*hi > n)
+        *hi = n;
+}
+
+int ct__tcp_sum_first_rank(size_t n, int world, size_t index)
+{
+    if (world <= 1 || n * sizeof(float) < CT__TCP_SMALL_BYTES)
+        return 0;
+    return (int)(index / seg_per(n, world));
+}
+
+static ct_status allreduce_small(ct__tcp *t, float *buf, size_t n, int average)
+{
+    const char *op = "tcp allreduce";
+    size_t bytes = n * sizeof(float), j;
+    int r, base;
+    ct_status st;
+    if (t->rank != 0) {
+        st = xfer1(t, op, t->star[0], 0, 0, buf, bytes, -1);
+        if (st == CT_OK)
+            st = xfer1(t, op, t->star[0], 0, 1, buf, bytes, -1);
+        return st;
+    }
+    if (tmp_reserve(t, bytes * (size_t)(t->world - 1)) != 0) {
+        break_all(t);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", op);
+    }
+    for (base = 1; base < t->world; base += 16) {
+        io_op ops[16];
+        int k = 0;
+        for (r = base; r < t->world && r < base + 16; r++, k++)
+            ops[k] = (io_op){ t->star[r], r, 1, (char *)t->tmp + bytes * (size_t)(r - 1), bytes };
+        if ((st = run_io(t, op, ops, k, -1)) != CT_OK)
+            return st;
+    }
+    /* Rank order: ((x0 + x1) + x2) + ... */
+    for (r = 1; r < t->world; r++) {
+        const float *src = (const float *)((char *)t->tmp + bytes * (size_t)(r - 1));
+        for (j = 0; j < n; j++)
+            buf[j] += src[j];
+    }
+    if (average) {
+        float w = (float)t->world;
+        for (j = 0; j < n; j++)
+            buf[j] /= w;
+    }
+    for (base = 1; base < t->world; base += 16) {
+        io_op ops[16];
+        int k = 0;
+        for (r = base; r < t->world && r < base + 16; r++, k++)
+            ops[k] = (io_op){ t->star[r], r, 0, (char *)buf, bytes };
+        if ((st = run_io(t, op, ops, k, -1)) != CT_OK)
+            return st;
+    }
+    return CT_OK;
+}
+
+/* Ring reduce-scatter then allgather. Step k of the reduce-scatter: send
+ * segment (rank - k) to the right, receive segment (rank - k - 1) from the
+ * left and add this rank's values to it; so segment s starts at rank s and
+ * is complete, after world-1 steps, on rank s-1. */
+static ct_status allreduce_ring(ct__tcp *t, float *buf, size_t n, int average)
+{
+    const char *op = "tcp allreduce";
+    int w = t->world, me = t->rank, k;
+    int left = (me + w - 1) % w, right = (me + 1) % w;
+    size_t per = seg_per(n, w), j;
+    float *tmp;
+    ct_status st;
+    (void)per;
+    if (tmp_reserve(t, RING_CHUNK * sizeof(float)) != 0) {
+        break_all(t);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", op);
+    }
+    tmp = t->tmp;
+    for (k = 0; k < w - 1; k++) {
+        int ss = ((me - k) % w + w) % w, rs = ((me - k - 1) % w + w) % w;
+        size_t slo, shi, rlo, rhi, c;
+        io_op ops[2];
+        seg_range(n, w, ss, &slo, &shi);
+        seg_range(n, w, rs, &rlo, &rhi);
+        ops[0] = (io_op){ t->right_fd, right, 0, (char *)(buf + slo), (shi - slo) * sizeof(float) };
+        /* Receive in cache-sized chunks, adding each while the next comes. */
+        for (c = rlo; c < rhi; c += RING_CHUNK) {
+            size_t e = rhi - c < RING_CHUNK ? rhi : c + RING_CHUNK;
+            ops[1] = (io_op){ t->left_fd, left, 1, (char *)tmp, (e - c) * sizeof(float) };
+            if ((st = run_io_ex(t, op, ops, 2, -1, 2u)) != CT_OK)
+                return st;
+            /* The partial sum so far, then this rank's value. */
+            for (j = c; j < e; j++)
+                buf[j] = tmp[j - c] + buf[j];
+        }
+        if ((st = run_io(t, op, ops, 1, -1)) != CT_OK)
+            return st;
+    }
+    if (average) {
+        size_t lo, hi;
+        float fw = (float)w;
+        seg_range(n, w, (me + 1) % w, &lo, &hi);
+        for (j = lo; j < hi; j++)
+            buf[j] /= fw;
+    }
+    for (k = 0; k < w - 1; k++) {
+        int ss = ((me + 1 - k) % w + w) % w, rs = ((me - k) % w + w) % w;
+        size_t slo, shi, rlo, rhi;
+        io_op ops[2];
+        seg_range(n, w, ss, &slo, &shi);
+        seg_range(n, w, rs, &rlo, &rhi);
+        ops[0] = (io_op){ t->right_fd, right, 0, (char *)(buf + slo), (shi - slo) * sizeof(float) };
+        ops[1] = (io_op){ t->left_fd, left, 1, (char *)(buf + rlo), (rhi - rlo) * sizeof(float) };
+        if ((st = run_io(t, op, ops, 2, -1)) != CT_OK)
+            return st;
+    }
+    return CT_OK;
+}
+
+ct_status ct__tcp_allreduce_f32(ct__tcp *tcp, float *buf, size_t n, int average)
+{
+    ct_status st;
+    CT__CHECK_ARG(tcp);
+    if (n > 0)
+        CT__CHECK_ARG(buf);
+    if ((st = check_usable(tcp, "tcp allreduce")) != CT_OK)
+        return st;
+    if (tcp->world == 1 || n == 0)
+        return CT_OK;
+    if (n > SIZE_MAX / sizeof(float) / (size_t)tcp->world)
+        return ct__error(CT_ERR_INVALID_ARG, "tcp allreduce: %zu floats is too many", n);
+    if (n * sizeof(float) < CT__TCP_SMALL_BYTES)
+        return allreduce_small(tcp, buf, n, average);
+    return allreduce_ring(tcp, buf, n, average);
+}
+
+ct_status ct__tcp_broadcast(ct__tcp *tcp, void *buf, size_t bytes, int root)
+{
+    const char *op = "tcp broadcast";
+    int w, me, left, right;
+    size_t nc, i;
+    char *b = buf;
+    ct_status st;
+    CT__CHECK_ARG(tcp);
+    w = tcp->world;
+    me = tcp->rank;
+    if (root < 0 || root >= w)
+        return ct__error(CT_ERR_INVALID_ARG, "tcp broadcast: root %d of world %d", root, w);
+    if (bytes > 0)
+        CT__CHECK_ARG(buf);
+    if ((st = check_usable(tcp, op)) != CT_OK)
+        return st;
+    if (w == 1 || bytes == 0)
+        return CT_OK;
+    left = (me + w - 1) % w;
+    right = (me + 1) % w;
+    if (me == root)
+        return xfer1(tcp, op, tcp->right_fd, right, 0, b, bytes, -1);
+    /* Receive chunk i while forwarding chunk i-1 (unless right is root). */
+    nc = (bytes + BCAST_CHUNK - 1) / BCAST_CHUNK;
+    for (i = 0; i <= nc; i++) {
+        io_op ops[2];
+        int k = 0;
+        if (i < nc) {
+            size_t lo = i * BCAST_CHUNK, len = bytes - lo < BCAST_CHUNK ? bytes - lo : BCAST_CHUNK;
+            ops[k++] = (io_op){ tcp->left_fd, left, 1, b + lo, len };
+        }
+        if (i > 0 && right != root) {
+            size_t lo = (i - 1) * BCAST_CHUNK,
+                   len = bytes - lo < BCAST_CHUNK ? bytes - lo : BCAST_CHUNK;
+            ops[k++] = (io_op){ tcp->right_fd, right, 0, b + lo, len };
+        }
+        if (k > 0 && (st = run_io(tcp, op, ops, k, -1)) != CT_OK)
+            return st;
+    }
+    return CT_OK;
+}

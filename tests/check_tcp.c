@@ -1,0 +1,568 @@
+/* The tcp collective backend across forked processes on 127.0.0.1:
+ * allreduce bits against a serial sum in the documented order, broadcast,
+ * barrier, a killed rank, a rank that never joins. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cputrain/cputrain.h>
+
+#include "dist/tcp.h"
+#include "suites.h"
+
+Suite *tcp_suite(void);
+
+#define MAX_WORLD 5
+#define MSG_LEN 512
+
+/* Shared with the forked ranks: each rank's error text and a few words. */
+typedef struct {
+    char msg[MAX_WORLD][MSG_LEN];
+    int status[MAX_WORLD];
+    double elapsed[MAX_WORLD];
+    int code[MAX_WORLD];
+    volatile int counter[256];
+} shared_out;
+
+static shared_out *out_area;
+static int port;        /* the group's MASTER_PORT */
+static int port_holder = -1;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A free port, kept reserved by a bound (not listening) SO_REUSEADDR socket
+ * until the group ends: the system hands it to no one else, while rank 0
+ * (SO_REUSEADDR too) may still bind and listen on it. */
+static void new_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int one = 1;
+    if (port_holder >= 0)
+        close(port_holder);
+    port_holder = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(port_holder, 0);
+    setsockopt(port_holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    ck_assert_int_eq(bind(port_holder, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(port_holder, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+}
+
+typedef int (*rank_fn)(int rank, int world, void *arg);
+
+/* Runs fn in `world` forked processes; returns how many exited non-zero,
+ * with each one's wait status in out_area->status. */
+static int run_group(int world, rank_fn fn, void *arg)
+{
+    pid_t pids[MAX_WORLD];
+    int r, bad = 0;
+    memset(out_area, 0, sizeof *out_area);
+    new_port();
+    for (r = 0; r < world; r++) {
+        pids[r] = fork();
+        ck_assert_int_ge(pids[r], 0);
+        if (pids[r] == 0) {
+            close(port_holder);
+            _exit(fn(r, world, arg));
+        }
+    }
+    for (r = 0; r < world; r++) {
+        int ws = 0;
+        ck_assert_int_eq(waitpid(pids[r], &ws, 0), pids[r]);
+        out_area->status[r] = ws;
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+            bad++;
+    }
+    return bad;
+}
+
+static void note(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(int rank, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out_area->msg[rank], MSG_LEN, fmt, ap);
+    va_end(ap);
+}
+
+/* Does `msg` name rank k: "rank k" or k within "ranks a, b, ..."? */
+static int names_rank(const char *msg, int k)
+{
+    const char *p = msg;
+    while ((p = strstr(p, "rank")) != NULL) {
+        const char *q = p + 4;
+        int plural = *q == 's';
+        if (plural)
+            q++;
+        if (*q == ' ') {
+            q++;
+            for (;;) {
+                char *end;
+                long v = strtol(q, &end, 10);
+                if (end == q)
+                    break;
+                if (v == k)
+                    return 1;
+                if (!plural || strncmp(end, ", ", 2) != 0)
+                    break;
+                q = end + 2;
+            }
+        }
+        p += 4;
+    }
+    return 0;
+}
+
+static uint32_t mix(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Values of mixed magnitude so that the order of additions shows in the bits. */
+static float value(int rank, size_t j)
+{
+    uint32_t h = mix((uint32_t)j * 2654435761U + (uint32_t)rank * 40503U + 1U);
+    float v = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
+    return v * (float)(1u << (h & 7));
+}
+
+typedef struct {
+    const size_t *sizes;
+    int nsizes;
+    float **sum, **mean; /* expected, per size, computed before the fork */
+    int delay0_ms;       /* rank 0 starts late: the others retry */
+} ar_case;
+
+static int ar_rank(int rank, int world, void *arg)
+{
+    ar_case *c = arg;
+    ct__tcp *tcp = NULL;
+    int i, avg;
+    if (rank == 0 && c->delay0_ms > 0)
+        usleep((useconds_t)c->delay0_ms * 1000);
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (i = 0; i < c->nsizes; i++) {
+        size_t n = c->sizes[i], j;
+        float *buf = malloc(n * sizeof *buf);
+        if (buf == NULL)
+            return 2;
+        for (avg = 0; avg < 2; avg++) {
+            const float *want = avg ? c->mean[i] : c->sum[i];
+            for (j = 0; j < n; j++)
+                buf[j] = value(rank, j);
+            if (ct__tcp_allreduce_f32(tcp, buf, n, avg) != CT_OK) {
+                note(rank, "allreduce: %s (n=%zu)", ct_last_error(), n);
+                ct__tcp_close(tcp);
+                return 1;
+            }
+            if (memcmp(buf, want, n * sizeof *buf) != 0) {
+                for (j = 0; j < n && memcmp(&buf[j], &want[j], sizeof *buf) == 0; j++)
+                    ;
+                note(rank, "%s n=%zu: first differing element %zu", avg ? "mean" : "sum", n, j);
+                ct__tcp_close(tcp);
+                return 1;
+            }
+        }
+        free(buf);
+    }
+    ct__tcp_close(tcp);
+    return 0;
+}
+
+static void check_group(int world, int bad)
+{
+    int r;
+    for (r = 0; r < world; r++)
+        ck_assert_msg(out_area->msg[r][0] == '\0', "rank %d: %s", r, out_area->msg[r]);
+    ck_assert_int_eq(bad, 0);
+}
+
+static void run_allreduce(int world, const size_t *sizes, int nsizes, int delay0_ms)
+{
+    ar_case c;
+    int i, r;
+    c.delay0_ms = delay0_ms;
+    c.sizes = sizes;
+    c.nsizes = nsizes;
+    c.sum = calloc((size_t)nsizes, sizeof *c.sum);
+    c.mean = calloc((size_t)nsizes, sizeof *c.mean);
+    for (i = 0; i < nsizes; i++) {
+        size_t j, n = sizes[i];
+        c.sum[i] = malloc(n * sizeof(float));
+        c.mean[i] = malloc(n * sizeof(float));
+        ck_assert(c.sum[i] && c.mean[i]);
+        for (j = 0; j < n; j++) {
+            /* The documented order: from the element's first rank on. */
+            int f = ct__tcp_sum_first_rank(n, world, j);
+            float s = value(f, j);
+            for (r = 1; r < world; r++)
+                s += value((f + r) % world, j);
+            c.sum[i][j] = s;
+            c.mean[i][j] = s / (float)world;
+        }
+    }
+    check_group(world, run_group(world, ar_rank, &c));
+    for (i = 0; i < nsizes; i++) {
+        free(c.sum[i]);
+        free(c.mean[i]);
+    }
+    free(c.sum);
+    free(c.mean);
+}
+
+static const size_t sizes[] = { 1, 7, 1000, (1u << 20) + 3, (16u << 20) / sizeof(float) };
+
+START_TEST(allreduce_2) { run_allreduce(2, sizes, 5, 0); }
+END_TEST
+
+START_TEST(allreduce_3) { run_allreduce(3, sizes, 5, 300); }
+END_TEST
+
+START_TEST(sum_order)
+{
+    size_t n = 1u << 20;
+    /* Small buffers: rank order. Ring: segment s starts at rank s. */
+    ck_assert_int_eq(ct__tcp_sum_first_rank(1000, 3, 999), 0);
+    ck_assert_int_eq(ct__tcp_sum_first_rank(n, 1, n - 1), 0);
+    ck_assert_int_eq(ct__tcp_sum_first_rank(n, 2, 0), 0);
+    ck_assert_int_eq(ct__tcp_sum_first_rank(n, 2, n - 1), 1);
+    ck_assert_int_eq(ct__tcp_sum_first_rank(n, 3, n - 1), 2);
+}
+END_TEST
+
+START_TEST(bad_args)
+{
+    ct__tcp *tcp = (ct__tcp *)1;
+    float x = 1.5f;
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_ptr_null(tcp);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 0, 0, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open(NULL, 1234, 0, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL), CT_ERR_INVALID_ARG);
+    /* World 1: no socket, no master needed, identity collectives. */
+    ck_assert_int_eq(ct__tcp_open(NULL, 0, 0, 1, 1.0, &tcp), CT_OK);
+    ck_assert_int_eq(ct__tcp_allreduce_f32(tcp, &x, 1, 1), CT_OK);
+    ck_assert(x == 1.5f);
+    ck_assert_int_eq(ct__tcp_broadcast(tcp, &x, sizeof x, 0), CT_OK);
+    ck_assert_int_eq(ct__tcp_broadcast(tcp, &x, sizeof x, 1), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_barrier(tcp), CT_OK);
+    ck_assert_int_eq(ct__tcp_rank(tcp), 0);
+    ck_assert_int_eq(ct__tcp_world(tcp), 1);
+    ct__tcp_close(tcp);
+    ct__tcp_close(NULL);
+}
+END_TEST
+
+static int bc_rank(int rank, int world, void *arg)
+{
+    static const size_t bsizes[] = { 1, 4099, (5u << 20) + 13 };
+    ct__tcp *tcp = NULL;
+    int i, root;
+    (void)arg;
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (root = 0; root < world; root += world - 1) {
+        for (i = 0; i < 3; i++) {
+            size_t n = bsizes[i], j;
+            unsigned char *b = malloc(n);
+            if (b == NULL)
+                return 2;
+            for (j = 0; j < n; j++)
+                b[j] = rank == root ? (unsigned char)(mix((uint32_t)(j + (size_t)root)) & 0xff) : 0;
+            if (ct__tcp_broadcast(tcp, b, n, root) != CT_OK) {
+                note(rank, "broadcast: %s (n=%zu)", ct_last_error(), n);
+                return 1;
+            }
+            for (j = 0; j < n; j++)
+                if (b[j] != (unsigned char)(mix((uint32_t)(j + (size_t)root)) & 0xff)) {
+                    note(rank, "broadcast root %d: wrong byte %zu of %zu", root, j, n);
+                    return 1;
+                }
+            free(b);
+        }
+    }
+    ct__tcp_close(tcp);
+    return 0;
+}
+
+START_TEST(broadcast)
+{
+    int world;
+    for (world = 2; world <= 3; world++)
+        check_group(world, run_group(world, bc_rank, NULL));
+}
+END_TEST
+
+static int barrier_rank(int rank, int world, void *arg)
+{
+    ct__tcp *tcp = NULL;
+    int i;
+    (void)arg;
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (i = 0; i < 64; i++) {
+        if (rank == i % world)
+            usleep(500); /* a late rank each round */
+        __atomic_fetch_add(&out_area->counter[i], 1, __ATOMIC_SEQ_CST);
+        if (ct__tcp_barrier(tcp) != CT_OK) {
+            note(rank, "barrier: %s", ct_last_error());
+            return 1;
+        }
+        if (__atomic_load_n(&out_area->counter[i], __ATOMIC_SEQ_CST) != world) {
+            note(rank, "barrier %d passed before every rank arrived", i);
+            return 1;
+        }
+    }
+    ct__tcp_close(tcp);
+    return 0;
+}
+
+START_TEST(barrier)
+{
+    int world;
+    for (world = 2; world <= 3; world++)
+        check_group(world, run_group(world, barrier_rank, NULL));
+}
+END_TEST
+
+/* Rank `victim` is SIGKILLed while the others are inside an allreduce (ring
+ * or small scheme): they must fail, naming it, well within the 2 s timeout. */
+typedef struct {
+    size_t n;
+    int victim;
+} kill_case;
+
+static int kill_rank(int rank, int world, void *arg)
+{
+    size_t n = ((kill_case *)arg)->n;
+    int victim = ((kill_case *)arg)->victim;
+    double t0;
+    ct__tcp *tcp = NULL;
+    float *buf = calloc(n, sizeof *buf);
+    ct_status st = CT_OK;
+    int it;
+    if (buf == NULL)
+        return 2;
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 2.0, &tcp) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (it = 0; it < 3; it++) {
+        if (rank == victim && it == 2) {
+            usleep(100000); /* the others are waiting by now */
+            raise(SIGKILL);
+        }
+        t0 = now_s();
+        st = ct__tcp_allreduce_f32(tcp, buf, n, 1);
+        out_area->elapsed[rank] = now_s() - t0;
+        if (st != CT_OK)
+            break;
+    }
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    out_area->code[rank] = (int)st;
+    /* The handle is broken now: later calls fail at once. */
+    if (st != CT_OK && ct__tcp_barrier(tcp) != CT_ERR_DIST)
+        return 3;
+    ct__tcp_close(tcp);
+    free(buf);
+    return st == CT_ERR_DIST ? 0 : 1;
+}
+
+static void run_kill(int world, int victim, size_t n)
+{
+    kill_case c;
+    int r;
+    c.n = n;
+    c.victim = victim;
+    run_group(world, kill_rank, &c);
+    ck_assert_msg(WIFSIGNALED(out_area->status[victim]) &&
+                  WTERMSIG(out_area->status[victim]) == SIGKILL,
+                  "rank %d was not killed: %s", victim, out_area->msg[victim]);
+    for (r = 0; r < world; r++) {
+        if (r == victim)
+            continue;
+        ck_assert_msg(WIFEXITED(out_area->status[r]) && WEXITSTATUS(out_area->status[r]) == 0,
+                      "rank %d: status %d, code %d, msg '%s'", r, out_area->status[r],
+                      out_area->code[r], out_area->msg[r]);
+        ck_assert_int_eq(out_area->code[r], CT_ERR_DIST);
+        ck_assert_msg(names_rank(out_area->msg[r], victim), "rank %d: '%s'", r,
+                      out_area->msg[r]);
+        ck_assert_msg(strstr(out_area->msg[r], "tcp allreduce: ") == out_area->msg[r],
+                      "rank %d: '%s'", r, out_area->msg[r]);
+        /* well under the 2 s timeout, with room for a loaded machine */
+        ck_assert_msg(out_area->elapsed[r] < 1.9, "rank %d took %.2f s", r,
+                      out_area->elapsed[r]);
+    }
+}
+
+START_TEST(killed_rank_ring) { run_kill(3, 1, (1u << 20) + 1); }
+END_TEST
+
+START_TEST(killed_rank_small) { run_kill(3, 1, 1000); }
+END_TEST
+
+/* In a ring of 5, rank 1 has no connection to rank 3 at all: it learns the
+ * name from rank 0's notice. */
+START_TEST(killed_rank_far) { run_kill(5, 3, (1u << 20) + 1); }
+END_TEST
+
+/* Rank 1 of 2 is stuck (not calling) while rank 0 is in an allreduce, ring
+ * or small: rank 0 fails at its 1.5 s timeout, naming rank 1. */
+static int stuck_rank(int rank, int world, void *arg)
+{
+    size_t n = *(size_t *)arg;
+    ct__tcp *tcp = NULL;
+    float *buf = calloc(n, sizeof *buf);
+    ct_status st = CT_OK;
+    double t0;
+    if (buf == NULL)
+        return 2;
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 1.5, &tcp) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    if (rank == 1) {
+        usleep(3000000);
+    } else {
+        t0 = now_s();
+        st = ct__tcp_allreduce_f32(tcp, buf, n, 0);
+        out_area->elapsed[rank] = now_s() - t0;
+        out_area->code[rank] = (int)st;
+        snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    }
+    ct__tcp_close(tcp);
+    free(buf);
+    return 0;
+}
+
+static void run_stuck(size_t n)
+{
+    run_group(2, stuck_rank, &n);
+    ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
+    ck_assert_msg(strcmp(out_area->msg[0], "tcp allreduce: rank 1 did not answer within 1.5 s") == 0,
+                  "'%s'", out_area->msg[0]);
+    ck_assert_msg(out_area->elapsed[0] > 1.4 && out_area->elapsed[0] < 2.9, "took %.2f s",
+                  out_area->elapsed[0]);
+}
+
+START_TEST(stuck_rank_ring) { run_stuck((1u << 20) + 1); }
+END_TEST
+
+START_TEST(stuck_rank_small) { run_stuck(7); }
+END_TEST
+
+/* Rank `missing` of 3 never calls open: the others fail at their 1 s
+ * timeout, naming it. */
+static int join_rank(int rank, int world, void *arg)
+{
+    int missing = *(int *)arg;
+    ct__tcp *tcp = NULL;
+    double t0 = now_s();
+    ct_status st;
+    if (rank == missing) {
+        usleep(3000000);
+        return 0;
+    }
+    st = ct__tcp_open("127.0.0.1", port, rank, world, 1.0, &tcp);
+    out_area->elapsed[rank] = now_s() - t0;
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    if (st == CT_OK)
+        ct__tcp_close(tcp);
+    return 0;
+}
+
+static void run_never_joins(int missing)
+{
+    int r;
+    run_group(3, join_rank, &missing);
+    for (r = 0; r < 3; r++) {
+        if (r == missing)
+            continue;
+        ck_assert_int_eq(out_area->code[r], CT_ERR_DIST);
+        ck_assert_msg(names_rank(out_area->msg[r], missing), "rank %d: '%s'", r,
+                      out_area->msg[r]);
+        ck_assert_msg(strstr(out_area->msg[r], "tcp open: ") == out_area->msg[r], "rank %d: '%s'",
+                      r, out_area->msg[r]);
+        ck_assert_msg(out_area->elapsed[r] < 2.5, "rank %d took %.2f s: '%s'", r,
+                      out_area->elapsed[r], out_area->msg[r]);
+    }
+}
+
+START_TEST(rank_never_joins) { run_never_joins(2); }
+END_TEST
+
+START_TEST(master_never_joins) { run_never_joins(0); }
+END_TEST
+
+static void setup(void)
+{
+    out_area = mmap(NULL, sizeof *out_area, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(out_area != MAP_FAILED);
+}
+
+static void teardown(void)
+{
+    munmap(out_area, sizeof *out_area);
+    if (port_holder >= 0)
+        close(port_holder);
+    port_holder = -1;
+}
+
+Suite *tcp_suite(void)
+{
+    Suite *s = suite_create("tcp");
+    TCase *tc = tcase_create("tcp");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, bad_args);
+    tcase_add_test(tc, sum_order);
+    tcase_add_test(tc, allreduce_2);
+    tcase_add_test(tc, allreduce_3);
+    tcase_add_test(tc, broadcast);
+    tcase_add_test(tc, barrier);
+    tcase_add_test(tc, killed_rank_ring);
+    tcase_add_test(tc, killed_rank_small);
+    tcase_add_test(tc, killed_rank_far);
+    tcase_add_test(tc, stuck_rank_ring);
+    tcase_add_test(tc, stuck_rank_small);
+    tcase_add_test(tc, rank_never_joins);
+    tcase_add_test(tc, master_never_joins);
+    suite_add_tcase(s, tc);
+    return s;
+}
