@@ -37,7 +37,8 @@ Suite *core_suite(void);
     X(qa_suite)               \
     X(topology_suite)         \
     X(shm_suite)              \
-    X(tcp_suite)
+    X(tcp_suite)              \
+    X(launcher_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)
