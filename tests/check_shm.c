@@ -15,32 +15,13 @@
 #include <cputrain/cputrain.h>
 
 #include "dist/shm.h"
+#include "ranks.h"
 #include "suites.h"
 
 Suite *shm_suite(void);
 
-#define MAX_WORLD 4
-#define MSG_LEN 512
-
-/* Shared with the forked ranks: each rank's error text and a few words. */
-typedef struct {
-    char msg[MAX_WORLD][MSG_LEN];
-    int status[MAX_WORLD];
-    double elapsed[MAX_WORLD];
-    int code[MAX_WORLD];
-    volatile int counter[256];
-} shared_out;
-
-static shared_out *out_area;
 static char job[64];
 static int job_seq;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void new_job(void)
 {
@@ -55,56 +36,9 @@ static int seg_exists(const char *j, int world)
     return access(path, F_OK) == 0;
 }
 
-typedef int (*rank_fn)(int rank, int world, void *arg);
-
-/* Runs fn in `world` forked processes; returns how many exited non-zero,
- * with each one's wait status in out_area->status. */
 static int run_group(int world, rank_fn fn, void *arg)
 {
-    pid_t pids[MAX_WORLD];
-    int r, bad = 0;
-    memset(out_area, 0, sizeof *out_area);
-    for (r = 0; r < world; r++) {
-        pids[r] = fork();
-        ck_assert_int_ge(pids[r], 0);
-        if (pids[r] == 0)
-            _exit(fn(r, world, arg));
-    }
-    for (r = 0; r < world; r++) {
-        int ws = 0;
-        ck_assert_int_eq(waitpid(pids[r], &ws, 0), pids[r]);
-        out_area->status[r] = ws;
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-            bad++;
-    }
-    return bad;
-}
-
-static void note(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(int rank, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out_area->msg[rank], MSG_LEN, fmt, ap);
-    va_end(ap);
-}
-
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
-/* Values of mixed magnitude so that the order of additions shows in the bits. */
-static float value(int rank, size_t j)
-{
-    uint32_t h = mix((uint32_t)j * 2654435761U + (uint32_t)rank * 40503U + 1U);
-    float v = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
-    return v * (float)(1u << (h & 7));
+    return fork_group(world, fn, arg, NULL);
 }
 
 typedef struct {
@@ -155,10 +89,7 @@ static int ar_rank(int rank, int world, void *arg)
 
 static void check_group(int world, int bad)
 {
-    int r;
-    for (r = 0; r < world; r++)
-        ck_assert_msg(out_area->msg[r][0] == '\0', "rank %d: %s", r, out_area->msg[r]);
-    ck_assert_int_eq(bad, 0);
+    check_ranks_clean(world, bad);
     ck_assert_msg(!seg_exists(job, world), "segment left behind for job %s", job);
 }
 
@@ -518,23 +449,11 @@ START_TEST(world_one)
 }
 END_TEST
 
-static void setup(void)
-{
-    out_area = mmap(NULL, sizeof *out_area, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert(out_area != MAP_FAILED);
-}
-
-static void teardown(void)
-{
-    munmap(out_area, sizeof *out_area);
-}
-
 Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
     TCase *tc = tcase_create("shm");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, map_out_area, unmap_out_area);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, bad_args);
     tcase_add_test(tc, world_one);

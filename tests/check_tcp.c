@@ -19,32 +19,13 @@
 #include <cputrain/cputrain.h>
 
 #include "dist/tcp.h"
+#include "ranks.h"
 #include "suites.h"
 
 Suite *tcp_suite(void);
 
-#define MAX_WORLD 5
-#define MSG_LEN 512
-
-/* Shared with the forked ranks: each rank's error text and a few words. */
-typedef struct {
-    char msg[MAX_WORLD][MSG_LEN];
-    int status[MAX_WORLD];
-    double elapsed[MAX_WORLD];
-    int code[MAX_WORLD];
-    volatile int counter[256];
-} shared_out;
-
-static shared_out *out_area;
 static int port;        /* the group's MASTER_PORT */
 static int port_holder = -1;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* A free port, kept reserved by a bound (not listening) SO_REUSEADDR socket
  * until the group ends: the system hands it to no one else, while rank 0
@@ -68,41 +49,16 @@ static void new_port(void)
     port = ntohs(a.sin_port);
 }
 
-typedef int (*rank_fn)(int rank, int world, void *arg);
-
-/* Runs fn in `world` forked processes; returns how many exited non-zero,
- * with each one's wait status in out_area->status. */
-static int run_group(int world, rank_fn fn, void *arg)
+static void close_port_holder(void)
 {
-    pid_t pids[MAX_WORLD];
-    int r, bad = 0;
-    memset(out_area, 0, sizeof *out_area);
-    new_port();
-    for (r = 0; r < world; r++) {
-        pids[r] = fork();
-        ck_assert_int_ge(pids[r], 0);
-        if (pids[r] == 0) {
-            close(port_holder);
-            _exit(fn(r, world, arg));
-        }
-    }
-    for (r = 0; r < world; r++) {
-        int ws = 0;
-        ck_assert_int_eq(waitpid(pids[r], &ws, 0), pids[r]);
-        out_area->status[r] = ws;
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-            bad++;
-    }
-    return bad;
+    close(port_holder);
 }
 
-static void note(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(int rank, const char *fmt, ...)
+/* Each group gets a fresh port; the children let go of the reservation. */
+static int run_group(int world, rank_fn fn, void *arg)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out_area->msg[rank], MSG_LEN, fmt, ap);
-    va_end(ap);
+    new_port();
+    return fork_group(world, fn, arg, close_port_holder);
 }
 
 /* Does `msg` name rank k: "rank k" or k within "ranks a, b, ..."? */
@@ -131,24 +87,6 @@ static int names_rank(const char *msg, int k)
         p += 4;
     }
     return 0;
-}
-
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
-/* Values of mixed magnitude so that the order of additions shows in the bits. */
-static float value(int rank, size_t j)
-{
-    uint32_t h = mix((uint32_t)j * 2654435761U + (uint32_t)rank * 40503U + 1U);
-    float v = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
-    return v * (float)(1u << (h & 7));
 }
 
 typedef struct {
@@ -197,14 +135,6 @@ static int ar_rank(int rank, int world, void *arg)
     return 0;
 }
 
-static void check_group(int world, int bad)
-{
-    int r;
-    for (r = 0; r < world; r++)
-        ck_assert_msg(out_area->msg[r][0] == '\0', "rank %d: %s", r, out_area->msg[r]);
-    ck_assert_int_eq(bad, 0);
-}
-
 static void run_allreduce(int world, const size_t *sizes, int nsizes, int delay0_ms)
 {
     ar_case c;
@@ -229,7 +159,7 @@ static void run_allreduce(int world, const size_t *sizes, int nsizes, int delay0
             c.mean[i][j] = s / (float)world;
         }
     }
-    check_group(world, run_group(world, ar_rank, &c));
+    check_ranks_clean(world, run_group(world, ar_rank, &c));
     for (i = 0; i < nsizes; i++) {
         free(c.sum[i]);
         free(c.mean[i]);
@@ -321,7 +251,7 @@ START_TEST(broadcast)
 {
     int world;
     for (world = 2; world <= 3; world++)
-        check_group(world, run_group(world, bc_rank, NULL));
+        check_ranks_clean(world, run_group(world, bc_rank, NULL));
 }
 END_TEST
 
@@ -355,7 +285,7 @@ START_TEST(barrier)
 {
     int world;
     for (world = 2; world <= 3; world++)
-        check_group(world, run_group(world, barrier_rank, NULL));
+        check_ranks_clean(world, run_group(world, barrier_rank, NULL));
 }
 END_TEST
 
@@ -531,14 +461,12 @@ END_TEST
 
 static void setup(void)
 {
-    out_area = mmap(NULL, sizeof *out_area, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert(out_area != MAP_FAILED);
+    map_out_area();
 }
 
 static void teardown(void)
 {
-    munmap(out_area, sizeof *out_area);
+    unmap_out_area();
     if (port_holder >= 0)
         close(port_holder);
     port_holder = -1;
