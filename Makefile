@@ -62,6 +62,11 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c $< -o $@
 
+# Where the library looks for backend plugins (dist-mpi.so) after
+# CPUTRAIN_PLUGIN_DIR and the cputrain/ folder beside itself.
+# (check_dist.o too: its not-found test must know whether one is installed.)
+$(B)/obj/lib/dist/dist_plugin.o $(B)/obj/tests/check_dist.o: CPPFLAGS += -DCT_PLUGINDIR='"$(LIBDIR)/cputrain"'
+
 $(SHARED): $(LIB_OBJS) libcputrain.map
 	@mkdir -p $(@D)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=libcputrain.map \
@@ -98,7 +103,15 @@ $(B)/tests/test_wrapper: tests/cpp/test_wrapper.cpp bindings/cpp/cputrain.hpp $(
 	$(CXX) -std=c++11 -Wall -Wextra $(WERROR) -Iinclude -Ibindings/cpp -o $@ $< \
 	    -L$(B)/lib -lcputrain -Wl,-rpath,$(abspath $(B)/lib)
 
-check: all $(CHECK_RUNNER) $(B)/tests/test_wrapper
+# The public ct_dist API from the launcher's environment: tests/dist/mpi.sh
+# and netns.sh run it under mpirun, from a shell loop, in two namespaces.
+$(B)/tests/dist_api_test: tests/dist/dist_api_test.c tests/dist/collectives_check.h \
+    $(SHARED) $(B)/lib/libcputrain.so
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
+	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
+
+check: all $(CHECK_RUNNER) $(B)/tests/test_wrapper $(B)/tests/dist_api_test
 	@B="$(B)" VERSION="$(VERSION)" CC="$(CC)" CXX="$(CXX)" PYTHON="$(PYTHON)" MAKE="$(MAKE)" sh tests/run_all.sh
 
 # The C suites again, built with AddressSanitizer and UBSan in their own
@@ -132,6 +145,49 @@ $(B)/bench/%: bench/%.c $(STATIC)
 bench: all $(BENCHES)
 	sh bench/compare_gemm.sh $(B)/bench/gemm_bench
 	sh bench/compare_bert.sh $(B)
+	sh bench/allreduce.sh $(B)
+
+# ---- mpi plugin ------------------------------------------------------------
+# The mpi backend is a plugin (dlopened by ct_dist) so that the library has no
+# MPI dependency; built only where Open MPI's pkg-config file is, else
+# skipped. install/uninstall pick it up through the prerequisites below.
+# -z nodelete: it keeps MPI's state (initialised by it, handles open) across
+# ct_dist's dlclose.
+MPI_PKG := ompi-c
+HAVE_MPI := $(shell $(PKG_CONFIG) --exists $(MPI_PKG) && echo yes)
+MPI_PLUGIN := $(if $(HAVE_MPI),$(B)/lib/cputrain/dist-mpi.so)
+all: $(MPI_PLUGIN)
+install: $(if $(HAVE_MPI),install-mpi)
+uninstall: uninstall-mpi
+.PHONY: install-mpi uninstall-mpi check-mpi
+
+$(B)/lib/cputrain/dist-mpi.so: plugins/mpi/dist_mpi.c lib/dist/backend.h
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(shell $(PKG_CONFIG) --cflags $(MPI_PKG)) -shared \
+	    -Wl,--no-undefined -Wl,-z,nodelete $(LDFLAGS) -o $@ $< $(shell $(PKG_CONFIG) --libs $(MPI_PKG))
+
+$(B)/tests/mpi_plugin_test: tests/dist/mpi_plugin_test.c lib/dist/backend.h
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< -ldl -lm
+
+install-mpi: $(MPI_PLUGIN)
+	install -d $(DESTDIR)$(LIBDIR)/cputrain
+	install -m 755 $(MPI_PLUGIN) $(DESTDIR)$(LIBDIR)/cputrain/dist-mpi.so
+
+uninstall-mpi:
+	rm -f $(DESTDIR)$(LIBDIR)/cputrain/dist-mpi.so
+	rmdir $(DESTDIR)$(LIBDIR)/cputrain 2>/dev/null || true
+
+# The plugin under mpirun (as root in containers: --allow-run-as-root). The
+# --timeout runs end with mpirun failing by design: each waiting rank (all
+# but one) must print "PASS timeout".
+MPIRUN ?= mpirun --allow-run-as-root --oversubscribe
+check-mpi: $(if $(HAVE_MPI),$(MPI_PLUGIN) $(B)/tests/mpi_plugin_test)
+	@if [ -z "$(HAVE_MPI)" ]; then echo "check-mpi: no $(MPI_PKG), skipped"; else \
+	    for n in 2 3 4; do $(MPIRUN) -n $$n $(B)/tests/mpi_plugin_test $(MPI_PLUGIN) || exit 1; \
+	        $(MPIRUN) -q -n $$n $(B)/tests/mpi_plugin_test $(MPI_PLUGIN) --timeout 2>&1 \
+	            | grep -c '^PASS timeout' | grep -qx $$((n - 1)) || { echo "timeout -n $$n: FAIL"; exit 1; }; \
+	        echo "timeout -n $$n: PASS"; done; fi
 
 # ---- ABI -------------------------------------------------------------------
 

@@ -1,21 +1,25 @@
-/* Bandwidth of the allreduce of a local backend between forked processes of
- * this machine — shm (shared memory) or tcp (on 127.0.0.1) — 1 KiB up to
- * max_mib: median time per call, algbw and busbw in GB/s.
- *   allreduce_bench [shm|tcp] [world=2] [max_mib=64] [timeout_s=30] */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+/* Bandwidth of ct_dist_allreduce, 1 KiB up to max_mib MiB in steps of 4 (and
+ * max_mib itself), through the public API only: one process per rank, the
+ * job and its backend taken from the environment as ct_dist_create(NULL)
+ * does — torchrun's RANK/WORLD_SIZE/... or mpirun's, CPUTRAIN_DIST_BACKEND —
+ * so one program measures every backend (bench/allreduce.sh starts it).
+ *
+ * Per size: a warm-up call, three timed calls from which rank 0 picks the
+ * number of repeats (about 0.4 s of them, 5..1000; broadcast so every rank
+ * makes the same calls), then the repeats, each after a barrier. A repeat's
+ * time is the slowest rank's (gathered with ct_dist_allgather); printed is
+ * the median. algbw = bytes / time; busbw = algbw * 2 (n - 1) / n, the
+ * bytes each rank must move in and out of an ideal ring allreduce.
+ *   allreduce_bench [max_mib=256] [f32|bf16] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cputrain/cputrain.h>
 
-#include "dist/shm.h"
-#include "dist/tcp.h"
+#define MAX_REPS 1000
+#define TARGET_S 0.4
 
 static double now_s(void)
 {
@@ -30,145 +34,111 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The collectives of one backend, so one measuring loop serves both. */
-typedef struct comm {
-    int tcp; /* else shm */
-    ct__shm *shm;
-    ct__tcp *t;
-} comm;
-
-static ct_status comm_allreduce(comm *c, float *buf, size_t n)
+int main(int argc, char **argv)
 {
-    return c->tcp ? ct__tcp_allreduce_f32(c->t, buf, n, 0) : ct__shm_allreduce_f32(c->shm, buf, n, 0);
-}
+    long max_mib = argc > 1 ? atol(argv[1]) : 256;
+    const char *type = argc > 2 ? argv[2] : "f32";
+    ct_dtype dtype = strcmp(type, "bf16") == 0 ? CT_DTYPE_BF16 : CT_DTYPE_F32;
+    size_t esize = dtype == CT_DTYPE_BF16 ? 2 : 4;
+    size_t max_bytes, bytes, i;
+    ct_dist *d = NULL;
+    int rank, world, failed = 0;
+    double *times = NULL, *all = NULL;
+    unsigned char *buf = NULL;
 
-static ct_status comm_broadcast(comm *c, void *buf, size_t bytes)
-{
-    return c->tcp ? ct__tcp_broadcast(c->t, buf, bytes, 0) : ct__shm_broadcast(c->shm, buf, bytes, 0);
-}
-
-static ct_status comm_barrier(comm *c)
-{
-    return c->tcp ? ct__tcp_barrier(c->t) : ct__shm_barrier(c->shm);
-}
-
-static void comm_close(comm *c)
-{
-    ct__tcp_close(c->t);
-    ct__shm_close(c->shm);
-}
-
-static int run_rank(int use_tcp, const char *job, int port, int rank, int world,
-                    size_t max_bytes, double timeout)
-{
-    comm c = {use_tcp, NULL, NULL};
-    size_t bytes;
-    float *buf;
-    double times[200];
-    ct_status opened = use_tcp ? ct__tcp_open("127.0.0.1", port, rank, world, timeout, &c.t)
-                               : ct__shm_open(job, rank, world, timeout, &c.shm);
-    if (opened != CT_OK) {
-        fprintf(stderr, "rank %d: %s\n", rank, ct_last_error());
+    if (argc > 3 || max_mib < 1 || (strcmp(type, "f32") != 0 && strcmp(type, "bf16") != 0)) {
+        fprintf(stderr, "usage: %s [max_mib >= 1] [f32|bf16]\n"
+                        "  ranks, world and backend from the environment (RANK, WORLD_SIZE,\n"
+                        "  ..., MASTER_ADDR, MASTER_PORT, or mpirun; CPUTRAIN_DIST_BACKEND)\n",
+                argv[0]);
+        return 2;
+    }
+    max_bytes = (size_t)max_mib << 20;
+    if (ct_dist_create(NULL, &d) != CT_OK) {
+        fprintf(stderr, "allreduce_bench: %s\n", ct_last_error());
         return 1;
     }
+    rank = ct_dist_rank(d);
+    world = ct_dist_world_size(d);
     buf = malloc(max_bytes);
-    if (buf == NULL)
+    times = malloc(MAX_REPS * sizeof *times);
+    all = malloc((size_t)world * MAX_REPS * sizeof *all);
+    if (buf == NULL || times == NULL || all == NULL) {
+        fprintf(stderr, "rank %d: out of memory\n", rank);
+        ct_dist_free(d);
         return 1;
-    for (bytes = 0; bytes < max_bytes / sizeof(float); bytes++)
-        buf[bytes] = (float)(bytes % 1000) * 1e-3f;
-    if (rank == 0)
-        printf("# %s allreduce, %d processes, sum of f32; median of repeats\n"
-               "%12s %8s %12s %10s %10s\n", use_tcp ? "tcp" : "shm", world, "bytes", "reps", "time_us",
-               "algbw_GB/s", "busbw_GB/s");
+    }
+    /* Small finite values (bf16 or f32 of 0.001 .. 1); repeated in-place sums
+     * grow them, which costs nothing on x86 (no denormals). */
+    if (dtype == CT_DTYPE_F32) {
+        float *f = (float *)buf;
+        for (i = 0; i < max_bytes / 4; i++)
+            f[i] = (float)(i % 1000 + 1) * 1e-3f;
+    } else {
+        unsigned short *h = (unsigned short *)buf;
+        for (i = 0; i < max_bytes / 2; i++)
+            h[i] = (unsigned short)(0x3a83 + i % 512); /* 0.001 .. ~0.5 */
+    }
+    if (rank == 0) {
+        printf("# allreduce (sum, %s) backend %s, launcher %s, %d ranks (%d on this machine);"
+               " median of repeats, slowest rank\n",
+               type, ct_dist_backend(d), ct_dist_launcher(d), world, ct_dist_local_world_size(d));
+        printf("%12s %6s %12s %10s %10s\n", "bytes", "reps", "time_us", "algbw_GB/s",
+               "busbw_GB/s");
+        fflush(stdout);
+    }
     for (bytes = 1024; bytes <= max_bytes; bytes *= 4) {
-        size_t n = bytes / sizeof(float);
-        int reps, i;
+        size_t n = bytes / esize;
+        int reps, r, k;
         double t, med;
-        /* Enough repeats for ~0.3 s, at least 5, at most 200; the count is
-         * decided by rank 0 and broadcast so every rank runs the same. */
-        if (comm_allreduce(&c, buf, n) != CT_OK) /* warm-up */
+        if (ct_dist_allreduce(d, buf, n, dtype, CT_REDUCE_SUM) != CT_OK) /* warm-up */
+            goto fail;
+        if (ct_dist_barrier(d) != CT_OK)
             goto fail;
         t = now_s();
-        if (comm_allreduce(&c, buf, n) != CT_OK)
+        for (k = 0; k < 3; k++)
+            if (ct_dist_allreduce(d, buf, n, dtype, CT_REDUCE_SUM) != CT_OK)
+                goto fail;
+        t = (now_s() - t) / 3;
+        reps = t > 0 ? (int)(TARGET_S / t) : MAX_REPS;
+        reps = reps < 5 ? 5 : reps > MAX_REPS ? MAX_REPS : reps;
+        if (ct_dist_broadcast(d, &reps, sizeof reps, 0) != CT_OK)
             goto fail;
-        t = now_s() - t;
-        reps = t > 0 ? (int)(0.3 / t) : 200;
-        reps = reps < 5 ? 5 : reps > 200 ? 200 : reps;
-        if (comm_broadcast(&c, &reps, sizeof reps) != CT_OK)
-            goto fail;
-        for (i = 0; i < reps; i++) {
-            if (comm_barrier(&c) != CT_OK)
+        for (k = 0; k < reps; k++) {
+            if (ct_dist_barrier(d) != CT_OK)
                 goto fail;
             t = now_s();
-            if (comm_allreduce(&c, buf, n) != CT_OK)
+            if (ct_dist_allreduce(d, buf, n, dtype, CT_REDUCE_SUM) != CT_OK)
                 goto fail;
-            times[i] = now_s() - t;
+            times[k] = now_s() - t;
         }
-        qsort(times, (size_t)reps, sizeof times[0], cmp_double);
-        med = times[reps / 2];
+        /* Each repeat takes as long as its slowest rank. */
+        if (ct_dist_allgather(d, times, (size_t)reps * sizeof *times, all) != CT_OK)
+            goto fail;
+        for (k = 0; k < reps; k++)
+            for (r = 1; r < world; r++)
+                if (all[(size_t)r * (size_t)reps + (size_t)k] > all[k])
+                    all[k] = all[(size_t)r * (size_t)reps + (size_t)k];
+        qsort(all, (size_t)reps, sizeof all[0], cmp_double);
+        med = reps % 2 ? all[reps / 2] : 0.5 * (all[reps / 2 - 1] + all[reps / 2]);
         if (rank == 0) {
             double alg = (double)bytes / med * 1e-9;
-            printf("%12zu %8d %12.1f %10.2f %10.2f\n", bytes, reps, med * 1e6, alg,
+            printf("%12zu %6d %12.1f %10.3f %10.3f\n", bytes, reps, med * 1e6, alg,
                    alg * 2.0 * (world - 1) / world);
             fflush(stdout);
         }
-        /* 1 KiB .. 256 MiB in steps of 4, plus the last power of two. */
+        /* 1 KiB .. max in steps of 4, then max itself if not on that grid. */
         if (bytes < max_bytes && bytes * 4 > max_bytes)
             bytes = max_bytes / 4;
     }
-    free(buf);
-    comm_close(&c);
-    return 0;
+    goto out;
 fail:
-    fprintf(stderr, "rank %d: %s\n", rank, ct_last_error());
-    comm_close(&c);
-    return 1;
-}
-
-int main(int argc, char **argv)
-{
-    int use_tcp = argc > 1 && strcmp(argv[1], "tcp") == 0;
-    int world = argc > 2 ? atoi(argv[2]) : 2;
-    size_t max_mib = argc > 3 ? (size_t)atol(argv[3]) : 64;
-    double timeout = argc > 4 ? atof(argv[4]) : 30.0;
-    char job[64];
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    int one = 1, holder, port;
-    pid_t pids[64];
-    int r, bad = 0;
-    if ((argc > 1 && !use_tcp && strcmp(argv[1], "shm") != 0) || world < 1 || world > 64 ||
-        max_mib < 1) {
-        fprintf(stderr, "usage: %s [shm|tcp] [world 1..64] [max_mib] [timeout_s]\n", argv[0]);
-        return 2;
-    }
-    snprintf(job, sizeof job, "bench%d", (int)getpid());
-    /* A free port, held (bound, not listening) so no one else gets it. */
-    holder = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (holder < 0 || setsockopt(holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(holder, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(holder, (struct sockaddr *)&a, &alen) != 0) {
-        perror("port");
-        return 1;
-    }
-    port = ntohs(a.sin_port);
-    for (r = 0; r < world; r++) {
-        pids[r] = fork();
-        if (pids[r] < 0) {
-            perror("fork");
-            return 1;
-        }
-        if (pids[r] == 0 && close(holder) == 0)
-            _exit(run_rank(use_tcp, job, port, r, world, max_mib << 20, timeout));
-    }
-    for (r = 0; r < world; r++) {
-        int ws;
-        if (waitpid(pids[r], &ws, 0) != pids[r] || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-            bad = 1;
-    }
-    close(holder);
-    return bad;
+    fprintf(stderr, "allreduce_bench: rank %d: %s\n", rank, ct_last_error());
+    failed = 1;
+out:
+    free(buf);
+    free(times);
+    free(all);
+    ct_dist_free(d);
+    return failed;
 }

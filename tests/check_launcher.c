@@ -51,6 +51,14 @@ START_TEST(torchrun_and_pytorchjob)
     ck_assert_int_eq(l.local_world, 2);
     ck_assert_str_eq(l.master_addr, "worker-0.job");
     ck_assert_int_eq(l.master_port, 29500);
+    /* A PyTorchJob pod without torchrun: rank and world only, one process
+     * per pod. */
+    unsetenv("LOCAL_RANK");
+    unsetenv("LOCAL_WORLD_SIZE");
+    OK(ct__launcher_detect(&l));
+    ck_assert_int_eq(l.rank, 5);
+    ck_assert_int_eq(l.local_rank, 0);
+    ck_assert_int_eq(l.local_world, 1);
     /* Open MPI's variables too: the first launcher in the order wins. */
     setenv("OMPI_COMM_WORLD_RANK", "0", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "1", 1);
@@ -74,12 +82,15 @@ START_TEST(intel_mpi_and_mpich)
     ck_assert_int_eq(l.world, 4);
     ck_assert_int_eq(l.local_rank, 1);
     ck_assert_int_eq(l.local_world, 2);
-    /* without the local variables: one machine */
+    /* without the local variables: alone on its machine */
     unsetenv("MPI_LOCALRANKID");
     unsetenv("MPI_LOCALNRANKS");
     OK(ct__launcher_detect(&l));
-    ck_assert_int_eq(l.local_rank, 3);
-    ck_assert_int_eq(l.local_world, 4);
+    ck_assert_int_eq(l.local_rank, 0);
+    ck_assert_int_eq(l.local_world, 1);
+    /* one without the other is named */
+    setenv("MPI_LOCALRANKID", "1", 1);
+    ASSERT_ERROR_HAS(ct__launcher_detect(&l), CT_ERR_INVALID_ARG, "MPI_LOCALNRANKS");
 }
 END_TEST
 

@@ -289,6 +289,43 @@ START_TEST(barrier)
 }
 END_TEST
 
+/* MASTER_ADDR that is no address of rank 0's host (a NAT, a Kubernetes
+ * service): rank 0 listens on all addresses instead, and the others reach
+ * it through their own MASTER_ADDR (here 192.0.2.1, a documentation
+ * address, for rank 0; 127.0.0.1 for the rest). */
+static int foreign_master_rank(int rank, int world, void *arg)
+{
+    ct__tcp *tcp = NULL;
+    float buf[70000];
+    (void)arg;
+    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, &tcp) !=
+        CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (size_t n = 3; n <= 70000; n += 69997) { /* the small scheme, then the ring */
+        for (size_t j = 0; j < n; j++)
+            buf[j] = (float)(rank + 1);
+        if (ct__tcp_allreduce_f32(tcp, buf, n, 0) != CT_OK) {
+            note(rank, "allreduce %zu: %s", n, ct_last_error());
+            return 1;
+        }
+        for (size_t j = 0; j < n; j++)
+            if (buf[j] != (float)(world * (world + 1) / 2)) {
+                note(rank, "allreduce %zu: element %zu is %g", n, j, buf[j]);
+                return 1;
+            }
+    }
+    ct__tcp_close(tcp);
+    return 0;
+}
+
+START_TEST(master_addr_not_local)
+{
+    check_ranks_clean(3, run_group(3, foreign_master_rank, NULL));
+}
+END_TEST
+
 /* Rank `victim` is SIGKILLed while the others are inside an allreduce (ring
  * or small scheme): they must fail, naming it, well within the 2 s timeout. */
 typedef struct {
@@ -491,6 +528,7 @@ Suite *tcp_suite(void)
     tcase_add_test(tc, stuck_rank_small);
     tcase_add_test(tc, rank_never_joins);
     tcase_add_test(tc, master_never_joins);
+    tcase_add_test(tc, master_addr_not_local);
     suite_add_tcase(s, tc);
     return s;
 }

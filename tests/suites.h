@@ -36,9 +36,12 @@ Suite *core_suite(void);
     X(squad_suite)            \
     X(qa_suite)               \
     X(topology_suite)         \
+    X(placement_suite)        \
     X(shm_suite)              \
     X(tcp_suite)              \
-    X(launcher_suite)
+    X(ddp_suite)              \
+    X(launcher_suite)         \
+    X(dist_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -175,17 +175,40 @@ typedef struct run {
     const char *output_dir;
     ct_squad_scores *last_scores;
     ct_squad_preds *last_preds;
+    ct_dist *dist; /* NULL: one process */
+    int rank, world;
 } run;
 
-/* Start and end logits of every evaluation feature, then utils_qa.py's
- * post-processing and the SQuAD metric. */
+/* Every rank's block of `block` features' logits (block * T floats, the
+ * last block padded) gathered into `all` on every rank. */
+static ct_status gather_logits(run *r, float *all, size_t block, int T)
+{
+    size_t bytes = block * (size_t)T * sizeof *all;
+    float *mine = malloc(bytes);
+    ct_status st;
+    if (!mine)
+        return CT_ERR_NOMEM;
+    memcpy(mine, all + (size_t)r->rank * block * (size_t)T, bytes);
+    st = ct_dist_allgather(r->dist, mine, bytes, all);
+    free(mine);
+    return st;
+}
+
+/* Start and end logits of every evaluation feature (each rank computes one
+ * block of them, all gather), then utils_qa.py's post-processing and the
+ * SQuAD metric. */
 static ct_status evaluate(run *r)
 {
     const ct_dataset *d = ct_qa_features_dataset(r->eval_features);
     size_t n = ct_qa_features_count(r->eval_features);
+    size_t block = (n + (size_t)r->world - 1) / (size_t)r->world;
+    size_t begin = block * (size_t)r->rank < n ? block * (size_t)r->rank : n;
+    size_t stop = begin + block < n ? begin + block : n;
     int T = ct_qa_features_seq_len(r->eval_features);
     int64_t bs = 8;
-    float *start = malloc(n * (size_t)T * sizeof *start), *end = malloc(n * (size_t)T * sizeof *end);
+    /* room for every rank's padded block */
+    size_t room = block * (size_t)r->world * (size_t)T;
+    float *start = calloc(room, sizeof *start), *end = calloc(room, sizeof *end);
     int64_t *idx = NULL;
     ct_batch *batch = NULL;
     ct_status st = CT_OK;
@@ -200,8 +223,8 @@ static ct_status evaluate(run *r)
         return CT_ERR_NOMEM;
     }
     ct_model_set_training(r->model, 0);
-    for (size_t first = 0; first < n && st == CT_OK; first += (size_t)bs) {
-        int m = (int)(n - first < (size_t)bs ? n - first : (size_t)bs);
+    for (size_t first = begin; first < stop && st == CT_OK; first += (size_t)bs) {
+        int m = (int)(stop - first < (size_t)bs ? stop - first : (size_t)bs);
         const float *logits;
         for (int i = 0; i < m; i++)
             idx[i] = (int64_t)(first + (size_t)i);
@@ -215,6 +238,8 @@ static ct_status evaluate(run *r)
         }
     }
     ct_model_set_training(r->model, was_training);
+    if (st == CT_OK && r->world > 1 && (st = gather_logits(r, start, block, T)) == CT_OK)
+        st = gather_logits(r, end, block, T);
     if (st == CT_OK) {
         ct_squad_preds_free(r->last_preds);
         r->last_preds = NULL;
@@ -254,6 +279,37 @@ static ct_status eval_callback(void *user, ct_trainer *trainer)
     return st;
 }
 
+static int fail(const char *what, ct_status st)
+{
+    fprintf(stderr, "cputrain-qa: %s: %s: %s\n", what, ct_status_name(st), ct_last_error());
+    return 1;
+}
+
+/* ct_dist from --ddp_backend / --ddp_timeout and the launcher's
+ * environment. */
+static int join_job(run *r)
+{
+    ct_dist_options *o = NULL;
+    const char *backend = NULL;
+    int64_t timeout = 1800;
+    char text[32];
+    ct_status st;
+    ct_args_get_string(r->args, "ddp_backend", &backend);
+    ct_args_get_int(r->args, "ddp_timeout", &timeout);
+    snprintf(text, sizeof text, "%lld", (long long)timeout);
+    if ((st = ct_dist_options_create(&o)) != CT_OK ||
+        (backend && (st = ct_dist_options_set(o, "backend", backend)) != CT_OK) ||
+        (st = ct_dist_options_set(o, "timeout", text)) != CT_OK ||
+        (st = ct_dist_create(o, &r->dist)) != CT_OK) {
+        ct_dist_options_free(o);
+        return fail("distributed setup", st);
+    }
+    ct_dist_options_free(o);
+    r->rank = ct_dist_rank(r->dist);
+    r->world = ct_dist_world_size(r->dist);
+    return 0;
+}
+
 /* vocab.txt (tokens in id order) and tokenizer_config.json into dir. */
 static int save_tokenizer(const ct_tokenizer *tok, const char *dir)
 {
@@ -290,12 +346,6 @@ fail:
 }
 
 /* ---- main ---------------------------------------------------------------------- */
-
-static int fail(const char *what, ct_status st)
-{
-    fprintf(stderr, "cputrain-qa: %s: %s: %s\n", what, ct_status_name(st), ct_last_error());
-    return 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -399,6 +449,13 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* Which process of the job this is: one, or a rank of several started by
+     * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
+    if (join_job(&r) != 0)
+        return 1;
+    if (r.rank != 0)
+        ct_log_set_level(CT_LOG_WARNING);
+
     /* Model: pre-trained weights from a folder, else a fresh one. */
     {
         int64_t seed = 42;
@@ -413,6 +470,22 @@ int main(int argc, char **argv)
                                  CT_TASK_QUESTION_ANSWERING, (uint64_t)seed, &r.model);
         if (st != CT_OK)
             return fail("model", st);
+    }
+    /* This rank's share of the machine: its socket / NUMA node or an even
+     * split of the cores, one pinned thread per core (OMP_NUM_THREADS can
+     * ask for fewer). */
+    {
+        ct_placement *p = NULL;
+        if ((st = ct_placement_create(NULL, ct_dist_local_rank(r.dist),
+                                      ct_dist_local_world_size(r.dist), 0, &p)) != CT_OK ||
+            (st = ct_model_set_placement(r.model, p)) != CT_OK) {
+            ct_placement_free(p);
+            fail("placement", st);
+            goto done;
+        }
+        fprintf(stderr, "cputrain-qa: placement of rank %d: %s\n", r.rank,
+                ct_placement_describe(p));
+        ct_placement_free(p);
     }
     {
         const char *t = r.o.tokenizer_name ? r.o.tokenizer_name : r.o.model_name_or_path;
@@ -439,8 +512,9 @@ int main(int argc, char **argv)
         r.n_eval_examples = ct_squad_count(r.eval_examples);
         if (r.o.max_eval_samples >= 0 && (size_t)r.o.max_eval_samples < r.n_eval_examples)
             r.n_eval_examples = (size_t)r.o.max_eval_samples;
-        printf("evaluation: %zu examples, %zu features\n", r.n_eval_examples,
-               ct_qa_features_count(r.eval_features));
+        if (r.rank == 0)
+            printf("evaluation: %zu examples, %zu features\n", r.n_eval_examples,
+                   ct_qa_features_count(r.eval_features));
     }
     if (do_train) {
         if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
@@ -452,7 +526,8 @@ int main(int argc, char **argv)
         }
         if (r.o.max_train_samples >= 0)
             ct_qa_features_truncate(train_features, (size_t)r.o.max_train_samples);
-        printf("training: %zu examples, %zu features\n",
+        if (r.rank == 0)
+            printf("training: %zu examples, %zu features\n",
                r.o.max_train_samples >= 0 && (size_t)r.o.max_train_samples < ct_squad_count(train_examples)
                    ? (size_t)r.o.max_train_samples
                    : ct_squad_count(train_examples),
@@ -460,8 +535,10 @@ int main(int argc, char **argv)
         if ((st = ct_trainer_create(r.model, r.args, &trainer)) != CT_OK ||
             (st = ct_trainer_set_train_dataset(trainer, ct_qa_features_dataset(train_features))) !=
                 CT_OK ||
-            (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
-                CT_OK ||
+            (st = ct_trainer_set_dist(trainer, r.dist)) != CT_OK ||
+            (r.rank == 0 &&
+             (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
+                 CT_OK) ||
             (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK) ||
             (st = ct_trainer_train(trainer)) != CT_OK) {
             fail("training", st);
@@ -469,7 +546,7 @@ int main(int argc, char **argv)
         }
         /* Trainer saves the tokenizer beside the model, so the folder can be
          * passed as --model_name_or_path again. */
-        if (save_tokenizer(r.tok, r.output_dir) != 0)
+        if (r.rank == 0 && save_tokenizer(r.tok, r.output_dir) != 0)
             goto done;
     }
     if (do_eval) {
@@ -490,6 +567,8 @@ int main(int argc, char **argv)
         ct_squad_scores_set(r.last_scores, "eval_samples", (double)ct_qa_features_count(r.eval_features), 1);
         if (trainer)
             ct_squad_scores_set(r.last_scores, "epoch", epoch, 0);
+        if (r.rank != 0) /* rank 0 reports and writes */
+            goto finished;
         printf("***** eval metrics *****\n");
         for (size_t i = 0; i < ct_squad_scores_count(r.last_scores); i++)
             printf("  %-24s = %g\n", ct_squad_scores_name(r.last_scores, i),
@@ -502,6 +581,7 @@ int main(int argc, char **argv)
             goto done;
         }
     }
+finished:
     rc = 0;
 done:
     ct_trainer_free(trainer);
@@ -514,5 +594,6 @@ done:
     ct_tokenizer_free(r.tok);
     ct_model_free(r.model);
     ct_args_free(r.args);
+    ct_dist_free(r.dist);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -653,6 +654,61 @@ private:
 // given to it must outlive it. Callbacks are std::functions; an exception
 // thrown by one never crosses the C library: training stops at once and
 // train() rethrows it. Move-only; a moved-from trainer is empty.
+// The distributed state: which process of a job this is, and the
+// collectives joining the processes. Options as text keys (see dist.h);
+// none: all from the launcher's environment.
+class dist {
+public:
+    typedef std::vector<std::pair<std::string, std::string> > options;
+    dist() : dist(options()) {}
+    dist(std::initializer_list<std::pair<std::string, std::string> > list)
+        : dist(options(list)) {}
+    explicit dist(const options &opts) {
+        ct_dist_options *o = nullptr;
+        check(ct_dist_options_create(&o));
+        ct_status st = CT_OK;
+        for (std::size_t i = 0; i < opts.size() && st == CT_OK; i++)
+            st = ct_dist_options_set(o, opts[i].first.c_str(), opts[i].second.c_str());
+        if (st == CT_OK)
+            st = ct_dist_create(o, &dist_);
+        std::string text = st != CT_OK ? ct_last_error() : "";
+        ct_dist_options_free(o);
+        if (st != CT_OK)
+            throw error(st, text);
+    }
+    dist(const dist &) = delete;
+    dist &operator=(const dist &) = delete;
+    dist(dist &&other) noexcept : dist_(other.dist_) { other.dist_ = nullptr; }
+    dist &operator=(dist &&other) noexcept {
+        std::swap(dist_, other.dist_);
+        return *this;
+    }
+    ~dist() { ct_dist_free(dist_); }
+
+    ct_dist *get() const noexcept { return dist_; }
+    int rank() const { return ct_dist_rank(live()); }
+    int world_size() const { return ct_dist_world_size(live()); }
+    int local_rank() const { return ct_dist_local_rank(live()); }
+    int local_world_size() const { return ct_dist_local_world_size(live()); }
+    std::string backend() const { return ct_dist_backend(live()); }
+
+    void allreduce(float *data, std::size_t count, ct_reduce_op op = CT_REDUCE_SUM) {
+        check(ct_dist_allreduce(live(), data, count, CT_DTYPE_F32, op));
+    }
+    void broadcast(void *data, std::size_t bytes, int root = 0) {
+        check(ct_dist_broadcast(live(), data, bytes, root));
+    }
+    void barrier() { check(ct_dist_barrier(live())); }
+
+private:
+    ct_dist *live() const {
+        if (!dist_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::dist (moved from)");
+        return dist_;
+    }
+    ct_dist *dist_ = nullptr;
+};
+
 class trainer {
 public:
     // (event, step, max_steps, epoch, log_json or nullptr) -> true to stop
@@ -692,6 +748,8 @@ public:
     void set_train_dataset(const dataset &d) {
         check(ct_trainer_set_train_dataset(live(), d.get()));
     }
+    // Train data-parallel over d (which must outlive the trainer).
+    void set_dist(dist &d) { check(ct_trainer_set_dist(live(), d.get())); }
     // An empty function removes the callback.
     void on_progress(progress_fn fn) {
         ct_trainer *t = live();

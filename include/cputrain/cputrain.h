@@ -8,6 +8,8 @@
 #include "args.h"
 #include "model.h"
 #include "optim.h"
+#include "dist.h"
+#include "placement.h"
 #include "train.h"
 #include "tokenizer.h"
 #include "squad.h"

@@ -63,6 +63,19 @@ CT_API ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trai
 CT_API void ct_trainer_free(ct_trainer *trainer);
 /* The dataset must outlive training. */
 CT_API ct_status ct_trainer_set_train_dataset(ct_trainer *trainer, const ct_dataset *dataset);
+/* Train data-parallel over `dist` (NULL: this process alone), as PyTorch's
+ * DistributedDataParallel with Trainer: rank 0's parameters are copied to
+ * every rank at the start; each rank trains on its shard of every epoch (the
+ * epoch's order padded to a multiple of the world size, then every
+ * world_size-th example, as DistributedSampler deals it); gradients are
+ * averaged across ranks in buckets of ddp_bucket_cap_mb while backward runs,
+ * on the last micro-batch of each accumulation window only. So N ranks with
+ * per_device_train_batch_size b train as one rank with N*b. Only rank 0
+ * writes checkpoints and the final save, and logs; the log history (mean
+ * loss over ranks) is the same on every rank. A progress callback asking to
+ * stop stops every rank at the next optimizer step. Evaluation callbacks run
+ * on every rank. `dist` must outlive the trainer. */
+CT_API ct_status ct_trainer_set_dist(ct_trainer *trainer, ct_dist *dist);
 CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
                                                   void *user);
 CT_API ct_status ct_trainer_set_eval_callback(ct_trainer *trainer, ct_eval_fn fn, void *user);
@@ -81,7 +94,9 @@ CT_API ct_status ct_trainer_train(ct_trainer *trainer);
  * entry (Transformers prefixes eval metrics with "eval_"; pass the full
  * name). */
 CT_API ct_status ct_trainer_report_metric(ct_trainer *trainer, const char *name, double value);
-/* Mean loss of the model on a dataset (eval mode, per_device_eval_batch_size). */
+/* Mean loss of the model on a dataset (eval mode, per_device_eval_batch_size);
+ * with a ct_dist every rank evaluates one block of it and all get the mean
+ * over all examples. */
 CT_API ct_status ct_trainer_evaluate_loss(ct_trainer *trainer, const ct_dataset *dataset,
                                           double *loss);
 

@@ -70,10 +70,17 @@ ct_status ct__launcher_detect(ct__launch *out)
         if (!have_world)
             return ct__error(CT_ERR_INVALID_ARG, "environment %s is set but %s is not",
                              s->rank, s->world);
-        if (!have_lr)
-            out->local_rank = out->rank;
-        if (!have_lw)
-            out->local_world = out->world;
+        /* No local variables (a PyTorchJob pod started without torchrun):
+         * one process on its machine. Assuming more would be wrong across
+         * machines (shm chosen, cores split for absent neighbours). */
+        if (!have_lr || !have_lw) {
+            if (have_lr != have_lw)
+                return ct__error(CT_ERR_INVALID_ARG, "environment %s and %s go together (only "
+                                                     "%s is set)", s->local_rank, s->local_world,
+                                 have_lr ? s->local_rank : s->local_world);
+            out->local_rank = 0;
+            out->local_world = 1;
+        }
         if (out->rank >= out->world)
             return ct__error(CT_ERR_INVALID_ARG, "environment %s=%d is not below %s=%d", s->rank,
                              out->rank, s->world, out->world);

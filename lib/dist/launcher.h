@@ -23,9 +23,10 @@ typedef struct ct__launch {
 
 /* Fill *out from the environment. A launcher's variables that are present
  * but malformed or inconsistent (rank >= world, local_rank >= local_world,
- * a port outside 1..65535) are CT_ERR_INVALID_ARG naming the variable and
- * its value. Missing local values default to a single machine (local rank =
- * rank, local world = world) except for torchrun, which always sets them. */
+ * a port outside 1..65535, one local variable without the other) are
+ * CT_ERR_INVALID_ARG naming the variable and its value. Without local
+ * variables the process is alone on its machine (local rank 0 of 1), as a
+ * Kubeflow PyTorchJob starts one per pod when torchrun is not used. */
 ct_status ct__launcher_detect(ct__launch *out);
 /* "torchrun", "pmi", "openmpi" or "none". */
 const char *ct__launcher_name(ct__launcher_kind kind);

@@ -540,7 +540,8 @@ static int listen_on(const char *op, const char *host, int port, int backlog, in
     snprintf(pstr, sizeof pstr, "%d", port);
     rc = getaddrinfo(host, pstr, &hints, &res);
     if (rc != 0) {
-        ct__error(CT_ERR_DIST, "%s: cannot resolve '%s': %s", op, host, gai_strerror(rc));
+        ct__error(CT_ERR_DIST, "%s: cannot resolve '%s': %s", op, host ? host : "*",
+                  gai_strerror(rc));
         return -1;
     }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
@@ -568,7 +569,7 @@ static int listen_on(const char *op, const char *host, int port, int backlog, in
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        ct__error(CT_ERR_DIST, "%s: cannot listen on %s:%d: %s", op, host, port,
+        ct__error(CT_ERR_DIST, "%s: cannot listen on %s:%d: %s", op, host ? host : "*", port,
                   strerror(e ? e : EADDRNOTAVAIL));
         return -1;
     }
@@ -707,8 +708,18 @@ static ct_status open_master(ct__tcp *t, const char *addr, int port, double dead
     int lfd, rfd, got = 1, r, dummy;
     char host[HOST_LEN];
     lfd = listen_on("tcp open", addr, port, t->world + 64, &dummy, host, sizeof host);
-    if (lfd < 0)
-        return CT_ERR_DIST;
+    if (lfd < 0) {
+        /* MASTER_ADDR may reach this host without being one of its
+         * addresses (a NAT, a Kubernetes service): listen on all of them,
+         * as torchrun's store does. */
+        char first[512];
+        snprintf(first, sizeof first, "%s", ct_last_error());
+        lfd = listen_on("tcp open", NULL, port, t->world + 64, &dummy, host, sizeof host);
+        if (lfd < 0)
+            return ct__error(CT_ERR_DIST, "%s", first);
+        ct__log(CT_LOG_INFO, "tcp: %s is not an address of this host; rank 0 listens on port "
+                             "%d of all its addresses", addr, port);
+    }
     /* Our ring listener: same address, a port of the system's choosing. */
     rfd = listen_on("tcp open", host, 0, 16, &table[0].port, NULL, 0);
     if (rfd < 0) {
@@ -874,6 +885,8 @@ static ct_status open_peer(ct__tcp *t, const char *addr, int port, double deadli
         table[r].port = (int32_t)ntohl((uint32_t)table[r].port);
         table[r].host[HOST_LEN - 1] = '\0';
     }
+    /* We reach rank 0 the way we just did, whatever it calls itself. */
+    snprintf(table[0].host, HOST_LEN, "%s", addr);
     *rfd_out = rfd;
     return CT_OK;
 fail:

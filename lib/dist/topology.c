@@ -7,6 +7,7 @@
 #include <numa.h>
 #include <numaif.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct ct__topology {
     int *core_node, *core_package;
     group_list nodes, packages;
     int domains_are_packages;
+    int bound_at_start; /* this process's affinity was narrower than allowed */
 };
 
 static void group_free(group_list *g)
@@ -104,6 +106,7 @@ static hwloc_bitmap_t usable_pus(ct__topology *t)
         return NULL;
     }
     if (hwloc_get_cpubind(t->h, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound)) {
+        t->bound_at_start = !hwloc_bitmap_isincluded(set, bound);
         hwloc_bitmap_and(set, set, bound);
     } else {
         cpu_set_t cs;
@@ -295,6 +298,7 @@ ct_status ct__topology_load(const char *desc, ct__topology **out)
 }
 
 int ct__topology_is_this_system(const ct__topology *t) { return t != NULL && t->this_system; }
+int ct__topology_bound_at_start(const ct__topology *t) { return t != NULL && t->bound_at_start; }
 int ct__topology_npackages(const ct__topology *t) { return t ? t->packages.n : 0; }
 int ct__topology_nnodes(const ct__topology *t) { return t ? t->nodes.n : 0; }
 int ct__topology_ncores(const ct__topology *t) { return t ? t->ncores : 0; }
@@ -727,4 +731,36 @@ void ct__node_free(void *ptr, size_t size)
 {
     if (ptr != NULL && size > 0)
         munmap(ptr, size);
+}
+
+void ct__node_bind(const ct__rank_plan *p, void *ptr, size_t size)
+{
+    if (p != NULL && p->this_system)
+        ct__node_bind_os_index(p->node_os_index, ptr, size);
+}
+
+void ct__node_bind_os_index(int node, void *ptr, size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (ptr == NULL || size == 0 || page <= 0 || node < 0)
+        return;
+    /* One node: nothing to move to, and no policy worth setting. */
+    if (numa_available() < 0 || numa_max_node() < 1)
+        return;
+    if (node > numa_max_node() || node >= 1024) {
+        ct__log(CT_LOG_DEBUG, "node bind: NUMA node %d does not exist here (highest %d)", node,
+                numa_max_node());
+        return;
+    }
+    uintptr_t start = ((uintptr_t)ptr + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t end = ((uintptr_t)ptr + size) & ~((uintptr_t)page - 1);
+    if (end <= start)
+        return; /* no whole page of its own */
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+    memset(mask, 0, sizeof mask);
+    mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+    /* The kernel reads maxnode - 1 bits: + 1 covers the whole mask. */
+    if (mbind((void *)start, end - start, MPOL_BIND, mask, sizeof mask * 8 + 1, MPOL_MF_MOVE) != 0)
+        ct__log(CT_LOG_DEBUG, "node bind: moving %zu bytes at %p to NUMA node %d failed: %s",
+                (size_t)(end - start), (void *)start, node, strerror(errno));
 }

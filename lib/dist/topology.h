@@ -37,6 +37,9 @@ void ct__topology_free(ct__topology *topo); /* accepts NULL */
 
 /* 1 for the machine this process runs on (pinning possible). */
 int ct__topology_is_this_system(const ct__topology *topo);
+/* 1 when, at load, this process was bound to fewer PUs than it may use: a
+ * launcher (mpirun's --bind-to, numactl, taskset) chose its share. */
+int ct__topology_bound_at_start(const ct__topology *topo);
 
 /* Counts of usable resources (see above). */
 int ct__topology_npackages(const ct__topology *topo);
@@ -166,5 +169,20 @@ ct_status ct__pin_check_process(const ct__topology *topo, const ct__rank_plan *p
  * Free with ct__node_free and the same size. */
 void *ct__node_alloc(const ct__rank_plan *plan, size_t size);
 void ct__node_free(void *ptr, size_t size);
+
+/* Moves an existing buffer's pages to the plan's NUMA node and binds the
+ * range there (mbind, MPOL_BIND with MPOL_MF_MOVE), so pages touched later
+ * come from that node too: strict, unlike ct__node_alloc's preference,
+ * since locality is the point of moving (the price: pages first touched
+ * later, such as activations', cannot spill over to another node when this
+ * one is full). Only the page-aligned interior is bound: the
+ * partial pages at either end may hold other allocations. Best effort, never
+ * an error: a no-op on a one-node machine, for a plan not of this machine or
+ * without NUMA support; a refusal (a full node, a page shared with another
+ * process) is a debug message and the memory stays usable where it is.
+ * ct__node_bind_os_index takes the node's OS index, for callers that keep
+ * only that (a model remembers it for buffers it allocates later). */
+void ct__node_bind(const ct__rank_plan *plan, void *ptr, size_t size);
+void ct__node_bind_os_index(int node_os_index, void *ptr, size_t size);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "dist/topology.h"
 
 typedef struct carver {
     char *base; /* NULL while measuring */
@@ -138,6 +139,8 @@ ct_status ct__acts_prepare(ct_model *m, int B, int T, int training)
                              "out of memory for activations of a %d x %d batch (%.1f MiB)", B, T,
                              cv.used / 1048576.0);
         a->bytes = cv.used;
+        if (m->placed)
+            ct__node_bind_os_index(m->numa_node, block, cv.used);
     }
     cv.base = block;
     cv.used = 0;

@@ -671,6 +671,26 @@ static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labe
     return CT_OK;
 }
 
+/* Tell a listener which gradients backward has finished: all from layer
+ * `from`'s first tensor on (from = L: the head's; -1: all of them). The
+ * head's and the layers' tensors follow the embeddings in the flat buffer,
+ * in order; the only tensor shared between ends, the MLM decoder tied to
+ * the word embeddings, lies in the embeddings' range. */
+static void grads_final(const pass *p, int from)
+{
+    const ct_model *m = p->m;
+    size_t first;
+    if (!m->grad_ready)
+        return;
+    if (from < 0)
+        first = 0;
+    else if (from < p->L)
+        first = m->w.layers[from].wq;
+    else
+        first = m->w.head_first;
+    m->grad_ready(m->grad_ready_user, first);
+}
+
 static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, float *loss)
 {
     const ct__config *c = &m->cfg;
@@ -714,10 +734,17 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
     }
     if (st == CT_OK && backward) {
         st = head_bwd(&p);
-        for (int l = p.L - 1; l >= 0 && st == CT_OK; l--)
-            st = layer_bwd(&p, l);
         if (st == CT_OK)
+            grads_final(&p, p.L);
+        for (int l = p.L - 1; l >= 0 && st == CT_OK; l--) {
+            st = layer_bwd(&p, l);
+            if (st == CT_OK)
+                grads_final(&p, l);
+        }
+        if (st == CT_OK) {
             embeddings_bwd(&p);
+            grads_final(&p, -1);
+        }
     }
     if (p.training)
         m->dropout_step++;

@@ -132,6 +132,7 @@ ct_status ct__layout_build(ct_model *m)
         bert_encoder(&b, c, w);
     else
         distilbert_encoder(&b, c, w);
+    w->head_first = b.offset;
 
     switch (m->task) {
     case CT_TASK_QUESTION_ANSWERING:

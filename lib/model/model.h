@@ -43,6 +43,7 @@ typedef struct ct__model_w {
     size_t pre_w, pre_b;
     size_t head_ln_w, head_ln_b;
     size_t out_w, out_b;
+    size_t head_first; /* where the head's tensors begin: after the encoder */
 } ct__model_w;
 
 /* Activation buffers of one forward pass kept for backward, sized for
@@ -72,9 +73,19 @@ struct ct_model {
 
     int threads;
     ct__pool *pool;
+    /* Set by ct_model_set_placement (placement.c): buffers allocated later
+     * (activations) are bound to NUMA node `numa_node` (OS index) too. */
+    int placed;
+    int numa_node;
     const ct__kernels *k;
 
     ct__acts *acts;
+    /* Set by a data-parallel trainer: called during backward each time the
+     * gradients grads[first .. n_floats) have become final for this pass
+     * (after the head, after each layer, last with first = 0 after the
+     * embeddings), so that they can be sent while backward goes on. */
+    void (*grad_ready)(void *user, size_t first);
+    void *grad_ready_user;
     /* logits of the last forward: points into acts */
     const float *logits;
     int logits_ndim;

@@ -15,6 +15,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "model/model.h"
+#include "train/ddp.h"
 #include "train/dataset.h"
 
 double ct__now(void)
@@ -42,6 +43,7 @@ ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **o
     if (!(t = calloc(1, sizeof *t)))
         return ct__error(CT_ERR_NOMEM, "out of memory creating a trainer");
     t->model = model;
+    t->world = 1;
     if ((st = ct_args_copy(args, &t->args)) != CT_OK) {
         free(t);
         return st;
@@ -61,6 +63,7 @@ void ct_trainer_free(ct_trainer *t)
 {
     if (!t)
         return;
+    ct__ddp_free(t->ddp);
     ct_optim_free(t->optim);
     ct_args_free(t->args);
     ct__sb_free(&t->history);
@@ -77,6 +80,15 @@ ct_status ct_trainer_set_train_dataset(ct_trainer *t, const ct_dataset *d)
         return ct__error(CT_ERR_INVALID_ARG, "the dataset's task does not match the model's (%s)",
                          ct_model_architecture(t->model));
     t->train = d;
+    return CT_OK;
+}
+
+ct_status ct_trainer_set_dist(ct_trainer *t, ct_dist *dist)
+{
+    CT__CHECK_ARG(t);
+    t->dist = dist;
+    t->rank = ct_dist_rank(dist);
+    t->world = ct_dist_world_size(dist);
     return CT_OK;
 }
 
@@ -171,11 +183,17 @@ static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **j
 
 static ct_status notify(ct_trainer *t, ct_event ev, const char *json)
 {
-    if (t->progress &&
-        t->progress(t->progress_user, ev, t->global_step, t->max_steps, t->epoch, json) != 0)
-        return ct__error(CT_ERR_CANCELLED, "training stopped by the progress callback at step "
-                                           "%lld", (long long)t->global_step);
-    return CT_OK;
+    if (!t->progress ||
+        t->progress(t->progress_user, ev, t->global_step, t->max_steps, t->epoch, json) == 0)
+        return CT_OK;
+    if (t->world > 1) {
+        /* Every rank must stop at the same step: the request travels with
+         * the next step's loss exchange (sync_step). */
+        t->stop_requested = 1;
+        return CT_OK;
+    }
+    return ct__error(CT_ERR_CANCELLED, "training stopped by the progress callback at step %lld",
+                     (long long)t->global_step);
 }
 
 static double round_to(double x, int digits)
@@ -200,7 +218,8 @@ static ct_status log_step(ct_trainer *t, double grad_norm)
     char *json = NULL;
     ct_status st = add_entry(t, kv, 5, &json);
     if (st == CT_OK) {
-        ct__log(CT_LOG_DEBUG, "%s", json);
+        if (t->rank == 0)
+            ct__log(CT_LOG_DEBUG, "%s", json);
         st = notify(t, CT_EVENT_LOG, json);
     }
     free(json);
@@ -252,19 +271,23 @@ static ct_status evaluate(ct_trainer *t)
     st = add_entry(t, kv, (size_t)t->n_metrics, &json);
     clear_metrics(t);
     if (st == CT_OK) {
-        ct__log(CT_LOG_DEBUG, "%s", json);
+        if (t->rank == 0)
+            ct__log(CT_LOG_DEBUG, "%s", json);
         st = notify(t, CT_EVENT_EVALUATE, json);
     }
     free(json);
     return st;
 }
 
+/* Only rank 0 writes checkpoints (the ranks hold the same state). */
 static ct_status save_checkpoint(ct_trainer *t)
 {
     char path[4096], *json;
     ct__strbuf sb = {0};
-    ct_status st = ct__checkpoint_save(t, path, sizeof path);
-    if (st != CT_OK)
+    ct_status st;
+    if (t->rank != 0)
+        return CT_OK;
+    if ((st = ct__checkpoint_save(t, path, sizeof path)) != CT_OK)
         return st;
     ct__log(CT_LOG_INFO, "saved checkpoint %s", path);
     ct__sb_puts(&sb, "{\"checkpoint\": ");
@@ -346,16 +369,28 @@ static void epoch_order(int64_t *order, size_t n, uint64_t seed, int64_t epoch)
     }
 }
 
+/* This rank's examples of epoch e, dealt as PyTorch's DistributedSampler
+ * does: the epoch's order padded to a multiple of the world size by
+ * repeating its start, then every world-th example from position `rank`.
+ * With one rank, the epoch's order itself. */
+static void rank_order(const ct_trainer *t, int64_t *order, int64_t *mine, int64_t epoch)
+{
+    size_t n = t->train->n;
+    epoch_order(order, n, t->data_seed, epoch);
+    for (size_t i = 0; i < t->shard_n; i++)
+        mine[i] = order[((size_t)t->rank + (size_t)t->world * i) % n];
+}
+
 /* ---- the loop -------------------------------------------------------------------- */
 
 static ct_status plan(ct_trainer *t)
 {
-    size_t n = t->train->n;
+    size_t n = t->shard_n = (t->train->n + (size_t)t->world - 1) / (size_t)t->world;
     int64_t b = A_INT(per_device_train_batch_size), ga = A_INT(gradient_accumulation_steps);
     t->batches_per_epoch = A_BOOL(dataloader_drop_last) ? (int64_t)n / b : ((int64_t)n + b - 1) / b;
     if (t->batches_per_epoch < 1)
         return ct__error(CT_ERR_INVALID_ARG,
-                         "the training set has %zu examples: not one batch of %lld%s", n,
+                         "the training set has %zu examples per rank: not one batch of %lld%s", n,
                          (long long)b, A_BOOL(dataloader_drop_last) ? " with dataloader_drop_last"
                                                                     : "");
     t->updates_per_epoch = t->batches_per_epoch / ga > 0 ? t->batches_per_epoch / ga : 1;
@@ -392,6 +427,11 @@ static ct_status make_output_dir(const char *dir)
     }
     if (mkdir(path, 0755) != 0 && errno != EEXIST)
         return ct__error(CT_ERR_IO, "output_dir: cannot create %s: %s", path, strerror(errno));
+    {
+        struct stat sb;
+        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return ct__error(CT_ERR_IO, "output_dir: %s exists and is not a folder", path);
+    }
     return CT_OK;
 }
 
@@ -410,7 +450,7 @@ static ct_status final_save(ct_trainer *t, double runtime)
     char *text;
     ct_status st;
     int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
-                      A_INT(gradient_accumulation_steps);
+                      A_INT(gradient_accumulation_steps) * t->world;
     if ((st = ct_model_save(t->model, dir, CT_DTYPE_F32)) != CT_OK)
         return st;
     {
@@ -447,11 +487,80 @@ static ct_status final_save(ct_trainer *t, double runtime)
     return st;
 }
 
+/* With several ranks, after each micro-batch window: the mean loss over the
+ * ranks (Trainer logs that mean), whether any rank saw a non-finite loss
+ * (then every rank skips the step), and whether any rank's progress callback
+ * asked to stop (then every rank stops here). */
+static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad)
+{
+    float v[3] = {(float)*window_loss, (float)*window_bad, (float)t->stop_requested};
+    ct_status st;
+    if (t->world == 1)
+        return CT_OK;
+    if ((st = ct_dist_allreduce(t->dist, v, 3, CT_DTYPE_F32, CT_REDUCE_SUM)) != CT_OK)
+        return st;
+    *window_loss = v[0] / (float)t->world;
+    *window_bad = v[1] > 0;
+    if (v[2] > 0)
+        return ct__error(CT_ERR_CANCELLED, "training stopped by a progress callback at step %lld",
+                         (long long)t->global_step);
+    return CT_OK;
+}
+
+/* One micro-batch's forward and backward; on the window's last one with
+ * several ranks, the gradients are averaged across ranks as backward
+ * produces them. */
+static ct_status micro_step(ct_trainer *t, const ct_batch *batch, float scale, int communicate,
+                            float *loss)
+{
+    ct_status st, comm;
+    if (!t->ddp || !communicate)
+        return ct_model_forward_backward(t->model, batch, scale, loss);
+    ct__ddp_arm(t->ddp);
+    st = ct_model_forward_backward(t->model, batch, scale, loss);
+    comm = ct__ddp_finish(t->ddp); /* always: the buckets in flight must land */
+    return st != CT_OK ? st : comm;
+}
+
+/* Rank 0 saves; the others learn whether it managed, so that every rank
+ * returns the same verdict. */
+static ct_status final_save_all(ct_trainer *t, double runtime)
+{
+    int32_t status = t->rank == 0 ? (int32_t)final_save(t, runtime) : 0;
+    char saved_error[1024];
+    ct_status st;
+    if (t->world == 1)
+        return (ct_status)status;
+    snprintf(saved_error, sizeof saved_error, "%s", ct_last_error());
+    if ((st = ct_dist_broadcast(t->dist, &status, sizeof status, 0)) != CT_OK)
+        return st;
+    if (t->rank == 0)
+        return status == CT_OK ? CT_OK : ct__error((ct_status)status, "%s", saved_error);
+    return status == CT_OK ? CT_OK
+                           : ct__error((ct_status)status, "rank 0 could not save the model "
+                                                          "into output_dir (see its log)");
+}
+
+/* Set up data parallelism for this run: the reducer, and rank 0's
+ * parameters on every rank. */
+static ct_status start_ddp(ct_trainer *t)
+{
+    ct_status st;
+    ct__ddp_free(t->ddp);
+    t->ddp = NULL;
+    t->stop_requested = 0;
+    if (t->world == 1)
+        return CT_OK;
+    if ((st = ct__ddp_create(t->dist, t->model, (int)A_INT(ddp_bucket_cap_mb), &t->ddp)) != CT_OK)
+        return st;
+    return ct__ddp_sync_params(t->ddp);
+}
+
 ct_status ct_trainer_train(ct_trainer *t)
 {
     ct_model *m;
     ct_batch *batch = NULL;
-    int64_t *order = NULL;
+    int64_t *order = NULL, *mine = NULL;
     int64_t b, ga, micro = 0;
     double start, grad_norm = NAN, window_loss = 0;
     int window_bad = 0;
@@ -471,9 +580,13 @@ ct_status ct_trainer_train(ct_trainer *t)
     if (!t->eval && !strategy_is(t, CT_A_eval_strategy, "no"))
         return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but no evaluation callback is set "
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
-    if ((st = plan(t)) != CT_OK || (st = make_output_dir(A_STR(output_dir))) != CT_OK)
+    if ((st = plan(t)) != CT_OK)
         return st;
-    ct__checkpoint_clean_temporaries(A_STR(output_dir));
+    if (t->rank == 0) {
+        if ((st = make_output_dir(A_STR(output_dir))) != CT_OK)
+            return st;
+        ct__checkpoint_clean_temporaries(A_STR(output_dir));
+    }
     b = A_INT(per_device_train_batch_size);
     ga = A_INT(gradient_accumulation_steps);
 
@@ -496,56 +609,64 @@ ct_status ct_trainer_train(ct_trainer *t)
     resume = A_STR(resume_from_checkpoint);
     if (resume && (st = ct__checkpoint_resume(t)) != CT_OK)
         return st;
+    if ((st = start_ddp(t)) != CT_OK)
+        return st;
 
-    if (!(order = malloc(t->train->n * sizeof *order)) || ct_batch_create(&batch) != CT_OK) {
+    if (!(order = malloc(t->train->n * sizeof *order)) ||
+        !(mine = malloc(t->shard_n * sizeof *mine)) || ct_batch_create(&batch) != CT_OK) {
         free(order);
+        free(mine);
         return ct__error(CT_ERR_NOMEM, "out of memory starting training");
     }
-    ct__log(CT_LOG_INFO,
-            "training: %zu examples, %lld epochs, batch %lld, accumulation %lld, %lld "
-            "optimizer steps%s",
-            t->train->n, (long long)t->num_epochs, (long long)b, (long long)ga,
-            (long long)t->max_steps, resume ? " (resumed)" : "");
+    if (t->rank == 0)
+        ct__log(CT_LOG_INFO,
+                "training: %zu examples, %lld epochs, batch %lld x %d ranks, accumulation %lld, "
+                "%lld optimizer steps%s",
+                t->train->n, (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
+                (long long)t->max_steps, resume ? " (resumed)" : "");
     start = t->log_window_start = ct__now();
     t->samples_since_log = t->tokens_since_log = 0;
     st = notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
 
     while (st == CT_OK && t->epoch_index < t->num_epochs && t->global_step < t->max_steps) {
-        epoch_order(order, t->train->n, t->data_seed, t->epoch_index);
+        rank_order(t, order, mine, t->epoch_index);
         for (; st == CT_OK && t->batch_in_epoch < t->batches_per_epoch &&
                t->global_step < t->max_steps;) {
             int64_t first = t->batch_in_epoch * b;
-            int n = (int)((int64_t)t->train->n - first < b ? (int64_t)t->train->n - first : b);
+            int n = (int)((int64_t)t->shard_n - first < b ? (int64_t)t->shard_n - first : b);
+            int last_of_window = micro + 1 == ga || t->batch_in_epoch + 1 == t->batches_per_epoch;
             float loss;
-            int last_of_epoch;
-            if ((st = ct_dataset_fill_batch(t->train, order + first, n, batch)) != CT_OK ||
-                (st = ct_model_forward_backward(m, batch, 1.0f / (float)ga, &loss)) != CT_OK)
+            if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK ||
+                (st = micro_step(t, batch, 1.0f / (float)ga, last_of_window, &loss)) != CT_OK)
                 break;
             t->batch_in_epoch++;
             micro++;
-            t->samples_since_log += n;
-            t->tokens_since_log += (int64_t)n * t->train->T;
-            t->total_flos += 6.0 * (double)m->n_params * n * t->train->T;
+            t->samples_since_log += (int64_t)n * t->world;
+            t->tokens_since_log += (int64_t)n * t->train->T * t->world;
+            t->total_flos += 6.0 * (double)m->n_params * n * t->train->T * t->world;
             if (!isfinite(loss))
                 window_bad = 1;
             else
                 window_loss += loss / (double)ga;
-            last_of_epoch = t->batch_in_epoch == t->batches_per_epoch;
-            if (micro % ga != 0 && !last_of_epoch)
+            if (!last_of_window)
                 continue;
 
             /* an optimizer step */
+            if ((st = sync_step(t, &window_loss, &window_bad)) != CT_OK)
+                break;
             if (window_bad) {
                 /* Skip it: nothing applied, as a non-finite gradient would. */
                 ct_model_zero_grad(m);
                 grad_norm = NAN;
-                ct__log(CT_LOG_WARNING, "step %lld: non-finite loss, optimizer step skipped",
-                        (long long)t->global_step + 1);
+                if (t->rank == 0)
+                    ct__log(CT_LOG_WARNING, "step %lld: non-finite loss, optimizer step skipped",
+                            (long long)t->global_step + 1);
             } else {
                 st = ct_optim_step(t->optim, &grad_norm);
                 if (st == CT_ERR_NUMERIC) {
-                    ct__log(CT_LOG_WARNING, "step %lld: %s", (long long)t->global_step + 1,
-                            ct_last_error());
+                    if (t->rank == 0)
+                        ct__log(CT_LOG_WARNING, "step %lld: %s", (long long)t->global_step + 1,
+                                ct_last_error());
                     window_bad = 1;
                     st = CT_OK;
                 }
@@ -582,7 +703,7 @@ ct_status ct_trainer_train(ct_trainer *t)
     if (st == CT_OK) {
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
-                          A_INT(gradient_accumulation_steps);
+                          A_INT(gradient_accumulation_steps) * t->world;
         entry_kv kv[5] = {{"train_runtime", round_to(runtime, 4), 0},
                           {"train_loss", ct_trainer_train_loss(t), 0},
                           {"total_flos", t->total_flos, 0},
@@ -591,17 +712,19 @@ ct_status ct_trainer_train(ct_trainer *t)
                            round_to((double)t->global_step / runtime, 3), 0}};
         char *json = NULL;
         if ((st = add_entry(t, kv, 5, &json)) == CT_OK) {
-            ct__log(CT_LOG_DEBUG, "%s", json);
+            if (t->rank == 0)
+                ct__log(CT_LOG_DEBUG, "%s", json);
             st = notify(t, CT_EVENT_LOG, json);
         }
         free(json);
         if (st == CT_OK)
-            st = final_save(t, runtime);
+            st = final_save_all(t, runtime);
         if (st == CT_OK)
             st = notify(t, CT_EVENT_TRAIN_END, NULL);
     }
     ct_batch_free(batch);
     free(order);
+    free(mine);
     return st;
 }
 
@@ -613,7 +736,7 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     int64_t *idx;
     int64_t b;
     double sum = 0;
-    size_t counted = 0;
+    size_t counted = 0, block, begin, end;
     ct_status st = CT_OK;
     int was_training;
     CT__CHECK_ARG(t);
@@ -628,10 +751,14 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
         free(idx);
         return ct__error(CT_ERR_NOMEM, "out of memory evaluating");
     }
+    /* With several ranks each takes one contiguous block of the examples. */
+    block = (d->n + (size_t)t->world - 1) / (size_t)t->world;
+    begin = block * (size_t)t->rank < d->n ? block * (size_t)t->rank : d->n;
+    end = begin + block < d->n ? begin + block : d->n;
     was_training = t->model->training;
     ct_model_set_training(t->model, 0);
-    for (size_t first = 0; first < d->n && st == CT_OK; first += (size_t)b) {
-        int n = (int)(d->n - first < (size_t)b ? d->n - first : (size_t)b);
+    for (size_t first = begin; first < end && st == CT_OK; first += (size_t)b) {
+        int n = (int)(end - first < (size_t)b ? end - first : (size_t)b);
         float l;
         for (int i = 0; i < n; i++)
             idx[i] = (int64_t)(first + (size_t)i);
@@ -645,6 +772,19 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     ct_model_set_training(t->model, was_training);
     ct_batch_free(batch);
     free(idx);
+    if (st == CT_OK && t->world > 1) {
+        /* every rank's sum and count, added in rank order */
+        double mine[2] = {sum, (double)counted}, *all = malloc(2 * sizeof(double) * t->world);
+        if (!all)
+            return ct__error(CT_ERR_NOMEM, "out of memory evaluating");
+        st = ct_dist_allgather(t->dist, mine, sizeof mine, all);
+        sum = counted = 0;
+        for (int r = 0; st == CT_OK && r < t->world; r++) {
+            sum += all[2 * r];
+            counted += (size_t)all[2 * r + 1];
+        }
+        free(all);
+    }
     *loss = counted ? sum / (double)counted : NAN;
     return st;
 }

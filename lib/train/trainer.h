@@ -20,9 +20,16 @@ struct ct_trainer {
     ct_eval_fn eval;
     void *eval_user;
 
+    /* data parallelism (world 1 without a ct_dist) */
+    ct_dist *dist;
+    struct ct__ddp *ddp;
+    int rank, world;
+    int stop_requested; /* a progress callback asked to stop (world > 1) */
+
     /* the plan */
     int64_t max_steps;
     int64_t num_epochs;
+    size_t shard_n;            /* examples of this rank per epoch (padded) */
     int64_t batches_per_epoch; /* micro-batches of per_device_train_batch_size */
     int64_t updates_per_epoch;
     uint64_t data_seed;

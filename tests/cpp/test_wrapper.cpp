@@ -607,8 +607,24 @@ static void test_trainer() {
     remove_tree(dir);
 }
 
+// One process: the local backend, collectives leave values alone; bad
+// options come back as cputrain::error naming the key.
+static void test_dist() {
+    cputrain::dist d({{"backend", "local"}});
+    CHECK(d.rank() == 0 && d.world_size() == 1 && d.backend() == "local");
+    float v[3] = {1, 2, 3};
+    d.allreduce(v, 3, CT_REDUCE_AVG);
+    CHECK(v[0] == 1 && v[2] == 3);
+    d.barrier();
+    EXPECT_ERROR(cputrain::dist({{"colour", "blue"}}), CT_ERR_INVALID_ARG, "colour");
+    cputrain::dist moved(std::move(d));
+    CHECK(moved.world_size() == 1);
+    EXPECT_ERROR(d.rank(), CT_ERR_INVALID_ARG, "moved from");
+}
+
 int main() {
     test_errors();
+    test_dist();
     test_typed_and_text_access();
     test_field_table_and_help();
     test_parse();

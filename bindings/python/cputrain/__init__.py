@@ -22,6 +22,8 @@ from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging
                    set_log_callback, set_log_level)
 from ._args import ArgType, Field, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
+from ._placement import Placement
+from ._dist import Dist
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
@@ -38,4 +40,5 @@ __all__ = [
     "get_log_level", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
+    "Placement", "Dist",
 ]

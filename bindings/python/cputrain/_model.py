@@ -573,6 +573,16 @@ class Model(OwnedHandle):
             raise ValueError("threads must be 0 (automatic) or a positive count, not %d" % value)
         check(lib.ct_model_set_threads(self._live(), int(value)))
 
+    def set_placement(self, placement):
+        """Run this model's threads on the cores of `placement` (a Placement
+        of this machine) and move its buffers to the placement's NUMA node.
+        The calling thread is bound to the first core: call it from the
+        thread that will run the model. The placement may be closed after."""
+        from ._placement import Placement  # here: _placement needs nothing of this module
+        if not isinstance(placement, Placement):
+            raise TypeError("placement must be a Placement, not %s" % type(placement).__name__)
+        check(lib.ct_model_set_placement(self._live(), placement._live()))
+
     # ---- computing ------------------------------------------------------
 
     def _batch(self, input_ids, token_type_ids, attention_mask, start_positions,

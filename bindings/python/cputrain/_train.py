@@ -13,6 +13,7 @@ import weakref
 from typing import NamedTuple
 
 from ._args import TrainingArgs, _decode, _encode
+from ._dist import Dist
 from ._errors import CputrainError, Status, check, error_from_status
 from ._handle import OwnedHandle
 from ._lib import EVAL_FN, PROGRESS_FN, Handle, lib
@@ -467,10 +468,12 @@ class Trainer(OwnedHandle):
     _free = lib.ct_trainer_free
     _what = "Trainer"
     __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
-                 "_key", "_pending", "_running", "_in_eval", "__weakref__")
+                 "_dist", "_key", "_pending", "_running", "_in_eval", "__weakref__")
 
-    def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None):
+    def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None,
+                 dist=None):
         self._handle = None
+        self._dist = None
         self._model = model
         self._args = None
         self._train_dataset = None
@@ -491,6 +494,8 @@ class Trainer(OwnedHandle):
                 self.train_dataset = train_dataset
             self.set_progress_callback(progress)
             self.set_eval_callback(evaluate)
+            if dist is not None:
+                self.dist = dist
         except BaseException:
             self.close()
             raise
@@ -526,6 +531,19 @@ class Trainer(OwnedHandle):
     @property
     def model(self):
         return self._model
+
+    @property
+    def dist(self):
+        """The Dist training runs data-parallel over (None: this process
+        alone). The trainer keeps it open while it holds it."""
+        return self._dist
+
+    @dist.setter
+    def dist(self, dist):
+        if dist is not None and not isinstance(dist, Dist):
+            raise TypeError("dist must be a cputrain.Dist or None, not %s" % type(dist).__name__)
+        check(lib.ct_trainer_set_dist(self._live(), dist._live() if dist is not None else None))
+        self._dist = dist
 
     @property
     def args(self):

@@ -1,0 +1,125 @@
+#!/bin/sh
+# Training throughput of cputrain-qa, one rank against two on this machine:
+# the demo data and model (data/demo/generate.py), bf16, sequence length
+# 128, global batch 16 either way —
+#   1 rank  x batch 16, OMP_NUM_THREADS=2
+#   2 ranks x batch 8,  OMP_NUM_THREADS=1 each, for shm, tcp (ranks started
+#                       the torchrun way, as tests/dist/ddp_equiv.sh does)
+#                       and mpi (under mpirun)
+# so both use the machine's cores (2 here) in full. Each run's figure is
+# train_samples_per_second from rank 0's output_dir/train_results.json (all
+# ranks' samples over the training time). The runs go in turns, the order
+# reversed every other round (a shared machine drifts), and the summary
+# prints each configuration's median, min and max, and the ratios of median
+# and max to the one-rank ones.
+#   sh bench/ddp_throughput.sh [BUILD_DIR]
+# Environment: STEPS (optimizer steps per run, 300), ROUNDS (4), SEQ (128),
+# BATCH (global batch, 16), PYTHON.
+set -u
+B=${1:-build}
+: "${STEPS:=300}" "${ROUNDS:=4}" "${SEQ:=128}" "${BATCH:=16}" "${PYTHON:=/usr/bin/python3}"
+qa=$B/bin/cputrain-qa
+dir=$B/bench-ddp
+[ -x "$qa" ] || { echo "ddp_throughput.sh: no $qa (make B=$B all)" >&2; exit 1; }
+rm -rf "$dir"
+mkdir -p "$dir"
+: > "$dir/results"
+"$PYTHON" data/demo/generate.py "$dir/data" > /dev/null || { echo "demo data failed" >&2; exit 1; }
+
+args="--config_name $dir/data/config.json --tokenizer_name $dir/data
+--train_file $dir/data/train.json --do_train --max_steps $STEPS --learning_rate 1e-3
+--warmup_ratio 0.1 --max_seq_length $SEQ --doc_stride 32 --bf16 --use_cpu
+--save_strategy no --seed 42 --logging_steps $STEPS --ddp_timeout 300"
+half=$((BATCH / 2))
+
+configs="one shm tcp mpi"
+if ! command -v mpirun > /dev/null 2>&1 || [ ! -f "$B/lib/cputrain/dist-mpi.so" ]; then
+    echo "ddp_throughput.sh: mpi skipped (mpirun or $B/lib/cputrain/dist-mpi.so missing)"
+    configs="one shm tcp"
+fi
+
+# figure OUT_DIR: train_samples_per_second of a finished run.
+figure() {
+    "$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["train_samples_per_second"])' \
+        "$1/train_results.json" 2> /dev/null
+}
+
+port=$((20000 + $$ % 20000))
+# run CONFIG NAME: one run; appends "CONFIG samples/s" to $dir/results.
+run() {
+    out=$dir/$2
+    case $1 in
+    one)
+        OMP_NUM_THREADS=2 "$qa" $args --per_device_train_batch_size "$BATCH" \
+            --output_dir "$out" > "$out.log" 2>&1 ;;
+    mpi)
+        mpirun --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1 \
+            "$qa" $args --ddp_backend mpi --per_device_train_batch_size "$half" \
+            --output_dir "$out" > "$out.log" 2>&1 ;;
+    *)
+        port=$((port + 1))
+        pids=""
+        for r in 0 1; do
+            RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+                MASTER_PORT=$port OMP_NUM_THREADS=1 CPUTRAIN_DIST_JOB="ddp-bench-$$-$2" \
+                "$qa" $args --ddp_backend "$1" --per_device_train_batch_size "$half" \
+                --output_dir "$out" > "$out.rank$r.log" 2>&1 &
+            pids="$pids $!"
+        done
+        status=0
+        for p in $pids; do wait "$p" || status=1; done
+        cp "$out.rank0.log" "$out.log"
+        [ "$status" -eq 0 ] ;;
+    esac
+    status=$?
+    v=$(figure "$out")
+    if [ "$status" -ne 0 ] || [ -z "$v" ]; then
+        echo "ddp_throughput.sh: $2 failed"; tail -n 5 "$out.log"
+        return 1
+    fi
+    echo "$1 $v" >> "$dir/results"
+    printf '%-10s %-22s %10s samples/s   (load average %s)\n' "$2" \
+        "$(label "$1")" "$v" "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+label() {
+    case $1 in
+    one) echo "1 rank x $BATCH, 2 threads" ;;
+    *) echo "2 x $half $1, 1 thread" ;;
+    esac
+}
+
+echo "# cputrain-qa, demo model, bf16, seq $SEQ, global batch $BATCH, $STEPS steps;" \
+    "train_samples_per_second"
+failed=0
+round=1
+while [ "$round" -le "$ROUNDS" ]; do
+    order=$configs
+    if [ $((round % 2)) -eq 0 ]; then
+        order=""
+        for c in $configs; do order="$c $order"; done
+    fi
+    for c in $order; do
+        run "$c" "$c-$round" || failed=1
+    done
+    round=$((round + 1))
+done
+
+echo
+echo "== summary: $ROUNDS runs each (samples/s); ratios to 1 rank's median and max (the"
+echo "   least disturbed run on a shared machine)"
+for c in $configs; do
+    awk -v c="$c" '$1 == c { print $2 }' "$dir/results" | sort -g |
+        awk -v l="$(label "$c")" '
+            { v[NR] = $1 }
+            END {
+                if (NR == 0) { printf "%s|-|-|-\n", l; exit }
+                m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                printf "%s|%.1f|%.1f|%.1f\n", l, m, v[1], v[NR]
+            }'
+done | awk -F'|' '
+    function ratio(v, b) { return (v != "-" && b != "-" && b > 0) ? sprintf("x%.2f", v / b) : "-" }
+    NR == 1 { base = $2; best = $4
+              printf "%-26s %8s %8s %8s %9s %9s\n", "", "median", "min", "max", "median/1", "max/1" }
+    { printf "%-26s %8s %8s %8s %9s %9s\n", $1, $2, $3, $4, ratio($2, base), ratio($4, best) }'
+exit "$failed"

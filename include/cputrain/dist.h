@@ -1,0 +1,92 @@
+/* libcputrain public API: the distributed state (ct_dist) — which process of
+ * a job this is, and the collectives that join the processes: allreduce,
+ * broadcast, barrier, allgather. The backend (local, shm, tcp, mpi) is chosen
+ * at run time by name.
+ * Included through <cputrain/cputrain.h>; do not include directly. */
+#ifndef CPUTRAIN_DIST_H
+#define CPUTRAIN_DIST_H
+
+#ifndef CT_INSIDE_CPUTRAIN_H
+#error "include <cputrain/cputrain.h> instead of <cputrain/dist.h>"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_dist ct_dist;
+typedef struct ct_dist_options ct_dist_options;
+
+typedef enum ct_reduce_op {
+    CT_REDUCE_SUM = 0,
+    CT_REDUCE_AVG = 1 /* the sum divided by the world size */
+} ct_reduce_op;
+
+/* ---- options ----------------------------------------------------------------- */
+
+/* Options for ct_dist_create, as text keys (all optional):
+ *   backend           auto | local | shm | tcp | mpi; unset: the
+ *                     CPUTRAIN_DIST_BACKEND environment variable, else auto
+ *                     (mpi when an MPI launcher started the process and the
+ *                     plugin loads, shm when all ranks are on this machine,
+ *                     tcp otherwise)
+ *   rank, world_size, local_rank, local_world_size
+ *                     membership; unset: from the launcher's environment —
+ *                     torchrun/PyTorchJob (RANK, WORLD_SIZE, LOCAL_RANK,
+ *                     LOCAL_WORLD_SIZE), then Intel MPI/MPICH (PMI_RANK,
+ *                     PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS), then Open
+ *                     MPI (OMPI_COMM_WORLD_*); first found wins; none: one
+ *                     process. Setting rank needs world_size too.
+ *   master_addr, master_port
+ *                     tcp rendezvous; unset: MASTER_ADDR, MASTER_PORT
+ *   timeout           seconds any collective may wait (ddp_timeout); 1800
+ *   job               name that keeps concurrent jobs' shared memory apart;
+ *                     unset: CPUTRAIN_DIST_JOB, else one derived from the
+ *                     launcher (PMIX_NAMESPACE, MASTER_ADDR:MASTER_PORT, the
+ *                     parent process)
+ * A bad key or value is CT_ERR_INVALID_ARG naming it. */
+CT_API ct_status ct_dist_options_create(ct_dist_options **out);
+CT_API void ct_dist_options_free(ct_dist_options *options);
+CT_API ct_status ct_dist_options_set(ct_dist_options *options, const char *key,
+                                     const char *value);
+
+/* ---- the distributed state ------------------------------------------------------ */
+
+/* Join the job: NULL options means all from the environment. Returns once
+ * every rank has joined (or CT_ERR_DIST naming the rank that did not,
+ * within the timeout). The handle is used from one thread at a time, and
+ * every rank must make the same sequence of collective calls. */
+CT_API ct_status ct_dist_create(const ct_dist_options *options, ct_dist **out);
+/* Leave the job: free shared memory, close sockets (accepts NULL). */
+CT_API void ct_dist_free(ct_dist *dist);
+
+CT_API int ct_dist_rank(const ct_dist *dist);
+CT_API int ct_dist_world_size(const ct_dist *dist);
+CT_API int ct_dist_local_rank(const ct_dist *dist);
+CT_API int ct_dist_local_world_size(const ct_dist *dist);
+/* "local", "shm", "tcp" or "mpi". */
+CT_API const char *ct_dist_backend(const ct_dist *dist);
+/* "torchrun", "pmi", "openmpi", "options" or "none". */
+CT_API const char *ct_dist_launcher(const ct_dist *dist);
+CT_API double ct_dist_timeout(const ct_dist *dist);
+
+/* ---- collectives ---------------------------------------------------------------- */
+
+/* In place, over all ranks, `count` elements of `dtype`: CT_DTYPE_F32, or
+ * CT_DTYPE_BF16 (accumulated in fp32, rounded to bf16 once at the end).
+ * The result is the same bits on every rank. A dead, stuck or disconnected
+ * peer is CT_ERR_DIST naming its rank, within the timeout; after any
+ * CT_ERR_DIST the handle refuses further collectives. */
+CT_API ct_status ct_dist_allreduce(ct_dist *dist, void *buf, size_t count, ct_dtype dtype,
+                                   ct_reduce_op op);
+/* `bytes` bytes of root's buf copied into every other rank's buf. */
+CT_API ct_status ct_dist_broadcast(ct_dist *dist, void *buf, size_t bytes, int root);
+CT_API ct_status ct_dist_barrier(ct_dist *dist);
+/* Every rank's `bytes` bytes of `send`, in rank order, into every rank's
+ * `recv` (world_size * bytes). */
+CT_API ct_status ct_dist_allgather(ct_dist *dist, const void *send, size_t bytes, void *recv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPUTRAIN_DIST_H */

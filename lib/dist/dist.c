@@ -1,0 +1,276 @@
+/* ct_dist: membership (options, else the launcher's environment), the
+ * backend chosen by name, and the collectives every backend offers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dlfcn.h>
+
+#include "core/error.h"
+#include "dist/dist_internal.h"
+#include "dist/launcher.h"
+#include "kernels/kernels.h"
+
+#define DEFAULT_TIMEOUT_S 1800.0
+/* bf16 reductions convert this many elements at a time to fp32. */
+#define BF16_CHUNK ((size_t)1 << 20)
+
+/* The job name that keeps concurrent jobs' shared memory apart: the same on
+ * every rank of one job, different between jobs running at once. */
+static void job_name(const ct_dist_options *o, const ct__dist_member *m, char *out,
+                     size_t size)
+{
+    const char *v;
+    if (o && o->job)
+        snprintf(out, size, "%s", o->job);
+    else if ((v = getenv("CPUTRAIN_DIST_JOB")) && *v)
+        snprintf(out, size, "%s", v);
+    else if ((v = getenv("PMIX_NAMESPACE")) && *v) /* Open MPI 4 and 5 */
+        snprintf(out, size, "%s", v);
+    else if (m->master_port)
+        snprintf(out, size, "%s-%d", m->master_addr, m->master_port);
+    else /* ranks started by one launcher process share their parent */
+        snprintf(out, size, "ppid%ld", (long)getppid());
+}
+
+/* Fills m (and *launcher) from the options, else the environment. */
+static ct_status membership(const ct_dist_options *o, ct__dist_member *m, char *addr,
+                            size_t addr_size, const char **launcher)
+{
+    ct__launch env;
+    ct_status st = ct__launcher_detect(&env);
+    if (st != CT_OK)
+        return st;
+    m->rank = env.rank;
+    m->world = env.world;
+    m->local_rank = env.local_rank;
+    m->local_world = env.local_world;
+    *launcher = ct__launcher_name(env.kind);
+    if (o && (o->rank >= 0 || o->world >= 0)) {
+        if (o->rank < 0 || o->world < 0)
+            return ct__error(CT_ERR_INVALID_ARG, "dist options: rank and world_size go "
+                                                 "together (only %s is set)",
+                             o->rank < 0 ? "world_size" : "rank");
+        m->rank = o->rank;
+        m->world = o->world;
+        m->local_rank = o->rank;
+        m->local_world = o->world;
+        *launcher = "options";
+    }
+    if (o && o->local_rank >= 0)
+        m->local_rank = o->local_rank;
+    if (o && o->local_world >= 0)
+        m->local_world = o->local_world;
+    if (m->rank >= m->world)
+        return ct__error(CT_ERR_INVALID_ARG, "dist: rank %d is not below world_size %d",
+                         m->rank, m->world);
+    if (m->local_rank >= m->local_world || m->local_world > m->world)
+        return ct__error(CT_ERR_INVALID_ARG, "dist: local_rank %d, local_world_size %d do "
+                                             "not fit a world of %d", m->local_rank,
+                         m->local_world, m->world);
+    snprintf(addr, addr_size, "%s", o && o->master_addr ? o->master_addr : env.master_addr);
+    m->master_addr = addr;
+    m->master_port = o && o->master_port ? o->master_port : env.master_port;
+    m->timeout_s = o && o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
+    return CT_OK;
+}
+
+static int launched_by_mpi(const char *launcher)
+{
+    return !strcmp(launcher, "pmi") || !strcmp(launcher, "openmpi");
+}
+
+/* Opens backend `name` ("mpi" is a plugin); ct_dist fields filled. */
+static ct_status open_backend(ct_dist *d, const char *name, const ct__dist_member *m)
+{
+    ct_status st;
+    if (!strcmp(name, "local"))
+        d->be = &ct__dist_local;
+    else if (!strcmp(name, "shm"))
+        d->be = &ct__dist_shm;
+    else if (!strcmp(name, "tcp"))
+        d->be = &ct__dist_tcp;
+    else if ((st = ct__dist_plugin_load(name, &d->be, &d->plugin)) != CT_OK)
+        return st;
+    if ((st = d->be->open(m, &d->state)) != CT_OK) {
+        if (d->plugin)
+            dlclose(d->plugin);
+        d->plugin = NULL;
+        d->be = NULL;
+    }
+    return st;
+}
+
+ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
+{
+    ct__dist_member m;
+    char addr[256], job[256];
+    const char *name = o ? o->backend : NULL, *launcher = "none";
+    ct_dist *d;
+    ct_status st;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    memset(&m, 0, sizeof m);
+    if ((st = membership(o, &m, addr, sizeof addr, &launcher)) != CT_OK)
+        return st;
+    job_name(o, &m, job, sizeof job);
+    m.job = job;
+    if (!name && (name = getenv("CPUTRAIN_DIST_BACKEND")) && *name) {
+        /* the same check as the option's */
+        ct_dist_options *tmp;
+        if ((st = ct_dist_options_create(&tmp)) != CT_OK)
+            return st;
+        st = ct_dist_options_set(tmp, "backend", name);
+        ct_dist_options_free(tmp);
+        if (st != CT_OK)
+            return ct__error_prefix(st, "environment CPUTRAIN_DIST_BACKEND");
+    }
+    if (!name || !*name)
+        name = "auto";
+    if (!(d = calloc(1, sizeof *d)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    d->rank = m.rank;
+    d->world = m.world;
+    d->local_rank = m.local_rank;
+    d->local_world = m.local_world;
+    d->launcher = launcher;
+    d->timeout_s = m.timeout_s;
+
+    if (strcmp(name, "auto") != 0) {
+        st = open_backend(d, name, &m);
+    } else if (m.world == 1) {
+        st = open_backend(d, "local", &m);
+    } else {
+        st = CT_ERR_NOT_FOUND;
+        if (launched_by_mpi(launcher)) {
+            st = open_backend(d, "mpi", &m);
+            if (st == CT_ERR_NOT_FOUND || st == CT_ERR_UNSUPPORTED)
+                ct__log(CT_LOG_INFO, "ddp_backend auto: mpi unavailable (%s)", ct_last_error());
+        }
+        if (st == CT_ERR_NOT_FOUND || st == CT_ERR_UNSUPPORTED)
+            st = open_backend(d, m.local_world == m.world ? "shm" : "tcp", &m);
+    }
+    if (st != CT_OK) {
+        free(d);
+        return st;
+    }
+    ct__log(CT_LOG_INFO, "dist: rank %d of %d (local %d of %d), backend %s, launcher %s, "
+                         "timeout %g s", d->rank, d->world, d->local_rank, d->local_world,
+            d->be->name, d->launcher, d->timeout_s);
+    *out = d;
+    return CT_OK;
+}
+
+void ct_dist_free(ct_dist *d)
+{
+    if (!d)
+        return;
+    d->be->close(d->state);
+    if (d->plugin)
+        dlclose(d->plugin);
+    free(d->scratch);
+    free(d);
+}
+
+int ct_dist_rank(const ct_dist *d) { return d ? d->rank : 0; }
+int ct_dist_world_size(const ct_dist *d) { return d ? d->world : 1; }
+int ct_dist_local_rank(const ct_dist *d) { return d ? d->local_rank : 0; }
+int ct_dist_local_world_size(const ct_dist *d) { return d ? d->local_world : 1; }
+const char *ct_dist_backend(const ct_dist *d) { return d ? d->be->name : "local"; }
+const char *ct_dist_launcher(const ct_dist *d) { return d ? d->launcher : "none"; }
+double ct_dist_timeout(const ct_dist *d) { return d ? d->timeout_s : DEFAULT_TIMEOUT_S; }
+
+/* ---- collectives -------------------------------------------------------------------- */
+
+static ct_status usable(const ct_dist *d, const char *what)
+{
+    if (d->failed)
+        return ct__error(CT_ERR_DIST, "%s: an earlier collective of this rank (%d) failed; "
+                                      "the group cannot be used any more", what, d->rank);
+    return CT_OK;
+}
+
+static ct_status done(ct_dist *d, ct_status st)
+{
+    if (st != CT_OK)
+        d->failed = 1;
+    return st;
+}
+
+static ct_status allreduce_bf16(ct_dist *d, ct__bf16 *buf, size_t count, int average)
+{
+    const ct__kernels *k = ct__kernels_get();
+    ct_status st = CT_OK;
+    if (!d->scratch && !(d->scratch = malloc(BF16_CHUNK * sizeof(float))))
+        return ct__error(CT_ERR_NOMEM, "allreduce: out of memory for the fp32 staging buffer");
+    for (size_t at = 0; at < count && st == CT_OK; at += BF16_CHUNK) {
+        size_t n = count - at < BF16_CHUNK ? count - at : BF16_CHUNK;
+        k->bf16_to_f32(d->scratch, buf + at, n);
+        if ((st = d->be->allreduce_f32(d->state, d->scratch, n, average)) == CT_OK)
+            k->f32_to_bf16(buf + at, d->scratch, n);
+    }
+    return st;
+}
+
+ct_status ct_dist_allreduce(ct_dist *d, void *buf, size_t count, ct_dtype dtype, ct_reduce_op op)
+{
+    ct_status st;
+    CT__CHECK_ARG(d);
+    if (!buf && count)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dist_allreduce: buf is NULL for %zu elements",
+                         count);
+    if (op != CT_REDUCE_SUM && op != CT_REDUCE_AVG)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dist_allreduce: op %d is not CT_REDUCE_SUM or "
+                                             "CT_REDUCE_AVG", (int)op);
+    if (dtype != CT_DTYPE_F32 && dtype != CT_DTYPE_BF16)
+        return ct__error(CT_ERR_UNSUPPORTED, "ct_dist_allreduce: dtype %d (F32 and BF16 are "
+                                             "supported)", (int)dtype);
+    if ((st = usable(d, "allreduce")) != CT_OK)
+        return st;
+    if (dtype == CT_DTYPE_BF16)
+        return done(d, allreduce_bf16(d, buf, count, op == CT_REDUCE_AVG));
+    return done(d, d->be->allreduce_f32(d->state, buf, count, op == CT_REDUCE_AVG));
+}
+
+ct_status ct_dist_broadcast(ct_dist *d, void *buf, size_t bytes, int root)
+{
+    ct_status st;
+    CT__CHECK_ARG(d);
+    if (!buf && bytes)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dist_broadcast: buf is NULL for %zu bytes",
+                         bytes);
+    if (root < 0 || root >= d->world)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dist_broadcast: root %d is not a rank of "
+                                             "world size %d", root, d->world);
+    if ((st = usable(d, "broadcast")) != CT_OK)
+        return st;
+    return done(d, d->be->broadcast(d->state, buf, bytes, root));
+}
+
+ct_status ct_dist_barrier(ct_dist *d)
+{
+    ct_status st;
+    CT__CHECK_ARG(d);
+    if ((st = usable(d, "barrier")) != CT_OK)
+        return st;
+    return done(d, d->be->barrier(d->state));
+}
+
+ct_status ct_dist_allgather(ct_dist *d, const void *send, size_t bytes, void *recv)
+{
+    ct_status st;
+    CT__CHECK_ARG(d);
+    if (bytes && (!send || !recv))
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dist_allgather: send or recv is NULL");
+    if ((st = usable(d, "allgather")) != CT_OK)
+        return st;
+    if (d->be->allgather)
+        return done(d, d->be->allgather(d->state, send, bytes, recv));
+    /* Composed: every rank broadcasts its slice in turn. (bytes 0 may come
+     * with NULL buffers, which memmove must not see.) */
+    if (bytes)
+        memmove((char *)recv + (size_t)d->rank * bytes, send, bytes);
+    for (int r = 0; r < d->world && st == CT_OK; r++)
+        st = d->be->broadcast(d->state, (char *)recv + (size_t)r * bytes, bytes, r);
+    return done(d, st);
+}

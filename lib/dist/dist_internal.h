@@ -1,0 +1,42 @@
+/* Internal: the ct_dist handle and the pieces ct_dist_create puts together —
+ * options (dist_options.c), built-in backends (dist_builtin.c), the plugin
+ * loader (dist_plugin.c). */
+#ifndef CT_DIST_INTERNAL_H
+#define CT_DIST_INTERNAL_H
+
+#include <cputrain/cputrain.h>
+
+#include "dist/backend.h"
+
+struct ct_dist_options {
+    char *backend;
+    int rank, world, local_rank, local_world; /* -1: unset */
+    char *master_addr;
+    int master_port; /* 0: unset */
+    double timeout_s; /* 0: unset */
+    char *job;
+};
+
+struct ct_dist {
+    const ct__dist_backend *be;
+    void *state;
+    void *plugin; /* dlopen handle of a plugin backend, else NULL */
+    int rank, world, local_rank, local_world;
+    const char *launcher;
+    double timeout_s;
+    int failed; /* a collective failed: refuse the next ones */
+    float *scratch; /* bf16 reductions go through fp32 in chunks */
+};
+
+/* dist_builtin.c */
+extern const ct__dist_backend ct__dist_local, ct__dist_shm, ct__dist_tcp;
+
+/* dist_plugin.c: load backend `name` from "<dir>/dist-<name>.so", dir being
+ * CPUTRAIN_PLUGIN_DIR, else the cputrain/ folder beside the loaded library,
+ * else the installed plugin folder. On success *handle is the dlopen handle
+ * (dlclose it after the backend's close). CT_ERR_NOT_FOUND when no such
+ * file exists (the error lists the folders tried), CT_ERR_UNSUPPORTED when
+ * one exists but cannot be used (its dlerror, or a version mismatch). */
+ct_status ct__dist_plugin_load(const char *name, const ct__dist_backend **be, void **handle);
+
+#endif

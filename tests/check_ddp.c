@@ -1,0 +1,249 @@
+/* Data-parallel training in the trainer, with ranks forked from the test
+ * and joined by the shm backend: gradient buckets (their count, and that
+ * the bucket size does not change the result), ranks whose models differ,
+ * a progress callback on one rank stopping all ranks at the same step, and
+ * a rank failing at start named by the other. Equivalence with one bigger
+ * batch, over every backend, is tests/dist/ddp_equiv.sh. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cputrain/cputrain.h>
+
+#include "ranks.h"
+#include "suites.h"
+
+enum { T = 12, N_EXAMPLES = 32 };
+
+static char root[64];
+
+static void setup(void)
+{
+    map_out_area();
+    strcpy(root, "/tmp/ct_ddp_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(root));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    ck_assert_int_eq(system(cmd), 0);
+    unmap_out_area();
+}
+
+/* A BERT without dropout: `layers` layers of width `hidden`. */
+static ct_status make_model(int rank, int layers, int hidden, ct_model **out)
+{
+    char path[128], text[512];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/config-%d.json", root, rank);
+    snprintf(text, sizeof text,
+             "{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": %d, "
+             "\"num_hidden_layers\": %d, \"num_attention_heads\": 2, \"intermediate_size\": %d, "
+             "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.0, "
+             "\"attention_probs_dropout_prob\": 0.0}", hidden, layers, 4 * hidden);
+    if (!(f = fopen(path, "w")))
+        return CT_ERR_IO;
+    fputs(text, f);
+    fclose(f);
+    return ct_model_create(path, CT_TASK_QUESTION_ANSWERING, 11, out);
+}
+
+static ct_dataset *make_dataset(void)
+{
+    ct_dataset *d = NULL;
+    if (ct_dataset_create(CT_TASK_QUESTION_ANSWERING, T, &d) != CT_OK)
+        return NULL;
+    for (int e = 0; e < N_EXAMPLES; e++) {
+        int32_t ids[T], labels[2];
+        for (int i = 0; i < T; i++)
+            ids[i] = (e * 5 + i * 3 + 1) % 64;
+        labels[0] = ids[0] % 6;
+        labels[1] = labels[0] + 2;
+        ct_dataset_add(d, ids, NULL, NULL, labels, 2);
+    }
+    return d;
+}
+
+static ct_status join(int rank, int world, const char *job, ct_dist **out)
+{
+    ct_dist_options *o;
+    char text[16];
+    ct_status st = ct_dist_options_create(&o);
+    if (st != CT_OK)
+        return st;
+    snprintf(text, sizeof text, "%d", rank);
+    ct_dist_options_set(o, "rank", text);
+    snprintf(text, sizeof text, "%d", world);
+    ct_dist_options_set(o, "world_size", text);
+    ct_dist_options_set(o, "backend", "shm");
+    ct_dist_options_set(o, "timeout", "3");
+    snprintf(text, sizeof text, "%d", (int)getppid());
+    {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%s", job, text);
+        ct_dist_options_set(o, "job", name);
+    }
+    st = ct_dist_create(o, out);
+    ct_dist_options_free(o);
+    return st;
+}
+
+/* What one rank runs: options for its trainer, and what to do. */
+typedef struct job {
+    const char *name;
+    int layers, hidden;
+    int bucket_mb;
+    int stop_rank, stop_step; /* that rank's progress callback stops there */
+    int differ_rank;          /* that rank builds a wider model */
+    int bad_dir_rank;         /* that rank's output_dir is a file */
+    ct_status expect;
+} job;
+
+static char bucket_log[256];
+static void keep_bucket_log(ct_log_level level, const char *msg, void *user)
+{
+    (void)level, (void)user;
+    if (strstr(msg, "buckets"))
+        snprintf(bucket_log, sizeof bucket_log, "%s", msg);
+}
+
+static int stop_step;
+static int stopper(void *user, ct_event ev, int64_t step, int64_t max, double epoch,
+                   const char *json)
+{
+    (void)user, (void)max, (void)epoch, (void)json;
+    return ev == CT_EVENT_STEP_END && step == stop_step;
+}
+
+/* Trains and leaves in out_area: code = global step, msg = error text or
+ * the bucket log line, counter[rank] = a hash of the final parameters. */
+static int train_rank(int rank, int world, void *arg)
+{
+    const job *j = arg;
+    ct_dist *dist = NULL;
+    ct_model *m = NULL;
+    ct_dataset *d = make_dataset();
+    ct_args *a = NULL;
+    ct_trainer *t = NULL;
+    char out[128], mb[16], batch[16];
+    const char *argv[] = {"--output_dir", out, "--per_device_train_batch_size", batch,
+                          "--learning_rate", "3e-3", "--max_steps", "6", "--save_strategy",
+                          "no", "--ddp_bucket_cap_mb", mb, "--seed", "5"};
+    ct_status st;
+    uint32_t h = 2166136261u;
+
+    snprintf(out, sizeof out, "%s/%s-out%s", root, j->name, rank == j->bad_dir_rank ? "-file" : "");
+    if (rank == j->bad_dir_rank)
+        fclose(fopen(out, "w"));
+    snprintf(mb, sizeof mb, "%d", j->bucket_mb ? j->bucket_mb : 25);
+    snprintf(batch, sizeof batch, "%d", 8 / world);
+    ct_log_set_callback(keep_bucket_log, NULL);
+    ct_log_set_level(CT_LOG_DEBUG);
+    stop_step = rank == j->stop_rank ? j->stop_step : -1;
+    if ((st = make_model(rank, j->layers, rank == j->differ_rank ? 2 * j->hidden : j->hidden,
+                         &m)) != CT_OK ||
+        (st = ct_args_create(&a)) != CT_OK ||
+        (st = ct_args_parse(a, (int)(sizeof argv / sizeof *argv), argv)) != CT_OK ||
+        (st = join(rank, world, j->name, &dist)) != CT_OK ||
+        (st = ct_trainer_create(m, a, &t)) != CT_OK ||
+        (st = ct_trainer_set_train_dataset(t, d)) != CT_OK ||
+        (st = ct_trainer_set_dist(t, dist)) != CT_OK ||
+        (st = ct_trainer_set_progress_callback(t, stopper, NULL)) != CT_OK)
+        note(rank, "setup: %s", ct_last_error());
+    else if ((st = ct_trainer_train(t)) != j->expect)
+        note(rank, "train gave %s: %s", ct_status_name(st), ct_last_error());
+    else
+        snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? bucket_log : ct_last_error());
+    out_area->code[rank] = (int)ct_trainer_global_step(t);
+    for (size_t i = 0; m && i < ct_model_tensor_count(m); i++) {
+        const float *p = ct_model_tensor_data(m, i);
+        for (size_t k = 0; k < ct_model_tensor_numel(m, i); k++) {
+            uint32_t bits;
+            memcpy(&bits, p + k, 4);
+            h = (h ^ bits) * 16777619u;
+        }
+    }
+    out_area->counter[rank] = (int)h;
+    ct_trainer_free(t);
+    ct_dist_free(dist);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    return st == j->expect ? 0 : 1;
+}
+
+/* A step's gradients go in one bucket per layer when the cap is below a
+ * layer's size, and the bucket size changes no bit of the result (shm adds
+ * every element in rank order, however the buffer is cut). */
+START_TEST(test_buckets)
+{
+    job small = {"buckets1", 3, 192, 1, -1, 0, -1, -1, CT_OK};
+    job big = {"buckets25", 3, 192, 25, -1, 0, -1, -1, CT_OK};
+    int bad = fork_group(2, train_rank, &small, NULL), hash;
+    ck_assert_msg(bad == 0, "rank 0: %s / rank 1: %s", out_area->msg[0], out_area->msg[1]);
+    /* layers 192 wide are 1.7 MiB each: with 1 MiB buckets, the head goes with layer 2,
+     * then layer 1, layer 0, the embeddings */
+    ck_assert_msg(strstr(out_area->msg[0], "in 4 buckets of up to 1 MiB"), "%s",
+                  out_area->msg[0]);
+    ck_assert_int_eq(out_area->code[0], 6);
+    ck_assert_int_eq(out_area->counter[0], out_area->counter[1]);
+    hash = out_area->counter[0];
+    bad = fork_group(2, train_rank, &big, NULL);
+    ck_assert_msg(bad == 0, "rank 0: %s / rank 1: %s", out_area->msg[0], out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[0], "in 1 buckets of up to 25 MiB"), "%s",
+                  out_area->msg[0]);
+    ck_assert_int_eq(out_area->counter[0], hash);
+}
+END_TEST
+
+START_TEST(test_models_differ)
+{
+    job j = {"differ", 2, 16, 0, -1, 0, 1, -1, CT_ERR_DIST};
+    ck_assert_int_eq(fork_group(2, train_rank, &j, NULL), 0);
+    for (int r = 0; r < 2; r++)
+        ck_assert_msg(strstr(out_area->msg[r], "rank 1's model tensors"), "rank %d: %s", r,
+                      out_area->msg[r]);
+}
+END_TEST
+
+/* Rank 1 alone asks to stop after step 3: both ranks stop there. */
+START_TEST(test_stop_on_one_rank)
+{
+    job j = {"stop", 2, 16, 0, 1, 3, -1, -1, CT_ERR_CANCELLED};
+    ck_assert_int_eq(fork_group(2, train_rank, &j, NULL), 0);
+    ck_assert_int_eq(out_area->code[0], 3);
+    ck_assert_int_eq(out_area->code[1], 3);
+    ck_assert_int_eq(out_area->counter[0], out_area->counter[1]);
+}
+END_TEST
+
+/* Rank 0 cannot create output_dir and leaves: rank 1 names it. */
+START_TEST(test_rank_fails_at_start)
+{
+    job j = {"baddir", 2, 16, 0, -1, 0, -1, 0, CT_ERR_DIST};
+    int bad = fork_group(2, train_rank, &j, NULL);
+    ck_assert_int_eq(WEXITSTATUS(out_area->status[0]), 1); /* rank 0: CT_ERR_IO, not DIST */
+    ck_assert_msg(strstr(out_area->msg[0], "output_dir"), "%s", out_area->msg[0]);
+    ck_assert_msg(strstr(out_area->msg[1], "rank 0"), "%s", out_area->msg[1]);
+    ck_assert_int_eq(bad, 1);
+}
+END_TEST
+
+Suite *ddp_suite(void)
+{
+    Suite *s = suite_create("ddp");
+    TCase *tc = tcase_create("ddp");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_buckets);
+    tcase_add_test(tc, test_models_differ);
+    tcase_add_test(tc, test_stop_on_one_rank);
+    tcase_add_test(tc, test_rank_fails_at_start);
+    suite_add_tcase(s, tc);
+    return s;
+}

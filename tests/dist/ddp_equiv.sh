@@ -1,0 +1,130 @@
+#!/bin/sh
+# Data-parallel training is equivalent to a bigger batch: cputrain-qa with
+# 2 ranks x batch 4 and 4 ranks x batch 2 must end with the parameters of
+# 1 rank x batch 8 after 10 optimizer steps (fp32), for each backend — shm
+# and tcp with ranks started the torchrun way (RANK, WORLD_SIZE, ... in the
+# environment), mpi under mpirun. 36 training examples make the 10 steps
+# cross an epoch boundary with a short last batch (9 per rank for 4 ranks),
+# and one run uses gradient accumulation (2 ranks x 2 x 2 micro-batches).
+#
+# The model has no dropout, and adam_epsilon is 1e-4: a few parameters
+# (the QA bias, the last LayerNorm bias, the attention key biases) have a
+# gradient that is zero in exact arithmetic, so what they get is rounding
+# noise, which AdamW with a tiny epsilon would turn into full-size steps of
+# random sign in any two runs that add in a different order.
+# Expects B and PYTHON. Ends with "ddp: N passed, M failed".
+set -u
+: "${B:=build}" "${PYTHON:=/usr/bin/python3}"
+qa=$B/bin/cputrain-qa
+dir=$B/ddp-test
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ddp: ok: $1"; }
+bad() { failed=$((failed + 1)); echo "ddp: FAILED: $1"; }
+
+rm -rf "$dir"
+mkdir -p "$dir"
+"$PYTHON" data/demo/generate.py "$dir/data" > /dev/null || { bad "demo data"; exit 1; }
+"$PYTHON" - "$dir/data" <<'EOF'
+import json, sys
+path = sys.argv[1] + "/config.json"
+config = json.load(open(path))
+config["hidden_dropout_prob"] = config["attention_probs_dropout_prob"] = 0.0
+json.dump(config, open(sys.argv[1] + "/config_no_dropout.json", "w"))
+EOF
+
+args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
+--train_file $dir/data/train.json --max_train_samples 36 --do_train --max_steps 10
+--learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
+--save_strategy no --seed 42 --logging_steps 5 --ddp_timeout 120"
+
+# ranks BACKEND WORLD NAME EXTRA...: WORLD ranks started as torchrun does.
+port=$((20000 + $$ % 20000))
+ranks() {
+    backend=$1 world=$2 name=$3
+    shift 3
+    port=$((port + 1))
+    r=0
+    pids=""
+    while [ "$r" -lt "$world" ]; do
+        RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 \
+            MASTER_PORT=$port OMP_NUM_THREADS=1 CPUTRAIN_DIST_JOB="ddp-test-$$-$name" \
+            "$qa" $args --ddp_backend "$backend" "$@" --output_dir "$dir/$name" \
+            > "$dir/$name.rank$r.log" 2>&1 &
+        pids="$pids $!"
+        r=$((r + 1))
+    done
+    status=0
+    for p in $pids; do wait "$p" || status=1; done
+    [ "$status" -eq 0 ] || { tail -n 5 "$dir/$name".rank*.log; return 1; }
+}
+
+# same NAME: its parameters equal the 1 x 8 run's (max abs difference).
+same() {
+    "$PYTHON" tests/dist/compare_models.py "$dir/one/model.safetensors" \
+        "$dir/$1/model.safetensors" 1e-6
+}
+
+if "$qa" $args --per_device_train_batch_size 8 --output_dir "$dir/one" > "$dir/one.log" 2>&1; then
+    ok "1 rank x batch 8"
+else
+    bad "1 rank x batch 8"; tail -n 5 "$dir/one.log"; echo "ddp: $passed passed, $failed failed"
+    exit 1
+fi
+
+for backend in shm tcp; do
+    for world in 2 4; do
+        name=$backend-$world
+        if ranks "$backend" "$world" "$name" --per_device_train_batch_size $((8 / world)) &&
+            same "$name"; then
+            ok "$backend: $world ranks x batch $((8 / world)) = 1 x 8"
+        else
+            bad "$backend: $world ranks x batch $((8 / world)) = 1 x 8"
+        fi
+    done
+done
+if ranks shm 2 accumulate --per_device_train_batch_size 2 --gradient_accumulation_steps 2 &&
+    same accumulate; then
+    ok "shm: 2 ranks x batch 2 x accumulation 2 = 1 x 8"
+else
+    bad "shm: 2 ranks x batch 2 x accumulation 2 = 1 x 8"
+fi
+
+# Resuming a 2-rank run from its checkpoint-5 ends bit-identical to the
+# uninterrupted run (rank 0 wrote the checkpoint; both ranks read it).
+if ranks shm 2 saving --per_device_train_batch_size 4 --save_strategy steps --save_steps 5 &&
+    rm -rf "$dir/saving/checkpoint-10" &&
+    ranks shm 2 saving --per_device_train_batch_size 4 --save_strategy steps --save_steps 5 \
+        --resume_from_checkpoint "$dir/saving/checkpoint-5" &&
+    "$PYTHON" tests/dist/compare_models.py "$dir/shm-2/model.safetensors" \
+        "$dir/saving/model.safetensors" 0; then
+    ok "shm: 2 ranks resumed from checkpoint-5 = uninterrupted"
+else
+    bad "shm: 2 ranks resumed from checkpoint-5 = uninterrupted"
+fi
+
+# Only rank 0 writes: one log entry per step in rank 0's log alone.
+if grep -q '"step": 10' "$dir/shm-2.rank0.log" && ! grep -q '"step": 10' "$dir/shm-2.rank1.log"; then
+    ok "only rank 0 logs"
+else
+    bad "only rank 0 logs"
+fi
+
+plugin=$B/lib/cputrain/dist-mpi.so
+if command -v mpirun > /dev/null 2>&1 && [ -f "$plugin" ]; then
+    for world in 2 4; do
+        name=mpi-$world
+        if mpirun --allow-run-as-root --oversubscribe -n "$world" -x OMP_NUM_THREADS=1 \
+            "$qa" $args --ddp_backend mpi --per_device_train_batch_size $((8 / world)) \
+            --output_dir "$dir/$name" > "$dir/$name.log" 2>&1 && same "$name"; then
+            ok "mpi: $world ranks x batch $((8 / world)) = 1 x 8"
+        else
+            bad "mpi: $world ranks x batch $((8 / world)) = 1 x 8"; tail -n 5 "$dir/$name.log"
+        fi
+    done
+else
+    bad "mpi: mpirun or $plugin missing (scripts/install-deps.sh installs Open MPI)"
+fi
+
+echo "ddp: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
