@@ -98,36 +98,6 @@ static void assert_no_leftovers(void)
     ck_assert_msg(shm_leftovers(name, sizeof name) == 0, "left in /dev/shm: %s", name);
 }
 
-/* Does `msg` name rank k: "rank k" or k within "ranks a, b, ..." (tcp names
- * every link that broke; with rank 0, the relay, dead, a survivor may also
- * see the other survivor's links drop and name both)? As in check_tcp.c. */
-static int names_rank(const char *msg, int k)
-{
-    const char *p = msg;
-    while ((p = strstr(p, "rank")) != NULL) {
-        const char *q = p + 4;
-        int plural = *q == 's';
-        if (plural)
-            q++;
-        if (*q == ' ') {
-            q++;
-            for (;;) {
-                char *end;
-                long v = strtol(q, &end, 10);
-                if (end == q)
-                    break;
-                if (v == k)
-                    return 1;
-                if (!plural || strncmp(end, ", ", 2) != 0)
-                    break;
-                q = end + 2;
-            }
-        }
-        p += 4;
-    }
-    return 0;
-}
-
 static const char *const launcher_vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
     "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_RANK",

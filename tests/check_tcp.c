@@ -61,34 +61,6 @@ static int run_group(int world, rank_fn fn, void *arg)
     return fork_group(world, fn, arg, close_port_holder);
 }
 
-/* Does `msg` name rank k: "rank k" or k within "ranks a, b, ..."? */
-static int names_rank(const char *msg, int k)
-{
-    const char *p = msg;
-    while ((p = strstr(p, "rank")) != NULL) {
-        const char *q = p + 4;
-        int plural = *q == 's';
-        if (plural)
-            q++;
-        if (*q == ' ') {
-            q++;
-            for (;;) {
-                char *end;
-                long v = strtol(q, &end, 10);
-                if (end == q)
-                    break;
-                if (v == k)
-                    return 1;
-                if (!plural || strncmp(end, ", ", 2) != 0)
-                    break;
-                q = end + 2;
-            }
-        }
-        p += 4;
-    }
-    return 0;
-}
-
 typedef struct {
     const size_t *sizes;
     int nsizes;

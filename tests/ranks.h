@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -111,6 +112,36 @@ static inline float value(int rank, size_t j)
     uint32_t h = mix((uint32_t)j * 2654435761U + (uint32_t)rank * 40503U + 1U);
     float v = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
     return v * (float)(1u << (h & 7));
+}
+
+/* Does `msg` name rank k: "rank k" or k within "ranks a, b, ..." (tcp names
+ * every link that broke; with rank 0, the relay, dead, a survivor may also
+ * see the other survivor's links drop and name both)? */
+static inline int names_rank(const char *msg, int k)
+{
+    const char *p = msg;
+    while ((p = strstr(p, "rank")) != NULL) {
+        const char *q = p + 4;
+        int plural = *q == 's';
+        if (plural)
+            q++;
+        if (*q == ' ') {
+            q++;
+            for (;;) {
+                char *end;
+                long v = strtol(q, &end, 10);
+                if (end == q)
+                    break;
+                if (v == k)
+                    return 1;
+                if (!plural || strncmp(end, ", ", 2) != 0)
+                    break;
+                q = end + 2;
+            }
+        }
+        p += 4;
+    }
+    return 0;
 }
 
 #endif

@@ -323,6 +323,42 @@ struct logits_view {
 // Owns a ct_model: BERT or DistilBERT with a task head. Move-only (a model
 // is large; save() and load() copy it). A moved-from model is empty and
 // every call but destruction and assignment throws CT_ERR_INVALID_ARG.
+// Which cores a local rank's threads run on and which NUMA node its memory
+// comes from (see placement.h); model::set_placement applies it.
+class placement {
+public:
+    // topology: "" for this machine, else an hwloc synthetic description or
+    // an lstopo XML file. threads 0: OMP_NUM_THREADS, else one per core.
+    placement(int local_rank, int local_world_size, int threads = 0,
+              const std::string &topology = std::string()) {
+        check(ct_placement_create(topology.empty() ? nullptr : topology.c_str(), local_rank,
+                                  local_world_size, threads, &placement_));
+    }
+    placement(const placement &) = delete;
+    placement &operator=(const placement &) = delete;
+    placement(placement &&other) noexcept : placement_(other.placement_) {
+        other.placement_ = nullptr;
+    }
+    placement &operator=(placement &&other) noexcept {
+        std::swap(placement_, other.placement_);
+        return *this;
+    }
+    ~placement() { ct_placement_free(placement_); }
+
+    ct_placement *get() const noexcept { return placement_; }
+    int threads() const { return ct_placement_threads(live()); }
+    int numa_node() const { return ct_placement_numa_node(live()); }
+    std::string describe() { return ct_placement_describe(live()); }
+
+private:
+    ct_placement *live() const {
+        if (!placement_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::placement (moved from)");
+        return placement_;
+    }
+    ct_placement *placement_ = nullptr;
+};
+
 class model {
 public:
     // A new model with Hugging Face's initialisation. `config`: a built-in
@@ -379,6 +415,8 @@ public:
         check(ct_model_set_seed(live(), seed, step));
     }
     void set_threads(int threads) { check(ct_model_set_threads(live(), threads)); }
+    // Threads pinned and buffers moved as `p` plans (this machine only).
+    void set_placement(placement &p) { check(ct_model_set_placement(live(), p.get())); }
     int threads() const { return ct_model_get_threads(live()); }
     ct_task task() const { return ct_model_get_task(live()); }
     std::string architecture() const { return ct_model_architecture(live()); }

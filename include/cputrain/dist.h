@@ -27,9 +27,9 @@ typedef enum ct_reduce_op {
 /* Options for ct_dist_create, as text keys (all optional):
  *   backend           auto | local | shm | tcp | mpi; unset: the
  *                     CPUTRAIN_DIST_BACKEND environment variable, else auto
- *                     (mpi when an MPI launcher started the process and the
- *                     plugin loads, shm when all ranks are on this machine,
- *                     tcp otherwise)
+ *                     (mpi when Open MPI's mpirun started the process and
+ *                     the plugin, built against Open MPI, loads; shm when
+ *                     all ranks are on this machine; tcp otherwise)
  *   rank, world_size, local_rank, local_world_size
  *                     membership; unset: from the launcher's environment —
  *                     torchrun/PyTorchJob (RANK, WORLD_SIZE, LOCAL_RANK,

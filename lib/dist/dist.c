@@ -75,9 +75,12 @@ static ct_status membership(const ct_dist_options *o, ct__dist_member *m, char *
     return CT_OK;
 }
 
-static int launched_by_mpi(const char *launcher)
+/* The mpi plugin is built against Open MPI: started by another MPI's
+ * launcher (the PMI variables of Intel MPI, MPICH), its MPI_Init would not
+ * join that job, so auto only tries it under Open MPI's. */
+static int launched_by_open_mpi(const char *launcher)
 {
-    return !strcmp(launcher, "pmi") || !strcmp(launcher, "openmpi");
+    return !strcmp(launcher, "openmpi");
 }
 
 /* Opens backend `name` ("mpi" is a plugin); ct_dist fields filled. */
@@ -142,7 +145,7 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
         st = open_backend(d, "local", &m);
     } else {
         st = CT_ERR_NOT_FOUND;
-        if (launched_by_mpi(launcher)) {
+        if (launched_by_open_mpi(launcher)) {
             st = open_backend(d, "mpi", &m);
             if (st == CT_ERR_NOT_FOUND || st == CT_ERR_UNSUPPORTED)
                 ct__log(CT_LOG_INFO, "ddp_backend auto: mpi unavailable (%s)", ct_last_error());

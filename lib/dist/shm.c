@@ -681,12 +681,12 @@ static void slice_of(size_t count, int world, int rank, size_t *lo, size_t *hi)
         *hi = count;
 }
 
-/* dst[j] += src[j] for j < n; with w > 0, dst[j] = (dst[j] + src[j]) / w
+/* out[j] = a[j] + b[j] for j < n; with w > 0, out[j] = (a[j] + b[j]) / w
  * (the mean's last step, fused: the same two roundings as separate passes).
- * In explicit 4-wide vectors because -O2 (GCC 12's cheap cost model) leaves
- * the plain loop scalar, which cost allreduce 10-20% of its large-buffer
- * bandwidth on a 2-core Xeon. Element-wise, so the same bits as the loop;
- * dst and src never overlap (different slots). */
+ * out may be a (an in-place add), never b. In explicit 4-wide vectors
+ * because -O2 (GCC 12's cheap cost model) leaves the plain loop scalar,
+ * which cost allreduce 10-20% of its large-buffer bandwidth on a 2-core
+ * Xeon. Element-wise, so the same bits as the loop. */
 typedef float v4sf __attribute__((vector_size(16)));
 static inline v4sf load4(const float *p)
 {
@@ -696,27 +696,27 @@ static inline v4sf load4(const float *p)
 }
 static inline void store4(float *p, v4sf v) { memcpy(p, &v, sizeof v); }
 
-static void add_into(float *dst, const float *src, size_t n, float w)
+static void add_into(float *out, const float *a, const float *b, size_t n, float w)
 {
     size_t j = 0;
     if (w > 0) {
         const v4sf vw = {w, w, w, w};
         for (; j + 8 <= n; j += 8) {
-            store4(dst + j, (load4(dst + j) + load4(src + j)) / vw);
-            store4(dst + j + 4, (load4(dst + j + 4) + load4(src + j + 4)) / vw);
+            store4(out + j, (load4(a + j) + load4(b + j)) / vw);
+            store4(out + j + 4, (load4(a + j + 4) + load4(b + j + 4)) / vw);
         }
         for (; j < n; j++)
-            dst[j] = (dst[j] + src[j]) / w;
+            out[j] = (a[j] + b[j]) / w;
         return;
     }
     for (; j + 16 <= n; j += 16) {
-        store4(dst + j, load4(dst + j) + load4(src + j));
-        store4(dst + j + 4, load4(dst + j + 4) + load4(src + j + 4));
-        store4(dst + j + 8, load4(dst + j + 8) + load4(src + j + 8));
-        store4(dst + j + 12, load4(dst + j + 12) + load4(src + j + 12));
+        store4(out + j, load4(a + j) + load4(b + j));
+        store4(out + j + 4, load4(a + j + 4) + load4(b + j + 4));
+        store4(out + j + 8, load4(a + j + 8) + load4(b + j + 8));
+        store4(out + j + 12, load4(a + j + 12) + load4(b + j + 12));
     }
     for (; j < n; j++)
-        dst[j] += src[j];
+        out[j] = a[j] + b[j];
 }
 
 ct_status ct__shm_allreduce_f32(ct__shm *shm, float *buf, size_t n, int average)
@@ -738,32 +738,45 @@ ct_status ct__shm_allreduce_f32(ct__shm *shm, float *buf, size_t n, int average)
     if (n == 0) /* still a collective: a rank passing 0 alone is named */
         return first_barrier(shm, "shm allreduce", code);
     chunk = shm->hdr->slot_bytes / sizeof(float);
-    /* Chunk c uses staging set `set`: copy in, barrier, reduce own slice into
-     * rank 0's slot, barrier, copy out. The next chunk writes the other set,
-     * whose last readers all passed this chunk's barriers; so no third one. */
+    /* Chunk c uses staging set `set`. Each rank copies into its own slot
+     * all but its own slice (which only it reads: from its buffer), barrier,
+     * reduces its slice into its own slot, barrier, copies every slice out
+     * of the slot of the rank that reduced it. A rank's slot is first
+     * touched by that rank, so once ranks are pinned it lies on their NUMA
+     * node: every write is local, and so is reading one's own slice. The
+     * next chunk writes the other set, whose last readers all passed this
+     * chunk's barriers; so no third one. */
     while (done < n) {
         size_t c = n - done < chunk ? n - done : chunk, lo, hi;
         unsigned set = shm->set;
-        float *dst0 = (float *)stage(shm, set, 0);
-        memcpy(stage(shm, set, shm->rank), buf + done, c * sizeof(float));
+        float *mine = buf + done, *slot = (float *)stage(shm, set, shm->rank);
+        slice_of(c, world, shm->rank, &lo, &hi);
+        memcpy(slot, mine, lo * sizeof(float));
+        memcpy(slot + hi, mine + hi, (c - hi) * sizeof(float));
         st = done == 0 ? first_barrier(shm, "shm allreduce", code)
                        : barrier(shm, "shm allreduce");
         if (st != CT_OK)
             return st;
-        slice_of(c, world, shm->rank, &lo, &hi);
         if (lo < hi) {
             /* Rank order, one rank at a time: the same additions as a serial
-             * loop, so every rank and every run gets the same bits. Slot 0
-             * already holds rank 0's values; the mean divides in the last
-             * rank's pass. */
-            for (r = 1; r < world; r++)
-                add_into(dst0 + lo, (const float *)stage(shm, set, r) + lo, hi - lo,
+             * loop, so every rank and every run gets the same bits; the mean
+             * divides in the last rank's pass. */
+            for (r = 1; r < world; r++) {
+                const float *a = r == 1 ? (shm->rank == 0 ? mine : (float *)stage(shm, set, 0))
+                                        : slot;
+                const float *b = r == shm->rank ? mine : (float *)stage(shm, set, r);
+                add_into(slot + lo, a + lo, b + lo, hi - lo,
                          average && r == world - 1 ? (float)world : 0.0f);
+            }
         }
         st = barrier(shm, "shm allreduce");
         if (st != CT_OK)
             return st;
-        memcpy(buf + done, dst0, c * sizeof(float));
+        for (r = 0; r < world; r++) {
+            size_t rlo, rhi;
+            slice_of(c, world, r, &rlo, &rhi);
+            memcpy(mine + rlo, (float *)stage(shm, set, r) + rlo, (rhi - rlo) * sizeof(float));
+        }
         shm->set ^= 1u;
         done += c;
     }

@@ -620,6 +620,16 @@ static void test_dist() {
     cputrain::dist moved(std::move(d));
     CHECK(moved.world_size() == 1);
     EXPECT_ERROR(d.rank(), CT_ERR_INVALID_ARG, "moved from");
+
+    // A plan for another machine prints but cannot be applied.
+    cputrain::placement two_sockets(1, 2, 0, "package:2 numa:1 core:4 pu:2");
+    CHECK(two_sockets.threads() == 4);
+    CHECK(two_sockets.describe().find("rank 1 ->") != std::string::npos);
+    cputrain::model m = cputrain::model::create("bert-test");
+    EXPECT_ERROR(m.set_placement(two_sockets), CT_ERR_UNSUPPORTED, "not this one");
+    cputrain::placement here(0, 1, 1);
+    m.set_placement(here);
+    CHECK(m.threads() == 1);
 }
 
 int main() {
