@@ -65,6 +65,16 @@ run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-
 run "ct_dist API under mpirun -n 2, 3 and from RANK/WORLD_SIZE (shm, tcp)" \
     env B="$B" sh tests/dist/mpi.sh
 run "ct_dist API across two network namespaces (tcp, veth)" env B="$B" sh tests/dist/netns.sh
+# Without Open MPI's headers there is no plugin to test: skipped, said so.
+mpi_plugin_tests() {
+    if ! pkg-config --exists ompi-c; then
+        echo "check-mpi: SKIPPED (no Open MPI development files: scripts/install-deps.sh)"
+        return 77
+    fi
+    "$MAKE" --no-print-directory -s check-mpi B="$B"
+}
+run "mpi plugin under mpirun -n 2, 3, 4: collectives, and a stuck rank's timeout" \
+    mpi_plugin_tests
 run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
 
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"
