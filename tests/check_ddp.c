@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cputrain/cputrain.h>
 
@@ -69,7 +72,9 @@ static ct_dataset *make_dataset(void)
     return d;
 }
 
-static ct_status join(int rank, int world, const char *job, ct_dist **out)
+/* shm; with a port, tcp on 127.0.0.1 with every rank alone on its
+ * "machine" (local rank 0 of 1). */
+static ct_status join(int rank, int world, const char *job, int port, ct_dist **out)
 {
     ct_dist_options *o;
     char text[16];
@@ -80,7 +85,14 @@ static ct_status join(int rank, int world, const char *job, ct_dist **out)
     ct_dist_options_set(o, "rank", text);
     snprintf(text, sizeof text, "%d", world);
     ct_dist_options_set(o, "world_size", text);
-    ct_dist_options_set(o, "backend", "shm");
+    ct_dist_options_set(o, "backend", port ? "tcp" : "shm");
+    if (port) {
+        snprintf(text, sizeof text, "%d", port);
+        ct_dist_options_set(o, "master_addr", "127.0.0.1");
+        ct_dist_options_set(o, "master_port", text);
+        ct_dist_options_set(o, "local_rank", "0");
+        ct_dist_options_set(o, "local_world_size", "1");
+    }
     ct_dist_options_set(o, "timeout", "3");
     snprintf(text, sizeof text, "%d", (int)getppid());
     {
@@ -102,7 +114,13 @@ typedef struct job {
     int differ_rank;          /* that rank builds a wider model */
     int bad_dir_rank;         /* that rank's output_dir is a file */
     ct_status expect;
+    int port;      /* tcp there, one rank per "machine" (0: shm) */
+    int save_each; /* save_on_each_node, output_dir per rank, a checkpoint at 3 */
 } job;
+
+/* No rank singled out, and a small model. */
+#define NOBODY .stop_rank = -1, .differ_rank = -1, .bad_dir_rank = -1
+#define TINY .layers = 2, .hidden = 16
 
 static char bucket_log[256];
 static void keep_bucket_log(ct_log_level level, const char *msg, void *user)
@@ -134,10 +152,14 @@ static int train_rank(int rank, int world, void *arg)
     const char *argv[] = {"--output_dir", out, "--per_device_train_batch_size", batch,
                           "--learning_rate", "3e-3", "--max_steps", "6", "--save_strategy",
                           "no", "--ddp_bucket_cap_mb", mb, "--seed", "5"};
+    const char *save_each[] = {"--save_on_each_node", "--save_strategy", "steps", "--save_steps",
+                               "3"};
     ct_status st;
     uint32_t h = 2166136261u;
 
     snprintf(out, sizeof out, "%s/%s-out%s", root, j->name, rank == j->bad_dir_rank ? "-file" : "");
+    if (j->save_each)
+        snprintf(out, sizeof out, "%s/%s-out-%d", root, j->name, rank);
     if (rank == j->bad_dir_rank)
         fclose(fopen(out, "w"));
     snprintf(mb, sizeof mb, "%d", j->bucket_mb ? j->bucket_mb : 25);
@@ -149,7 +171,8 @@ static int train_rank(int rank, int world, void *arg)
                          &m)) != CT_OK ||
         (st = ct_args_create(&a)) != CT_OK ||
         (st = ct_args_parse(a, (int)(sizeof argv / sizeof *argv), argv)) != CT_OK ||
-        (st = join(rank, world, j->name, &dist)) != CT_OK ||
+        (j->save_each && (st = ct_args_parse(a, 5, save_each)) != CT_OK) ||
+        (st = join(rank, world, j->name, j->port, &dist)) != CT_OK ||
         (st = ct_trainer_create(m, a, &t)) != CT_OK ||
         (st = ct_trainer_set_train_dataset(t, d)) != CT_OK ||
         (st = ct_trainer_set_dist(t, dist)) != CT_OK ||
@@ -182,8 +205,8 @@ static int train_rank(int rank, int world, void *arg)
  * every element in rank order, however the buffer is cut). */
 START_TEST(test_buckets)
 {
-    job small = {"buckets1", 3, 192, 1, -1, 0, -1, -1, CT_OK};
-    job big = {"buckets25", 3, 192, 25, -1, 0, -1, -1, CT_OK};
+    job small = {.name = "buckets1", .layers = 3, .hidden = 192, .bucket_mb = 1, NOBODY};
+    job big = {.name = "buckets25", .layers = 3, .hidden = 192, .bucket_mb = 25, NOBODY};
     int bad = fork_group(2, train_rank, &small, NULL), hash;
     ck_assert_msg(bad == 0, "rank 0: %s / rank 1: %s", out_area->msg[0], out_area->msg[1]);
     /* layers 192 wide are 1.7 MiB each: with 1 MiB buckets, the head goes with layer 2,
@@ -203,7 +226,8 @@ END_TEST
 
 START_TEST(test_models_differ)
 {
-    job j = {"differ", 2, 16, 0, -1, 0, 1, -1, CT_ERR_DIST};
+    job j = {.name = "differ", TINY, .stop_rank = -1, .differ_rank = 1, .bad_dir_rank = -1,
+             .expect = CT_ERR_DIST};
     ck_assert_int_eq(fork_group(2, train_rank, &j, NULL), 0);
     for (int r = 0; r < 2; r++)
         ck_assert_msg(strstr(out_area->msg[r], "rank 1's model tensors"), "rank %d: %s", r,
@@ -214,7 +238,8 @@ END_TEST
 /* Rank 1 alone asks to stop after step 3: both ranks stop there. */
 START_TEST(test_stop_on_one_rank)
 {
-    job j = {"stop", 2, 16, 0, 1, 3, -1, -1, CT_ERR_CANCELLED};
+    job j = {.name = "stop", TINY, .stop_rank = 1, .stop_step = 3, .differ_rank = -1,
+             .bad_dir_rank = -1, .expect = CT_ERR_CANCELLED};
     ck_assert_int_eq(fork_group(2, train_rank, &j, NULL), 0);
     ck_assert_int_eq(out_area->code[0], 3);
     ck_assert_int_eq(out_area->code[1], 3);
@@ -225,12 +250,53 @@ END_TEST
 /* Rank 0 cannot create output_dir and leaves: rank 1 names it. */
 START_TEST(test_rank_fails_at_start)
 {
-    job j = {"baddir", 2, 16, 0, -1, 0, -1, 0, CT_ERR_DIST};
+    job j = {.name = "baddir", TINY, .stop_rank = -1, .differ_rank = -1, .bad_dir_rank = 0,
+             .expect = CT_ERR_DIST};
     int bad = fork_group(2, train_rank, &j, NULL);
     ck_assert_int_eq(WEXITSTATUS(out_area->status[0]), 1); /* rank 0: CT_ERR_IO, not DIST */
     ck_assert_msg(strstr(out_area->msg[0], "output_dir"), "%s", out_area->msg[0]);
     ck_assert_msg(strstr(out_area->msg[1], "rank 0"), "%s", out_area->msg[1]);
     ck_assert_int_eq(bad, 1);
+}
+END_TEST
+
+/* A free TCP port on 127.0.0.1 (the system's pick, released at once). */
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static int exists(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    return access(path, F_OK) == 0;
+}
+
+/* Two "machines" without a shared output_dir: with save_on_each_node the
+ * first rank of each writes checkpoints and the final save; without it only
+ * rank 0 does. */
+START_TEST(test_save_on_each_node)
+{
+    job each = {.name = "each", TINY, NOBODY, .port = free_port(), .save_each = 1};
+    ck_assert_int_eq(fork_group(2, train_rank, &each, NULL), 0);
+    for (int r = 0; r < 2; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "each-out-%d/model.safetensors", r);
+        ck_assert_msg(exists(name), "rank %d wrote no final save", r);
+        snprintf(name, sizeof name, "each-out-%d/checkpoint-3/model.safetensors", r);
+        ck_assert_msg(exists(name), "rank %d wrote no checkpoint", r);
+    }
 }
 END_TEST
 
@@ -244,6 +310,7 @@ Suite *ddp_suite(void)
     tcase_add_test(tc, test_models_differ);
     tcase_add_test(tc, test_stop_on_one_rank);
     tcase_add_test(tc, test_rank_fails_at_start);
+    tcase_add_test(tc, test_save_on_each_node);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,7 @@
 #include <cputrain/cputrain.h>
 
 #include "dist/topology.h"
+#include "model/model.h"
 #include "suites.h"
 
 #define TWO_SOCKET "package:2 numa:1 core:4 pu:2"
@@ -327,6 +328,47 @@ START_TEST(launcher_binding_is_the_share)
 }
 END_TEST
 
+/* After start-up: a thread whose affinity something changed since the
+ * placement is named in a warning; unchanged, nothing is said. */
+static char recheck_log[512];
+static void keep_warning(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_WARNING)
+        snprintf(recheck_log, sizeof recheck_log, "%s", msg);
+}
+
+START_TEST(changed_affinity_is_warned)
+{
+    cpu_set_t caller, other;
+    ct_model *m;
+    ct_log_fn old_fn;
+    void *old_user;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof caller, &caller), 0);
+    if (CPU_COUNT(&caller) < 2)
+        return; /* one CPU: no other binding to change to */
+    omp_unset();
+    ct_placement *p = make(NULL, 0, 1, 1);
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 3, &m));
+    OK(ct_model_set_placement(m, p));
+    ct_log_get_callback(&old_fn, &old_user);
+    ct_log_set_callback(keep_warning, NULL);
+    recheck_log[0] = '\0';
+    ct__model_recheck_placement(m);
+    ck_assert_msg(recheck_log[0] == '\0', "%s", recheck_log);
+    other = caller; /* every allowed CPU: wider than the one placed */
+    ck_assert_int_eq(sched_setaffinity(0, sizeof other, &other), 0);
+    ct__model_recheck_placement(m);
+    ck_assert_msg(strstr(recheck_log, "not ") && strstr(recheck_log, "as placed"), "%s",
+                  recheck_log);
+    ct_log_set_callback(old_fn, old_user);
+    ct_model_free(m);
+    ct_placement_free(p);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof caller, &caller), 0);
+    omp_restore();
+}
+END_TEST
+
 START_TEST(node_bind_keeps_contents)
 {
     ct__topology *t;
@@ -368,6 +410,7 @@ Suite *placement_suite(void)
     tcase_add_test(tc, applied_on_this_machine);
     tcase_add_test(tc, node_bind_keeps_contents);
     tcase_add_test(tc, launcher_binding_is_the_share);
+    tcase_add_test(tc, changed_affinity_is_warned);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -71,10 +71,12 @@ CT_API ct_status ct_trainer_set_train_dataset(ct_trainer *trainer, const ct_data
  * averaged across ranks in buckets of ddp_bucket_cap_mb while backward runs,
  * on the last micro-batch of each accumulation window only. So N ranks with
  * per_device_train_batch_size b train as one rank with N*b. Only rank 0
- * writes checkpoints and the final save, and logs; the log history (mean
- * loss over ranks) is the same on every rank. A progress callback asking to
- * stop stops every rank at the next optimizer step. Evaluation callbacks run
- * on every rank. `dist` must outlive the trainer. */
+ * writes checkpoints and the final save (with save_on_each_node, the first
+ * rank of every machine too), and logs; the log history (mean loss over
+ * ranks) is the same on every rank. Progress and evaluation callbacks run on
+ * every rank (install ct_progress_to_terminal on rank 0 only); a progress
+ * callback asking to stop stops every rank at the next optimizer step.
+ * `dist` must outlive the trainer. */
 CT_API ct_status ct_trainer_set_dist(ct_trainer *trainer, ct_dist *dist);
 CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
                                                   void *user);

@@ -1,6 +1,7 @@
 /* ct_placement: one local rank's plan (topology.c) as a public handle, and
  * ct_model_set_placement, which applies it to a model's thread pool and
  * buffers and keeps what the threads' affinity reads back as. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,8 @@ ct_status ct_model_set_placement(ct_model *model, ct_placement *placement)
         ct__pool_free(pool);
         return ct__error(p->threads[0].pin, "ct_model_set_placement: %s", p->threads[0].error);
     }
+    if (sched_getaffinity(0, sizeof m->placed_cpus, &m->placed_cpus) != 0)
+        CPU_ZERO(&m->placed_cpus); /* nothing to compare with later */
     ct__pool_free(m->pool);
     m->pool = pool;
     m->threads = n;
@@ -249,4 +252,36 @@ ct_status ct_model_set_placement(ct_model *model, ct_placement *placement)
     if (ct__log_enabled(CT_LOG_INFO))
         ct__log(CT_LOG_INFO, "placement: %s", ct_placement_describe(p));
     return CT_OK;
+}
+
+/* "0-3,8": the CPUs of a set, as Linux lists them. */
+static void cpu_list(const cpu_set_t *set, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && used < size; c++) {
+        int last = c;
+        if (!CPU_ISSET(c, set))
+            continue;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+            last++;
+        used += (size_t)snprintf(buf + used, size - used, last > c ? "%s%d-%d" : "%s%d",
+                                 used ? "," : "", c, last);
+        c = last;
+    }
+}
+
+void ct__model_recheck_placement(const ct_model *m)
+{
+    cpu_set_t now;
+    char planned[256], actual[256];
+    if (!m->placed || CPU_COUNT(&m->placed_cpus) == 0 ||
+        sched_getaffinity(0, sizeof now, &now) != 0 || CPU_EQUAL(&now, &m->placed_cpus))
+        return;
+    cpu_list(&m->placed_cpus, planned, sizeof planned);
+    cpu_list(&now, actual, sizeof actual);
+    ct__log(CT_LOG_WARNING,
+            "placement: the thread running the model's parallel loops is bound to CPUs %s, not "
+            "%s as placed (something in the process changed its affinity after start-up, or "
+            "it is not the thread that called ct_model_set_placement)", actual, planned);
 }

@@ -4,6 +4,7 @@
 #ifndef CT_MODEL_MODEL_H
 #define CT_MODEL_MODEL_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,7 @@ struct ct_model {
      * (activations) are bound to NUMA node `numa_node` (OS index) too. */
     int placed;
     int numa_node;
+    cpu_set_t placed_cpus; /* the placing thread's affinity, once pinned */
     const ct__kernels *k;
 
     ct__acts *acts;
@@ -108,6 +110,9 @@ ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out);
 ct_status ct__model_alloc(ct_model *m);
 /* Bring the bf16 weight copy up to date if bf16 matmuls will run. */
 void ct__model_refresh_bf16(ct_model *m);
+/* placement.c: after start-up, warn when the calling thread no longer has
+ * the affinity ct_model_set_placement gave it (nothing without one). */
+void ct__model_recheck_placement(const ct_model *m);
 /* forward.c */
 void ct__acts_free(ct__acts *a);
 const char *ct__architecture_name(ct__arch arch, ct_task task);

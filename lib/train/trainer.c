@@ -89,6 +89,7 @@ ct_status ct_trainer_set_dist(ct_trainer *t, ct_dist *dist)
     t->dist = dist;
     t->rank = ct_dist_rank(dist);
     t->world = ct_dist_world_size(dist);
+    t->local_rank = ct_dist_local_rank(dist);
     return CT_OK;
 }
 
@@ -279,13 +280,20 @@ static ct_status evaluate(ct_trainer *t)
     return st;
 }
 
-/* Only rank 0 writes checkpoints (the ranks hold the same state). */
+/* Whether this rank writes checkpoints and the final save (the ranks hold
+ * the same state): rank 0, or with save_on_each_node the first rank of
+ * every machine, for output_dirs that are not shared between machines. */
+static int writes_files(const ct_trainer *t)
+{
+    return t->rank == 0 || (A_BOOL(save_on_each_node) && t->local_rank == 0);
+}
+
 static ct_status save_checkpoint(ct_trainer *t)
 {
     char path[4096], *json;
     ct__strbuf sb = {0};
     ct_status st;
-    if (t->rank != 0)
+    if (!writes_files(t))
         return CT_OK;
     if ((st = ct__checkpoint_save(t, path, sizeof path)) != CT_OK)
         return st;
@@ -522,23 +530,26 @@ static ct_status micro_step(ct_trainer *t, const ct_batch *batch, float scale, i
     return st != CT_OK ? st : comm;
 }
 
-/* Rank 0 saves; the others learn whether it managed, so that every rank
- * returns the same verdict. */
+/* The writing ranks save; every rank learns whether they managed, so that
+ * all return the same verdict. */
 static ct_status final_save_all(ct_trainer *t, double runtime)
 {
-    int32_t status = t->rank == 0 ? (int32_t)final_save(t, runtime) : 0;
+    int32_t mine = writes_files(t) ? (int32_t)final_save(t, runtime) : 0, *all;
     char saved_error[1024];
     ct_status st;
     if (t->world == 1)
-        return (ct_status)status;
+        return (ct_status)mine;
     snprintf(saved_error, sizeof saved_error, "%s", ct_last_error());
-    if ((st = ct_dist_broadcast(t->dist, &status, sizeof status, 0)) != CT_OK)
-        return st;
-    if (t->rank == 0)
-        return status == CT_OK ? CT_OK : ct__error((ct_status)status, "%s", saved_error);
-    return status == CT_OK ? CT_OK
-                           : ct__error((ct_status)status, "rank 0 could not save the model "
-                                                          "into output_dir (see its log)");
+    if (!(all = malloc((size_t)t->world * sizeof *all)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    st = ct_dist_allgather(t->dist, &mine, sizeof mine, all);
+    for (int r = 0; st == CT_OK && r < t->world; r++)
+        if (all[r] != CT_OK)
+            st = r == t->rank ? ct__error((ct_status)mine, "%s", saved_error)
+                              : ct__error((ct_status)all[r], "rank %d could not save the model "
+                                                             "into output_dir (see its log)", r);
+    free(all);
+    return st;
 }
 
 /* Set up data parallelism for this run: the reducer, and rank 0's
@@ -561,7 +572,7 @@ ct_status ct_trainer_train(ct_trainer *t)
     ct_model *m;
     ct_batch *batch = NULL;
     int64_t *order = NULL, *mine = NULL;
-    int64_t b, ga, micro = 0;
+    int64_t b, ga, micro = 0, first_step;
     double start, grad_norm = NAN, window_loss = 0;
     int window_bad = 0;
     ct_status st;
@@ -582,7 +593,7 @@ ct_status ct_trainer_train(ct_trainer *t)
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
     if ((st = plan(t)) != CT_OK)
         return st;
-    if (t->rank == 0) {
+    if (writes_files(t)) {
         if ((st = make_output_dir(A_STR(output_dir))) != CT_OK)
             return st;
         ct__checkpoint_clean_temporaries(A_STR(output_dir));
@@ -624,6 +635,7 @@ ct_status ct_trainer_train(ct_trainer *t)
                 "%lld optimizer steps%s",
                 t->train->n, (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
                 (long long)t->max_steps, resume ? " (resumed)" : "");
+    first_step = t->global_step;
     start = t->log_window_start = ct__now();
     t->samples_since_log = t->tokens_since_log = 0;
     st = notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
@@ -687,6 +699,8 @@ ct_status ct_trainer_train(ct_trainer *t)
             t->global_step++;
             t->epoch = (double)t->epoch_index +
                        (double)t->batch_in_epoch / (double)t->batches_per_epoch;
+            if (st == CT_OK && t->global_step == first_step + 1)
+                ct__model_recheck_placement(m); /* other libraries have started by now */
             if (st == CT_OK)
                 st = notify(t, CT_EVENT_STEP_END, NULL);
             if (st == CT_OK)

@@ -23,7 +23,7 @@ struct ct_trainer {
     /* data parallelism (world 1 without a ct_dist) */
     ct_dist *dist;
     struct ct__ddp *ddp;
-    int rank, world;
+    int rank, world, local_rank;
     int stop_requested; /* a progress callback asked to stop (world > 1) */
 
     /* the plan */

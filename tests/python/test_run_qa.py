@@ -293,6 +293,42 @@ class RunQATest(unittest.TestCase):
                                                                 "rb") as b:
                 self.assertEqual(a.read(), b.read(), name)
 
+    def test_two_ranks_match_the_c_tool(self):
+        """Two ranks started the torchrun way (shared memory): run_qa and
+        cputrain-qa write the same model, metrics and predictions, and only
+        rank 0 prints the metrics."""
+        tool = os.path.join(os.path.dirname(os.path.dirname(cputrain.library_path)), "bin",
+                            "cputrain-qa")
+        if not os.path.exists(tool):
+            self.skipTest("no cputrain-qa beside the library to compare with")
+        outs = {}
+        for name, command in (("py", [sys.executable, "-m", "cputrain.run_qa"]),
+                              ("c", [tool])):
+            out = os.path.join(self.tmp, "ranks-" + name)
+            procs = []
+            for rank in (0, 1):
+                env = _env()
+                env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                           LOCAL_WORLD_SIZE="2", OMP_NUM_THREADS="1",
+                           CPUTRAIN_DIST_JOB="run-qa-test-%d-%s" % (os.getpid(), name))
+                procs.append(subprocess.Popen(
+                    command + self.args(out) + ["--max_steps", "8", "--eval_steps", "4",
+                                                "--per_device_train_batch_size", "16",
+                                                "--ddp_backend", "shm", "--ddp_timeout", "120"],
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    universal_newlines=True))
+            logs = [p.communicate(timeout=300)[0] for p in procs]
+            for p, log in zip(procs, logs):
+                self.assertEqual(p.returncode, 0, log)
+            self.assertIn("eval metrics", logs[0])
+            self.assertNotIn("eval metrics", logs[1])
+            outs[name] = out
+        for name in ("model.safetensors", "eval_results.json", "eval_predictions.json",
+                     "eval_nbest_predictions.json"):
+            with open(os.path.join(outs["py"], name), "rb") as a, \
+                    open(os.path.join(outs["c"], name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), name)
+
     def test_help_and_bad_arguments(self):
         p = self.run_qa(["--help"])
         self.assertEqual(p.returncode, 0, p.stdout)

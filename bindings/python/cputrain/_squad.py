@@ -643,11 +643,12 @@ class QAFeatures:
 
     # ---- evaluation ---------------------------------------------------------
 
-    def logits(self, model, batch_size=8):
+    def logits(self, model, batch_size=8, rows=None):
         """Forward every feature through `model` in eval mode, batch_size at
         a time, as Trainer.predict: (start_logits, end_logits), each
         [features, seq_len] float32 (numpy arrays, else array('f') flat).
-        The model's training mode is restored afterwards."""
+        rows: a range of features to compute (one rank's block); the other
+        rows stay zero. The model's training mode is restored afterwards."""
         if not isinstance(model, Model):
             raise TypeError("model must be a cputrain.Model, not %s" % type(model).__name__)
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
@@ -655,9 +656,12 @@ class QAFeatures:
             raise ValueError("batch_size must be a positive int")
         from ._model import Batch  # noqa: PLC0415 - only here
         dataset, n, T = self.dataset, len(self), self.seq_len
+        rows = range(n) if rows is None else rows
+        if not isinstance(rows, range) or rows.step != 1 or not 0 <= rows.start <= rows.stop:
+            raise ValueError("rows must be a range of features with step 1")
         if _np is not None:
-            start = _np.empty((n, T), _np.float32)
-            end = _np.empty((n, T), _np.float32)
+            start = _np.zeros((n, T), _np.float32)
+            end = _np.zeros((n, T), _np.float32)
         else:
             import array  # noqa: PLC0415
             start, end = array.array("f", bytes(4 * n * T)), array.array("f", bytes(4 * n * T))
@@ -665,8 +669,8 @@ class QAFeatures:
         model.training = False
         try:
             with Batch() as batch:
-                for first in range(0, n, batch_size):
-                    m = min(batch_size, n - first)
+                for first in range(rows.start, min(rows.stop, n), batch_size):
+                    m = min(batch_size, min(rows.stop, n) - first)
                     dataset.batch(range(first, first + m), batch)
                     model.forward(batch)
                     view = model.logits()

@@ -8,15 +8,17 @@ official EM/F1, write eval_results.json and the predictions.
         --do_train --do_eval --output_dir out [TrainingArguments...]
 
 run_qa.py's model and data arguments are read here (argparse); everything
-else is a TrainingArguments field, parsed by the library (TrainingArgs)."""
+else is a TrainingArguments field, parsed by the library (TrainingArgs).
+Started by mpirun, torchrun or a PyTorchJob, each process is one rank of a
+data-parallel job (--ddp_backend, --ddp_timeout), as tools/cputrain-qa."""
 
 import argparse
 import os
 import sys
 
-from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, CputrainError, LogLevel, Model,
-               QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer, TrainingArgs,
-               set_log_callback, set_log_level)
+from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, CputrainError, Dist, LogLevel, Model,
+               Placement, QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer,
+               TrainingArgs, set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
 
@@ -102,18 +104,34 @@ def find_split(o, split):
 
 class QARun:
     """What evaluation needs: the model, the evaluation examples and
-    features, and the last predictions and scores."""
+    features, the job (each rank computes one block of the logits), and the
+    last predictions and scores."""
 
-    def __init__(self, o, args, model, examples, features):
+    def __init__(self, o, args, model, examples, features, dist):
         self.o, self.args, self.model = o, args, model
-        self.examples, self.features = examples, features
+        self.examples, self.features, self.dist = examples, features, dist
         self.preds = None
+
+    def _logits(self):
+        n, world, rank = len(self.features), self.dist.world_size, self.dist.rank
+        block = -(-n // world)
+        mine = range(min(rank * block, n), min(rank * block + block, n))
+        start, end = self.features.logits(self.model,
+                                          batch_size=self.args.per_device_eval_batch_size,
+                                          rows=mine)
+        if world > 1:
+            row = 4 * self.features.seq_len
+            for logits in (start, end):
+                data = memoryview(logits).cast("B")
+                piece = bytearray(block * row)
+                piece[:len(mine) * row] = data[mine.start * row:mine.stop * row]
+                data[:] = b"".join(self.dist.allgather(piece))[:n * row]
+        return start, end
 
     def evaluate(self):
         """Logits of every evaluation feature, utils_qa.py's
         post-processing, then the SQuAD metric: a SquadScores."""
-        start, end = self.features.logits(self.model,
-                                          batch_size=self.args.per_device_eval_batch_size)
+        start, end = self._logits()
         if self.preds is not None:
             self.preds.close()
         self.preds = self.features.postprocess(
@@ -178,8 +196,17 @@ def main(argv=None):
     max_train = -1 if o.max_train_samples is None else o.max_train_samples
     max_eval = -1 if o.max_eval_samples is None else o.max_eval_samples
 
-    what = "model"
+    what = "distributed setup"
     try:
+        # Which process of the job this is; only rank 0 reports and writes.
+        options = {"timeout": args.ddp_timeout}
+        if args.ddp_backend is not None:
+            options["backend"] = args.ddp_backend
+        dist = Dist(**options)
+        rank = dist.rank
+        if rank != 0:
+            set_log_level(LogLevel.WARNING)
+        what = "model"
         # Model: pre-trained weights from a folder, else a fresh one.
         if o.model_name_or_path and os.path.isfile(os.path.join(o.model_name_or_path,
                                                                 "config.json")):
@@ -187,6 +214,12 @@ def main(argv=None):
         else:
             model = Model.create(o.config_name or o.model_name_or_path, "question-answering",
                                  seed=args.seed)
+        # This rank's share of the machine, one pinned thread per core.
+        what = "placement"
+        with Placement(dist.local_rank, dist.local_world_size) as placement:
+            model.set_placement(placement)
+            print("%s: placement of rank %d: %s" % (PROG, rank, placement.describe()),
+                  file=sys.stderr)
         what = "tokenizer"
         tokenizer = Tokenizer(tokenizer_path)
 
@@ -196,20 +229,24 @@ def main(argv=None):
             examples = SquadExamples.load(eval_file)
             features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
                                          max_eval)
-            run = QARun(o, args, model, examples, features)
-            print("evaluation: %d examples, %d features" % (features.n_examples, len(features)))
+            run = QARun(o, args, model, examples, features, dist)
+            if rank == 0:
+                print("evaluation: %d examples, %d features"
+                      % (features.n_examples, len(features)))
         trainer = None
         if do_train:
             what = train_file
             train_examples = SquadExamples.load(train_file)
             train_features = QAFeatures.create(tokenizer, train_examples, o.max_seq_length,
                                                o.doc_stride, max_train)
-            print("training: %d examples, %d features" % (train_features.n_examples,
-                                                          len(train_features)))
+            if rank == 0:
+                print("training: %d examples, %d features" % (train_features.n_examples,
+                                                              len(train_features)))
             what = "training"
             trainer = Trainer(model, args, train_dataset=train_features.dataset,
-                              progress=PROGRESS_TO_TERMINAL,
-                              evaluate=run.eval_callback if run is not None else None)
+                              progress=PROGRESS_TO_TERMINAL if rank == 0 else None,
+                              evaluate=run.eval_callback if run is not None else None,
+                              dist=dist)
             trainer.train()
         if do_eval:
             what = "evaluation"
@@ -219,6 +256,8 @@ def main(argv=None):
             scores.set("eval_samples", len(run.features), integer=True)
             if epoch is not None:
                 scores.set("epoch", epoch, integer=False)
+            if rank != 0:
+                return 0
             print("***** eval metrics *****")
             for name, value in scores.items():
                 print("  %-24s = %g" % (name, value))
