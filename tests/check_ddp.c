@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <cputrain/cputrain.h>
 
@@ -260,22 +257,6 @@ START_TEST(test_rank_fails_at_start)
 }
 END_TEST
 
-/* A free TCP port on 127.0.0.1 (the system's pick, released at once). */
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static int exists(const char *name)
 {
     char path[256];
@@ -288,8 +269,11 @@ static int exists(const char *name)
  * rank 0 does. */
 START_TEST(test_save_on_each_node)
 {
-    job each = {.name = "each", TINY, NOBODY, .port = free_port(), .save_each = 1};
-    ck_assert_int_eq(fork_group(2, train_rank, &each, NULL), 0);
+    job each = {.name = "each", TINY, NOBODY, .save_each = 1};
+    new_port();
+    each.port = port;
+    ck_assert_int_eq(run_group(2, train_rank, &each), 0);
+    close_port_holder();
     for (int r = 0; r < 2; r++) {
         char name[64];
         snprintf(name, sizeof name, "each-out-%d/model.safetensors", r);

@@ -35,8 +35,6 @@ Suite *dist_suite(void);
 
 static char job[64];
 static int job_seq;
-static int port;
-static int port_holder = -1;
 
 /* Unique among concurrent test processes: the pid of the test's process. */
 static void new_job(void)
@@ -44,36 +42,6 @@ static void new_job(void)
     snprintf(job, sizeof job, "cdist%d-%d", (int)getpid(), job_seq++);
 }
 
-/* A free port, kept reserved by a bound (not listening) SO_REUSEADDR socket
- * until the test ends, as in check_tcp.c: the system hands it to no one
- * else, while rank 0 (SO_REUSEADDR too) may still listen on it. */
-static void new_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int one = 1;
-    if (port_holder >= 0)
-        close(port_holder);
-    port_holder = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(port_holder, 0);
-    setsockopt(port_holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(port_holder, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(port_holder, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-}
-
-static void close_port_holder(void)
-{
-    close(port_holder);
-}
-
-static int run_group(int world, rank_fn fn, void *arg)
-{
-    return fork_group(world, fn, arg, close_port_holder);
-}
 
 /* Files of this test's job in /dev/shm ("cputrain-<job>-<world>"). */
 static int shm_leftovers(char *first, size_t size)
@@ -721,9 +689,7 @@ static void setup(void)
 static void teardown(void)
 {
     unmap_out_area();
-    if (port_holder >= 0)
-        close(port_holder);
-    port_holder = -1;
+    close_port_holder();
 }
 
 Suite *dist_suite(void)

@@ -36,11 +36,6 @@ static int seg_exists(const char *j, int world)
     return access(path, F_OK) == 0;
 }
 
-static int run_group(int world, rank_fn fn, void *arg)
-{
-    return fork_group(world, fn, arg, NULL);
-}
-
 typedef struct {
     const size_t *sizes;
     int nsizes;

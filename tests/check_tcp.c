@@ -24,41 +24,11 @@
 
 Suite *tcp_suite(void);
 
-static int port;        /* the group's MASTER_PORT */
-static int port_holder = -1;
-
-/* A free port, kept reserved by a bound (not listening) SO_REUSEADDR socket
- * until the group ends: the system hands it to no one else, while rank 0
- * (SO_REUSEADDR too) may still bind and listen on it. */
-static void new_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int one = 1;
-    if (port_holder >= 0)
-        close(port_holder);
-    port_holder = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(port_holder, 0);
-    setsockopt(port_holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    ck_assert_int_eq(bind(port_holder, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(port_holder, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-}
-
-static void close_port_holder(void)
-{
-    close(port_holder);
-}
-
-/* Each group gets a fresh port; the children let go of the reservation. */
-static int run_group(int world, rank_fn fn, void *arg)
+/* Each group gets a fresh port (ranks.h keeps it reserved). */
+static int tcp_group(int world, rank_fn fn, void *arg)
 {
     new_port();
-    return fork_group(world, fn, arg, close_port_holder);
+    return run_group(world, fn, arg);
 }
 
 typedef struct {
@@ -131,7 +101,7 @@ static void run_allreduce(int world, const size_t *sizes, int nsizes, int delay0
             c.mean[i][j] = s / (float)world;
         }
     }
-    check_ranks_clean(world, run_group(world, ar_rank, &c));
+    check_ranks_clean(world, tcp_group(world, ar_rank, &c));
     for (i = 0; i < nsizes; i++) {
         free(c.sum[i]);
         free(c.mean[i]);
@@ -223,7 +193,7 @@ START_TEST(broadcast)
 {
     int world;
     for (world = 2; world <= 3; world++)
-        check_ranks_clean(world, run_group(world, bc_rank, NULL));
+        check_ranks_clean(world, tcp_group(world, bc_rank, NULL));
 }
 END_TEST
 
@@ -257,7 +227,7 @@ START_TEST(barrier)
 {
     int world;
     for (world = 2; world <= 3; world++)
-        check_ranks_clean(world, run_group(world, barrier_rank, NULL));
+        check_ranks_clean(world, tcp_group(world, barrier_rank, NULL));
 }
 END_TEST
 
@@ -294,7 +264,7 @@ static int foreign_master_rank(int rank, int world, void *arg)
 
 START_TEST(master_addr_not_local)
 {
-    check_ranks_clean(3, run_group(3, foreign_master_rank, NULL));
+    check_ranks_clean(3, tcp_group(3, foreign_master_rank, NULL));
 }
 END_TEST
 
@@ -347,7 +317,7 @@ static void run_kill(int world, int victim, size_t n)
     int r;
     c.n = n;
     c.victim = victim;
-    run_group(world, kill_rank, &c);
+    tcp_group(world, kill_rank, &c);
     ck_assert_msg(WIFSIGNALED(out_area->status[victim]) &&
                   WTERMSIG(out_area->status[victim]) == SIGKILL,
                   "rank %d was not killed: %s", victim, out_area->msg[victim]);
@@ -410,7 +380,7 @@ static int stuck_rank(int rank, int world, void *arg)
 
 static void run_stuck(size_t n)
 {
-    run_group(2, stuck_rank, &n);
+    tcp_group(2, stuck_rank, &n);
     ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
     ck_assert_msg(strcmp(out_area->msg[0], "tcp allreduce: rank 1 did not answer within 1.5 s") == 0,
                   "'%s'", out_area->msg[0]);
@@ -448,7 +418,7 @@ static int join_rank(int rank, int world, void *arg)
 static void run_never_joins(int missing)
 {
     int r;
-    run_group(3, join_rank, &missing);
+    tcp_group(3, join_rank, &missing);
     for (r = 0; r < 3; r++) {
         if (r == missing)
             continue;
@@ -476,9 +446,7 @@ static void setup(void)
 static void teardown(void)
 {
     unmap_out_area();
-    if (port_holder >= 0)
-        close(port_holder);
-    port_holder = -1;
+    close_port_holder();
 }
 
 Suite *tcp_suite(void)

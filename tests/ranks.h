@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -142,6 +145,45 @@ static inline int names_rank(const char *msg, int k)
         p += 4;
     }
     return 0;
+}
+
+/* ---- a MASTER_PORT per group of tcp ranks ---------------------------------- */
+
+/* The group's MASTER_PORT: a free port, kept reserved by a bound (not
+ * listening) SO_REUSEADDR socket until the next group: the system hands it
+ * to no one else, while rank 0 (SO_REUSEADDR too) may still listen on it. */
+static int port __attribute__((unused));
+static int port_holder __attribute__((unused)) = -1;
+
+static inline void new_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int one = 1;
+    if (port_holder >= 0)
+        close(port_holder);
+    port_holder = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(port_holder, 0);
+    setsockopt(port_holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(port_holder, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(port_holder, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+}
+
+static inline void close_port_holder(void)
+{
+    if (port_holder >= 0)
+        close(port_holder);
+    port_holder = -1;
+}
+
+/* fork_group whose children let go of the port reservation. */
+static inline int run_group(int world, rank_fn fn, void *arg)
+{
+    return fork_group(world, fn, arg, close_port_holder);
 }
 
 #endif
