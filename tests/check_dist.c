@@ -640,6 +640,16 @@ static void run_fault(const char *backend, int world, int victim, fault_mode mod
         ck_assert_int_eq(out_area->counter[NEXT_CODE + r], CT_ERR_DIST);
         ck_assert_msg(names_rank(out_area->msg[r], victim), "rank %d: '%s' does not name rank %d",
                       r, out_area->msg[r], victim);
+        /* a killed rank alone is blamed, not the survivors its death upset
+         * (a relayed notice also says who reported it: not blame) */
+        for (int other = 0; mode != STUCK && other < world; other++) {
+            char blame[MSG_LEN], *by;
+            snprintf(blame, sizeof blame, "%s", out_area->msg[r]);
+            if ((by = strstr(blame, "(reported by")) != NULL)
+                *by = '\0';
+            ck_assert_msg(other == victim || !names_rank(blame, other),
+                          "rank %d: '%s' blames live rank %d too", r, out_area->msg[r], other);
+        }
         ck_assert_msg(strstr(out_area->msg[r], prefix) == out_area->msg[r], "rank %d: '%s'", r,
                       out_area->msg[r]);
         ck_assert_msg(out_area->elapsed[r] < timeout + FAULT_MARGIN,

@@ -334,6 +334,12 @@ static ct_status fail_link(ct__tcp *t, const char *op, const io_op *ops, int nop
     if (peer >= 0)
         dead[peer] = 1;
     scan_watch(t, ops, nops, dead);
+    /* No notice, and rank 0 (the relay) is gone: it explains the others,
+     * which shut their links down when they found it gone too. */
+    if (t->rank != 0 && dead[0]) {
+        memset(dead, 0, (size_t)t->world * sizeof *dead);
+        dead[0] = 1;
+    }
     rank_list(dead, t->world, list, sizeof list);
     free(dead);
     if (e == 0 || is_disconnect(e))
