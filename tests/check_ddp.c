@@ -113,6 +113,7 @@ typedef struct job {
     ct_status expect;
     int port;      /* tcp there, one rank per "machine" (0: shm) */
     int save_each; /* save_on_each_node, output_dir per rank, a checkpoint at 3 */
+    int short_rank; /* that rank is told --max_steps 5, the others 6 (0: none) */
 } job;
 
 /* No rank singled out, and a small model. */
@@ -151,6 +152,7 @@ static int train_rank(int rank, int world, void *arg)
                           "no", "--ddp_bucket_cap_mb", mb, "--seed", "5"};
     const char *save_each[] = {"--save_on_each_node", "--save_strategy", "steps", "--save_steps",
                                "3"};
+    const char *shorter[] = {"--max_steps", "5"};
     ct_status st;
     uint32_t h = 2166136261u;
 
@@ -169,6 +171,7 @@ static int train_rank(int rank, int world, void *arg)
         (st = ct_args_create(&a)) != CT_OK ||
         (st = ct_args_parse(a, (int)(sizeof argv / sizeof *argv), argv)) != CT_OK ||
         (j->save_each && (st = ct_args_parse(a, 5, save_each)) != CT_OK) ||
+        (j->short_rank && rank == j->short_rank && (st = ct_args_parse(a, 2, shorter)) != CT_OK) ||
         (st = join(rank, world, j->name, j->port, &dist)) != CT_OK ||
         (st = ct_trainer_create(m, a, &t)) != CT_OK ||
         (st = ct_trainer_set_train_dataset(t, d)) != CT_OK ||
@@ -228,6 +231,18 @@ START_TEST(test_models_differ)
     ck_assert_int_eq(fork_group(2, train_rank, &j, NULL), 0);
     for (int r = 0; r < 2; r++)
         ck_assert_msg(strstr(out_area->msg[r], "rank 1's model tensors"), "rank %d: %s", r,
+                      out_area->msg[r]);
+}
+END_TEST
+
+/* Rank 1 would stop a step earlier than rank 0 (and then leave rank 0
+ * waiting at the end): both refuse at the start, naming it. */
+START_TEST(test_plans_differ)
+{
+    job j = {.name = "plans", TINY, NOBODY, .short_rank = 1, .expect = CT_ERR_DIST};
+    ck_assert_int_eq(fork_group(2, train_rank, &j, NULL), 0);
+    for (int r = 0; r < 2; r++)
+        ck_assert_msg(strstr(out_area->msg[r], "rank 1's training plan"), "rank %d: %s", r,
                       out_area->msg[r]);
 }
 END_TEST
@@ -292,6 +307,7 @@ Suite *ddp_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_buckets);
     tcase_add_test(tc, test_models_differ);
+    tcase_add_test(tc, test_plans_differ);
     tcase_add_test(tc, test_stop_on_one_rank);
     tcase_add_test(tc, test_rank_fails_at_start);
     tcase_add_test(tc, test_save_on_each_node);

@@ -183,9 +183,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-/* Compares every rank's value with this rank's; the first that differs is
- * named. */
-static ct_status same_everywhere(ct__ddp *d, uint64_t mine, const char *what)
+ct_status ct__ddp_same_everywhere(ct__ddp *d, uint64_t mine, const char *what)
 {
     int world = ct_dist_world_size(d->dist);
     uint64_t *all = malloc((size_t)world * sizeof *all);
@@ -195,7 +193,7 @@ static ct_status same_everywhere(ct__ddp *d, uint64_t mine, const char *what)
     st = ct_dist_allgather(d->dist, &mine, sizeof mine, all);
     for (int r = 0; st == CT_OK && r < world; r++)
         if (all[r] != all[0])
-            st = ct__error(CT_ERR_DIST, "rank %d's %s differ from rank 0's", r, what);
+            st = ct__error(CT_ERR_DIST, "rank %d's %s: not the same as rank 0's", r, what);
     free(all);
     return st;
 }
@@ -210,11 +208,11 @@ ct_status ct__ddp_sync_params(ct__ddp *d)
         layout = fnv1a(layout, t->name, strlen(t->name) + 1);
         layout = fnv1a(layout, t->dim, sizeof t->dim);
     }
-    if ((st = same_everywhere(d, layout, "model tensors (names and shapes)")) != CT_OK)
+    if ((st = ct__ddp_same_everywhere(d, layout, "model tensors (names and shapes)")) != CT_OK)
         return st;
     if ((st = ct_dist_broadcast(d->dist, m->params, m->n_floats * sizeof(float), 0)) != CT_OK)
         return st;
     ct_model_params_changed(m);
     values = fnv1a(values, m->params, m->n_floats * sizeof(float));
-    return same_everywhere(d, values, "parameters after the broadcast from rank 0");
+    return ct__ddp_same_everywhere(d, values, "parameters after the broadcast from rank 0");
 }

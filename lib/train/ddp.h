@@ -4,6 +4,8 @@
 #ifndef CT_TRAIN_DDP_H
 #define CT_TRAIN_DDP_H
 
+#include <stdint.h>
+
 #include <cputrain/cputrain.h>
 
 typedef struct ct__ddp ct__ddp;
@@ -18,6 +20,10 @@ void ct__ddp_free(ct__ddp *ddp);
  * (CT_ERR_DIST naming the first rank that differs), copies rank 0's
  * parameters to all, and checks they now agree bit for bit. */
 ct_status ct__ddp_sync_params(ct__ddp *ddp);
+
+/* CT_ERR_DIST naming the first rank whose `value` differs from rank 0's
+ * ("rank 1's <what>: not the same as rank 0's"). */
+ct_status ct__ddp_same_everywhere(ct__ddp *ddp, uint64_t value, const char *what);
 
 /* The next backward's gradients are averaged across ranks as it produces
  * them; ct__ddp_finish waits for the last bucket. Always call finish after

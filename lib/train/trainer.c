@@ -564,6 +564,18 @@ static ct_status start_ddp(ct_trainer *t)
         return CT_OK;
     if ((st = ct__ddp_create(t->dist, t->model, (int)A_INT(ddp_bucket_cap_mb), &t->ddp)) != CT_OK)
         return st;
+    {
+        /* Ranks that would run different step counts would wait on each
+         * other at the end until the timeout: refuse at once instead. */
+        uint64_t plan_key = (uint64_t)t->max_steps * 0x9e3779b97f4a7c15ull ^
+                            (uint64_t)t->batches_per_epoch * 0xbf58476d1ce4e5b9ull ^
+                            (uint64_t)t->global_step * 0x94d049bb133111ebull ^
+                            (uint64_t)A_INT(gradient_accumulation_steps) << 1;
+        if ((st = ct__ddp_same_everywhere(t->ddp, plan_key,
+                                          "training plan (steps, batches per epoch, "
+                                          "accumulation or resumed step)")) != CT_OK)
+            return st;
+    }
     return ct__ddp_sync_params(t->ddp);
 }
 
