@@ -186,28 +186,18 @@ START_TEST(broadcast)
 }
 END_TEST
 
+static int shm_barrier(void *shm) { return ct__shm_barrier(shm) != CT_OK; }
+
 static int barrier_rank(int rank, int world, void *arg)
 {
     ct__shm *shm = NULL;
-    int i;
     (void)arg;
     if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
-    for (i = 0; i < 256; i++) {
-        if (rank == i % world)
-            usleep(200); /* a late rank each round */
-        __atomic_fetch_add(&out_area->counter[i], 1, __ATOMIC_SEQ_CST);
-        if (ct__shm_barrier(shm) != CT_OK) {
-            note(rank, "barrier: %s", ct_last_error());
-            return 1;
-        }
-        if (__atomic_load_n(&out_area->counter[i], __ATOMIC_SEQ_CST) != world) {
-            note(rank, "barrier %d passed before every rank arrived", i);
-            return 1;
-        }
-    }
+    if (barrier_rounds(rank, world, 256, 200, shm_barrier, shm) != 0)
+        return 1;
     ct__shm_close(shm);
     return 0;
 }

@@ -197,28 +197,18 @@ START_TEST(broadcast)
 }
 END_TEST
 
+static int tcp_barrier(void *tcp) { return ct__tcp_barrier(tcp) != CT_OK; }
+
 static int barrier_rank(int rank, int world, void *arg)
 {
     ct__tcp *tcp = NULL;
-    int i;
     (void)arg;
     if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
-    for (i = 0; i < 64; i++) {
-        if (rank == i % world)
-            usleep(500); /* a late rank each round */
-        __atomic_fetch_add(&out_area->counter[i], 1, __ATOMIC_SEQ_CST);
-        if (ct__tcp_barrier(tcp) != CT_OK) {
-            note(rank, "barrier: %s", ct_last_error());
-            return 1;
-        }
-        if (__atomic_load_n(&out_area->counter[i], __ATOMIC_SEQ_CST) != world) {
-            note(rank, "barrier %d passed before every rank arrived", i);
-            return 1;
-        }
-    }
+    if (barrier_rounds(rank, world, 64, 500, tcp_barrier, tcp) != 0)
+        return 1;
     ct__tcp_close(tcp);
     return 0;
 }

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cputrain/cputrain.h>
+
 #define MAX_WORLD 8
 #define MSG_LEN 512
 
@@ -115,6 +117,28 @@ static inline float value(int rank, size_t j)
     uint32_t h = mix((uint32_t)j * 2654435761U + (uint32_t)rank * 40503U + 1U);
     float v = (float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
     return v * (float)(1u << (h & 7));
+}
+
+/* `rounds` barriers (barrier(handle) returning 0 on success), a different
+ * rank late by late_us in each: none may let this rank through before every
+ * rank has arrived. Returns 0, or 1 with the reason noted. */
+static inline int barrier_rounds(int rank, int world, int rounds, int late_us,
+                                 int (*barrier)(void *handle), void *handle)
+{
+    for (int i = 0; i < rounds; i++) {
+        if (rank == i % world)
+            usleep((useconds_t)late_us);
+        __atomic_fetch_add(&out_area->counter[i], 1, __ATOMIC_SEQ_CST);
+        if (barrier(handle) != 0) {
+            note(rank, "barrier: %s", ct_last_error());
+            return 1;
+        }
+        if (__atomic_load_n(&out_area->counter[i], __ATOMIC_SEQ_CST) != world) {
+            note(rank, "barrier %d passed before every rank arrived", i);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Does `msg` name rank k: "rank k" or k within "ranks a, b, ..." (tcp names

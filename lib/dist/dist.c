@@ -118,16 +118,9 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
         return st;
     job_name(o, &m, job, sizeof job);
     m.job = job;
-    if (!name && (name = getenv("CPUTRAIN_DIST_BACKEND")) && *name) {
-        /* the same check as the option's */
-        ct_dist_options *tmp;
-        if ((st = ct_dist_options_create(&tmp)) != CT_OK)
-            return st;
-        st = ct_dist_options_set(tmp, "backend", name);
-        ct_dist_options_free(tmp);
-        if (st != CT_OK)
-            return ct__error_prefix(st, "environment CPUTRAIN_DIST_BACKEND");
-    }
+    if (!name && (name = getenv("CPUTRAIN_DIST_BACKEND")) && *name &&
+        (st = ct__dist_check_backend("environment CPUTRAIN_DIST_BACKEND", name)) != CT_OK)
+        return st;
     if (!name || !*name)
         name = "auto";
     if (!(d = calloc(1, sizeof *d)))

@@ -28,6 +28,10 @@ struct ct_dist {
     float *scratch; /* bf16 reductions go through fp32 in chunks */
 };
 
+/* dist_options.c: CT_OK for a backend name (auto, local, shm, tcp, mpi),
+ * else CT_ERR_INVALID_ARG naming `what` and the name. */
+ct_status ct__dist_check_backend(const char *what, const char *name);
+
 /* dist_builtin.c */
 extern const ct__dist_backend ct__dist_local, ct__dist_shm, ct__dist_tcp;
 

@@ -53,18 +53,24 @@ static ct_status set_text(const char *key, const char *value, char **out)
     return CT_OK;
 }
 
+ct_status ct__dist_check_backend(const char *what, const char *name)
+{
+    static const char *const names[] = {"auto", "local", "shm", "tcp", "mpi"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i]))
+            return CT_OK;
+    return ct__error(CT_ERR_INVALID_ARG, "%s='%s': expected auto, local, shm, tcp or mpi", what,
+                     name);
+}
+
 ct_status ct_dist_options_set(ct_dist_options *o, const char *key, const char *value)
 {
     CT__CHECK_ARG(o);
     CT__CHECK_ARG(key);
     CT__CHECK_ARG(value);
     if (!strcmp(key, "backend")) {
-        static const char *const names[] = {"auto", "local", "shm", "tcp", "mpi"};
-        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-            if (!strcmp(value, names[i]))
-                return set_text(key, value, &o->backend);
-        return ct__error(CT_ERR_INVALID_ARG, "dist option backend='%s': expected auto, local, "
-                                             "shm, tcp or mpi", value);
+        ct_status st = ct__dist_check_backend("dist option backend", value);
+        return st != CT_OK ? st : set_text(key, value, &o->backend);
     }
     if (!strcmp(key, "rank"))
         return set_int(key, value, 0, 1 << 24, &o->rank);

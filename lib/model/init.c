@@ -6,25 +6,17 @@
 #include <math.h>
 #include <string.h>
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "core/hash.h"
 
 static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
+    return ct__fnv1a(CT__FNV_OFFSET, s, strlen(s));
 }
 
 /* Uniform in (0, 1): 53 random bits, never 0 (so the log below is finite). */
 static double uniform(uint64_t key, uint64_t i)
 {
-    return ((double)(mix64(key + i * 0x9e3779b97f4a7c15ull) >> 11) + 0.5) / 9007199254740992.0;
+    return ((double)(ct__mix64(key + i * 0x9e3779b97f4a7c15ull) >> 11) + 0.5) / 9007199254740992.0;
 }
 
 typedef struct normal_job {
@@ -89,7 +81,7 @@ void ct__init_tensor(ct_model *m, size_t index, uint64_t seed)
         for (size_t i = 0; i < t->numel; i++)
             x[i] = v;
     } else {
-        normal_fill(m->pool, x, t->numel, c->initializer_range, mix64(seed) ^ name_hash(t->name));
+        normal_fill(m->pool, x, t->numel, c->initializer_range, ct__mix64(seed) ^ name_hash(t->name));
         /* nn.Embedding(padding_idx=pad_token_id) keeps that row at zero. */
         if (t->offset == m->w.wte)
             memset(x + (size_t)c->pad_token_id * c->hidden_size, 0,

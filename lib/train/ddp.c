@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "model/model.h"
 
 typedef struct bucket {
@@ -175,14 +176,6 @@ ct_status ct__ddp_finish(ct__ddp *d)
 
 /* ---- parameters ----------------------------------------------------------------------- */
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
 ct_status ct__ddp_same_everywhere(ct__ddp *d, uint64_t mine, const char *what)
 {
     int world = ct_dist_world_size(d->dist);
@@ -201,18 +194,18 @@ ct_status ct__ddp_same_everywhere(ct__ddp *d, uint64_t mine, const char *what)
 ct_status ct__ddp_sync_params(ct__ddp *d)
 {
     ct_model *m = d->model;
-    uint64_t layout = 0xcbf29ce484222325ull, values = layout;
+    uint64_t layout = CT__FNV_OFFSET, values = CT__FNV_OFFSET;
     ct_status st;
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ct__tensor *t = &m->tensors[i];
-        layout = fnv1a(layout, t->name, strlen(t->name) + 1);
-        layout = fnv1a(layout, t->dim, sizeof t->dim);
+        layout = ct__fnv1a(layout, t->name, strlen(t->name) + 1);
+        layout = ct__fnv1a(layout, t->dim, sizeof t->dim);
     }
     if ((st = ct__ddp_same_everywhere(d, layout, "model tensors (names and shapes)")) != CT_OK)
         return st;
     if ((st = ct_dist_broadcast(d->dist, m->params, m->n_floats * sizeof(float), 0)) != CT_OK)
         return st;
     ct_model_params_changed(m);
-    values = fnv1a(values, m->params, m->n_floats * sizeof(float));
+    values = ct__fnv1a(values, m->params, m->n_floats * sizeof(float));
     return ct__ddp_same_everywhere(d, values, "parameters after the broadcast from rank 0");
 }

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "model/model.h"
 #include "train/ddp.h"
@@ -355,22 +356,15 @@ static ct_status after_epoch(ct_trainer *t, double grad_norm)
 
 /* ---- data order ------------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* The order of epoch e: a Fisher-Yates shuffle drawn from (data_seed, e)
  * alone, so any epoch can be rebuilt on resume. */
 static void epoch_order(int64_t *order, size_t n, uint64_t seed, int64_t epoch)
 {
-    uint64_t key = mix64(seed ^ 0x5851f42d4c957f2dull) + (uint64_t)epoch * 0x9e3779b97f4a7c15ull;
+    uint64_t key = ct__mix64(seed ^ 0x5851f42d4c957f2dull) + (uint64_t)epoch * 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++)
         order[i] = (int64_t)i;
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(mix64(key + i) % i);
+        size_t j = (size_t)(ct__mix64(key + i) % i);
         int64_t tmp = order[i - 1];
         order[i - 1] = order[j];
         order[j] = tmp;
@@ -567,11 +561,9 @@ static ct_status start_ddp(ct_trainer *t)
     {
         /* Ranks that would run different step counts would wait on each
          * other at the end until the timeout: refuse at once instead. */
-        uint64_t plan_key = (uint64_t)t->max_steps * 0x9e3779b97f4a7c15ull ^
-                            (uint64_t)t->batches_per_epoch * 0xbf58476d1ce4e5b9ull ^
-                            (uint64_t)t->global_step * 0x94d049bb133111ebull ^
-                            (uint64_t)A_INT(gradient_accumulation_steps) << 1;
-        if ((st = ct__ddp_same_everywhere(t->ddp, plan_key,
+        int64_t plan[4] = {t->max_steps, t->batches_per_epoch, t->global_step,
+                           A_INT(gradient_accumulation_steps)};
+        if ((st = ct__ddp_same_everywhere(t->ddp, ct__fnv1a(CT__FNV_OFFSET, plan, sizeof plan),
                                           "training plan (steps, batches per epoch, "
                                           "accumulation or resumed step)")) != CT_OK)
             return st;

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/hash.h"
+
 void ct__layernorm_forward_generic(float *out, float *mean, float *rstd, const float *inp,
                                    const float *w, const float *b, int N, int C, float eps)
 {
@@ -187,25 +189,16 @@ void ct__softmax_backward_generic(float *dscores, const float *dprobs, const flo
 
 /* ---- dropout ------------------------------------------------------------ */
 
-static inline uint64_t mix64(uint64_t z)
-{
-    /* SplitMix64's finaliser: a bijection with good avalanche, enough to
-     * turn (key, index) into independent-looking uniform bits. */
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site)
 {
-    return mix64(mix64(seed ^ 0x9e3779b97f4a7c15ull) + step * 0x632be59bd9b4e019ull +
+    return ct__mix64(ct__mix64(seed ^ 0x9e3779b97f4a7c15ull) + step * 0x632be59bd9b4e019ull +
                  ((uint64_t)site << 32));
 }
 
 /* Keep element i when its 24-bit uniform draw is >= p. */
 static inline int dropped(uint64_t key, size_t i, uint32_t threshold)
 {
-    return (uint32_t)(mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull) >> 40) < threshold;
+    return (uint32_t)(ct__mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull) >> 40) < threshold;
 }
 
 void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p, uint64_t key,
