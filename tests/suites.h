@@ -41,7 +41,8 @@ Suite *core_suite(void);
     X(tcp_suite)              \
     X(ddp_suite)              \
     X(launcher_suite)         \
-    X(dist_suite)
+    X(dist_suite)             \
+    X(secret_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -44,6 +44,15 @@ typedef enum ct_reduce_op {
  *                     unset: CPUTRAIN_DIST_JOB, else one derived from the
  *                     launcher (PMIX_NAMESPACE, MASTER_ADDR:MASTER_PORT, the
  *                     parent process)
+ *   secret, secret_file
+ *                     the job's shared secret (or a file holding it, as
+ *                     Kubernetes mounts secrets; one trailing newline is
+ *                     not part of it): ranks prove they hold it before they
+ *                     are admitted, and it never crosses the wire. Unset:
+ *                     CPUTRAIN_DIST_SECRET_FILE, else CPUTRAIN_DIST_SECRET;
+ *                     none at all: the job runs unauthenticated, with a
+ *                     warning that its port must be reachable only from
+ *                     trusted hosts. The later of the two keys wins.
  * A bad key or value is CT_ERR_INVALID_ARG naming it. */
 CT_API ct_status ct_dist_options_create(ct_dist_options **out);
 CT_API void ct_dist_options_free(ct_dist_options *options);

@@ -24,6 +24,10 @@ typedef struct ct__dist_member {
     int master_port;         /* 0 when not given */
     const char *job;         /* never NULL */
     double timeout_s;        /* bound for every wait */
+    /* The job's secret as a key (dist/secret.c): ranks prove they hold it
+     * before they are admitted. has_secret 0: none was given. */
+    int has_secret;
+    unsigned char secret_key[32];
 } ct__dist_member;
 
 typedef struct ct__dist_host {

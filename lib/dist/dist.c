@@ -118,6 +118,8 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
         return st;
     job_name(o, &m, job, sizeof job);
     m.job = job;
+    if ((st = ct__dist_secret_load(o, &m)) != CT_OK)
+        return st;
     if (!name && (name = getenv("CPUTRAIN_DIST_BACKEND")) && *name &&
         (st = ct__dist_check_backend("environment CPUTRAIN_DIST_BACKEND", name)) != CT_OK)
         return st;
@@ -146,6 +148,7 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
         if (st == CT_ERR_NOT_FOUND || st == CT_ERR_UNSUPPORTED)
             st = open_backend(d, m.local_world == m.world ? "shm" : "tcp", &m);
     }
+    memset(m.secret_key, 0, sizeof m.secret_key);
     if (st != CT_OK) {
         free(d);
         return st;

@@ -15,6 +15,7 @@ struct ct_dist_options {
     int master_port; /* 0: unset */
     double timeout_s; /* 0: unset */
     char *job;
+    char *secret, *secret_file; /* at most one is set */
 };
 
 struct ct_dist {
@@ -31,6 +32,12 @@ struct ct_dist {
 /* dist_options.c: CT_OK for a backend name (auto, local, shm, tcp, mpi),
  * else CT_ERR_INVALID_ARG naming `what` and the name. */
 ct_status ct__dist_check_backend(const char *what, const char *name);
+
+/* secret.c: m->secret_key from the options' secret or secret_file, else
+ * CPUTRAIN_DIST_SECRET_FILE or CPUTRAIN_DIST_SECRET; none: has_secret 0.
+ * A file that cannot be read, an empty secret or two sources given at once
+ * is CT_ERR_INVALID_ARG (or CT_ERR_IO) naming the source. */
+ct_status ct__dist_secret_load(const ct_dist_options *o, ct__dist_member *m);
 
 /* dist_builtin.c */
 extern const ct__dist_backend ct__dist_local, ct__dist_shm, ct__dist_tcp;

@@ -25,6 +25,8 @@ void ct_dist_options_free(ct_dist_options *o)
     free(o->backend);
     free(o->master_addr);
     free(o->job);
+    free(o->secret);
+    free(o->secret_file);
     free(o);
 }
 
@@ -86,6 +88,17 @@ ct_status ct_dist_options_set(ct_dist_options *o, const char *key, const char *v
         return set_int(key, value, 1, 65535, &o->master_port);
     if (!strcmp(key, "job"))
         return set_text(key, value, &o->job);
+    /* Secrets: the later of the two keys replaces the earlier. */
+    if (!strcmp(key, "secret") || !strcmp(key, "secret_file")) {
+        int file = key[6] == '_';
+        ct_status st = set_text(key, value, file ? &o->secret_file : &o->secret);
+        if (st == CT_OK) {
+            char **other = file ? &o->secret : &o->secret_file;
+            free(*other);
+            *other = NULL;
+        }
+        return st;
+    }
     if (!strcmp(key, "timeout")) {
         char *end;
         double t;
@@ -99,5 +112,6 @@ ct_status ct_dist_options_set(ct_dist_options *o, const char *key, const char *v
     }
     return ct__error(CT_ERR_INVALID_ARG,
                      "dist option '%s' is unknown (backend, rank, world_size, local_rank, "
-                     "local_world_size, master_addr, master_port, timeout, job)", key);
+                     "local_world_size, master_addr, master_port, timeout, job, secret, "
+                     "secret_file)", key);
 }
