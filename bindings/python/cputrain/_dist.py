@@ -43,10 +43,12 @@ class Dist(OwnedHandle):
 
     Options (ct_dist_options keys): backend (auto, local, shm, tcp, mpi),
     rank, world_size, local_rank, local_world_size, master_addr,
-    master_port, timeout (seconds), job. Unset ones come from the launcher's
-    environment (torchrun / PyTorchJob, Intel MPI / MPICH, Open MPI),
-    CPUTRAIN_DIST_BACKEND and CPUTRAIN_DIST_JOB. Returns once every rank
-    has joined."""
+    master_port, timeout (seconds), job, secret or secret_file (the job's
+    shared secret, which ranks prove they hold before they are admitted).
+    Unset ones come from the launcher's environment (torchrun / PyTorchJob,
+    Intel MPI / MPICH, Open MPI), CPUTRAIN_DIST_BACKEND, CPUTRAIN_DIST_JOB
+    and CPUTRAIN_DIST_SECRET_FILE / CPUTRAIN_DIST_SECRET. Returns once every
+    rank has joined."""
 
     _free = lib.ct_dist_free
     _what = "Dist"
