@@ -126,21 +126,54 @@ static size_t list_checkpoints(const char *dir, found **out)
     return n;
 }
 
-void ct__checkpoint_clean_temporaries(const char *output_dir)
+static int is_dir(const char *path)
 {
-    DIR *d = opendir(output_dir);
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t)
+{
+    const char *out = A_STR(output_dir);
+    int overwrite = A_BOOL(overwrite_output_dir), resuming = A_STR(resume_from_checkpoint) != NULL;
+    char old[256] = "";
+    ct_status st = CT_OK;
+    DIR *d = opendir(out);
     struct dirent *e;
     if (!d)
-        return;
-    while ((e = readdir(d))) {
-        char path[4096];
-        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0)
+        return ct__error(CT_ERR_IO, "output_dir %s: cannot list: %s", out, strerror(errno));
+    while (st == CT_OK && (e = readdir(d))) {
+        char path[4200];
+        int tmp = strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
+        if (!tmp && checkpoint_step(e->d_name) < 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", output_dir, e->d_name);
-        ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
-        remove_tree(path);
+        snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        if (!is_dir(path))
+            continue;
+        if (tmp) {
+            /* Left by a save that crashed: no other run is saving, the lock
+             * says so. */
+            ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
+            remove_tree(path);
+        } else if (resuming) {
+            continue;
+        } else if (overwrite) {
+            ct__log(CT_LOG_INFO, "overwrite_output_dir: deleting %s of an earlier run", path);
+            if (remove_tree(path) != 0)
+                st = ct__error(CT_ERR_IO, "overwrite_output_dir: cannot delete %s: %s", path,
+                               strerror(errno));
+        } else if (!*old) {
+            snprintf(old, sizeof old, "%s", e->d_name);
+        }
     }
     closedir(d);
+    if (st == CT_OK && *old)
+        st = ct__error(CT_ERR_INVALID_ARG,
+                       "output_dir %s already holds %s of an earlier run: set "
+                       "resume_from_checkpoint to continue it (true: from its newest checkpoint), "
+                       "or overwrite_output_dir to start over (its checkpoints are deleted)",
+                       out, old);
+    return st;
 }
 
 /* ---- trainer_state.json and the RNG / data-order state ------------------------- */

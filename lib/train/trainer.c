@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
+#include "train/outdir_lock.h"
 
 double ct__now(void)
 {
@@ -571,19 +572,34 @@ static ct_status start_ddp(ct_trainer *t)
     return ct__ddp_sync_params(t->ddp);
 }
 
+static ct_status train_run(ct_trainer *t);
+
+/* A run that skipped most of its optimizer steps for non-finite loss or
+ * gradients has not trained, whatever the loss it logs: more than half of
+ * this run's steps skipped (every one, with NaN weights or an absurd
+ * learning rate) fails with CT_ERR_NUMERIC before the final save, so no
+ * broken model is saved as the result. A few bad batches are still skipped
+ * with a warning, as Transformers does; logging_nan_inf_filter only decides
+ * what the logged loss shows. */
+static ct_status check_learned(const ct_trainer *t, int64_t steps, int64_t skipped,
+                               int64_t first_skipped)
+{
+    if (steps <= 0 || skipped * 2 <= steps)
+        return CT_OK;
+    return ct__error(CT_ERR_NUMERIC,
+                     "training did not learn: %lld of its %lld optimizer steps were skipped for "
+                     "a non-finite loss or gradient, the first at step %lld (non-finite weights, "
+                     "or a learning rate too large?); the model was not saved to %s",
+                     (long long)skipped, (long long)steps, (long long)first_skipped,
+                     A_STR(output_dir));
+}
+
 ct_status ct_trainer_train(ct_trainer *t)
 {
-    ct_model *m;
-    ct_batch *batch = NULL;
-    int64_t *order = NULL, *mine = NULL;
-    int64_t b, ga, micro = 0, first_step;
-    double start, grad_norm = NAN, window_loss = 0;
-    int window_bad = 0;
     ct_status st;
-    const char *resume;
+    int lock = -1;
 
     CT__CHECK_ARG(t);
-    m = t->model;
     if (!t->train)
         return ct__error(CT_ERR_STATE, "ct_trainer_train: no training dataset "
                                        "(ct_trainer_set_train_dataset)");
@@ -597,11 +613,34 @@ ct_status ct_trainer_train(ct_trainer *t)
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
     if ((st = plan(t)) != CT_OK)
         return st;
+    /* Nothing in output_dir is deleted or written before the lock is ours:
+     * a second run must not remove the first's checkpoint in progress. */
     if (writes_files(t)) {
-        if ((st = make_output_dir(A_STR(output_dir))) != CT_OK)
+        if ((st = make_output_dir(A_STR(output_dir))) != CT_OK ||
+            (st = ct__outdir_lock(A_STR(output_dir), &lock)) != CT_OK)
             return st;
-        ct__checkpoint_clean_temporaries(A_STR(output_dir));
+        if ((st = ct__checkpoint_prepare_output_dir(t)) != CT_OK) {
+            ct__outdir_unlock(lock);
+            return st;
+        }
     }
+    st = train_run(t);
+    ct__outdir_unlock(lock);
+    return st;
+}
+
+/* The run itself, with output_dir prepared (and locked by the writing ranks). */
+static ct_status train_run(ct_trainer *t)
+{
+    ct_model *m = t->model;
+    ct_batch *batch = NULL;
+    int64_t *order = NULL, *mine = NULL;
+    int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
+    double start, grad_norm = NAN, window_loss = 0;
+    int window_bad = 0;
+    ct_status st;
+    const char *resume;
+
     b = A_INT(per_device_train_batch_size);
     ga = A_INT(gradient_accumulation_steps);
 
@@ -696,6 +735,8 @@ ct_status ct_trainer_train(ct_trainer *t)
             if (!window_bad) {
                 t->loss_sum_all += window_loss;
                 t->steps_counted++;
+            } else if (!skipped++) {
+                first_skipped = t->global_step + 1;
             }
             window_loss = 0;
             window_bad = 0;
@@ -718,6 +759,8 @@ ct_status ct_trainer_train(ct_trainer *t)
             st = after_epoch(t, grad_norm);
         }
     }
+    if (st == CT_OK)
+        st = check_learned(t, t->global_step - first_step, skipped, first_skipped);
     if (st == CT_OK) {
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
