@@ -627,6 +627,17 @@ START_TEST(old_checkpoints_need_resume_or_overwrite)
 }
 END_TEST
 
+/* The dropout seed of a negative --seed is above 2^63 in rng_state.json. */
+START_TEST(negative_seed_resumes)
+{
+    const char *neg[] = {"--seed", "-1"};
+    const char *resume[] = {"--seed", "-1", "--resume_from_checkpoint", "true"};
+    size_t n;
+    free(train_params(at("negseed"), neg, 2, CT_OK, &n));
+    free(train_params(at("negseed"), resume, 4, CT_OK, &n));
+}
+END_TEST
+
 /* ---- a run that cannot learn -------------------------------------------------- */
 
 static int nan_weight_warnings;
@@ -714,6 +725,9 @@ START_TEST(dataset_and_trainer_input_checks)
     OK(ct_trainer_create(m, a, &t));
     OK(ct_trainer_set_train_dataset(t, d));
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_UNSUPPORTED, "gradient_checkpointing");
+    /* A metric name becomes a key of trainer_state.json: UTF-8 only. */
+    ASSERT_ERROR_HAS(ct_trainer_report_metric(t, "eval_caf\xe9", 1.0), CT_ERR_INVALID_ARG,
+                     "not valid UTF-8 at byte 8");
     ct_trainer_free(t);
     ct_batch_free(b);
     ct_args_free(a);
@@ -744,6 +758,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, two_trainers_of_one_process_exclude_each_other);
     tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);
     tcase_add_test(tc, a_run_that_cannot_learn_fails);
+    tcase_add_test(tc, negative_seed_resumes);
     suite_add_tcase(s, tc);
     return s;
 }

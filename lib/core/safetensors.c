@@ -655,7 +655,7 @@ static int wmeta_cmp(const void *pa, const void *pb)
     return name_cmp(a->key, a->len, b->key, b->len);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+static CT__MUST_USE int write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -796,7 +796,7 @@ static int build_header(const char *path, const wtensor *w, size_t n, const ct__
     while (sb->len % 8 && !sb->failed)
         ct__sb_append(sb, " ", 1);
     if (sb->failed)
-        return CT_ERR_NOMEM;
+        return ct__error_prefix((ct_status)sb->failed, "%s", path);
     if (sb->len > MAX_HEADER)
         return ct__error(CT_ERR_FORMAT, "%s: the header would be %zu bytes, over the %u-byte limit",
                          path, sb->len, MAX_HEADER);

@@ -462,6 +462,6 @@ ct_status ct__config_write_json(const ct__config *cfg, const char *architecture,
     else
         write_builtin(cfg, architecture, sb);
     if (st == CT_OK && sb->failed)
-        st = ct__error(CT_ERR_NOMEM, "out of memory writing config.json");
+        st = ct__error_prefix((ct_status)sb->failed, "writing config.json");
     return st;
 }

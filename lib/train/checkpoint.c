@@ -211,7 +211,7 @@ char *ct__trainer_state_json(const ct_trainer *t)
 
 /* What resuming needs beyond Transformers' files: where in which epoch's
  * order training stood, and the dropout generator's position. */
-static char *rng_state_json(const ct_trainer *t)
+static CT__MUST_USE char *rng_state_json(const ct_trainer *t)
 {
     ct__strbuf sb = {0};
     ct__sb_printf(&sb,
@@ -242,7 +242,7 @@ static void test_pause(void)
     }
 }
 
-static ct_status put_text(const char *dir, const char *name, char *text)
+static CT__MUST_USE ct_status put_text(const char *dir, const char *name, char *text)
 {
     char path[4096];
     ct_status st;
@@ -347,6 +347,17 @@ static ct_status get_i64(const ct__json *root, const char *file, const char *key
     return CT_OK;
 }
 
+/* The dropout generator's seed and position are written as unsigned 64-bit
+ * numbers (a negative --seed makes a seed above 2^63). */
+static ct_status get_u64(const ct__json *root, const char *file, const char *key, uint64_t *out)
+{
+    const ct__json *v = ct__json_get(root, key);
+    if (!v || !ct__json_uint64(v, out))
+        return ct__error(CT_ERR_FORMAT, "%s: key '%s' is missing or not an unsigned 64-bit "
+                                        "integer", file, key);
+    return CT_OK;
+}
+
 static ct_status get_f64(const ct__json *root, const char *file, const char *key, double *out)
 {
     const ct__json *v = ct__json_get(root, key);
@@ -363,7 +374,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     ct__json_doc *state = NULL, *rng = NULL;
     const ct__json *s, *r, *hist;
     int64_t global_step = 0, epoch_index = 0, batch_in_epoch = 0, last_logged = 0;
-    int64_t steps_counted = 0, dstep = 0, dseed = 0;
+    int64_t steps_counted = 0;
+    uint64_t dstep = 0, dseed = 0;
     double epoch = 0, flos = 0, loss_since = 0, loss_all = 0;
     ct_status st;
 
@@ -400,8 +412,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         (st = get_i64(r, path, "batch_in_epoch", &batch_in_epoch)) != CT_OK ||
         (st = get_i64(r, path, "last_logged_step", &last_logged)) != CT_OK ||
         (st = get_i64(r, path, "steps_counted", &steps_counted)) != CT_OK ||
-        (st = get_i64(r, path, "dropout_step", &dstep)) != CT_OK ||
-        (st = get_i64(r, path, "dropout_seed", &dseed)) != CT_OK ||
+        (st = get_u64(r, path, "dropout_step", &dstep)) != CT_OK ||
+        (st = get_u64(r, path, "dropout_seed", &dseed)) != CT_OK ||
         (st = get_f64(r, path, "loss_since_log", &loss_since)) != CT_OK ||
         (st = get_f64(r, path, "loss_sum_all", &loss_all)) != CT_OK)
         goto done;
@@ -412,6 +424,13 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         goto done;
     if (!hist || hist->type != CT_JSON_ARRAY) {
         st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
+        goto done;
+    }
+    if (global_step < 0 || last_logged < 0 || last_logged > global_step || steps_counted < 0 ||
+        steps_counted > global_step) {
+        st = ct__error(CT_ERR_FORMAT, "%s: global_step %lld, last_logged_step %lld and "
+                       "steps_counted %lld do not fit together", dir, (long long)global_step,
+                       (long long)last_logged, (long long)steps_counted);
         goto done;
     }
     if (batch_in_epoch < 0 || batch_in_epoch > t->batches_per_epoch || epoch_index < 0) {
@@ -437,8 +456,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     t->steps_counted = steps_counted;
     t->loss_since_log = loss_since;
     t->loss_sum_all = loss_all;
-    t->model->dropout_seed = (uint64_t)dseed;
-    t->model->dropout_step = (uint64_t)dstep;
+    t->model->dropout_seed = dseed;
+    t->model->dropout_step = dstep;
     ct__sb_free(&t->history);
     for (size_t i = 0; i < hist->n; i++) {
         if (i)

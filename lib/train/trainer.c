@@ -174,8 +174,9 @@ static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **j
     }
     ct__sb_puts(&sb, "}");
     if (sb.failed) {
+        ct_status failed = (ct_status)sb.failed;
         ct__sb_free(&sb);
-        return ct__error(CT_ERR_NOMEM, "out of memory logging");
+        return ct__error_prefix(failed, "log entry at step %lld", (long long)t->global_step);
     }
     if (t->history.len)
         ct__sb_puts(&t->history, ",\n    ");
@@ -237,6 +238,14 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
 {
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(name);
+    {
+        /* It becomes a key of trainer_state.json, which resume parses. */
+        const char *why;
+        size_t valid = ct__utf8_valid_prefix(name, strlen(name), &why);
+        if (valid < strlen(name))
+            return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: the name is not "
+                                                 "valid UTF-8 at byte %zu (%s)", valid, why);
+    }
     if (!t->in_eval)
         return ct__error(CT_ERR_STATE, "ct_trainer_report_metric: '%s' reported outside an "
                                        "evaluation callback", name);
@@ -303,8 +312,8 @@ static ct_status save_checkpoint(ct_trainer *t)
     ct__sb_puts(&sb, "{\"checkpoint\": ");
     ct__json_write_string(&sb, path, strlen(path));
     ct__sb_puts(&sb, "}");
-    if (!(json = ct__sb_take(&sb)))
-        return ct__error(CT_ERR_NOMEM, "out of memory");
+    if ((st = ct__sb_finish(&sb, "the SAVE event", &json)) != CT_OK)
+        return st;
     st = notify(t, CT_EVENT_SAVE, json);
     free(json);
     return st;
@@ -438,7 +447,7 @@ static ct_status make_output_dir(const char *dir)
     return CT_OK;
 }
 
-static ct_status write_text(const char *dir, const char *name, const char *text)
+static CT__MUST_USE ct_status write_text(const char *dir, const char *name, const char *text)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
