@@ -10,20 +10,56 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *kind_of(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : "not a regular file";
+}
+
+int ct__open_regular(const char *path, struct stat *sb)
+{
+    int fd, flags;
+    /* O_NONBLOCK: opening a FIFO for reading otherwise waits, forever, for
+     * a writer; the type is known only once it is open, from fstat. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        ct__error(CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, sb) != 0) {
+        ct__error(CT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        ct__error(CT_ERR_IO, "%s: is %s, not a regular file", path, kind_of(sb->st_mode));
+        close(fd);
+        return -1;
+    }
+    /* Reads from a regular file never block anyway; cleared so the fd is
+     * an ordinary one for whoever reads or maps it. */
+    if ((flags = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+        ct__error(CT_ERR_IO, "%s: fcntl: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len)
 {
     struct stat sb;
     char *buf;
     size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ct__open_regular(path, &sb);
     *data = NULL;
     *len = 0;
     if (fd < 0)
-        return ct__error(CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ct__error(CT_ERR_IO, "%s: not a regular file", path);
-    }
+        return CT_ERR_IO;
     if ((uint64_t)sb.st_size > max_bytes) {
         close(fd);
         return ct__error(CT_ERR_FORMAT, "%s: %lld bytes, more than the %zu allowed", path,

@@ -7,6 +7,13 @@
 
 #include "core/error.h"
 
+struct stat;
+/* Open an input for reading without ever blocking in open(): a FIFO, a
+ * device, a socket or a directory is refused by name (CT_ERR_IO, "is a
+ * FIFO, not a regular file"). The fd (blocking again) or -1 with the error
+ * set; *sb is its fstat. */
+int ct__open_regular(const char *path, struct stat *sb) CT__MUST_USE;
+
 /* *data is malloc'ed, NUL-terminated (not counted in *len). CT_ERR_IO names
  * the path and the system's reason. max_bytes guards against absurd files. */
 ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len) CT__MUST_USE;

@@ -515,18 +515,8 @@ int ct__st_open(const char *path, ct__st_file **out)
     *out = NULL;
     if (!path)
         return ct__error(CT_ERR_INVALID_ARG, "%s: argument 'path' is NULL", __func__);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0) {
-        rc = ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-        close(fd);
-        return rc;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return ct__error(CT_ERR_IO, "%s: not a regular file", path);
-    }
+    if ((fd = ct__open_regular(path, &st)) < 0)
+        return CT_ERR_IO;
     if ((uintmax_t)st.st_size > SIZE_MAX) {
         close(fd);
         return ct__error(CT_ERR_IO, "%s: %lld bytes is too large to map", path,
