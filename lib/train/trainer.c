@@ -536,13 +536,16 @@ static ct_status micro_step(ct_trainer *t, const ct_batch *batch, float scale, i
 
 /* The writing ranks save; every rank learns whether they managed, so that
  * all return the same verdict. */
-static ct_status final_save_all(ct_trainer *t, double runtime)
+/* Every rank's verdict on a step only some ranks do (the writing ranks'
+ * work in output_dir), so that all return the same one: this rank's own
+ * error text, or "rank r could not <what> (see its log)". */
+static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what)
 {
-    int32_t mine = writes_files(t) ? (int32_t)final_save(t, runtime) : 0, *all;
+    int32_t mine = (int32_t)verdict, *all;
     char saved_error[1024];
     ct_status st;
     if (t->world == 1)
-        return (ct_status)mine;
+        return verdict;
     snprintf(saved_error, sizeof saved_error, "%s", ct_last_error());
     if (!(all = malloc((size_t)t->world * sizeof *all)))
         return ct__error(CT_ERR_NOMEM, "out of memory");
@@ -550,10 +553,16 @@ static ct_status final_save_all(ct_trainer *t, double runtime)
     for (int r = 0; st == CT_OK && r < t->world; r++)
         if (all[r] != CT_OK)
             st = r == t->rank ? ct__error((ct_status)mine, "%s", saved_error)
-                              : ct__error((ct_status)all[r], "rank %d could not save the model "
-                                                             "into output_dir (see its log)", r);
+                              : ct__error((ct_status)all[r], "rank %d could not %s (see its log)",
+                                          r, what);
     free(all);
     return st;
+}
+
+static ct_status final_save_all(ct_trainer *t, double runtime)
+{
+    return all_agree(t, writes_files(t) ? final_save(t, runtime) : CT_OK,
+                     "save the model into output_dir");
 }
 
 /* Set up data parallelism for this run: the reducer, and rank 0's
@@ -624,14 +633,14 @@ ct_status ct_trainer_train(ct_trainer *t)
         return st;
     /* Nothing in output_dir is deleted or written before the lock is ours:
      * a second run must not remove the first's checkpoint in progress. */
-    if (writes_files(t)) {
-        if ((st = make_output_dir(A_STR(output_dir))) != CT_OK ||
-            (st = ct__outdir_lock(A_STR(output_dir), &lock)) != CT_OK)
-            return st;
-        if ((st = ct__checkpoint_prepare_output_dir(t)) != CT_OK) {
-            ct__outdir_unlock(lock);
-            return st;
-        }
+    if (writes_files(t) && (st = make_output_dir(A_STR(output_dir))) == CT_OK &&
+        (st = ct__outdir_lock(A_STR(output_dir), &lock)) == CT_OK)
+        st = ct__checkpoint_prepare_output_dir(t);
+    /* With several ranks, the others learn of a refusal now, instead of
+     * waiting for the refused rank until ddp_timeout. */
+    if ((st = all_agree(t, st, "prepare output_dir")) != CT_OK) {
+        ct__outdir_unlock(lock);
+        return st;
     }
     st = train_run(t);
     ct__outdir_unlock(lock);
