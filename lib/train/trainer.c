@@ -534,8 +534,6 @@ static ct_status micro_step(ct_trainer *t, const ct_batch *batch, float scale, i
     return st != CT_OK ? st : comm;
 }
 
-/* The writing ranks save; every rank learns whether they managed, so that
- * all return the same verdict. */
 /* Every rank's verdict on a step only some ranks do (the writing ranks'
  * work in output_dir), so that all return the same one: this rank's own
  * error text, or "rank r could not <what> (see its log)". */
@@ -559,6 +557,7 @@ static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what)
     return st;
 }
 
+/* The writing ranks save; every rank learns whether they managed. */
 static ct_status final_save_all(ct_trainer *t, double runtime)
 {
     return all_agree(t, writes_files(t) ? final_save(t, runtime) : CT_OK,
