@@ -110,23 +110,42 @@ ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path)
     }
     /* mkostemp makes 0600; saved models and logs are meant to be shared.
      * (Reading the umask is not thread-safe, so 0644 it is.) */
-    fchmod(*fd, 0644);
+    if (fchmod(*fd, 0644) != 0) {
+        int err = errno;
+        ct__abandon_file(*fd, tmp);
+        free(tmp);
+        *fd = -1;
+        return ct__error(CT_ERR_IO, "%s: cannot set the mode of a temporary file: %s", path,
+                         strerror(err));
+    }
     *tmp_path = tmp;
     return CT_OK;
 }
 
-static void fsync_parent(const char *path)
+ct_status ct__fsync_dir(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+    if (dfd < 0)
+        return ct__error(CT_ERR_IO, "%s: cannot open the folder to sync it: %s", dir,
+                         strerror(errno));
+    /* EINVAL: this filesystem cannot sync a folder (some FUSE and network
+     * ones); nothing more can be done there, and it is not a failure. */
+    if (fsync(dfd) != 0 && errno != EINVAL)
+        err = errno;
+    close(dfd);
+    return err ? ct__error(CT_ERR_IO, "%s: cannot sync the folder: %s", dir, strerror(err))
+               : CT_OK;
+}
+
+static ct_status fsync_parent(const char *path)
 {
     char *copy = strdup(path);
-    int dfd;
+    ct_status st;
     if (!copy)
-        return;
-    dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
+    st = ct__fsync_dir(dirname(copy));
     free(copy);
+    return st;
 }
 
 ct_status ct__commit_file(int fd, const char *tmp_path, const char *path)
@@ -142,8 +161,9 @@ ct_status ct__commit_file(int fd, const char *tmp_path, const char *path)
         unlink(tmp_path);
         return ct__error(CT_ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
-    fsync_parent(path);
-    return CT_OK;
+    /* The file is whole and in place; a folder that cannot be synced means
+     * the rename may not survive a crash, which the caller must hear. */
+    return fsync_parent(path);
 }
 
 void ct__abandon_file(int fd, const char *tmp_path)

@@ -28,6 +28,9 @@ ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path) CT__M
 /* fsync fd, close it, rename tmp_path onto path, fsync the folder. On any
  * failure the temporary file is removed. Always closes fd. */
 ct_status ct__commit_file(int fd, const char *tmp_path, const char *path) CT__MUST_USE;
+/* fsync a folder, so that renames into it survive a crash (EINVAL, a
+ * filesystem that cannot, is not an error). */
+ct_status ct__fsync_dir(const char *dir) CT__MUST_USE;
 /* Close fd and remove the temporary file (abandoning a write). */
 void ct__abandon_file(int fd, const char *tmp_path);
 

@@ -48,15 +48,6 @@ static int remove_tree(const char *path)
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void fsync_path(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 /* Step number of a folder named checkpoint-<digits>, else -1. */
 static int64_t checkpoint_step(const char *name)
 {
@@ -284,7 +275,12 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
     if (!mkdtemp(tmp))
         return ct__error(CT_ERR_IO, "%s: cannot create a temporary checkpoint folder: %s", out,
                          strerror(errno));
-    chmod(tmp, 0755);
+    /* mkdtemp makes 0700; checkpoints are meant to be shared like the model. */
+    if (chmod(tmp, 0755) != 0) {
+        st = ct__error(CT_ERR_IO, "%s: cannot set its mode: %s", tmp, strerror(errno));
+        remove_tree(tmp);
+        return ct__error_prefix(st, "checkpoint at step %lld", (long long)t->global_step);
+    }
     st = ct_model_save(t->model, tmp, CT_DTYPE_F32);
     test_pause();
     if (st == CT_OK && !A_BOOL(save_only_model)) {
@@ -312,16 +308,27 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
     }
     if (st == CT_OK) /* last: the folder is whole */
         st = put_text(tmp, MARKER, strdup("complete\n"));
-    if (st == CT_OK) {
-        fsync_path(tmp);
-        /* An older folder of the same step (a resumed run) steps aside. */
+    if (st == CT_OK && (st = ct__fsync_dir(tmp)) == CT_OK) {
+        int moved = 0;
+        /* An older folder of the same step (a resumed run) steps aside, and
+         * comes back if the new one cannot take its place. */
         snprintf(trash, sizeof trash, "%s.old", tmp);
-        if (stat(final, &sb) == 0 && rename(final, trash) != 0)
-            st = ct__error(CT_ERR_IO, "%s: cannot replace: %s", final, strerror(errno));
-        if (st == CT_OK && rename(tmp, final) != 0)
+        if (stat(final, &sb) == 0) {
+            if (rename(final, trash) != 0)
+                st = ct__error(CT_ERR_IO, "%s: cannot replace: %s", final, strerror(errno));
+            else
+                moved = 1;
+        }
+        if (st == CT_OK && rename(tmp, final) != 0) {
             st = ct__error(CT_ERR_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-        fsync_path(out);
-        remove_tree(trash);
+            if (moved && rename(trash, final) != 0)
+                ct__log(CT_LOG_ERROR, "%s could not be put back: it is kept as %s", final, trash);
+            moved = 0; /* restored, or kept under its .old name: never deleted */
+        }
+        if (st == CT_OK)
+            st = ct__fsync_dir(out);
+        if (moved)
+            remove_tree(trash);
     }
     if (st != CT_OK) {
         remove_tree(tmp);
