@@ -134,7 +134,7 @@ demo: all
 	$(B)/bin/cputrain-qa --config_name $(DEMO)/data/config.json \
 	    --tokenizer_name $(DEMO)/data --train_file $(DEMO)/data/train.json \
 	    --validation_file $(DEMO)/data/validation.json --do_train --do_eval \
-	    --num_train_epochs 5 $(DEMO_ARGS) --output_dir $(DEMO)/out
+	    --num_train_epochs 5 $(DEMO_ARGS) --overwrite_output_dir --output_dir $(DEMO)/out
 
 # Figures, not tests: our training step and GEMM against PyTorch's, same run.
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))

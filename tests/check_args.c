@@ -175,7 +175,7 @@ START_TEST(text_access_and_buffer_sizes)
     ASSERT_ERROR_HAS(ct_args_set(args, "learning_rate", "0x10"), CT_ERR_INVALID_ARG,
                      "invalid float");
     ASSERT_ERROR_HAS(ct_args_set(args, "max_steps", "99999999999999999999"),
-                     CT_ERR_INVALID_ARG, "invalid int");
+                     CT_ERR_INVALID_ARG, "99999999999999999999 is out of range");
     ASSERT_ERROR_HAS(ct_args_set(args, "bf16", "maybe"), CT_ERR_INVALID_ARG,
                      "truthy or falsy");
     ASSERT_ERROR_HAS(ct_args_set(args, "seed", "None"), CT_ERR_INVALID_ARG, "invalid int");
@@ -413,6 +413,40 @@ START_TEST(json_round_trip)
 }
 END_TEST
 
+/* Issue 10, findings 5 and 7: a string that training_args.json cannot hold
+ * and an integer that its field cannot hold are refused when set, naming
+ * the field (and the byte), and change nothing. */
+START_TEST(non_utf8_and_out_of_range_values_are_refused)
+{
+    const char *latin1 = "/tmp/caf\xe9/out";
+    ck_assert_int_eq(PARSE("--output_dir", "fine"), CT_OK);
+    ASSERT_ERROR_HAS(PARSE("--output_dir", latin1), CT_ERR_INVALID_ARG,
+                     "argument --output_dir: not valid UTF-8 at byte 8");
+    ASSERT_ERROR_HAS(ct_args_set(args, "output_dir", latin1), CT_ERR_INVALID_ARG,
+                     "not valid UTF-8 at byte 8");
+    ASSERT_ERROR_HAS(ct_args_set_string(args, "run_name", "\xc3"), CT_ERR_INVALID_ARG,
+                     "argument --run_name: not valid UTF-8 at byte 0");
+    ck_assert_str_eq(text_of(args, "output_dir"), "fine");
+    ck_assert_str_eq(text_of(args, "run_name"), "None");
+    /* Valid UTF-8 beyond ASCII is kept and written as is. */
+    ck_assert_int_eq(PARSE("--output_dir", "/tmp/caf\xc3\xa9/out"), CT_OK);
+    ck_assert_int_eq(ct_args_save_json(args, tmp_path("utf8.json")), CT_OK);
+    {
+        const char *text = read_text(tmp_path("utf8.json"));
+        ck_assert_ptr_nonnull(strstr(text, "\"output_dir\": \"/tmp/caf\xc3\xa9/out\","));
+    }
+    ASSERT_ERROR_HAS(PARSE("--seed", "99999999999999999999"), CT_ERR_INVALID_ARG,
+                     "argument --seed: 99999999999999999999 is out of range");
+    ASSERT_ERROR_HAS(PARSE("--per_device_eval_batch_size", "4294967304"), CT_ERR_INVALID_ARG,
+                     "per_device_eval_batch_size: 4294967304 is out of range (at most 2147483647)");
+    ASSERT_ERROR_HAS(PARSE("--gradient_accumulation_steps", "2147483648"), CT_ERR_INVALID_ARG,
+                     "gradient_accumulation_steps: 2147483648 is out of range");
+    ck_assert_str_eq(text_of(args, "seed"), "42");
+    ck_assert_str_eq(text_of(args, "per_device_eval_batch_size"), "8");
+    ck_assert_int_eq(PARSE("--per_device_eval_batch_size", "2147483647"), CT_OK);
+}
+END_TEST
+
 START_TEST(bad_json_changes_nothing)
 {
     static const struct {
@@ -429,6 +463,14 @@ START_TEST(bad_json_changes_nothing)
         {"{\"seed\": 1,}", "line 1", CT_ERR_FORMAT},
         {"{\"bf16\": true, \"fp16\": true}", "bf16, fp16", CT_ERR_INVALID_ARG},
         {"{\"extra\": {\"nested\": 1}}", "nested object", CT_ERR_FORMAT},
+        /* integers range-checked against their destination (issue 10) */
+        {"{\"seed\": 99999999999999999999}",
+         "field 'seed': expected an integer of 64 bits, got 99999999999999999999", CT_ERR_FORMAT},
+        {"{\"per_device_train_batch_size\": 4294967304}",
+         "per_device_train_batch_size: 4294967304 is out of range (at most 2147483647)",
+         CT_ERR_INVALID_ARG},
+        {"{\"ddp_bucket_cap_mb\": 9223372036854775807}", "ddp_bucket_cap_mb: 9223372036854775807 "
+         "is out of range", CT_ERR_INVALID_ARG},
     };
     size_t i;
     ck_assert_int_eq(ct_args_set(args, "seed", "11"), CT_OK);
@@ -511,6 +553,7 @@ Suite *args_suite(void)
     tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
     tcase_add_test(tc, json_round_trip);
     tcase_add_test(tc, bad_json_changes_nothing);
+    tcase_add_test(tc, non_utf8_and_out_of_range_values_are_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -43,6 +43,7 @@ START_TEST(status_values_are_pinned)
     ck_assert_int_eq(CT_ERR_NUMERIC, 9);
     ck_assert_int_eq(CT_ERR_CANCELLED, 10);
     ck_assert_int_eq(CT_ERR_INTERNAL, 11);
+    ck_assert_int_eq(CT_ERR_BUSY, 12);
 }
 END_TEST
 
@@ -201,6 +202,55 @@ START_TEST(atomic_write_replaces_whole_or_nothing)
 }
 END_TEST
 
+/* Issue 10, finding 10: a FIFO where an input file is expected used to block
+ * forever in open(). Every reader (JSON, SQuAD, vocab, config,
+ * safetensors) refuses it by name at once; the alarm turns a regression
+ * into a failure instead of a hang. */
+START_TEST(inputs_must_be_regular_files)
+{
+    char dir[] = "/tmp/ct_fifo_XXXXXX", fifo[256], model[256], path[300], cmd[400];
+    ct_squad *squad = NULL;
+    ct_tokenizer *tok = NULL;
+    ct_model *m = NULL;
+    ct_args *args = NULL;
+    alarm(20);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/input.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ASSERT_ERROR_HAS(ct_squad_load(fifo, &squad), CT_ERR_IO, "is a FIFO, not a regular file");
+    ck_assert_msg(strstr(ct_last_error(), fifo), "%s", ct_last_error());
+    ck_assert_int_ne(ct_tokenizer_load(fifo, &tok), CT_OK);
+    ck_assert_msg(strstr(ct_last_error(), "is a FIFO"), "%s", ct_last_error());
+    OK(ct_args_create(&args));
+    ASSERT_ERROR_HAS(ct_args_load_json(args, fifo), CT_ERR_IO, "is a FIFO");
+    ct_args_free(args);
+    /* A directory where a file is expected is named as one. */
+    ASSERT_ERROR_HAS(ct_squad_load(dir, &squad), CT_ERR_IO, "is a directory, not a regular file");
+    /* A model folder whose config.json, then model.safetensors, is a FIFO. */
+    snprintf(model, sizeof model, "%s/model", dir);
+    ck_assert_int_eq(mkdir(model, 0755), 0);
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    OK(ct_model_save(m, model, CT_DTYPE_F32));
+    ct_model_free(m);
+    m = NULL;
+    snprintf(path, sizeof path, "%s/model.safetensors", model);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_ne(ct_model_load(model, CT_TASK_QUESTION_ANSWERING, 1, &m), CT_OK);
+    ck_assert_msg(strstr(ct_last_error(), "model.safetensors") &&
+                      strstr(ct_last_error(), "is a FIFO"), "%s", ct_last_error());
+    snprintf(path, sizeof path, "%s/config.json", model);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_ne(ct_model_load(model, CT_TASK_QUESTION_ANSWERING, 1, &m), CT_OK);
+    ck_assert_msg(strstr(ct_last_error(), "config.json") && strstr(ct_last_error(), "is a FIFO"),
+                  "%s", ct_last_error());
+    alarm(0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -213,6 +263,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, float_text_is_python_repr);
     tcase_add_test(tc, float_text_round_trips);
     tcase_add_test(tc, atomic_write_replaces_whole_or_nothing);
+    tcase_add_test(tc, inputs_must_be_regular_files);
     suite_add_tcase(s, tc);
     return s;
 }

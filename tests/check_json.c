@@ -646,6 +646,28 @@ START_TEST(write_string_refuses_bad_utf8)
 }
 END_TEST
 
+/* Finding 5 of issue 10: a caller that appends without checking each call
+ * (training_args.json was built so) must not get a text with a hole. */
+START_TEST(a_refused_string_fails_the_whole_text)
+{
+    ct__strbuf sb = {0};
+    char *text;
+    ct__sb_puts(&sb, "{\"output_dir\": ");
+    ck_assert_int_eq(ct__json_write_string(&sb, "/tmp/caf\xe9", 9), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__sb_puts(&sb, "}"), CT_ERR_INVALID_ARG); /* sticky */
+    ck_assert_int_eq(sb.failed, CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__sb_finish(&sb, "training_args.json", &text), CT_ERR_INVALID_ARG);
+    ck_assert_ptr_null(text);
+    ck_assert_msg(strstr(ct_last_error(), "training_args.json") &&
+                      strstr(ct_last_error(), "invalid UTF-8 at byte 8"),
+                  "%s", ct_last_error());
+    ct__sb_puts(&sb, "fine");
+    OK(ct__sb_finish(&sb, "again", &text)); /* finish resets the buffer */
+    ck_assert_str_eq(text, "fine");
+    free(text);
+}
+END_TEST
+
 START_TEST(write_string_round_trip)
 {
     /* Every byte value a valid string can hold, in one string. */
@@ -862,6 +884,7 @@ Suite *json_suite(void)
     tcase_add_test(tc, write_double_like_python);
     tcase_add_test(tc, write_double_round_trip);
     tcase_add_test(tc, writer_document_round_trip);
+    tcase_add_test(tc, a_refused_string_fails_the_whole_text);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("locale");

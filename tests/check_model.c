@@ -402,6 +402,17 @@ START_TEST(bad_folders_are_clear_errors)
     spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": \"big\"}");
     ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
                      "key 'hidden_size': expected an integer, got string");
+    /* integers checked against the int they go into, naming the key (issue 10) */
+    spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": 4294967312}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "key 'hidden_size': 4294967312 is outside [1, 65536]");
+    spit_text(path, "{\"model_type\": \"bert\", \"num_hidden_layers\": 18446744073709551618}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "key 'num_hidden_layers': expected an integer in [0, 1024], got "
+                     "18446744073709551618");
+    spit_text(path, "{\"model_type\": \"bert\", \"vocab_size\": 2.5}");
+    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+                     "key 'vocab_size': expected an integer in [1, 16777216], got 2.5");
     spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": 30, \"num_attention_heads\": 4}");
     ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
                      "not a multiple");

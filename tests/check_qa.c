@@ -340,6 +340,37 @@ END_TEST
 
 /* ---- bad arguments ------------------------------------------------------------------ */
 
+/* Finding 6 of issue 10: answer_start is any int64 in the file; beyond the
+ * context (or negative), the answer is in no window and labels [CLS], as
+ * run_qa.py's comparisons decide, and start + length never overflows. */
+START_TEST(answer_start_outside_the_context)
+{
+    ct_squad *s;
+    ct_qa_features *f;
+    write_file("far.json",
+               "{\"version\": \"1.1\", \"data\": [{\"title\": \"far\", \"paragraphs\": [\n"
+               " {\"context\": \"t0 t1 t2 t3 t4\", \"qas\": [\n"
+               "  {\"id\": \"max\", \"question\": \"where\", \"answers\": [{\"text\": \"t2\", "
+               "\"answer_start\": 9223372036854775807}]},\n"
+               "  {\"id\": \"past\", \"question\": \"where\", \"answers\": [{\"text\": \"t4\", "
+               "\"answer_start\": 13}]},\n"
+               "  {\"id\": \"neg\", \"question\": \"where\", \"answers\": [{\"text\": \"t0\", "
+               "\"answer_start\": -9223372036854775808}]},\n"
+               "  {\"id\": \"ok\", \"question\": \"where\", \"answers\": [{\"text\": \"t4\", "
+               "\"answer_start\": 12}]}]}]}]}\n");
+    s = load("far.json");
+    f = features(s, -1, 16, 4);
+    ck_assert_uint_eq(ct_qa_features_count(f), 4);
+    expect_labels(f, 0, 0, 0);
+    expect_labels(f, 1, 0, 0);
+    expect_labels(f, 2, 0, 0);
+    expect_labels(f, 3, 15, 7); /* the one inside, as answer_at_the_end_of_the_context */
+    ck_assert_uint_eq(ct_qa_features_answers_outside(f), 3);
+    ct_qa_features_free(f);
+    ct_squad_free(s);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
     ct_squad *s = load("long.json");
@@ -382,6 +413,7 @@ Suite *qa_suite(void)
     tcase_add_test(tc, stride_zero_and_wider_windows);
     tcase_add_test(tc, max_examples_limits_the_examples);
     tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, answer_start_outside_the_context);
     suite_add_tcase(s, tc);
     return s;
 }

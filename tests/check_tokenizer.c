@@ -316,6 +316,16 @@ START_TEST(without_special_tokens_and_truncated)
     expect_window(enc, 1, "2 8 9 5 3", "0:0 8:11 12:14 15:18 0:0");
     expect_window(enc, 2, "2 5 10 3", "0:0 15:18 19:22 0:0");
     ct_encoding_free(enc);
+    /* max_length 2 leaves no room for text: as the Rust library does (and
+     * as tokenizer.h says), the first window is the special tokens alone
+     * and one overflowing window holds the whole text, longer than
+     * max_length. */
+    ck_assert_int_eq(ct_tokenizer_encode(tok, t, strlen(t), 1, 2, 0, 0, &enc), CT_OK);
+    ck_assert_uint_eq(ct_encoding_num_windows(enc), 2);
+    expect_window(enc, 0, "2 3", NULL);
+    expect_window(enc, 1, "2 5 6 8 9 5 10 3", NULL);
+    ck_assert_uint_gt(ct_encoding_length(enc, 1), 2);
+    ct_encoding_free(enc);
     /* Padded to max_length. */
     ck_assert_int_eq(ct_tokenizer_encode(tok, "cat", 3, 1, 6, 0, 1, &enc), CT_OK);
     expect_window(enc, 0, "2 6 3 0 0 0", "0:0 0:3 0:0 0:0 0:0 0:0");

@@ -5,11 +5,13 @@
  * torch.optim.AdamW lives in tests/python/test_optim_torch.py. */
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -506,6 +508,185 @@ START_TEST(bad_resume_input_is_a_clear_error)
 }
 END_TEST
 
+/* ---- one run per output_dir, and what a run may do to an old one ------------ */
+
+static int has_any_temporary(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d)))
+        found |= strncmp(e->d_name, "tmp-checkpoint-", 15) == 0;
+    closedir(d);
+    return found;
+}
+
+START_TEST(concurrent_runs_on_one_output_dir)
+{
+    const char *out = at("shared");
+    const char *resume[] = {"--resume_from_checkpoint", "true"};
+    char pid_text[64];
+    pid_t child;
+    int status, waited = 0;
+    size_t n;
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        /* The first run, slowed down inside every save. */
+        setenv("CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS", "1000", 1);
+        free(train_params(out, NULL, 0, CT_OK, &n));
+        _exit(0);
+    }
+    /* (its second save, so that the first is complete to resume from) */
+    while (!has_temporary(out) && waited < 2000) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+        waited++;
+    }
+    ck_assert_msg(has_temporary(out), "the first run never started its second checkpoint");
+    /* The second run is refused, naming the first's pid and the folder... */
+    free(train_params(out, NULL, 0, CT_ERR_BUSY, &n));
+    snprintf(pid_text, sizeof pid_text, "pid %ld", (long)child);
+    ck_assert_msg(strstr(ct_last_error(), pid_text) && strstr(ct_last_error(), out), "%s",
+                  ct_last_error());
+    /* ...and has deleted nothing: the save in progress is still there. */
+    ck_assert(has_any_temporary(out));
+    /* The kernel drops the lock of a killed holder: the folder is usable. */
+    kill(child, SIGKILL);
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFSIGNALED(status));
+    free(train_params(out, resume, 2, CT_OK, &n));
+    ck_assert(!has_any_temporary(out));
+    ck_assert(exists(at("shared/checkpoint-6/cputrain_checkpoint_complete")));
+}
+END_TEST
+
+START_TEST(two_trainers_of_one_process_exclude_each_other)
+{
+    /* flock is per open file, so this holds inside one process too (fcntl
+     * locks would not). The first trainer's callback tries a second. */
+    size_t n;
+    free(train_params(at("inproc"), NULL, 0, CT_OK, &n));
+    {
+        int fd = open(at("inproc/.lock"), O_RDONLY);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0); /* released after the run */
+        {
+            const char *again[] = {"--overwrite_output_dir"};
+            free(train_params(at("inproc"), again, 1, CT_ERR_BUSY, &n));
+            ck_assert_msg(strstr(ct_last_error(), "in use by another run"), "%s", ct_last_error());
+        }
+        close(fd);
+    }
+    ck_assert(exists(at("inproc/checkpoint-6"))); /* the refused run deleted nothing */
+}
+END_TEST
+
+static int64_t state_global_step(const char *dir)
+{
+    char path[512], buf[4096];
+    FILE *f;
+    size_t len;
+    const char *p;
+    snprintf(path, sizeof path, "%s/trainer_state.json", dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    p = strstr(buf, "\"global_step\": ");
+    ck_assert_ptr_nonnull(p);
+    return strtoll(p + 15, NULL, 10);
+}
+
+START_TEST(old_checkpoints_need_resume_or_overwrite)
+{
+    const char *shorter[] = {"--max_steps", "2"};
+    const char *overwrite[] = {"--max_steps", "2", "--overwrite_output_dir"};
+    const char *resume[] = {"--resume_from_checkpoint", "true"};
+    size_t n;
+    free(train_params(at("old"), NULL, 0, CT_OK, &n)); /* checkpoints 2, 4, 6 */
+    /* A new run would mix its checkpoints with these: refused, untouched. */
+    free(train_params(at("old"), shorter, 2, CT_ERR_INVALID_ARG, &n));
+    ck_assert_msg(strstr(ct_last_error(), "checkpoint-") &&
+                      strstr(ct_last_error(), "overwrite_output_dir") &&
+                      strstr(ct_last_error(), "resume_from_checkpoint"),
+                  "%s", ct_last_error());
+    ck_assert(exists(at("old/checkpoint-6")));
+    /* Resuming the finished run is allowed (nothing left to do). */
+    free(train_params(at("old"), resume, 2, CT_OK, &n));
+    /* overwrite_output_dir starts over: the old checkpoints are gone. */
+    free(train_params(at("old"), overwrite, 3, CT_OK, &n));
+    ck_assert(exists(at("old/checkpoint-2")));
+    ck_assert(!exists(at("old/checkpoint-4")));
+    ck_assert(!exists(at("old/checkpoint-6")));
+    ck_assert_int_eq(state_global_step(at("old/checkpoint-2")), 2);
+    ck_assert_int_eq(state_global_step(at("old")), 2);
+}
+END_TEST
+
+/* The dropout seed of a negative --seed is above 2^63 in rng_state.json. */
+START_TEST(negative_seed_resumes)
+{
+    const char *neg[] = {"--seed", "-1"};
+    const char *resume[] = {"--seed", "-1", "--resume_from_checkpoint", "true"};
+    size_t n;
+    free(train_params(at("negseed"), neg, 2, CT_OK, &n));
+    free(train_params(at("negseed"), resume, 4, CT_OK, &n));
+}
+END_TEST
+
+/* ---- a run that cannot learn -------------------------------------------------- */
+
+static int nan_weight_warnings;
+static void count_nan_weights(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_WARNING && strstr(msg, "non-finite values") &&
+        strstr(msg, "bert.embeddings.word_embeddings.weight"))
+        nan_weight_warnings++;
+}
+
+START_TEST(a_run_that_cannot_learn_fails)
+{
+    ct_model *m = model_without_dropout(), *loaded;
+    ct_dataset *d = make_dataset(-1);
+    ct_args *a = make_args(at("nanw"), NULL, 0);
+    ct_trainer *t;
+    size_t n;
+    /* NaN weights: every step skipped; saved and loaded, they are named. */
+    for (size_t i = 0; i < ct_model_tensor_count(m); i++)
+        if (!strcmp(ct_model_tensor_name(m, i), "bert.embeddings.word_embeddings.weight"))
+            for (size_t j = 0; j < ct_model_tensor_numel(m, i); j++)
+                ct_model_tensor_data(m, i)[j] = NAN;
+    ck_assert_int_eq(mkdir(at("nanmodel"), 0755), 0);
+    OK(ct_model_save(m, at("nanmodel"), CT_DTYPE_F32));
+    nan_weight_warnings = 0;
+    ct_log_set_callback(count_nan_weights, NULL);
+    OK(ct_model_load(at("nanmodel"), CT_TASK_QUESTION_ANSWERING, 1, &loaded));
+    ct_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(nan_weight_warnings, 1);
+    ct_model_free(loaded);
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_NUMERIC, "first at step 1");
+    ck_assert_msg(strstr(ct_last_error(), "6 of its 6"), "%s", ct_last_error());
+    ck_assert(!exists(at("nanw/model.safetensors"))); /* no broken result saved */
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    /* An absurd learning rate: the first step ruins the weights. */
+    {
+        const char *huge[] = {"--learning_rate", "1e308", "--warmup_steps", "0"};
+        free(train_params(at("hugelr"), huge, 4, CT_ERR_NUMERIC, &n));
+        ck_assert_msg(strstr(ct_last_error(), "did not learn"), "%s", ct_last_error());
+    }
+}
+END_TEST
+
 START_TEST(dataset_and_trainer_input_checks)
 {
     ct_dataset *d;
@@ -544,6 +725,9 @@ START_TEST(dataset_and_trainer_input_checks)
     OK(ct_trainer_create(m, a, &t));
     OK(ct_trainer_set_train_dataset(t, d));
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_UNSUPPORTED, "gradient_checkpointing");
+    /* A metric name becomes a key of trainer_state.json: UTF-8 only. */
+    ASSERT_ERROR_HAS(ct_trainer_report_metric(t, "eval_caf\xe9", 1.0), CT_ERR_INVALID_ARG,
+                     "not valid UTF-8 at byte 8");
     ct_trainer_free(t);
     ct_batch_free(b);
     ct_args_free(a);
@@ -570,6 +754,11 @@ Suite *train_suite(void)
     tcase_add_test(tc, save_total_limit_keeps_the_newest);
     tcase_add_test(tc, bad_resume_input_is_a_clear_error);
     tcase_add_test(tc, dataset_and_trainer_input_checks);
+    tcase_add_test(tc, concurrent_runs_on_one_output_dir);
+    tcase_add_test(tc, two_trainers_of_one_process_exclude_each_other);
+    tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);
+    tcase_add_test(tc, a_run_that_cannot_learn_fails);
+    tcase_add_test(tc, negative_seed_resumes);
     suite_add_tcase(s, tc);
     return s;
 }

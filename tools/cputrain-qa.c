@@ -5,7 +5,9 @@
  * public API. */
 #include <cputrain/cputrain.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +32,10 @@ static const struct option_row {
     enum kind kind;
     size_t offset;
     const char *help;
+    long min, max; /* INT: the range the value's destination takes */
 } options[] = {
-#define ROW(name, kind, help) {#name, kind, offsetof(qa_options, name), help}
+#define ROW(name, kind, help) {#name, kind, offsetof(qa_options, name), help, 0, INT_MAX}
+#define ROW_SAMPLES(name, help) {#name, INT, offsetof(qa_options, name), help, -1, LONG_MAX}
     ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
                                   "vocab.txt) or a built-in configuration name."),
     ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
@@ -42,8 +46,8 @@ static const struct option_row {
     ROW(validation_file, TEXT, "Evaluation data: SQuAD JSON or JSON lines."),
     ROW(max_seq_length, INT, "Tokens per window: question + context (default 384)."),
     ROW(doc_stride, INT, "Overlap in tokens between context windows (default 128)."),
-    ROW(max_train_samples, INT, "Use only the first N training examples."),
-    ROW(max_eval_samples, INT, "Use only the first N evaluation examples."),
+    ROW_SAMPLES(max_train_samples, "Use only the first N training examples."),
+    ROW_SAMPLES(max_eval_samples, "Use only the first N evaluation examples."),
     ROW(n_best_size, INT, "Candidate answers kept per question (default 20)."),
     ROW(max_answer_length, INT, "Longest answer in tokens (default 30)."),
     ROW(pad_to_max_length, FLAG, "Pad every window to max_seq_length (always done; default True)."),
@@ -51,6 +55,7 @@ static const struct option_row {
     ROW(null_score_diff_threshold, FLOAT, "Predict no answer when its score beats the best "
                                           "span by more than this (default 0.0)."),
 #undef ROW
+#undef ROW_SAMPLES
 };
 
 /* Accepted for compatibility with run_qa.py command lines; they change
@@ -101,12 +106,22 @@ static int set_option(qa_options *o, const char *name, const char *value, int *u
         if (r->kind == TEXT) {
             *(const char **)field = value;
         } else if (r->kind == INT) {
+            long v;
             errno = 0;
-            *(long *)field = strtol(value, &end, 10);
+            v = strtol(value, &end, 10);
+            if (errno == ERANGE || (!errno && *end == '\0' && end != value &&
+                                    (v < r->min || v > r->max))) {
+                /* Every value lands in an int (or a size) of the library:
+                 * out of range is refused, never cut to the low bits. */
+                fprintf(stderr, "cputrain-qa: argument --%s: %s is out of range [%ld, %ld]\n",
+                        name, value, r->min, r->max);
+                return -1;
+            }
             if (errno || *end || end == value) {
                 fprintf(stderr, "cputrain-qa: argument --%s: invalid int value: '%s'\n", name, value);
                 return -1;
             }
+            *(long *)field = v;
         } else {
             *(double *)field = strtod(value, &end);
             if (*end || end == value) {
@@ -321,7 +336,9 @@ static int save_tokenizer(const ct_tokenizer *tok, const char *dir)
         goto fail;
     for (size_t id = 0; id < ct_tokenizer_vocab_size(tok); id++)
         fprintf(f, "%s\n", ct_tokenizer_id_to_token(tok, (int32_t)id));
-    if (fclose(f) != 0)
+    /* A failed fprintf (disk full) sets the stream's error flag; fclose
+     * alone reports only the last flush. */
+    if (ferror(f) | fclose(f))
         goto fail;
     ct_tokenizer_get_option(tok, CT_TOKENIZER_DO_LOWER_CASE, &lower);
     ct_tokenizer_get_option(tok, CT_TOKENIZER_STRIP_ACCENTS, &accents);
@@ -337,12 +354,76 @@ static int save_tokenizer(const ct_tokenizer *tok, const char *dir)
     if (max_len > 0)
         fprintf(f, "  \"model_max_length\": %lld,\n", (long long)max_len);
     fprintf(f, "  \"tokenizer_class\": \"BertTokenizer\"\n}\n");
-    if (fclose(f) != 0)
+    if (ferror(f) | fclose(f))
         goto fail;
     return 0;
 fail:
     fprintf(stderr, "cputrain-qa: cannot write %s: %s\n", path, strerror(errno));
     return -1;
+}
+
+/* ---- output_dir -------------------------------------------------------------------- */
+
+/* The step of a folder named checkpoint-<digits> (get_last_checkpoint's
+ * pattern), else -1. */
+static long checkpoint_step(const char *dir, const char *name)
+{
+    char path[4200], *end;
+    struct stat sb;
+    long step;
+    if (strncmp(name, "checkpoint-", 11) != 0 || name[11] < '0' || name[11] > '9')
+        return -1;
+    errno = 0;
+    step = strtol(name + 11, &end, 10);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return !errno && !*end && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? step : -1;
+}
+
+/* run_qa.py's rule for an output_dir that already holds something, when
+ * training without --overwrite_output_dir: with checkpoints, resume from
+ * the last one unless --resume_from_checkpoint says otherwise; with other
+ * files only, refuse. The trainer's own .lock and a crashed save's
+ * tmp-checkpoint-* are not results of a run and do not count. */
+static int check_output_dir(run *r)
+{
+    int overwrite = 0;
+    long last = -1;
+    char found[300] = "";
+    const char *resume = NULL;
+    DIR *d;
+    struct dirent *e;
+    ct_args_get_bool(r->args, "overwrite_output_dir", &overwrite);
+    if (overwrite || !(d = opendir(r->output_dir)))
+        return 0; /* a folder that is not there yet is fine; a file, the trainer names */
+    while ((e = readdir(d))) {
+        long step;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".lock") ||
+            !strncmp(e->d_name, "tmp-checkpoint-", 15))
+            continue;
+        if ((step = checkpoint_step(r->output_dir, e->d_name)) > last)
+            last = step;
+        else if (step < 0 && !*found)
+            snprintf(found, sizeof found, "%s", e->d_name);
+    }
+    closedir(d);
+    if (last < 0 && *found) {
+        fprintf(stderr, "cputrain-qa: output directory (%s) already exists and is not empty "
+                        "(it holds %s). Use --overwrite_output_dir to overcome.\n",
+                r->output_dir, found);
+        return -1;
+    }
+    ct_args_get_string(r->args, "resume_from_checkpoint", &resume);
+    if (last >= 0 && !resume) {
+        char path[4200];
+        ct_status st;
+        snprintf(path, sizeof path, "%s/checkpoint-%ld", r->output_dir, last);
+        fprintf(stderr, "cputrain-qa: checkpoint detected, resuming training at %s. To avoid "
+                        "this behavior, change the --output_dir or add --overwrite_output_dir "
+                        "to train from scratch.\n", path);
+        if ((st = ct_args_set(r->args, "resume_from_checkpoint", path)) != CT_OK)
+            return fail("--resume_from_checkpoint", st), -1;
+    }
+    return 0;
 }
 
 /* ---- main ---------------------------------------------------------------------- */
@@ -371,9 +452,11 @@ int main(int argc, char **argv)
     ct_log_set_level(CT_LOG_INFO);
     if ((st = ct_args_create(&r.args)) != CT_OK)
         return fail("arguments", st);
+    /* From here every exit goes through `done`, which frees what exists. */
     if ((st = ct_args_parse(r.args, argc - 1, (const char *const *)argv + 1)) != CT_OK) {
         fail("arguments", st);
-        return 2;
+        rc = 2;
+        goto done;
     }
     for (size_t i = 0; i < ct_args_unparsed_count(r.args); i++) {
         const char *a = ct_args_unparsed(r.args, i), *next = ct_args_unparsed(r.args, i + 1);
@@ -382,18 +465,22 @@ int main(int argc, char **argv)
         int used;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
-            return 0;
+            rc = 0;
+            goto done;
         }
         if (strncmp(a, "--", 2) != 0) {
             fprintf(stderr, "cputrain-qa: unexpected argument '%s' (see --help)\n", a);
-            return 2;
+            rc = 2;
+            goto done;
         }
         eq = strchr(a, '=');
         snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - a - 2 : (long)strlen(a + 2)), a + 2);
         for (char *c = name; *c; c++)
             *c = *c == '-' ? '_' : *c;
-        if (set_option(&r.o, name, eq ? eq + 1 : next, &used) != 0)
-            return 2;
+        if (set_option(&r.o, name, eq ? eq + 1 : next, &used) != 0) {
+            rc = 2;
+            goto done;
+        }
         if (used && !eq)
             i++;
     }
@@ -411,48 +498,59 @@ int main(int argc, char **argv)
     if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad") && strcmp(r.o.dataset_name, "squad_v2")) {
         fprintf(stderr, "cputrain-qa: --dataset_name '%s': only squad and squad_v2 are known\n",
                 r.o.dataset_name);
-        return 2;
+        rc = 2;
+        goto done;
     }
     train_file = r.o.train_file;
     eval_file = r.o.validation_file;
     if (r.o.dataset_name && !train_file && do_train) {
         if (find_split(&r.o, "train", train_path, sizeof train_path) != 0)
-            return 1;
+            goto done;
         train_file = train_path;
     }
     if (r.o.dataset_name && !eval_file && do_eval) {
         if (find_split(&r.o, "validation", eval_path, sizeof eval_path) != 0)
-            return 1;
+            goto done;
         eval_file = eval_path;
     }
     if (do_train && !train_file) {
         fprintf(stderr, "cputrain-qa: --do_train needs --train_file or --dataset_name\n");
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (do_eval && !eval_file) {
         fprintf(stderr, "cputrain-qa: --do_eval needs --validation_file or --dataset_name\n");
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (!r.o.model_name_or_path && !r.o.config_name) {
         fprintf(stderr, "cputrain-qa: give --model_name_or_path (or --config_name to start from "
                         "scratch)\n");
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (!r.output_dir) {
         fprintf(stderr, "cputrain-qa: --output_dir is required\n");
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (r.o.max_seq_length < 8 || r.o.doc_stride < 0 || r.o.doc_stride >= r.o.max_seq_length) {
         fprintf(stderr, "cputrain-qa: --max_seq_length %ld and --doc_stride %ld: need "
                         "max_seq_length >= 8 and 0 <= doc_stride < max_seq_length\n",
                 r.o.max_seq_length, r.o.doc_stride);
-        return 2;
+        rc = 2;
+        goto done;
+    }
+
+    if (do_train && check_output_dir(&r) != 0) {
+        rc = 2;
+        goto done;
     }
 
     /* Which process of the job this is: one, or a rank of several started by
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
-        return 1;
+        goto done;
     if (r.rank != 0)
         ct_log_set_level(CT_LOG_WARNING);
 
@@ -468,8 +566,10 @@ int main(int argc, char **argv)
         else
             st = ct_model_create(r.o.config_name ? r.o.config_name : r.o.model_name_or_path,
                                  CT_TASK_QUESTION_ANSWERING, (uint64_t)seed, &r.model);
-        if (st != CT_OK)
-            return fail("model", st);
+        if (st != CT_OK) {
+            fail("model", st);
+            goto done;
+        }
     }
     /* This rank's share of the machine: its socket / NUMA node or an even
      * split of the cores, one pinned thread per core (OMP_NUM_THREADS can

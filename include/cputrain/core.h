@@ -48,7 +48,8 @@ extern "C" {
     X(CT_ERR_DIST, 8, "distributed communication failed")                     \
     X(CT_ERR_NUMERIC, 9, "non-finite value")                                  \
     X(CT_ERR_CANCELLED, 10, "cancelled by a callback")                        \
-    X(CT_ERR_INTERNAL, 11, "internal error")
+    X(CT_ERR_INTERNAL, 11, "internal error")                                  \
+    X(CT_ERR_BUSY, 12, "resource in use by another process")
 
 typedef enum ct_status {
 #define CT__STATUS_ENUM(sym, val, desc) sym = val,

@@ -95,9 +95,13 @@ CT_API int32_t ct_tokenizer_special_id(const ct_tokenizer *tok, ct_special_token
  * max_length=..., stride=..., return_overflowing_tokens=True,
  * padding="max_length" if pad_to_max_length else False)`. max_length 0
  * means no truncation (and no padding). Gives one window, or several when
- * truncation overflows: each holds max_length tokens (special tokens
- * included) and repeats the last `stride` tokens of the window before it;
- * stride must be below max_length minus the special tokens. */
+ * truncation overflows: each holds at most max_length tokens (special
+ * tokens included) and repeats the last `stride` tokens of the window
+ * before it; stride must be below max_length minus the special tokens.
+ * One exception, as the Rust library does it: when max_length leaves no
+ * room for text (it equals the special tokens), the first window holds
+ * only the special tokens and one overflowing window holds the whole text,
+ * unsplit — longer than max_length. */
 CT_API ct_status ct_tokenizer_encode(const ct_tokenizer *tok, const char *text, size_t len,
                                      int add_special_tokens, size_t max_length, size_t stride,
                                      int pad_to_max_length, ct_encoding **out);
@@ -111,7 +115,11 @@ CT_API ct_status ct_tokenizer_encode(const ct_tokenizer *tok, const char *text, 
  * order and with the overlaps of the Rust library. With truncation the
  * special tokens count in max_length; a first text that leaves no room for
  * any of the second (only_second) is CT_ERR_INVALID_ARG, as Transformers
- * raises an error. max_length 0 with CT_TRUNCATION_NONE: no limit. */
+ * raises an error. Windows hold at most max_length tokens except where
+ * max_length leaves a text no room (max_length equal to the 3 special
+ * tokens, or longest_first giving one text a share of 0): that text then
+ * overflows whole into one window longer than max_length, as in the Rust
+ * library. max_length 0 with CT_TRUNCATION_NONE: no limit. */
 CT_API ct_status ct_tokenizer_encode_pair(const ct_tokenizer *tok, const char *first,
                                           size_t first_len, const char *second,
                                           size_t second_len, ct_truncation truncation,

@@ -90,7 +90,14 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
 
 /* Run training as Trainer.train() does (resuming when resume_from_checkpoint
  * says so), then save the model, train_results.json and trainer_state.json
- * into output_dir. */
+ * into output_dir. One run at a time uses an output_dir: the writing ranks
+ * hold an advisory lock on output_dir/.lock (released when the run ends or
+ * its process dies), and a second run gets CT_ERR_BUSY naming the holder's
+ * pid. Unless resuming, an output_dir holding checkpoint-* folders of an
+ * earlier run is refused (CT_ERR_INVALID_ARG), or with overwrite_output_dir
+ * those folders are deleted first. A run that skipped more than half of its
+ * optimizer steps for non-finite loss or gradients fails with
+ * CT_ERR_NUMERIC naming the first skipped step, and saves no final model. */
 CT_API ct_status ct_trainer_train(ct_trainer *trainer);
 /* From an evaluation callback: add "name": value to the evaluation's log
  * entry (Transformers prefixes eval metrics with "eval_"; pass the full

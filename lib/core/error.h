@@ -7,8 +7,13 @@
 
 #if defined(__GNUC__)
 #define CT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* On every internal function whose failure would otherwise go unnoticed
+ * (file writers, the end of a text being built): ignoring the result is a
+ * warning, and -Werror makes it a build failure. */
+#define CT__MUST_USE __attribute__((warn_unused_result))
 #else
 #define CT__PRINTF(f, a)
+#define CT__MUST_USE
 #endif
 
 /* Format the thread's ct_last_error() text and return `status`, so a failing

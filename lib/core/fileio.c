@@ -10,20 +10,56 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *kind_of(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : "not a regular file";
+}
+
+int ct__open_regular(const char *path, struct stat *sb)
+{
+    int fd, flags;
+    /* O_NONBLOCK: opening a FIFO for reading otherwise waits, forever, for
+     * a writer; the type is known only once it is open, from fstat. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        ct__error(CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, sb) != 0) {
+        ct__error(CT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        ct__error(CT_ERR_IO, "%s: is %s, not a regular file", path, kind_of(sb->st_mode));
+        close(fd);
+        return -1;
+    }
+    /* Reads from a regular file never block anyway; cleared so the fd is
+     * an ordinary one for whoever reads or maps it. */
+    if ((flags = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+        ct__error(CT_ERR_IO, "%s: fcntl: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len)
 {
     struct stat sb;
     char *buf;
     size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ct__open_regular(path, &sb);
     *data = NULL;
     *len = 0;
     if (fd < 0)
-        return ct__error(CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ct__error(CT_ERR_IO, "%s: not a regular file", path);
-    }
+        return CT_ERR_IO;
     if ((uint64_t)sb.st_size > max_bytes) {
         close(fd);
         return ct__error(CT_ERR_FORMAT, "%s: %lld bytes, more than the %zu allowed", path,
@@ -74,23 +110,42 @@ ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path)
     }
     /* mkostemp makes 0600; saved models and logs are meant to be shared.
      * (Reading the umask is not thread-safe, so 0644 it is.) */
-    fchmod(*fd, 0644);
+    if (fchmod(*fd, 0644) != 0) {
+        int err = errno;
+        ct__abandon_file(*fd, tmp);
+        free(tmp);
+        *fd = -1;
+        return ct__error(CT_ERR_IO, "%s: cannot set the mode of a temporary file: %s", path,
+                         strerror(err));
+    }
     *tmp_path = tmp;
     return CT_OK;
 }
 
-static void fsync_parent(const char *path)
+ct_status ct__fsync_dir(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+    if (dfd < 0)
+        return ct__error(CT_ERR_IO, "%s: cannot open the folder to sync it: %s", dir,
+                         strerror(errno));
+    /* EINVAL: this filesystem cannot sync a folder (some FUSE and network
+     * ones); nothing more can be done there, and it is not a failure. */
+    if (fsync(dfd) != 0 && errno != EINVAL)
+        err = errno;
+    close(dfd);
+    return err ? ct__error(CT_ERR_IO, "%s: cannot sync the folder: %s", dir, strerror(err))
+               : CT_OK;
+}
+
+static ct_status fsync_parent(const char *path)
 {
     char *copy = strdup(path);
-    int dfd;
+    ct_status st;
     if (!copy)
-        return;
-    dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
+    st = ct__fsync_dir(dirname(copy));
     free(copy);
+    return st;
 }
 
 ct_status ct__commit_file(int fd, const char *tmp_path, const char *path)
@@ -106,8 +161,9 @@ ct_status ct__commit_file(int fd, const char *tmp_path, const char *path)
         unlink(tmp_path);
         return ct__error(CT_ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
-    fsync_parent(path);
-    return CT_OK;
+    /* The file is whole and in place; a folder that cannot be synced means
+     * the rename may not survive a crash, which the caller must hear. */
+    return fsync_parent(path);
 }
 
 void ct__abandon_file(int fd, const char *tmp_path)

@@ -7,20 +7,30 @@
 
 #include "core/error.h"
 
+struct stat;
+/* Open an input for reading without ever blocking in open(): a FIFO, a
+ * device, a socket or a directory is refused by name (CT_ERR_IO, "is a
+ * FIFO, not a regular file"). The fd (blocking again) or -1 with the error
+ * set; *sb is its fstat. */
+int ct__open_regular(const char *path, struct stat *sb) CT__MUST_USE;
+
 /* *data is malloc'ed, NUL-terminated (not counted in *len). CT_ERR_IO names
  * the path and the system's reason. max_bytes guards against absurd files. */
-ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len);
+ct_status ct__read_file(const char *path, size_t max_bytes, char **data, size_t *len) CT__MUST_USE;
 
 /* Either `path` ends up holding exactly data[0..len) or it is left as it was
  * (and no temporary file remains). */
-ct_status ct__write_file_atomic(const char *path, const void *data, size_t len);
+ct_status ct__write_file_atomic(const char *path, const void *data, size_t len) CT__MUST_USE;
 
 /* Open a temporary file beside `path` (named path.tmp.XXXXXX); *tmp_path is
  * malloc'ed. Used with ct__commit_file for writers that stream. */
-ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path);
+ct_status ct__open_temp_beside(const char *path, int *fd, char **tmp_path) CT__MUST_USE;
 /* fsync fd, close it, rename tmp_path onto path, fsync the folder. On any
  * failure the temporary file is removed. Always closes fd. */
-ct_status ct__commit_file(int fd, const char *tmp_path, const char *path);
+ct_status ct__commit_file(int fd, const char *tmp_path, const char *path) CT__MUST_USE;
+/* fsync a folder, so that renames into it survive a crash (EINVAL, a
+ * filesystem that cannot, is not an error). */
+ct_status ct__fsync_dir(const char *dir) CT__MUST_USE;
 /* Close fd and remove the temporary file (abandoning a write). */
 void ct__abandon_file(int fd, const char *tmp_path);
 

@@ -1038,22 +1038,34 @@ const char *ct__json_type_name(ct__json_type type)
 
 /* ---- writer ---------------------------------------------------------------- */
 
+size_t ct__utf8_valid_prefix(const char *s, size_t len, const char **why)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len, *run;
+    int n;
+    for (run = p; run < end; run += n)
+        if ((n = utf8_seq(run, end, why)) == 0)
+            return (size_t)(run - p);
+    return len;
+}
+
 int ct__json_write_string(ct__strbuf *sb, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + len, *run;
     const char *why;
     char esc[8];
-    int n;
+    size_t valid;
 
     if (!sb || (!s && len))
         return ct__error(CT_ERR_INVALID_ARG, "%s: NULL argument", __func__);
-    /* Refuse rather than write a file our own parser (and Python) rejects. */
-    for (run = p; run < end; run += n) {
-        n = utf8_seq(run, end, &why);
-        if (n == 0)
-            return ct__error(CT_ERR_INVALID_ARG,
-                             "cannot write a JSON string: invalid UTF-8 at byte %zu (%s)",
-                             (size_t)(run - p), why);
+    /* Refuse rather than write a file our own parser (and Python) rejects;
+     * the buffer is marked failed, so a caller that checks only at the end
+     * (ct__sb_take, sb->failed) cannot write the text without the string. */
+    if (sb->failed)
+        return sb->failed;
+    if ((valid = ct__utf8_valid_prefix(s, len, &why)) < len) {
+        sb->failed = CT_ERR_INVALID_ARG;
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "cannot write a JSON string: invalid UTF-8 at byte %zu (%s)", valid, why);
     }
     ct__sb_append(sb, "\"", 1);
     while (p < end) {
@@ -1082,7 +1094,7 @@ int ct__json_write_string(ct__strbuf *sb, const char *s, size_t len)
     }
     ct__sb_append(sb, "\"", 1);
     /* An append that failed marked the buffer and set the error text. */
-    return sb->failed ? CT_ERR_NOMEM : CT_OK;
+    return sb->failed;
 }
 
 int ct__json_write_double(ct__strbuf *sb, double v)

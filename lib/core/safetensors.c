@@ -515,18 +515,8 @@ int ct__st_open(const char *path, ct__st_file **out)
     *out = NULL;
     if (!path)
         return ct__error(CT_ERR_INVALID_ARG, "%s: argument 'path' is NULL", __func__);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0) {
-        rc = ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-        close(fd);
-        return rc;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return ct__error(CT_ERR_IO, "%s: not a regular file", path);
-    }
+    if ((fd = ct__open_regular(path, &st)) < 0)
+        return CT_ERR_IO;
     if ((uintmax_t)st.st_size > SIZE_MAX) {
         close(fd);
         return ct__error(CT_ERR_IO, "%s: %lld bytes is too large to map", path,
@@ -655,7 +645,7 @@ static int wmeta_cmp(const void *pa, const void *pb)
     return name_cmp(a->key, a->len, b->key, b->len);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+static CT__MUST_USE int write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -796,7 +786,7 @@ static int build_header(const char *path, const wtensor *w, size_t n, const ct__
     while (sb->len % 8 && !sb->failed)
         ct__sb_append(sb, " ", 1);
     if (sb->failed)
-        return CT_ERR_NOMEM;
+        return ct__error_prefix((ct_status)sb->failed, "%s", path);
     if (sb->len > MAX_HEADER)
         return ct__error(CT_ERR_FORMAT, "%s: the header would be %zu bytes, over the %u-byte limit",
                          path, sb->len, MAX_HEADER);

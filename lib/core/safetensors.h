@@ -102,7 +102,7 @@ const char *ct__st_metadata_get(const ct__st_file *f, const char *key);
  * shape x dtype, sub-byte tensors that end mid-byte, non-UTF-8 strings;
  * CT_ERR_FORMAT when the header would exceed 100,000,000 bytes. */
 int ct__st_save(const char *path, const ct__st_tensor *tensors, size_t n,
-                const ct__st_meta *meta, size_t n_meta);
+                const ct__st_meta *meta, size_t n_meta) CT__MUST_USE;
 
 /* Element conversions. bf16 and f16 widen to f32 exactly; f32 -> bf16
  * rounds to nearest even and maps every NaN to 0x7FC0, as PyTorch does.

@@ -14,7 +14,7 @@ static int sb_reserve(ct__strbuf *sb, size_t extra)
     size_t need, cap;
     char *p;
     if (sb->failed)
-        return CT_ERR_NOMEM;
+        return sb->failed;
     need = sb->len + extra + 1;
     if (need <= sb->cap)
         return CT_OK;
@@ -23,7 +23,7 @@ static int sb_reserve(ct__strbuf *sb, size_t extra)
         cap *= 2;
     p = realloc(sb->data, cap);
     if (!p) {
-        sb->failed = 1;
+        sb->failed = CT_ERR_NOMEM;
         return ct__error(CT_ERR_NOMEM, "out of memory building a %zu-byte text", need);
     }
     sb->data = p;
@@ -34,7 +34,7 @@ static int sb_reserve(ct__strbuf *sb, size_t extra)
 int ct__sb_append(ct__strbuf *sb, const char *s, size_t len)
 {
     if (sb_reserve(sb, len) != CT_OK)
-        return CT_ERR_NOMEM;
+        return sb->failed;
     memcpy(sb->data + sb->len, s, len);
     sb->len += len;
     sb->data[sb->len] = '\0';
@@ -53,10 +53,14 @@ int ct__sb_printf(ct__strbuf *sb, const char *fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (sb->failed)
+        return sb->failed;
+    if (n < 0) {
+        sb->failed = CT_ERR_INTERNAL;
         return ct__error(CT_ERR_INTERNAL, "bad format string '%s'", fmt);
+    }
     if (sb_reserve(sb, (size_t)n) != CT_OK)
-        return CT_ERR_NOMEM;
+        return sb->failed;
     va_start(ap, fmt);
     vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -73,6 +77,15 @@ char *ct__sb_take(ct__strbuf *sb)
         p = calloc(1, 1);
     memset(sb, 0, sizeof *sb);
     return p;
+}
+
+ct_status ct__sb_finish(ct__strbuf *sb, const char *what, char **text)
+{
+    ct_status failed = (ct_status)sb->failed;
+    *text = ct__sb_take(sb);
+    if (failed)
+        return ct__error_prefix(failed, "%s", what);
+    return *text ? CT_OK : ct__error(CT_ERR_NOMEM, "%s: out of memory", what);
 }
 
 void ct__sb_free(ct__strbuf *sb)

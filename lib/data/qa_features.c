@@ -102,7 +102,7 @@ ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int
         const char *q = ct_squad_text(ex, e, CT_SQUAD_QUESTION, &qlen);
         const char *c = ct_squad_text(ex, e, CT_SQUAD_CONTEXT, &clen);
         int64_t start_char = 0, end_char = 0;
-        int has_answer = ct_squad_answer_count(ex, e) > 0;
+        int has_answer = ct_squad_answer_count(ex, e) > 0, in_context = 1;
         ct_encoding *enc;
         /* run_qa strips the question's leading whitespace (str.lstrip()):
          * some SQuAD questions start with spaces that eat into max_length. */
@@ -112,10 +112,20 @@ ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int
         if (has_answer) {
             const char *text;
             size_t alen;
+            size_t chars, context_chars = ct__utf8_count_chars(c, clen);
             if ((st = ct_squad_answer(ex, e, 0, &text, &alen, &start_char, NULL, NULL)) != CT_OK)
                 break;
-            /* end_char = start_char + len(text): Python counts characters */
-            end_char = start_char + (int64_t)ct__utf8_count_chars(text, alen);
+            /* end_char = start_char + len(text): Python counts characters.
+             * answer_start comes from the file, any int64: an answer that
+             * does not lie inside the context is in no window, which
+             * run_qa.py's comparisons find too (labels [CLS]); decided here
+             * before the sum can overflow. */
+            chars = ct__utf8_count_chars(text, alen);
+            if (start_char < 0 || (uint64_t)start_char > context_chars ||
+                chars > context_chars - (size_t)start_char)
+                in_context = 0;
+            else
+                end_char = start_char + (int64_t)chars;
         }
         st = ct_tokenizer_encode_pair(tok, q, qlen, c, clen, CT_TRUNCATION_ONLY_SECOND,
                                       (size_t)max_seq_length, (size_t)doc_stride, 1, &enc);
@@ -133,7 +143,8 @@ ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int
                 break;
             }
             if (has_answer) {
-                label_window(off, seq, len, start_char, end_char, &labels[0], &labels[1]);
+                if (in_context)
+                    label_window(off, seq, len, start_char, end_char, &labels[0], &labels[1]);
                 f->outside += labels[0] == 0 && labels[1] == 0;
             }
             if ((st = ct_dataset_add(f->dataset, ct_encoding_ids(enc, w),

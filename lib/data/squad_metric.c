@@ -455,8 +455,9 @@ ct_status ct__squad_normalize(const char *s, size_t len, char **out, size_t *out
     free(cp);
     free(lo);
     if (sb.failed) {
+        ct_status failed = (ct_status)sb.failed;
         ct__sb_free(&sb);
-        return CT_ERR_NOMEM;
+        return failed;
     }
     if (out_len)
         *out_len = sb.len;
@@ -768,8 +769,9 @@ ct_status ct_squad_scores_save(const ct_squad_scores *sc, const char *path)
         ct__sb_puts(&sb, "\n}");
     free(order);
     if (sb.failed) {
+        st = ct__error_prefix((ct_status)sb.failed, "%s: writing metrics", path);
         ct__sb_free(&sb);
-        return ct__error(CT_ERR_NOMEM, "%s: out of memory writing metrics", path);
+        return st;
     }
     st = ct__write_file_atomic(path, sb.data, sb.len);
     ct__sb_free(&sb);

@@ -78,7 +78,7 @@ int ct__json_write_ascii(ct__strbuf *sb, const char *s, size_t len)
             size_t n = ct__utf8_decode(p, (size_t)(end - p), &cp);
             if (n == 0) {
                 /* Callers validate; never write a file Python cannot read. */
-                sb->failed = 1;
+                sb->failed = CT_ERR_INVALID_ARG;
                 return ct__error(CT_ERR_INVALID_ARG, "cannot write invalid UTF-8 to JSON");
             }
             if (cp >= 0x10000) {
@@ -92,7 +92,7 @@ int ct__json_write_ascii(ct__strbuf *sb, const char *s, size_t len)
         }
     }
     ct__sb_append(sb, "\"", 1);
-    return sb->failed ? CT_ERR_NOMEM : CT_OK;
+    return sb->failed;
 }
 
 /* ---- the result -------------------------------------------------------------------------- */
@@ -673,7 +673,7 @@ done:
 
 /* ---- files -------------------------------------------------------------------------------- */
 
-static ct_status write_json(const char *dir, const char *prefix, const char *name,
+static CT__MUST_USE ct_status write_json(const char *dir, const char *prefix, const char *name,
                             ct__strbuf *sb)
 {
     char path[4096];
@@ -685,8 +685,9 @@ static ct_status write_json(const char *dir, const char *prefix, const char *nam
         return ct__error(CT_ERR_INVALID_ARG, "%s: output path too long", dir);
     }
     if (sb->failed) {
+        st = ct__error_prefix((ct_status)sb->failed, "%s", path);
         ct__sb_free(sb);
-        return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
+        return st;
     }
     st = ct__write_file_atomic(path, sb->data, sb->len);
     ct__sb_free(sb);

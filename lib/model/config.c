@@ -24,9 +24,12 @@ static ct_status get_int(const reader *r, const char *key, int lo, int hi, int *
     int64_t x;
     if (!v)
         return CT_OK; /* keep the default */
-    if (v->type != CT_JSON_NUMBER || !ct__json_int64(v, &x))
+    if (v->type != CT_JSON_NUMBER)
         return ct__error(CT_ERR_FORMAT, "%s: key '%s': expected an integer, got %s", r->what,
                          key, ct__json_type_name(v->type));
+    if (!ct__json_int64(v, &x))
+        return ct__error(CT_ERR_FORMAT, "%s: key '%s': expected an integer in [%d, %d], got %s",
+                         r->what, key, lo, hi, v->str);
     if (x < lo || x > hi)
         return ct__error(CT_ERR_FORMAT, "%s: key '%s': %lld is outside [%d, %d]", r->what, key,
                          (long long)x, lo, hi);
@@ -462,6 +465,6 @@ ct_status ct__config_write_json(const ct__config *cfg, const char *architecture,
     else
         write_builtin(cfg, architecture, sb);
     if (st == CT_OK && sb->failed)
-        st = ct__error(CT_ERR_NOMEM, "out of memory writing config.json");
+        st = ct__error_prefix((ct_status)sb->failed, "writing config.json");
     return st;
 }

@@ -47,6 +47,7 @@ const char *ct__config_names(void);
 void ct__config_free(ct__config *cfg);
 ct_status ct__config_copy(const ct__config *src, ct__config *dst);
 /* config.json as Transformers writes it, with `architectures`. */
-ct_status ct__config_write_json(const ct__config *cfg, const char *architecture, ct__strbuf *sb);
+ct_status ct__config_write_json(const ct__config *cfg, const char *architecture,
+                                ct__strbuf *sb) CT__MUST_USE;
 
 #endif

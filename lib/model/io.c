@@ -182,6 +182,30 @@ static ct_status check_tensor(const ct__tensor *t, const ct__st_tensor *s, const
     return CT_OK;
 }
 
+/* Weights that are NaN or infinite load (a file may be inspected, or be a
+ * deliberate test), but a run that trains them can only skip its steps:
+ * say which tensors, so the user need not wait for a failed run to learn. */
+static void warn_non_finite(const ct_model *m, const char *dir)
+{
+    size_t bad = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const float *p = m->params + m->tensors[i].offset;
+        for (size_t j = 0; j < m->tensors[i].numel; j++)
+            if (!isfinite(p[j])) {
+                if (!bad++)
+                    first = m->tensors[i].name;
+                ct__log(CT_LOG_WARNING, "%s: tensor %s holds non-finite values (the first at "
+                                        "index %zu); training it will skip every step",
+                        dir, m->tensors[i].name, j);
+                break;
+            }
+    }
+    if (bad > 1)
+        ct__log(CT_LOG_WARNING, "%s: %zu tensors hold non-finite values (first: %s)", dir, bad,
+                first);
+}
+
 ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict)
 {
     weights w;
@@ -217,6 +241,8 @@ ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, in
     }
     for (size_t i = 0; i < w.n; i++)
         total += ct__st_count(w.files[i]);
+    if (st == CT_OK)
+        warn_non_finite(m, dir);
     if (st == CT_OK && m->n_new_tensors)
         ct__log(CT_LOG_WARNING,
                 "%s: %zu tensors of %s were not in the checkpoint and are newly initialised "

@@ -2,6 +2,8 @@
  * as command-line text or typed. */
 #include "train/args_priv.h"
 
+#include "core/json.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -71,11 +73,11 @@ static int parse_int_text(const char *s, int64_t *out)
 {
     char *end;
     long long v;
+    errno = 0; /* ERANGE below tells the caller "out of range" from "not a number" */
     while (*s == ' ' || *s == '\t')
         s++;
     if (!*s || (!(*s >= '0' && *s <= '9') && *s != '-' && *s != '+'))
         return 0;
-    errno = 0;
     v = strtoll(s, &end, 10);
     if (errno || end == s)
         return 0;
@@ -127,6 +129,28 @@ static int is_none_text(const char *s)
     return strcmp(s, "None") == 0;
 }
 
+/* Strings must be UTF-8, refused when set rather than when written.
+ * Every string field ends up in training_args.json (the root's and every
+ * checkpoint's), which is JSON: UTF-8 by RFC 8259, read back by resume and
+ * by Python. A Linux path may hold any bytes (a Latin-1 "caf\xe9"), and
+ * Python would write one with surrogate escapes ("\udce9") that only
+ * Python's own surrogateescape decoding turns back into the path; any
+ * other reader gets a different string or an error. So, as Rust's and
+ * Go's JSON libraries refuse such text, the library refuses it at once,
+ * with the byte, instead of a run that trains for hours and then cannot
+ * write or resume its checkpoint. */
+static ct_status check_utf8(const ct__arg_field *fd, const char *text)
+{
+    const char *why;
+    size_t n = strlen(text), valid = ct__utf8_valid_prefix(text, n, &why);
+    if (valid == n)
+        return CT_OK;
+    return ct__error(CT_ERR_INVALID_ARG,
+                     "argument --%s: not valid UTF-8 at byte %zu (%s): training_args.json "
+                     "must hold it as JSON text, which is UTF-8; use a UTF-8 name (e.g. rename "
+                     "the folder)", fd->name, valid, why);
+}
+
 /* Parse `text` for field f into *v (not touching the handle). */
 ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
 {
@@ -150,7 +174,10 @@ ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
     case CT_ARG_INT:
         if (!parse_int_text(text, &nv.i))
             return ct__error(CT_ERR_INVALID_ARG,
-                             "argument --%s: invalid int value: '%s'", fd->name, text);
+                             errno == ERANGE ? "argument --%s: %s is out of range (a 64-bit "
+                                               "integer)"
+                                             : "argument --%s: invalid int value: '%s'",
+                             fd->name, text);
         break;
     case CT_ARG_FLOAT:
         if (!ct__parse_double_text(text, &nv.f))
@@ -164,6 +191,8 @@ ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
                              fd->name, text, fd->choices);
         /* fall through */
     case CT_ARG_STRING:
+        if (check_utf8(fd, text) != CT_OK)
+            return CT_ERR_INVALID_ARG;
         nv.s = strdup(text);
         if (!nv.s)
             return ct__error(CT_ERR_NOMEM, "out of memory storing --%s", fd->name);
@@ -496,6 +525,8 @@ ct_status ct_args_set_string(ct_args *args, const char *name, const char *value)
     }
     /* "None" is a legitimate path, so only NULL means None here. */
     if (ct__arg_fields[f].type == CT_ARG_STRING) {
+        if ((st = check_utf8(&ct__arg_fields[f], value)) != CT_OK)
+            return st;
         memset(&v, 0, sizeof v);
         v.set = 1;
         if (!(v.s = strdup(value)))

@@ -205,8 +205,11 @@ static ct_status apply_json_member(ct_args *args, const ct__json_member *m)
         nv.i = v->type == CT_JSON_TRUE;
         break;
     case CT_ARG_INT:
-        if (v->type != CT_JSON_NUMBER || !ct__json_int64(v, &nv.i))
+        if (v->type != CT_JSON_NUMBER)
             goto wrong_type;
+        if (!ct__json_int64(v, &nv.i))
+            return ct__error(CT_ERR_FORMAT, "field '%s': expected an integer of 64 bits, got %s",
+                             m->key, v->str);
         break;
     case CT_ARG_FLOAT:
         if (v->type != CT_JSON_NUMBER)
@@ -304,11 +307,10 @@ ct_status ct_args_save_json(const ct_args *args, const char *path)
         }
     }
     ct__sb_puts(&sb, "\n}\n");
-    if (sb.failed) {
-        ct__sb_free(&sb);
-        return ct__error(CT_ERR_NOMEM, "%s: out of memory writing training arguments", path);
-    }
-    text = ct__sb_take(&sb);
+    /* Any failure above (out of memory, a string that is not UTF-8) is
+     * sticky in sb: nothing is written then, never a file with a hole. */
+    if ((st = ct__sb_finish(&sb, path, &text)) != CT_OK)
+        return st;
     st = ct__write_file_atomic(path, text, strlen(text));
     free(text);
     return st;

@@ -3,6 +3,7 @@
 #include "train/args_priv.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define I(f) ct__args_int(a, CT_A_##f)
@@ -26,6 +27,14 @@ static ct_status check_steps(const char *name, double v, const char *strategy_na
         FAIL(CT_ERR_INVALID_ARG, "%s: must be an integer when above 1 (got %g); "
              "values below 1 are fractions of the total steps", name, v);
     return CT_OK;
+}
+
+static ct_status at_most(const char *name, int64_t v, int64_t max)
+{
+    if (v <= max)
+        return CT_OK;
+    FAIL(CT_ERR_INVALID_ARG, "%s: %lld is out of range (at most %lld)", name, (long long)v,
+         (long long)max);
 }
 
 ct_status ct_args_validate(const ct_args *a)
@@ -54,6 +63,17 @@ ct_status ct_args_validate(const ct_args *a)
     if (I(per_device_eval_batch_size) < 1)
         FAIL(CT_ERR_INVALID_ARG, "per_device_eval_batch_size: must be >= 1 (got %lld)",
              (long long)I(per_device_eval_batch_size));
+    /* Fields that end up in an int (a batch's size, a bucket's megabytes)
+     * or a size: refused above that, never cut to their low bits. */
+    if ((st = at_most("per_device_train_batch_size", I(per_device_train_batch_size),
+                      INT32_MAX)) != CT_OK ||
+        (st = at_most("per_device_eval_batch_size", I(per_device_eval_batch_size), INT32_MAX)) !=
+            CT_OK ||
+        (st = at_most("gradient_accumulation_steps", I(gradient_accumulation_steps),
+                      INT32_MAX)) != CT_OK ||
+        (st = at_most("ddp_bucket_cap_mb", I(ddp_bucket_cap_mb), INT32_MAX)) != CT_OK ||
+        (st = at_most("ddp_timeout", I(ddp_timeout), INT32_MAX)) != CT_OK)
+        return st;
     if (!isfinite(F(weight_decay)) || F(weight_decay) < 0)
         FAIL(CT_ERR_INVALID_ARG, "weight_decay: must be a finite number >= 0 (got %g)",
              F(weight_decay));

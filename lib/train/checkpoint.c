@@ -48,15 +48,6 @@ static int remove_tree(const char *path)
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void fsync_path(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 /* Step number of a folder named checkpoint-<digits>, else -1. */
 static int64_t checkpoint_step(const char *name)
 {
@@ -126,21 +117,54 @@ static size_t list_checkpoints(const char *dir, found **out)
     return n;
 }
 
-void ct__checkpoint_clean_temporaries(const char *output_dir)
+static int is_dir(const char *path)
 {
-    DIR *d = opendir(output_dir);
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t)
+{
+    const char *out = A_STR(output_dir);
+    int overwrite = A_BOOL(overwrite_output_dir), resuming = A_STR(resume_from_checkpoint) != NULL;
+    char old[256] = "";
+    ct_status st = CT_OK;
+    DIR *d = opendir(out);
     struct dirent *e;
     if (!d)
-        return;
-    while ((e = readdir(d))) {
-        char path[4096];
-        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0)
+        return ct__error(CT_ERR_IO, "output_dir %s: cannot list: %s", out, strerror(errno));
+    while (st == CT_OK && (e = readdir(d))) {
+        char path[4200];
+        int tmp = strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
+        if (!tmp && checkpoint_step(e->d_name) < 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", output_dir, e->d_name);
-        ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
-        remove_tree(path);
+        snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        if (!is_dir(path))
+            continue;
+        if (tmp) {
+            /* Left by a save that crashed: no other run is saving, the lock
+             * says so. */
+            ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
+            remove_tree(path);
+        } else if (resuming) {
+            continue;
+        } else if (overwrite) {
+            ct__log(CT_LOG_INFO, "overwrite_output_dir: deleting %s of an earlier run", path);
+            if (remove_tree(path) != 0)
+                st = ct__error(CT_ERR_IO, "overwrite_output_dir: cannot delete %s: %s", path,
+                               strerror(errno));
+        } else if (!*old) {
+            snprintf(old, sizeof old, "%s", e->d_name);
+        }
     }
     closedir(d);
+    if (st == CT_OK && *old)
+        st = ct__error(CT_ERR_INVALID_ARG,
+                       "output_dir %s already holds %s of an earlier run: set "
+                       "resume_from_checkpoint to continue it (true: from its newest checkpoint), "
+                       "or overwrite_output_dir to start over (its checkpoints are deleted)",
+                       out, old);
+    return st;
 }
 
 /* ---- trainer_state.json and the RNG / data-order state ------------------------- */
@@ -178,7 +202,7 @@ char *ct__trainer_state_json(const ct_trainer *t)
 
 /* What resuming needs beyond Transformers' files: where in which epoch's
  * order training stood, and the dropout generator's position. */
-static char *rng_state_json(const ct_trainer *t)
+static CT__MUST_USE char *rng_state_json(const ct_trainer *t)
 {
     ct__strbuf sb = {0};
     ct__sb_printf(&sb,
@@ -209,7 +233,7 @@ static void test_pause(void)
     }
 }
 
-static ct_status put_text(const char *dir, const char *name, char *text)
+static CT__MUST_USE ct_status put_text(const char *dir, const char *name, char *text)
 {
     char path[4096];
     ct_status st;
@@ -251,7 +275,12 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
     if (!mkdtemp(tmp))
         return ct__error(CT_ERR_IO, "%s: cannot create a temporary checkpoint folder: %s", out,
                          strerror(errno));
-    chmod(tmp, 0755);
+    /* mkdtemp makes 0700; checkpoints are meant to be shared like the model. */
+    if (chmod(tmp, 0755) != 0) {
+        st = ct__error(CT_ERR_IO, "%s: cannot set its mode: %s", tmp, strerror(errno));
+        remove_tree(tmp);
+        return ct__error_prefix(st, "checkpoint at step %lld", (long long)t->global_step);
+    }
     st = ct_model_save(t->model, tmp, CT_DTYPE_F32);
     test_pause();
     if (st == CT_OK && !A_BOOL(save_only_model)) {
@@ -279,16 +308,27 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
     }
     if (st == CT_OK) /* last: the folder is whole */
         st = put_text(tmp, MARKER, strdup("complete\n"));
-    if (st == CT_OK) {
-        fsync_path(tmp);
-        /* An older folder of the same step (a resumed run) steps aside. */
+    if (st == CT_OK && (st = ct__fsync_dir(tmp)) == CT_OK) {
+        int moved = 0;
+        /* An older folder of the same step (a resumed run) steps aside, and
+         * comes back if the new one cannot take its place. */
         snprintf(trash, sizeof trash, "%s.old", tmp);
-        if (stat(final, &sb) == 0 && rename(final, trash) != 0)
-            st = ct__error(CT_ERR_IO, "%s: cannot replace: %s", final, strerror(errno));
-        if (st == CT_OK && rename(tmp, final) != 0)
+        if (stat(final, &sb) == 0) {
+            if (rename(final, trash) != 0)
+                st = ct__error(CT_ERR_IO, "%s: cannot replace: %s", final, strerror(errno));
+            else
+                moved = 1;
+        }
+        if (st == CT_OK && rename(tmp, final) != 0) {
             st = ct__error(CT_ERR_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-        fsync_path(out);
-        remove_tree(trash);
+            if (moved && rename(trash, final) != 0)
+                ct__log(CT_LOG_ERROR, "%s could not be put back: it is kept as %s", final, trash);
+            moved = 0; /* restored, or kept under its .old name: never deleted */
+        }
+        if (st == CT_OK)
+            st = ct__fsync_dir(out);
+        if (moved)
+            remove_tree(trash);
     }
     if (st != CT_OK) {
         remove_tree(tmp);
@@ -314,6 +354,17 @@ static ct_status get_i64(const ct__json *root, const char *file, const char *key
     return CT_OK;
 }
 
+/* The dropout generator's seed and position are written as unsigned 64-bit
+ * numbers (a negative --seed makes a seed above 2^63). */
+static ct_status get_u64(const ct__json *root, const char *file, const char *key, uint64_t *out)
+{
+    const ct__json *v = ct__json_get(root, key);
+    if (!v || !ct__json_uint64(v, out))
+        return ct__error(CT_ERR_FORMAT, "%s: key '%s' is missing or not an unsigned 64-bit "
+                                        "integer", file, key);
+    return CT_OK;
+}
+
 static ct_status get_f64(const ct__json *root, const char *file, const char *key, double *out)
 {
     const ct__json *v = ct__json_get(root, key);
@@ -330,7 +381,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     ct__json_doc *state = NULL, *rng = NULL;
     const ct__json *s, *r, *hist;
     int64_t global_step = 0, epoch_index = 0, batch_in_epoch = 0, last_logged = 0;
-    int64_t steps_counted = 0, dstep = 0, dseed = 0;
+    int64_t steps_counted = 0;
+    uint64_t dstep = 0, dseed = 0;
     double epoch = 0, flos = 0, loss_since = 0, loss_all = 0;
     ct_status st;
 
@@ -367,8 +419,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         (st = get_i64(r, path, "batch_in_epoch", &batch_in_epoch)) != CT_OK ||
         (st = get_i64(r, path, "last_logged_step", &last_logged)) != CT_OK ||
         (st = get_i64(r, path, "steps_counted", &steps_counted)) != CT_OK ||
-        (st = get_i64(r, path, "dropout_step", &dstep)) != CT_OK ||
-        (st = get_i64(r, path, "dropout_seed", &dseed)) != CT_OK ||
+        (st = get_u64(r, path, "dropout_step", &dstep)) != CT_OK ||
+        (st = get_u64(r, path, "dropout_seed", &dseed)) != CT_OK ||
         (st = get_f64(r, path, "loss_since_log", &loss_since)) != CT_OK ||
         (st = get_f64(r, path, "loss_sum_all", &loss_all)) != CT_OK)
         goto done;
@@ -379,6 +431,13 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         goto done;
     if (!hist || hist->type != CT_JSON_ARRAY) {
         st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
+        goto done;
+    }
+    if (global_step < 0 || last_logged < 0 || last_logged > global_step || steps_counted < 0 ||
+        steps_counted > global_step) {
+        st = ct__error(CT_ERR_FORMAT, "%s: global_step %lld, last_logged_step %lld and "
+                       "steps_counted %lld do not fit together", dir, (long long)global_step,
+                       (long long)last_logged, (long long)steps_counted);
         goto done;
     }
     if (batch_in_epoch < 0 || batch_in_epoch > t->batches_per_epoch || epoch_index < 0) {
@@ -404,8 +463,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     t->steps_counted = steps_counted;
     t->loss_since_log = loss_since;
     t->loss_sum_all = loss_all;
-    t->model->dropout_seed = (uint64_t)dseed;
-    t->model->dropout_step = (uint64_t)dstep;
+    t->model->dropout_seed = dseed;
+    t->model->dropout_step = dstep;
     ct__sb_free(&t->history);
     for (size_t i = 0; i < hist->n; i++) {
         if (i)

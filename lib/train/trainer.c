@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
+#include "train/outdir_lock.h"
 
 double ct__now(void)
 {
@@ -173,8 +174,9 @@ static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **j
     }
     ct__sb_puts(&sb, "}");
     if (sb.failed) {
+        ct_status failed = (ct_status)sb.failed;
         ct__sb_free(&sb);
-        return ct__error(CT_ERR_NOMEM, "out of memory logging");
+        return ct__error_prefix(failed, "log entry at step %lld", (long long)t->global_step);
     }
     if (t->history.len)
         ct__sb_puts(&t->history, ",\n    ");
@@ -236,6 +238,14 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
 {
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(name);
+    {
+        /* It becomes a key of trainer_state.json, which resume parses. */
+        const char *why;
+        size_t valid = ct__utf8_valid_prefix(name, strlen(name), &why);
+        if (valid < strlen(name))
+            return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: the name is not "
+                                                 "valid UTF-8 at byte %zu (%s)", valid, why);
+    }
     if (!t->in_eval)
         return ct__error(CT_ERR_STATE, "ct_trainer_report_metric: '%s' reported outside an "
                                        "evaluation callback", name);
@@ -302,8 +312,8 @@ static ct_status save_checkpoint(ct_trainer *t)
     ct__sb_puts(&sb, "{\"checkpoint\": ");
     ct__json_write_string(&sb, path, strlen(path));
     ct__sb_puts(&sb, "}");
-    if (!(json = ct__sb_take(&sb)))
-        return ct__error(CT_ERR_NOMEM, "out of memory");
+    if ((st = ct__sb_finish(&sb, "the SAVE event", &json)) != CT_OK)
+        return st;
     st = notify(t, CT_EVENT_SAVE, json);
     free(json);
     return st;
@@ -437,7 +447,7 @@ static ct_status make_output_dir(const char *dir)
     return CT_OK;
 }
 
-static ct_status write_text(const char *dir, const char *name, const char *text)
+static CT__MUST_USE ct_status write_text(const char *dir, const char *name, const char *text)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -524,15 +534,16 @@ static ct_status micro_step(ct_trainer *t, const ct_batch *batch, float scale, i
     return st != CT_OK ? st : comm;
 }
 
-/* The writing ranks save; every rank learns whether they managed, so that
- * all return the same verdict. */
-static ct_status final_save_all(ct_trainer *t, double runtime)
+/* Every rank's verdict on a step only some ranks do (the writing ranks'
+ * work in output_dir), so that all return the same one: this rank's own
+ * error text, or "rank r could not <what> (see its log)". */
+static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what)
 {
-    int32_t mine = writes_files(t) ? (int32_t)final_save(t, runtime) : 0, *all;
+    int32_t mine = (int32_t)verdict, *all;
     char saved_error[1024];
     ct_status st;
     if (t->world == 1)
-        return (ct_status)mine;
+        return verdict;
     snprintf(saved_error, sizeof saved_error, "%s", ct_last_error());
     if (!(all = malloc((size_t)t->world * sizeof *all)))
         return ct__error(CT_ERR_NOMEM, "out of memory");
@@ -540,10 +551,17 @@ static ct_status final_save_all(ct_trainer *t, double runtime)
     for (int r = 0; st == CT_OK && r < t->world; r++)
         if (all[r] != CT_OK)
             st = r == t->rank ? ct__error((ct_status)mine, "%s", saved_error)
-                              : ct__error((ct_status)all[r], "rank %d could not save the model "
-                                                             "into output_dir (see its log)", r);
+                              : ct__error((ct_status)all[r], "rank %d could not %s (see its log)",
+                                          r, what);
     free(all);
     return st;
+}
+
+/* The writing ranks save; every rank learns whether they managed. */
+static ct_status final_save_all(ct_trainer *t, double runtime)
+{
+    return all_agree(t, writes_files(t) ? final_save(t, runtime) : CT_OK,
+                     "save the model into output_dir");
 }
 
 /* Set up data parallelism for this run: the reducer, and rank 0's
@@ -571,19 +589,34 @@ static ct_status start_ddp(ct_trainer *t)
     return ct__ddp_sync_params(t->ddp);
 }
 
+static ct_status train_run(ct_trainer *t);
+
+/* A run that skipped most of its optimizer steps for non-finite loss or
+ * gradients has not trained, whatever the loss it logs: more than half of
+ * this run's steps skipped (every one, with NaN weights or an absurd
+ * learning rate) fails with CT_ERR_NUMERIC before the final save, so no
+ * broken model is saved as the result. A few bad batches are still skipped
+ * with a warning, as Transformers does; logging_nan_inf_filter only decides
+ * what the logged loss shows. */
+static ct_status check_learned(const ct_trainer *t, int64_t steps, int64_t skipped,
+                               int64_t first_skipped)
+{
+    if (steps <= 0 || skipped * 2 <= steps)
+        return CT_OK;
+    return ct__error(CT_ERR_NUMERIC,
+                     "training did not learn: %lld of its %lld optimizer steps were skipped for "
+                     "a non-finite loss or gradient, the first at step %lld (non-finite weights, "
+                     "or a learning rate too large?); the model was not saved to %s",
+                     (long long)skipped, (long long)steps, (long long)first_skipped,
+                     A_STR(output_dir));
+}
+
 ct_status ct_trainer_train(ct_trainer *t)
 {
-    ct_model *m;
-    ct_batch *batch = NULL;
-    int64_t *order = NULL, *mine = NULL;
-    int64_t b, ga, micro = 0, first_step;
-    double start, grad_norm = NAN, window_loss = 0;
-    int window_bad = 0;
     ct_status st;
-    const char *resume;
+    int lock = -1;
 
     CT__CHECK_ARG(t);
-    m = t->model;
     if (!t->train)
         return ct__error(CT_ERR_STATE, "ct_trainer_train: no training dataset "
                                        "(ct_trainer_set_train_dataset)");
@@ -597,11 +630,34 @@ ct_status ct_trainer_train(ct_trainer *t)
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
     if ((st = plan(t)) != CT_OK)
         return st;
-    if (writes_files(t)) {
-        if ((st = make_output_dir(A_STR(output_dir))) != CT_OK)
-            return st;
-        ct__checkpoint_clean_temporaries(A_STR(output_dir));
+    /* Nothing in output_dir is deleted or written before the lock is ours:
+     * a second run must not remove the first's checkpoint in progress. */
+    if (writes_files(t) && (st = make_output_dir(A_STR(output_dir))) == CT_OK &&
+        (st = ct__outdir_lock(A_STR(output_dir), &lock)) == CT_OK)
+        st = ct__checkpoint_prepare_output_dir(t);
+    /* With several ranks, the others learn of a refusal now, instead of
+     * waiting for the refused rank until ddp_timeout. */
+    if ((st = all_agree(t, st, "prepare output_dir")) != CT_OK) {
+        ct__outdir_unlock(lock);
+        return st;
     }
+    st = train_run(t);
+    ct__outdir_unlock(lock);
+    return st;
+}
+
+/* The run itself, with output_dir prepared (and locked by the writing ranks). */
+static ct_status train_run(ct_trainer *t)
+{
+    ct_model *m = t->model;
+    ct_batch *batch = NULL;
+    int64_t *order = NULL, *mine = NULL;
+    int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
+    double start, grad_norm = NAN, window_loss = 0;
+    int window_bad = 0;
+    ct_status st;
+    const char *resume;
+
     b = A_INT(per_device_train_batch_size);
     ga = A_INT(gradient_accumulation_steps);
 
@@ -696,6 +752,8 @@ ct_status ct_trainer_train(ct_trainer *t)
             if (!window_bad) {
                 t->loss_sum_all += window_loss;
                 t->steps_counted++;
+            } else if (!skipped++) {
+                first_skipped = t->global_step + 1;
             }
             window_loss = 0;
             window_bad = 0;
@@ -718,6 +776,8 @@ ct_status ct_trainer_train(ct_trainer *t)
             st = after_epoch(t, grad_norm);
         }
     }
+    if (st == CT_OK)
+        st = check_learned(t, t->global_step - first_step, skipped, first_skipped);
     if (st == CT_OK) {
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *

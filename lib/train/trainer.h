@@ -57,14 +57,17 @@ struct ct_trainer {
 
 /* checkpoint.c */
 /* Write output_dir/checkpoint-<global_step> the crash-safe way and rotate. */
-ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size);
+ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size) CT__MUST_USE;
 /* Resolve resume_from_checkpoint (a path, or true for the newest complete
  * checkpoint of output_dir) and load model, optimizer and trainer state. */
 ct_status ct__checkpoint_resume(ct_trainer *t);
 /* trainer_state.json text for the current state. */
-char *ct__trainer_state_json(const ct_trainer *t);
-/* Remove temporary folders a crashed save left in output_dir. */
-void ct__checkpoint_clean_temporaries(const char *output_dir);
+char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
+/* Start-up of a run in its (locked) output_dir: remove the temporary
+ * folders a crashed save left; then, unless resuming, refuse a folder that
+ * holds checkpoints of an earlier run, or with overwrite_output_dir delete
+ * them so the new run's checkpoints are not mixed with the old ones. */
+ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t) CT__MUST_USE;
 
 double ct__now(void);
 

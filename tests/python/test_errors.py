@@ -20,6 +20,9 @@ class StatusTest(unittest.TestCase):
             self.assertEqual(status.c_name, "CT_" + status.name)
             self.assertTrue(status.description)
         self.assertEqual(Status.ERR_FORMAT.c_name, "CT_ERR_FORMAT")
+        # pinned values, read from the library (issue 10 added ERR_BUSY)
+        self.assertEqual(int(Status.ERR_NUMERIC), 9)
+        self.assertEqual(int(Status.ERR_BUSY), 12)
 
     def test_values_are_contiguous_from_zero(self):
         self.assertEqual([int(s) for s in Status], list(range(len(Status))))

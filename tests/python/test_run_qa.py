@@ -349,6 +349,40 @@ class RunQATest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn("missing.json", p.stdout)
 
+    def small_run(self, out, *extra):
+        return self.run_qa(["--train_file", os.path.join(self.data, "train.json"),
+                            "--config_name", os.path.join(self.data, "config.json"),
+                            "--tokenizer_name", self.data, "--do_train",
+                            "--max_train_samples", "64", "--per_device_train_batch_size", "32",
+                            "--max_seq_length", "96", "--doc_stride", "32", "--use_cpu",
+                            "--disable_tqdm", "--seed", "42", "--output_dir", out] + list(extra))
+
+    def test_output_dir_that_holds_files(self):
+        """run_qa.py's rule: other files refuse, checkpoints resume the last."""
+        out = os.path.join(self.tmp, "busy-dir")
+        os.makedirs(out)
+        with open(os.path.join(out, "notes.txt"), "w") as f:
+            f.write("not a run\n")
+        p = self.small_run(out, "--max_steps", "1")
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("--overwrite_output_dir", p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "model.safetensors")))
+        p = self.small_run(out, "--max_steps", "2", "--save_steps", "1", "--overwrite_output_dir")
+        self.assertEqual(p.returncode, 0, p.stdout)
+        p = self.small_run(out, "--max_steps", "3", "--save_steps", "1")
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("resuming training at %s" % os.path.join(out, "checkpoint-2"), p.stdout)
+        with open(os.path.join(out, "trainer_state.json")) as f:
+            self.assertEqual(json.load(f)["global_step"], 3)
+
+    def test_run_that_cannot_learn_exits_non_zero(self):
+        out = os.path.join(self.tmp, "nan-run")
+        p = self.small_run(out, "--max_steps", "4", "--learning_rate", "1e308",
+                           "--save_strategy", "no")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("CT_ERR_NUMERIC", p.stdout)
+        self.assertIn("did not learn", p.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

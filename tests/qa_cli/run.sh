@@ -171,5 +171,136 @@ ok = all(k in m for k in ("eval_exact", "eval_f1", "eval_total", "eval_HasAns_ex
                           "eval_NoAns_exact", "eval_best_f1", "eval_samples"))
 sys.exit(0 if ok and m["eval_total"] == 2 else print(m) or 1)' "$dir/eval_v2/eval_results.json"
 
+# ---- hardening (issue 10) ---------------------------------------------------------
+train_args="--train_file $dir/squad/train.json --config_name $dir/data/config.json \
+--tokenizer_name $dir/tok --do_train"
+
+# Integers are range-checked against their destination, never cut.
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_seq_length 4294967328 --output_dir "$dir/range" \
+    > "$dir/range.txt" 2>&1
+rc=$?
+check "--max_seq_length 4294967328 exits 2" [ "$rc" -eq 2 ]
+check "  ... saying it is out of range" contains "$dir/range.txt" \
+    "argument --max_seq_length: 4294967328 is out of range [0, 2147483647]"
+"$qa" $train_args --per_device_train_batch_size 4294967298 --output_dir "$dir/range" \
+    > "$dir/range2.txt" 2>&1
+rc=$?
+check "--per_device_train_batch_size 4294967298 is refused" [ "$rc" -eq 2 ]
+check "  ... naming the field" contains "$dir/range2.txt" "per_device_train_batch_size: 4294967298 is out of range"
+
+# A non-UTF-8 (Latin-1) output_dir is refused before anything is written.
+latin1="$dir/caf$(printf '\351')"
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 1 --output_dir "$latin1" > "$dir/latin1.txt" 2>&1
+rc=$?
+check "a Latin-1 --output_dir exits 2" [ "$rc" -eq 2 ]
+check "  ... naming the field and the byte" contains "$dir/latin1.txt" \
+    "argument --output_dir: not valid UTF-8 at byte"
+check "  ... writing nothing" [ ! -e "$latin1" ]
+
+# A FIFO as an input fails at once, named (the timeout catches a hang).
+mkfifo "$dir/fifo.json"
+# shellcheck disable=SC2086
+timeout 60 "$qa" --train_file "$dir/fifo.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train $common --max_steps 1 --output_dir "$dir/fifo-out" \
+    > "$dir/fifo.txt" 2>&1
+rc=$?
+check "a FIFO as --train_file fails without hanging" [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+check "  ... naming it" contains "$dir/fifo.txt" "fifo.json: is a FIFO, not a regular file"
+# shellcheck disable=SC2086
+timeout 60 "$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/fifo.json" --do_train $common --max_steps 1 \
+    --output_dir "$dir/fifo-out" > "$dir/fifo2.txt" 2>&1
+rc=$?
+check "a FIFO as --tokenizer_name fails without hanging" [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+check "  ... naming it" contains "$dir/fifo2.txt" "is a FIFO"
+
+# A run that cannot learn (every step skipped) exits non-zero.
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 4 --learning_rate 1e308 --output_dir "$dir/nan" \
+    > "$dir/nan.txt" 2>&1
+rc=$?
+check "--learning_rate 1e308 exits non-zero" [ "$rc" -ne 0 ]
+check "  ... with CT_ERR_NUMERIC naming the first bad step" contains "$dir/nan.txt" \
+    "CT_ERR_NUMERIC: training did not learn"
+check "  ... and no final model" [ ! -e "$dir/nan/model.safetensors" ]
+
+# run_qa.py's rule for an output_dir that holds files.
+mkdir -p "$dir/used"
+echo notes > "$dir/used/notes.txt"
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 1 --output_dir "$dir/used" > "$dir/used.txt" 2>&1
+rc=$?
+check "a non-empty --output_dir without checkpoints exits 2" [ "$rc" -eq 2 ]
+check "  ... pointing at --overwrite_output_dir" contains "$dir/used.txt" \
+    "already exists and is not empty (it holds notes.txt). Use --overwrite_output_dir"
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 2 --save_strategy steps --save_steps 1 \
+    --overwrite_output_dir --output_dir "$dir/used" > "$dir/used2.txt" 2>&1
+rc=$?
+check "  ... --overwrite_output_dir trains there" [ "$rc" -eq 0 ]
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 3 --save_strategy steps --save_steps 1 \
+    --output_dir "$dir/used" > "$dir/used3.txt" 2>&1
+rc=$?
+check "with checkpoints, a new run resumes from the last" [ "$rc" -eq 0 ]
+check "  ... saying so" contains "$dir/used3.txt" "resuming training at $dir/used/checkpoint-2"
+check "  ... and ends at step 3" "$PYTHON" -c '
+import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))["global_step"] == 3 else 1)' "$dir/used/trainer_state.json"
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 1 --save_strategy steps --save_steps 1 \
+    --overwrite_output_dir --output_dir "$dir/used" > "$dir/used4.txt" 2>&1
+rc=$?
+check "--overwrite_output_dir starts over" [ "$rc" -eq 0 ]
+check "  ... deleting the old checkpoints" [ -d "$dir/used/checkpoint-1" ] && \
+    [ ! -e "$dir/used/checkpoint-2" ] && [ ! -e "$dir/used/checkpoint-3" ]
+
+# Two runs on one output_dir: the second is refused naming the first's pid,
+# the first's checkpoint in progress survives.
+# shellcheck disable=SC2086
+CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS=1000 "$qa" $train_args $common --max_steps 2 \
+    --save_strategy steps --save_steps 1 --output_dir "$dir/shared" > "$dir/first.txt" 2>&1 &
+first=$!
+n=0
+until ls -d "$dir"/shared/tmp-checkpoint-* > /dev/null 2>&1 || [ "$n" -ge 600 ]; do
+    sleep 0.05
+    n=$((n + 1))
+done
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 2 --output_dir "$dir/shared" > "$dir/second.txt" 2>&1
+rc=$?
+check "a second run on a busy output_dir fails" [ "$rc" -ne 0 ]
+check "  ... with CT_ERR_BUSY naming the first's pid" contains "$dir/second.txt" \
+    "CT_ERR_BUSY: output_dir $dir/shared is in use by another run (pid $first"
+check "  ... leaving the first's checkpoint in progress alone" \
+    sh -c "ls -d '$dir'/shared/tmp-checkpoint-* > /dev/null 2>&1"
+kill -9 "$first" 2> /dev/null
+wait "$first" 2> /dev/null
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 2 --overwrite_output_dir --output_dir "$dir/shared" \
+    > "$dir/third.txt" 2>&1
+rc=$?
+check "after SIGKILL of the holder the folder is free again" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/third.txt"
+
+# Early exits free what they made (LeakSanitizer found the args leaked).
+if command -v valgrind > /dev/null 2>&1; then
+    for case in "--help" "--no_such_argument 3 --output_dir $dir/x" \
+        "--max_seq_length 4294967328 --output_dir $dir/x" \
+        "--dataset_name squad --dataset_dir $dir/empty --do_train --output_dir $dir/x" \
+        "--do_train --output_dir $dir/x" "--output_dir $latin1"; do
+        # shellcheck disable=SC2086
+        valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            --error-exitcode=99 "$qa" $case > "$dir/leak.txt" 2>&1
+        rc=$?
+        check "no leak on the early exit of: $case" [ "$rc" -ne 99 ]
+        [ "$rc" -ne 99 ] || sed 's/^/  | /' "$dir/leak.txt"
+    done
+else
+    echo "qa_cli: SKIPPED the leak checks of early exits: no valgrind on this machine"
+fi
+
 echo "qa_cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -199,6 +199,10 @@ def pairs():
     out.append(("", context(2, 3), "only_second", 16, 4, True))
     out.append(("what?", "", "only_second", 16, 4, True))
     out.append(("what is it", "the cat sat on the mat", "only_second", 3, 0, False))
+    # max_length that leaves a text no room: windows longer than max_length
+    # (include/cputrain/tokenizer.h says so; the reference decides).
+    out.append(("what is it", "the cat sat on the mat", "longest_first", 3, 0, False))
+    out.append(("what is it", "the cat sat on the mat", "longest_first", 4, 0, False))
     return out
 
 

@@ -153,6 +153,41 @@ def _last_epoch(trainer):
     return 0.0
 
 
+def _checkpoint_step(output_dir, name):
+    """The step of a folder named checkpoint-<digits> (get_last_checkpoint's
+    pattern), else None."""
+    digits = name[len("checkpoint-"):]
+    if (name.startswith("checkpoint-") and digits.isdigit() and digits.isascii()
+            and os.path.isdir(os.path.join(output_dir, name))):
+        return int(digits)
+    return None
+
+
+def check_output_dir(args, output_dir):
+    """run_qa.py's rule for an output_dir that already holds something, when
+    training without --overwrite_output_dir: with checkpoints, resume from
+    the last one unless --resume_from_checkpoint says otherwise; with other
+    files only, refuse (the message, else None). The trainer's own .lock and
+    a crashed save's tmp-checkpoint-* are not results and do not count."""
+    if args.overwrite_output_dir or not os.path.isdir(output_dir):
+        return None
+    names = [n for n in os.listdir(output_dir)
+             if n != ".lock" and not n.startswith("tmp-checkpoint-")]
+    steps = [s for s in (_checkpoint_step(output_dir, n) for n in names) if s is not None]
+    if not steps:
+        if names:
+            return ("output directory (%s) already exists and is not empty. Use "
+                    "--overwrite_output_dir to overcome." % output_dir)
+        return None
+    if args.resume_from_checkpoint is None:
+        last = os.path.join(output_dir, "checkpoint-%d" % max(steps))
+        print("%s: checkpoint detected, resuming training at %s. To avoid this behavior, "
+              "change the --output_dir or add --overwrite_output_dir to train from scratch."
+              % (PROG, last), file=sys.stderr)
+        args.resume_from_checkpoint = last
+    return None
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     set_log_callback(LOG_TO_STDERR)
@@ -189,6 +224,11 @@ def main(argv=None):
     if not output_dir:
         print("%s: --output_dir is required" % PROG, file=sys.stderr)
         return 2
+    if do_train:
+        refused = check_output_dir(args, output_dir)
+        if refused:
+            print("%s: %s" % (PROG, refused), file=sys.stderr)
+            return 2
     tokenizer_path = o.tokenizer_name or o.model_name_or_path
     if not tokenizer_path:
         print("%s: --tokenizer_name is needed with --config_name" % PROG, file=sys.stderr)
