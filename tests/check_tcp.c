@@ -45,7 +45,7 @@ static int ar_rank(int rank, int world, void *arg)
     int i, avg;
     if (rank == 0 && c->delay0_ms > 0)
         usleep((useconds_t)c->delay0_ms * 1000);
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -134,15 +134,15 @@ START_TEST(bad_args)
 {
     ct__tcp *tcp = (ct__tcp *)1;
     float x = 1.5f;
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
     ck_assert_ptr_null(tcp);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 0, 0, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open(NULL, 1234, 0, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 0, 0, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open(NULL, 1234, 0, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL, NULL, NULL), CT_ERR_INVALID_ARG);
     /* World 1: no socket, no master needed, identity collectives. */
-    ck_assert_int_eq(ct__tcp_open(NULL, 0, 0, 1, 1.0, &tcp), CT_OK);
+    ck_assert_int_eq(ct__tcp_open(NULL, 0, 0, 1, 1.0, NULL, NULL, &tcp), CT_OK);
     ck_assert_int_eq(ct__tcp_allreduce_f32(tcp, &x, 1, 1), CT_OK);
     ck_assert(x == 1.5f);
     ck_assert_int_eq(ct__tcp_broadcast(tcp, &x, sizeof x, 0), CT_OK);
@@ -161,7 +161,7 @@ static int bc_rank(int rank, int world, void *arg)
     ct__tcp *tcp = NULL;
     int i, root;
     (void)arg;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -203,7 +203,7 @@ static int barrier_rank(int rank, int world, void *arg)
 {
     ct__tcp *tcp = NULL;
     (void)arg;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -230,7 +230,7 @@ static int foreign_master_rank(int rank, int world, void *arg)
     ct__tcp *tcp = NULL;
     float buf[70000];
     (void)arg;
-    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, &tcp) !=
+    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) !=
         CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
@@ -276,7 +276,7 @@ static int kill_rank(int rank, int world, void *arg)
     int it;
     if (buf == NULL)
         return 2;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 2.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 2.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -350,7 +350,7 @@ static int stuck_rank(int rank, int world, void *arg)
     double t0;
     if (buf == NULL)
         return 2;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 1.5, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 1.5, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -396,7 +396,7 @@ static int join_rank(int rank, int world, void *arg)
         usleep(3000000);
         return 0;
     }
-    st = ct__tcp_open("127.0.0.1", port, rank, world, 1.0, &tcp);
+    st = ct__tcp_open("127.0.0.1", port, rank, world, 1.0, NULL, NULL, &tcp);
     out_area->elapsed[rank] = now_s() - t0;
     out_area->code[rank] = (int)st;
     snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());

@@ -93,7 +93,7 @@ static ct_status tcp_open(const ct__dist_member *m, void **state)
                          "address rank 0 listens on); got '%s' and %d", m->master_addr,
                          m->master_port);
     return ct__tcp_open(m->master_addr, m->master_port, m->rank, m->world, m->timeout_s,
-                        (ct__tcp **)state);
+                        m->job, m->has_secret ? m->secret_key : NULL, (ct__tcp **)state);
 }
 
 static ct_status tcp_allreduce(void *state, float *buf, size_t n, int average)
