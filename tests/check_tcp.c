@@ -23,6 +23,7 @@
 #include "suites.h"
 
 Suite *tcp_suite(void);
+TCase *tcp_attack_tcase(void); /* check_tcp_attack.c */
 
 /* Each group gets a fresh port (ranks.h keeps it reserved). */
 static int tcp_group(int world, rank_fn fn, void *arg)
@@ -460,5 +461,6 @@ Suite *tcp_suite(void)
     tcase_add_test(tc, master_never_joins);
     tcase_add_test(tc, master_addr_not_local);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, tcp_attack_tcase());
     return s;
 }

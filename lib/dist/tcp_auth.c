@@ -205,7 +205,9 @@ typedef struct {
     double next_try, wait;
     ct__tcp_hs_prepare prepare;
     void *user;
-    char status[256];
+    char status[256];    /* why the last attempt failed */
+    char refusal[256];   /* the last refusal or failed proof, which says more
+                          * than a later "connection refused" */
 } hs_target;
 
 struct ct__tcp_hs {
@@ -295,7 +297,9 @@ int ct__tcp_hs_connect(ct__tcp_hs *s, const char *host, int port, int peer, unsi
 
 const char *ct__tcp_hs_target_status(const ct__tcp_hs *s, int i)
 {
-    return i >= 0 && i < s->ntg ? s->tg[i].status : "";
+    if (i < 0 || i >= s->ntg)
+        return "";
+    return s->tg[i].refusal[0] ? s->tg[i].refusal : s->tg[i].status;
 }
 
 int ct__tcp_hs_refused(const ct__tcp_hs *s) { return s->refused; }
@@ -442,7 +446,9 @@ static ct_status start_attempt(ct__tcp_hs *s, int i)
     snprintf(pstr, sizeof pstr, "%d", t->port);
     rc = getaddrinfo(t->host, pstr, &hints, &res);
     if (rc != 0) {
-        snprintf(t->status, sizeof t->status, "cannot resolve %s: %s", t->host, gai_strerror(rc));
+        char why[sizeof t->status];
+        snprintf(why, sizeof why, "cannot resolve %s: %s", t->host, gai_strerror(rc));
+        memcpy(t->status, why, sizeof why);
         backoff(t);
         return CT_OK;
     }
@@ -575,6 +581,7 @@ static int advance(ct__tcp_hs *s, int i)
         if (code != CT__TCP_OK || c->state == C_READ_REFUSAL) {
             snprintf(why, sizeof why, "rank %d (at %%s) refused this rank: %s", t->peer,
                      ct__tcp_reason(code));
+            snprintf(t->refusal, sizeof t->refusal, why, c->addr);
             retry(s, i, why, c->addr);
             return -1;
         }
@@ -585,7 +592,9 @@ static int advance(ct__tcp_hs *s, int i)
                 ct__log(CT_LOG_WARNING, "tcp: rank %d: the peer at %s failed to prove it is "
                                         "rank %d of this job; dropped", s->self.rank, c->addr,
                         t->peer);
-                retry(s, i, "the peer at %s failed to authenticate (a stranger?)", c->addr);
+                snprintf(t->refusal, sizeof t->refusal, "the peer at %s failed to "
+                                                        "authenticate (a stranger?)", c->addr);
+                retry(s, i, "%s", t->refusal);
                 return -1;
             }
         }
@@ -601,6 +610,7 @@ static int advance(ct__tcp_hs *s, int i)
             char why[200];
             snprintf(why, sizeof why, "the peer at %%s is not rank %d of this job (another "
                                       "world, job or secret setting)", t->peer);
+            snprintf(t->refusal, sizeof t->refusal, why, c->addr);
             retry(s, i, why, c->addr);
             return -1;
         }
