@@ -736,6 +736,70 @@ START_TEST(absent_rank_with_strangers)
 }
 END_TEST
 
+/* ---- through the public API: the secret option ----------------------------------- */
+
+/* Ranks given the secret through ct_dist_options (the job name left to the
+ * library) train together; a rank given another secret is refused, and
+ * each side says why: rank 0 that rank 1 did not join and that a stranger
+ * failed to authenticate, rank 1 that rank 0 refused it. */
+static int api_rank(int rank, int world, void *arg)
+{
+    const char *const *secrets = arg;
+    ct_dist_options *o = NULL;
+    ct_dist *d = NULL;
+    char v[32];
+    float x = (float)(rank + 1);
+    ct_status st;
+    start_logging(rank);
+    if (ct_dist_options_create(&o) != CT_OK)
+        return 2;
+    snprintf(v, sizeof v, "%d", rank);
+    ct_dist_options_set(o, "rank", v);
+    snprintf(v, sizeof v, "%d", world);
+    ct_dist_options_set(o, "world_size", v);
+    ct_dist_options_set(o, "local_rank", "0");
+    ct_dist_options_set(o, "local_world_size", "1");
+    ct_dist_options_set(o, "master_addr", "127.0.0.1");
+    snprintf(v, sizeof v, "%d", port);
+    ct_dist_options_set(o, "master_port", v);
+    ct_dist_options_set(o, "backend", "tcp");
+    ct_dist_options_set(o, "timeout", "2.5");
+    ct_dist_options_set(o, "secret", secrets[rank]);
+    st = ct_dist_create(o, &d);
+    if (st == CT_OK)
+        st = ct_dist_allreduce(d, &x, 1, CT_DTYPE_F32, CT_REDUCE_SUM);
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    if (st == CT_OK && x != 3.0f)
+        snprintf(out_area->msg[rank], MSG_LEN, "sum %g", x);
+    ct_dist_free(d);
+    ct_dist_options_free(o);
+    return 0;
+}
+
+START_TEST(api_secret)
+{
+    static const char *const same[] = { "0123456789abcdef0123456789abcdef",
+                                        "0123456789abcdef0123456789abcdef" };
+    static const char *const other[] = { "0123456789abcdef0123456789abcdef",
+                                         "fedcba9876543210fedcba9876543210" };
+    new_port();
+    check_ranks_clean(2, run_group(2, api_rank, (void *)same));
+    ck_assert_int_eq(out_area->code[0], CT_OK);
+    ck_assert_msg(strstr(area->log[0], "authenticated") != NULL, "%s", area->log[0]);
+    memset(area, 0, sizeof *area);
+    new_port();
+    run_group(2, api_rank, (void *)other);
+    ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
+    ck_assert_msg(strstr(out_area->msg[0], "rank 1 did not join within 2.5 s") != NULL &&
+                      strstr(out_area->msg[0], "authentication failed") != NULL,
+                  "rank 0: '%s'", out_area->msg[0]);
+    ck_assert_int_eq(out_area->code[1], CT_ERR_DIST);
+    ck_assert_msg(strstr(out_area->msg[1], "refused this rank: authentication failed") != NULL,
+                  "rank 1: '%s'", out_area->msg[1]);
+}
+END_TEST
+
 static void setup(void)
 {
     map_out_area();
@@ -761,5 +825,6 @@ TCase *tcp_attack_tcase(void)
     tcase_add_test(tc, replayed_handshake);
     tcase_add_test(tc, evil_master);
     tcase_add_test(tc, absent_rank_with_strangers);
+    tcase_add_test(tc, api_secret);
     return tc;
 }
