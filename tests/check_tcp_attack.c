@@ -800,6 +800,100 @@ START_TEST(api_secret)
 }
 END_TEST
 
+/* ---- the ring links' listeners ------------------------------------------------------- */
+
+/* A rank's ring listener meets the same strangers as MASTER_PORT: 100 idle
+ * connections and forged ring and control claims (no key, a wrong key)
+ * do not keep its left neighbour out, nor slow it down. Run on the
+ * handshake set directly, as ring_connect uses it: rank 1 accepts, rank 0
+ * connects once the stranger (process 2) is in. */
+static int ring_lfd = -1, ring_port;
+
+static int ring_side(int rank, int world, void *arg)
+{
+    ct__tcp_self self = { JOB, key, rank, 2 };
+    ct__tcp_hs *hs = NULL;
+    ct__tcp_hs_event ev;
+    double t0, dl = now_s() + 20.0;
+    (void)world, (void)arg;
+    start_logging(rank);
+    if (rank == 2) { /* the stranger */
+        static int idle[100];
+        unsigned char b[CT__TCP_HELLO_BYTES];
+        ct__tcp_hello h;
+        int i;
+        for (i = 0; i < 100; i++)
+            idle[i] = connect_to(ring_port);
+        hello_for(&h, JOB, 0, 2, 1);
+        h.kind = CT__TCP_RING, h.port = 0, h.host[0] = '\0';
+        ct__tcp_put_hello(b, &h);
+        forged(ring_port, "ring claim, no key", b, NULL, NULL, JOB, CT__TCP_R_AUTH);
+        forged(ring_port, "ring claim, wrong key", b, NULL, wrong_key, JOB, CT__TCP_R_AUTH);
+        h.kind = CT__TCP_CTRL;
+        ct__tcp_put_hello(b, &h);
+        forged(ring_port, "control claim", b, NULL, NULL, JOB, CT__TCP_R_RANK);
+        area->phase = 1;
+        while (!area->attacker_done && now_s() < dl)
+            usleep(1000);
+        for (i = 0; i < 100; i++)
+            if (idle[i] >= 0) {
+                long got = drain(idle[i], 0.2);
+                if (got != 0)
+                    bad_reply("%s: %ld bytes", "idle ring connection", got);
+                close(idle[i]);
+            }
+        return 0;
+    }
+    if (ct__tcp_hs_create(&self, rank == 1 ? ring_lfd : -1, &hs) != CT_OK)
+        return 2;
+    if (rank == 1) {
+        ct__tcp_hs_expect(hs, CT__TCP_RING, 0);
+    } else {
+        while (area->phase < 1 && now_s() < dl)
+            usleep(1000);
+        ct__tcp_hs_connect(hs, "127.0.0.1", ring_port, 1, CT__TCP_RING, NULL, NULL);
+    }
+    t0 = now_s();
+    if (ct__tcp_hs_wait(hs, now_s() + 15.0, &ev) != CT_OK || ev.fd < 0) {
+        note(rank, "no link within 15 s: %s", ct__tcp_hs_target_status(hs, 0));
+        ct__tcp_hs_free(hs);
+        return 1;
+    }
+    out_area->elapsed[rank] = now_s() - t0;
+    if (rank == 1 && (ev.hello.kind != CT__TCP_RING || ev.hello.rank != 0))
+        note(rank, "got kind %u from rank %d", ev.hello.kind, ev.hello.rank);
+    if (rank == 0)
+        area->attacker_done = 1;
+    close(ev.fd);
+    ct__tcp_hs_free(hs);
+    return 0;
+}
+
+START_TEST(ring_listener_strangers)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    ring_lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ck_assert_int_ge(ring_lfd, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(ring_lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(ring_lfd, 256), 0);
+    ck_assert_int_eq(getsockname(ring_lfd, (struct sockaddr *)&a, &len), 0);
+    ring_port = ntohs(a.sin_port);
+    check_ranks_clean(3, fork_group(3, ring_side, NULL, NULL));
+    close(ring_lfd);
+    ck_assert_msg(area->bad_replies == 0, "%s", area->why);
+    ck_assert_msg(area->answered >= 3, "only %d forged claims answered", area->answered);
+    /* From rank 0's first attempt: the idle connections ahead of it in the
+     * queue held nothing up. */
+    ck_assert_msg(out_area->elapsed[0] < CT__TCP_HANDSHAKE_S, "rank 0 took %.2f s",
+                  out_area->elapsed[0]);
+    ck_assert_msg(strstr(area->log[1], "stranger at 127.0.0.1:") != NULL, "%s", area->log[1]);
+}
+END_TEST
+
 static void setup(void)
 {
     map_out_area();
@@ -826,5 +920,6 @@ TCase *tcp_attack_tcase(void)
     tcase_add_test(tc, evil_master);
     tcase_add_test(tc, absent_rank_with_strangers);
     tcase_add_test(tc, api_secret);
+    tcase_add_test(tc, ring_listener_strangers);
     return tc;
 }

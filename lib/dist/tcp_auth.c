@@ -334,8 +334,15 @@ static void peer_addr(int fd, char *out, size_t size)
 
 static void remove_conn(ct__tcp_hs *s, int i, int close_fd)
 {
-    if (close_fd)
+    if (close_fd) {
+        /* Unread bytes would turn the close into a reset, which may cost
+         * the peer the refusal we just sent; take what has come. */
+        char sink[512];
+        int k;
+        for (k = 0; k < 8 && recv(s->c[i].fd, sink, sizeof sink, MSG_DONTWAIT) > 0; k++)
+            ;
         close(s->c[i].fd);
+    }
     s->c[i] = s->c[s->n - 1];
     s->n--;
 }

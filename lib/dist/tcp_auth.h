@@ -42,7 +42,8 @@
 /* Handshakes in progress on one listener; beyond, the oldest that has sent
  * nothing (else the oldest) is dropped. */
 #define CT__TCP_PENDING_MAX 64
-/* Strangers named one by one in the log per handle; then only counted. */
+/* Strangers named one by one in the log per set (the join, the ring
+ * links); then only counted. */
 #define CT__TCP_STRANGERS_LOGGED 10
 
 /* Kinds of connection (HELLO's kind) and of the other messages. */
