@@ -704,6 +704,12 @@ static int absent_rank(int rank, int world, void *arg)
     attack_case *c = arg;
     (void)world;
     if (rank == 1) {
+        double dl = now_s() + 10.0;
+        int probe;
+        while ((probe = connect_to(port)) < 0 && now_s() < dl) /* rank 0 listens */
+            usleep(2000);
+        if (probe >= 0)
+            close(probe);
         forge_all(c);
         return 0;
     }

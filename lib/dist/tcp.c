@@ -762,9 +762,14 @@ static ct_status open_peer(ct__tcp *t, const ct__tcp_self *self, const char *add
     if ((st = ct__tcp_hs_wait(hs, deadline, &ev)) != CT_OK)
         goto fail;
     if (ev.fd < 0) {
-        st = ct__error(CT_ERR_DIST,
-                       "tcp open: rank 0 (master at %s:%d) did not answer within %.1f s (%s)",
-                       addr, port, t->timeout_s, ct__tcp_hs_target_status(hs, tg));
+        if (ct__tcp_hs_target_refused(hs, tg))
+            st = ct__error(CT_ERR_DIST, "tcp open: not admitted within %.1f s (master %s:%d): "
+                                        "%s", t->timeout_s, addr, port,
+                           ct__tcp_hs_target_status(hs, tg));
+        else
+            st = ct__error(CT_ERR_DIST,
+                           "tcp open: rank 0 (master at %s:%d) did not answer within %.1f s "
+                           "(%s)", addr, port, t->timeout_s, ct__tcp_hs_target_status(hs, tg));
         goto fail;
     }
     ct__tcp_hs_free(hs);

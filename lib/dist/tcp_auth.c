@@ -302,7 +302,10 @@ const char *ct__tcp_hs_target_status(const ct__tcp_hs *s, int i)
     return s->tg[i].refusal[0] ? s->tg[i].refusal : s->tg[i].status;
 }
 
-int ct__tcp_hs_refused(const ct__tcp_hs *s) { return s->refused; }
+int ct__tcp_hs_target_refused(const ct__tcp_hs *s, int i)
+{
+    return i >= 0 && i < s->ntg && s->tg[i].refusal[0] != '\0';
+}
 
 const char *ct__tcp_hs_strangers(ct__tcp_hs *s)
 {
@@ -708,8 +711,10 @@ static int advance(ct__tcp_hs *s, int i)
 }
 
 /* Makes room for one more accepted connection: drops the oldest that has
- * said nothing (an idle one), else the oldest. */
-static void make_room(ct__tcp_hs *s)
+ * said nothing (an idle one), else the oldest; when `force`, even below
+ * the cap (the process is out of file descriptors). Returns whether it
+ * dropped one. */
+static int make_room(ct__tcp_hs *s, int force)
 {
     int i, pending = 0, pick = -1, pick_idle = 0;
     for (i = 0; i < s->n; i++) {
@@ -723,8 +728,12 @@ static void make_room(ct__tcp_hs *s)
             pick_idle = !c->heard;
         }
     }
-    if (pending >= CT__TCP_PENDING_MAX && pick >= 0)
-        drop_stranger(s, pick, "dropped: too many connections pending");
+    if ((pending >= CT__TCP_PENDING_MAX || force) && pick >= 0) {
+        drop_stranger(s, pick, force ? "dropped: out of file descriptors"
+                                     : "dropped: too many connections pending");
+        return 1;
+    }
+    return 0;
 }
 
 static ct_status accept_all(ct__tcp_hs *s)
@@ -732,10 +741,19 @@ static ct_status accept_all(ct__tcp_hs *s)
     int round;
     for (round = 0; round < CT__TCP_PENDING_MAX; round++) {
         int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            /* The queue stays readable: free a descriptor, or wait a
+             * little, rather than spin until the deadline. */
+            if (!make_room(s, 1)) {
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+            }
+            return CT_OK;
+        }
         if (fd < 0)
             return CT_OK; /* EAGAIN, or an aborted connection: nothing to do */
         sock_setup(fd);
-        make_room(s);
+        make_room(s, 0);
         if (add_conn(s, fd, -1, A_READ_HEAD) != 0) {
             close(fd);
             return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");

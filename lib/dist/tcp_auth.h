@@ -137,10 +137,12 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev);
 /* Why target i has not completed yet ("connection refused", "rank 0
  * refused this rank: ..."), for the caller's timeout message. */
 const char *ct__tcp_hs_target_status(const ct__tcp_hs *s, int i);
+/* 1 when that reason is the peer's refusal, or its failed proof, rather
+ * than the network's. */
+int ct__tcp_hs_target_refused(const ct__tcp_hs *s, int i);
 /* " (refused N connections from strangers meanwhile; the last from ADDR:
  * why)", or "" when none. Also logs the count of those not logged. */
 const char *ct__tcp_hs_strangers(ct__tcp_hs *s);
-int ct__tcp_hs_refused(const ct__tcp_hs *s);
 
 double ct__tcp_now(void);
 
