@@ -1,7 +1,9 @@
 /* TCP collectives: torchrun-style rendezvous, a ring plus a star around
  * rank 0, a poll()-driven transfer engine with progress timeouts and peer
  * naming, ring reduce-scatter/allgather and gather/broadcast allreduce,
- * pipelined ring broadcast, star barrier. */
+ * pipelined ring broadcast, star barrier. Every connection first passes
+ * the handshake of tcp_auth.c, which also keeps strangers from holding the
+ * door; what follows is checked as coming from a possibly hostile rank. */
 #include "dist/tcp.h"
 
 #include <errno.h>
