@@ -226,11 +226,21 @@ END_TEST
  * service): rank 0 listens on all addresses instead, and the others reach
  * it through their own MASTER_ADDR (here 192.0.2.1, a documentation
  * address, for rank 0; 127.0.0.1 for the rest). */
+static void bind_log(ct_log_level level, const char *message, void *user)
+{
+    (void)level, (void)user;
+    if (strstr(message, "rank 0 listens on port") && strstr(message, "all this host's addresses") &&
+        strstr(message, "MASTER_ADDR 192.0.2.1 is not one of them"))
+        out_area->code[0] = 1;
+}
+
 static int foreign_master_rank(int rank, int world, void *arg)
 {
     ct__tcp *tcp = NULL;
     float buf[70000];
     (void)arg;
+    if (rank == 0)
+        ct_log_set_callback(bind_log, NULL), ct_log_set_level(CT_LOG_INFO); /* says what it binds */
     if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) !=
         CT_OK) {
         note(rank, "open: %s", ct_last_error());
@@ -256,6 +266,7 @@ static int foreign_master_rank(int rank, int world, void *arg)
 START_TEST(master_addr_not_local)
 {
     check_ranks_clean(3, tcp_group(3, foreign_master_rank, NULL));
+    ck_assert_msg(out_area->code[0] == 1, "rank 0 did not log its wildcard bind and why");
 }
 END_TEST
 
