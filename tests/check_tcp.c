@@ -135,13 +135,17 @@ START_TEST(bad_args)
 {
     ct__tcp *tcp = (ct__tcp *)1;
     float x = 1.5f;
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, NULL, NULL, &tcp),
+                     CT_ERR_INVALID_ARG);
     ck_assert_ptr_null(tcp);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, NULL, NULL, &tcp),
+                     CT_ERR_INVALID_ARG);
     ck_assert_int_eq(ct__tcp_open("127.0.0.1", 0, 0, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, NULL, NULL, &tcp),
+                     CT_ERR_INVALID_ARG);
     ck_assert_int_eq(ct__tcp_open(NULL, 1234, 0, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL, NULL, NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL, NULL, NULL),
+                     CT_ERR_INVALID_ARG);
     /* World 1: no socket, no master needed, identity collectives. */
     ck_assert_int_eq(ct__tcp_open(NULL, 0, 0, 1, 1.0, NULL, NULL, &tcp), CT_OK);
     ck_assert_int_eq(ct__tcp_allreduce_f32(tcp, &x, 1, 1), CT_OK);
@@ -240,9 +244,9 @@ static int foreign_master_rank(int rank, int world, void *arg)
     float buf[70000];
     (void)arg;
     if (rank == 0)
-        ct_log_set_callback(bind_log, NULL), ct_log_set_level(CT_LOG_INFO); /* says what it binds */
-    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) !=
-        CT_OK) {
+        ct_log_set_callback(bind_log, NULL), ct_log_set_level(CT_LOG_INFO);
+    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, NULL,
+                     NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }

@@ -501,7 +501,8 @@ static void run_scenario(attack_case *c)
     /* The forgeries reached rank 0 while it was still waiting for ranks
      * (at least the dozen of the first round). */
     if (c->forge)
-        ck_assert_msg(area->answered_early >= (c->secret ? 10 : 7), "only %d forged hellos were answered",
+        ck_assert_msg(area->answered_early >= (c->secret ? 10 : 7),
+                      "only %d forged hellos were answered",
                       area->answered_early);
     if (c->idle > 0) {
         ck_assert_int_eq(area->idle_opened, c->idle);
