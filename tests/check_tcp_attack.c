@@ -901,6 +901,34 @@ START_TEST(ring_listener_strangers)
 }
 END_TEST
 
+/* Without a secret the warning comes once per process, however many
+ * groups it opens (here two rank 0s whose ranks never come). */
+static int warn_twice_rank(int rank, int world, void *arg)
+{
+    ct__tcp *tcp = NULL;
+    const char *p;
+    int k, n = 0;
+    (void)world, (void)arg;
+    start_logging(rank);
+    for (k = 0; k < 2; k++)
+        if (ct__tcp_open("127.0.0.1", port, 0, 2, 0.5, JOB, NULL, &tcp) != CT_ERR_DIST) {
+            note(0, "open %d without rank 1: %s", k, ct_last_error());
+            return 1;
+        }
+    for (p = area->log[0]; (p = strstr(p, "no secret is set")) != NULL; p++)
+        n++;
+    if (n != 1)
+        note(0, "%d no-secret warnings:\n%s", n, area->log[0]);
+    return 0;
+}
+
+START_TEST(no_secret_warns_once)
+{
+    new_port();
+    check_ranks_clean(1, run_group(1, warn_twice_rank, NULL));
+}
+END_TEST
+
 static void setup(void)
 {
     map_out_area();
@@ -928,5 +956,6 @@ TCase *tcp_attack_tcase(void)
     tcase_add_test(tc, absent_rank_with_strangers);
     tcase_add_test(tc, api_secret);
     tcase_add_test(tc, ring_listener_strangers);
+    tcase_add_test(tc, no_secret_warns_once);
     return tc;
 }
