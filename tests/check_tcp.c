@@ -23,6 +23,7 @@
 #include "suites.h"
 
 Suite *tcp_suite(void);
+TCase *tcp_attack_tcase(void); /* check_tcp_attack.c */
 
 /* Each group gets a fresh port (ranks.h keeps it reserved). */
 static int tcp_group(int world, rank_fn fn, void *arg)
@@ -45,7 +46,7 @@ static int ar_rank(int rank, int world, void *arg)
     int i, avg;
     if (rank == 0 && c->delay0_ms > 0)
         usleep((useconds_t)c->delay0_ms * 1000);
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -134,15 +135,19 @@ START_TEST(bad_args)
 {
     ct__tcp *tcp = (ct__tcp *)1;
     float x = 1.5f;
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 2, 2, 1.0, NULL, NULL, &tcp),
+                     CT_ERR_INVALID_ARG);
     ck_assert_ptr_null(tcp);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 0, 0, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open(NULL, 1234, 0, 2, 1.0, &tcp), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 0, 1.0, NULL, NULL, &tcp),
+                     CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 0, 0, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 0.0, NULL, NULL, &tcp),
+                     CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open(NULL, 1234, 0, 2, 1.0, NULL, NULL, &tcp), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__tcp_open("127.0.0.1", 1234, 0, 2, 1.0, NULL, NULL, NULL),
+                     CT_ERR_INVALID_ARG);
     /* World 1: no socket, no master needed, identity collectives. */
-    ck_assert_int_eq(ct__tcp_open(NULL, 0, 0, 1, 1.0, &tcp), CT_OK);
+    ck_assert_int_eq(ct__tcp_open(NULL, 0, 0, 1, 1.0, NULL, NULL, &tcp), CT_OK);
     ck_assert_int_eq(ct__tcp_allreduce_f32(tcp, &x, 1, 1), CT_OK);
     ck_assert(x == 1.5f);
     ck_assert_int_eq(ct__tcp_broadcast(tcp, &x, sizeof x, 0), CT_OK);
@@ -161,7 +166,7 @@ static int bc_rank(int rank, int world, void *arg)
     ct__tcp *tcp = NULL;
     int i, root;
     (void)arg;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -203,7 +208,7 @@ static int barrier_rank(int rank, int world, void *arg)
 {
     ct__tcp *tcp = NULL;
     (void)arg;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 10.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -225,13 +230,23 @@ END_TEST
  * service): rank 0 listens on all addresses instead, and the others reach
  * it through their own MASTER_ADDR (here 192.0.2.1, a documentation
  * address, for rank 0; 127.0.0.1 for the rest). */
+static void bind_log(ct_log_level level, const char *message, void *user)
+{
+    (void)level, (void)user;
+    if (strstr(message, "rank 0 listens on port") && strstr(message, "all this host's addresses") &&
+        strstr(message, "MASTER_ADDR 192.0.2.1 is not one of them"))
+        out_area->code[0] = 1;
+}
+
 static int foreign_master_rank(int rank, int world, void *arg)
 {
     ct__tcp *tcp = NULL;
     float buf[70000];
     (void)arg;
-    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, &tcp) !=
-        CT_OK) {
+    if (rank == 0)
+        ct_log_set_callback(bind_log, NULL), ct_log_set_level(CT_LOG_INFO);
+    if (ct__tcp_open(rank == 0 ? "192.0.2.1" : "127.0.0.1", port, rank, world, 10.0, NULL,
+                     NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -255,6 +270,7 @@ static int foreign_master_rank(int rank, int world, void *arg)
 START_TEST(master_addr_not_local)
 {
     check_ranks_clean(3, tcp_group(3, foreign_master_rank, NULL));
+    ck_assert_msg(out_area->code[0] == 1, "rank 0 did not log its wildcard bind and why");
 }
 END_TEST
 
@@ -276,7 +292,7 @@ static int kill_rank(int rank, int world, void *arg)
     int it;
     if (buf == NULL)
         return 2;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 2.0, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 2.0, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -350,7 +366,7 @@ static int stuck_rank(int rank, int world, void *arg)
     double t0;
     if (buf == NULL)
         return 2;
-    if (ct__tcp_open("127.0.0.1", port, rank, world, 1.5, &tcp) != CT_OK) {
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 1.5, NULL, NULL, &tcp) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -396,7 +412,7 @@ static int join_rank(int rank, int world, void *arg)
         usleep(3000000);
         return 0;
     }
-    st = ct__tcp_open("127.0.0.1", port, rank, world, 1.0, &tcp);
+    st = ct__tcp_open("127.0.0.1", port, rank, world, 1.0, NULL, NULL, &tcp);
     out_area->elapsed[rank] = now_s() - t0;
     out_area->code[rank] = (int)st;
     snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
@@ -460,5 +476,6 @@ Suite *tcp_suite(void)
     tcase_add_test(tc, master_never_joins);
     tcase_add_test(tc, master_addr_not_local);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, tcp_attack_tcase());
     return s;
 }

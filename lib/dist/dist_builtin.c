@@ -1,6 +1,7 @@
 /* The backends built into the library: local (one process, nothing to
  * exchange), shm (one machine) and tcp (any machines), as backend tables
  * over the shm.c and tcp.c implementations. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -92,8 +93,21 @@ static ct_status tcp_open(const ct__dist_member *m, void **state)
                          "ddp_backend tcp: MASTER_ADDR and MASTER_PORT must both be set (the "
                          "address rank 0 listens on); got '%s' and %d", m->master_addr,
                          m->master_port);
-    return ct__tcp_open(m->master_addr, m->master_port, m->rank, m->world, m->timeout_s,
-                        (ct__tcp **)state);
+    {
+        /* The handshake binds the job name. The one made up from
+         * MASTER_ADDR-PORT (no name given) is no good there: rank 0 may
+         * know its address under another name than the others do (a
+         * Service, a NAT); bind the port alone, which all agree on. */
+        char derived[300], job[64];
+        const char *bind = m->job;
+        snprintf(derived, sizeof derived, "%s-%d", m->master_addr, m->master_port);
+        if (!strcmp(m->job, derived)) {
+            snprintf(job, sizeof job, "tcp-port-%d", m->master_port);
+            bind = job;
+        }
+        return ct__tcp_open(m->master_addr, m->master_port, m->rank, m->world, m->timeout_s,
+                            bind, m->has_secret ? m->secret_key : NULL, (ct__tcp **)state);
+    }
 }
 
 static ct_status tcp_allreduce(void *state, float *buf, size_t n, int average)

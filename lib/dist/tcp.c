@@ -1,7 +1,9 @@
 /* TCP collectives: torchrun-style rendezvous, a ring plus a star around
  * rank 0, a poll()-driven transfer engine with progress timeouts and peer
  * naming, ring reduce-scatter/allgather and gather/broadcast allreduce,
- * pipelined ring broadcast, star barrier. */
+ * pipelined ring broadcast, star barrier. Every connection first passes
+ * the handshake of tcp_auth.c, which also keeps strangers from holding the
+ * door; what follows is checked as coming from a possibly hostile rank. */
 #include "dist/tcp.h"
 
 #include <errno.h>
@@ -19,13 +21,12 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "dist/tcp_auth.h"
 
-#define TCP_MAGIC 0x43545450u /* "CTTP" */
-#define TCP_VERSION 1u
 #define TCP_MAX_WORLD 4096
-#define HOST_LEN 64
 #define BCAST_CHUNK ((size_t)1 << 20)
 #define NOTICE_MAX 400
+#define ABORT_MAX 1000
 /* Floats the ring reduce-scatter receives and adds at a time: small enough
  * to stay in L2 between the copy out of the socket and the addition. */
 #ifndef RING_CHUNK
@@ -35,22 +36,18 @@
  * that failed first (the peer may only have given up because of it). */
 #define NOTICE_GRACE_S 0.05
 
-enum { MSG_HELLO = 1, MSG_TABLE, MSG_ABORT, MSG_RING, MSG_CTRL };
+/* What rank 0 sends a joined rank once everyone has (kinds 2 and 3 as in
+ * protocol 1; the handshake's kinds are in tcp_auth.h). */
+enum { MSG_TABLE = 2, MSG_ABORT = 3 };
 
 /* All integers on the wire in network order. */
-typedef struct {
-    uint32_t magic, version, kind;
-    int32_t rank, world, port;
-    char host[HOST_LEN];
-} wire_hello;
-
 typedef struct {
     uint32_t magic, kind, len; /* table: len = world; abort: bytes of text */
 } wire_head;
 
 typedef struct {
     int32_t port;
-    char host[HOST_LEN];
+    char host[CT__TCP_HOST_LEN];
 } wire_addr;
 
 typedef struct {
@@ -87,16 +84,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts;
-    if (s <= 0)
-        return;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    nanosleep(&ts, NULL);
 }
 
 static int poll_ms(double deadline)
@@ -167,7 +154,7 @@ static void post_notice(int fd, const char *text)
         return;
     if (len > NOTICE_MAX)
         len = NOTICE_MAX;
-    v = htonl(TCP_MAGIC);
+    v = htonl(CT__TCP_MAGIC);
     memcpy(msg, &v, 4);
     v = htonl(len);
     memcpy(msg + 4, &v, 4);
@@ -217,7 +204,7 @@ static ct_status take_notice(ct__tcp *t, const char *op, int i)
         if (want == 0) {
             if (p == (char *)head + sizeof head) {
                 len = ntohl(head[1]);
-                if (ntohl(head[0]) != TCP_MAGIC || len > NOTICE_MAX)
+                if (ntohl(head[0]) != CT__TCP_MAGIC || len > NOTICE_MAX)
                     break;
                 p = text;
                 want = len;
@@ -583,124 +570,13 @@ static int listen_on(const char *op, const char *host, int port, int backlog, in
     return fd;
 }
 
-/* A connect to a local port in the ephemeral range that nobody listens on
- * can meet itself (TCP simultaneous open); that is no peer. */
-static int self_connected(int fd)
-{
-    struct sockaddr_storage a, b;
-    socklen_t la = sizeof a, lb = sizeof b;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    if (getsockname(fd, (struct sockaddr *)&a, &la) != 0 ||
-        getpeername(fd, (struct sockaddr *)&b, &lb) != 0)
-        return 0;
-    return la == lb && memcmp(&a, &b, la) == 0;
-}
-
-/* Connects to host:port, retrying (refused: not listening yet) until the
- * deadline. Returns the fd, or -1 with *err = the last errno. */
-static int connect_retry(const char *host, int port, double deadline, int *err)
-{
-    struct addrinfo hints, *res = NULL, *ai;
-    char pstr[16];
-    double wait = 0.01;
-    *err = ETIMEDOUT;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    snprintf(pstr, sizeof pstr, "%d", port);
-    for (;;) {
-        int rc = getaddrinfo(host, pstr, &hints, &res);
-        if (rc == 0) {
-            for (ai = res; ai != NULL; ai = ai->ai_next) {
-                int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-                if (fd < 0) {
-                    *err = errno;
-                    continue;
-                }
-                sock_setup(fd);
-                if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-                    *err = errno;
-                    close(fd);
-                    continue;
-                }
-                {
-                    struct pollfd p = { fd, POLLOUT, 0 };
-                    int se = 0;
-                    socklen_t sl = sizeof se;
-                    int pr = poll(&p, 1, poll_ms(deadline));
-                    if (pr == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &se, &sl) == 0 &&
-                        se == 0) {
-                        if (!self_connected(fd)) {
-                            freeaddrinfo(res);
-                            return fd;
-                        }
-                        se = ECONNREFUSED;
-                    }
-                    *err = pr == 0 ? ETIMEDOUT : (se ? se : errno);
-                    close(fd);
-                }
-            }
-            freeaddrinfo(res);
-            res = NULL;
-        } else {
-            *err = EHOSTUNREACH;
-        }
-        if (now_s() >= deadline)
-            return -1;
-        sleep_s(deadline - now_s() < wait ? deadline - now_s() : wait);
-        wait = wait * 2 > 0.2 ? 0.2 : wait * 2;
-    }
-}
-
-/* Accepts one connection within the deadline; -1 on timeout or error. */
-static int accept_until(int lfd, double deadline)
-{
-    for (;;) {
-        struct pollfd p = { lfd, POLLIN, 0 };
-        int rc = poll(&p, 1, poll_ms(deadline));
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc <= 0)
-            return -1;
-        rc = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (rc >= 0) {
-            sock_setup(rc);
-            return rc;
-        }
-        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
-            return -1;
-    }
-}
-
-/* Reads exactly `bytes` from a socket not yet in the handle (no naming). */
-static int read_until(int fd, void *buf, size_t bytes, double deadline)
-{
-    char *p = buf;
-    while (bytes > 0) {
-        struct pollfd pf = { fd, POLLIN, 0 };
-        ssize_t k = recv(fd, p, bytes, 0);
-        if (k > 0) {
-            p += k;
-            bytes -= (size_t)k;
-            continue;
-        }
-        if (k == 0)
-            return -1;
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return -1;
-        if (poll(&pf, 1, poll_ms(deadline)) == 0 && now_s() >= deadline)
-            return -1;
-    }
-    return 0;
-}
-
 static ct_status send_abort(ct__tcp *t, int fd, int peer, const char *text)
 {
     wire_head h;
     size_t len = strlen(text);
-    h.magic = htonl(TCP_MAGIC);
+    if (len > ABORT_MAX)
+        len = ABORT_MAX;
+    h.magic = htonl(CT__TCP_MAGIC);
     h.kind = htonl(MSG_ABORT);
     h.len = htonl((uint32_t)len);
     if (xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, now_s() + 0.5) != CT_OK)
@@ -708,101 +584,104 @@ static ct_status send_abort(ct__tcp *t, int fd, int peer, const char *text)
     return xfer1(t, "tcp open", fd, peer, 0, (void *)text, len, now_s() + 0.5);
 }
 
-static ct_status open_master(ct__tcp *t, const char *addr, int port, double deadline,
-                             wire_addr *table, int *rfd_out)
+/* Rank 0 binds MASTER_ADDR when it is an address of this host; otherwise
+ * (a NAT, a Kubernetes Service) all of them, as torchrun's store does. */
+static int master_listen(const char *addr, int port, int world, char *host, size_t hsize)
 {
-    int lfd, rfd, got = 1, r, dummy;
-    char host[HOST_LEN];
-    lfd = listen_on("tcp open", addr, port, t->world + 64, &dummy, host, sizeof host);
-    if (lfd < 0) {
-        /* MASTER_ADDR may reach this host without being one of its
-         * addresses (a NAT, a Kubernetes service): listen on all of them,
-         * as torchrun's store does. */
+    int dummy, lfd = listen_on("tcp open", addr, port, world + 128, &dummy, host, hsize);
+    if (lfd >= 0) {
+        ct__log(CT_LOG_INFO, "tcp: rank 0 listens on %s port %d (MASTER_ADDR, an address "
+                             "of this host)", host, port);
+        return lfd;
+    }
+    {
         char first[512];
         snprintf(first, sizeof first, "%s", ct_last_error());
-        lfd = listen_on("tcp open", NULL, port, t->world + 64, &dummy, host, sizeof host);
-        if (lfd < 0)
-            return ct__error(CT_ERR_DIST, "%s", first);
-        ct__log(CT_LOG_INFO, "tcp: %s is not an address of this host; rank 0 listens on port "
-                             "%d of all its addresses", addr, port);
+        lfd = listen_on("tcp open", NULL, port, world + 128, &dummy, host, hsize);
+        if (lfd < 0) {
+            ct__error(CT_ERR_DIST, "%s", first);
+            return -1;
+        }
     }
+    ct__log(CT_LOG_INFO, "tcp: rank 0 listens on port %d of all this host's addresses (%s): "
+                         "MASTER_ADDR %s is not one of them, so it must reach this host "
+                         "through a NAT or a Service", port, host, addr);
+    return lfd;
+}
+
+static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *addr, int port,
+                             double deadline, wire_addr *table, int *rfd_out)
+{
+    int lfd, rfd, got = 1, r;
+    char host[CT__TCP_HOST_LEN];
+    ct__tcp_hs *hs = NULL;
+    ct__tcp_hs_event ev;
+    ct_status st;
+    lfd = master_listen(addr, port, t->world, host, sizeof host);
+    if (lfd < 0)
+        return CT_ERR_DIST;
     /* Our ring listener: same address, a port of the system's choosing. */
-    rfd = listen_on("tcp open", host, 0, 16, &table[0].port, NULL, 0);
+    rfd = listen_on("tcp open", host, 0, t->world + 128, &table[0].port, NULL, 0);
     if (rfd < 0) {
         close(lfd);
         return CT_ERR_DIST;
     }
     /* Peers reach us at master_addr; a wildcard bind is no address to give. */
-    snprintf(table[0].host, HOST_LEN, "%s", addr);
+    snprintf(table[0].host, CT__TCP_HOST_LEN, "%s", addr);
+    if ((st = ct__tcp_hs_create(self, lfd, &hs)) != CT_OK)
+        goto fail;
+    for (r = 1; r < t->world; r++)
+        ct__tcp_hs_expect(hs, CT__TCP_JOIN, r);
+    /* Every handshake at once: a stranger's connection occupies nothing but
+     * its own slot, until its deadline. */
     while (got < t->world) {
-        wire_hello h;
-        int fd = accept_until(lfd, deadline);
-        if (fd < 0)
+        if ((st = ct__tcp_hs_wait(hs, deadline, &ev)) != CT_OK)
+            goto fail;
+        if (ev.fd < 0)
             break;
-        if (read_until(fd, &h, sizeof h, now_s() + 1.0 < deadline ? now_s() + 1.0 : deadline) != 0 ||
-            ntohl(h.magic) != TCP_MAGIC || ntohl(h.kind) != MSG_HELLO) {
-            close(fd); /* not one of ours, or gone already */
-            continue;
+        r = ev.hello.rank;
+        t->star[r] = ev.fd;
+        table[r].port = ev.hello.port;
+        memcpy(table[r].host, ev.hello.host, CT__TCP_HOST_LEN);
+        if (add_link(t, ev.fd, r) != 0) {
+            close(ev.fd);
+            t->star[r] = -1;
+            st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+            goto fail;
         }
-        r = (int)ntohl((uint32_t)h.rank);
-        if (ntohl(h.version) != TCP_VERSION || (int)ntohl((uint32_t)h.world) != t->world ||
-            r <= 0 || r >= t->world || t->star[r] >= 0) {
-            ct_status st = ct__error(CT_ERR_DIST,
-                                     "tcp open: rank %d (world %d, protocol %u) does not fit "
-                                     "this group (world %d%s)",
-                                     r, (int)ntohl((uint32_t)h.world), ntohl(h.version),
-                                     t->world,
-                                     r > 0 && r < t->world && t->star[r] >= 0
-                                         ? ", rank taken" : "");
-            char text[512];
-            int q;
-            snprintf(text, sizeof text, "%s", ct_last_error() + strlen("tcp open: "));
-            for (q = 1; q < t->world; q++)
-                if (t->star[q] >= 0)
-                    send_abort(t, t->star[q], q, text);
-            ct__error(CT_ERR_DIST, "tcp open: %s", text);
-            close(fd);
-            close(lfd);
-            close(rfd);
-            return st;
-        }
-        h.host[HOST_LEN - 1] = '\0';
-        t->star[r] = fd;
-        table[r].port = (int32_t)ntohl((uint32_t)h.port);
-        memcpy(table[r].host, h.host, HOST_LEN);
-        if (add_link(t, fd, r) != 0) {
-            close(lfd);
-            close(rfd);
-            return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
-        }
+        ct__log(CT_LOG_DEBUG, "tcp: rank %d joined from %s", r, ev.addr);
         got++;
     }
     close(lfd);
+    lfd = -1;
     if (got < t->world) {
         int *miss = calloc((size_t)t->world, sizeof *miss);
-        char list[300], text[512];
+        char list[300], text[900];
         if (miss == NULL) {
-            close(rfd);
-            return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+            st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+            goto fail;
         }
         for (r = 1; r < t->world; r++)
             miss[r] = t->star[r] < 0;
         rank_list(miss, t->world, list, sizeof list);
         free(miss);
-        snprintf(text, sizeof text, "%s did not join within %.1f s (master %s:%d)", list,
-                 t->timeout_s, addr, port);
+        snprintf(text, sizeof text, "%s did not join within %.1f s (master %s:%d)%s", list,
+                 t->timeout_s, addr, port, ct__tcp_hs_strangers(hs));
         for (r = 1; r < t->world; r++)
             if (t->star[r] >= 0)
                 send_abort(t, t->star[r], r, text);
-        close(rfd);
-        return ct__error(CT_ERR_DIST, "tcp open: %s", text);
+        st = ct__error(CT_ERR_DIST, "tcp open: %s", text);
+        goto fail;
     }
+    ct__tcp_hs_strangers(hs); /* the count, into the log */
+    ct__tcp_hs_free(hs);
+    hs = NULL;
     /* The table, to everyone at once. */
     {
         wire_head h;
         io_op ops[16];
         int base;
-        h.magic = htonl(TCP_MAGIC);
+        h.magic = htonl(CT__TCP_MAGIC);
         h.kind = htonl(MSG_TABLE);
         h.len = htonl((uint32_t)t->world);
         for (r = 0; r < t->world; r++)
@@ -828,166 +707,229 @@ static ct_status open_master(ct__tcp *t, const char *addr, int port, double dead
     }
     *rfd_out = rfd;
     return CT_OK;
+fail:
+    ct__tcp_hs_free(hs);
+    if (lfd >= 0)
+        close(lfd);
+    close(rfd);
+    return st;
 }
 
-static ct_status open_peer(ct__tcp *t, const char *addr, int port, double deadline,
-                           wire_addr *table, int *rfd_out)
+/* Once connected to rank 0: our own ring listener, on the local address
+ * that reached it, whose port and address go into the hello. */
+typedef struct {
+    int rfd;
+    char host[CT__TCP_HOST_LEN];
+    int port;
+} join_prep;
+
+static int prepare_join(void *user, int fd, int *port, char host[CT__TCP_HOST_LEN])
 {
-    int fd, err = 0, rfd, myport = 0, r;
+    join_prep *jp = user;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    char host[HOST_LEN];
-    wire_hello h;
+    char here[CT__TCP_HOST_LEN];
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return -1;
+    numeric_host((struct sockaddr *)&ss, sl, here, sizeof here);
+    if (jp->rfd >= 0 && strcmp(here, jp->host) != 0) {
+        close(jp->rfd); /* another attempt, through another address */
+        jp->rfd = -1;
+    }
+    if (jp->rfd < 0) {
+        jp->rfd = listen_on("tcp open", here, 0, 128, &jp->port, NULL, 0);
+        if (jp->rfd < 0)
+            return -1;
+        snprintf(jp->host, sizeof jp->host, "%s", here);
+    }
+    *port = jp->port;
+    memcpy(host, jp->host, CT__TCP_HOST_LEN);
+    return 0;
+}
+
+static ct_status open_peer(ct__tcp *t, const ct__tcp_self *self, const char *addr, int port,
+                           double deadline, wire_addr *table, int *rfd_out)
+{
+    int r, tg;
     wire_head head;
+    ct__tcp_hs *hs = NULL;
+    ct__tcp_hs_event ev;
+    join_prep jp = { -1, "", 0 };
+    ct_status st;
     /* A rank 0 that gives up tells us by deadline + a little. */
     double grace = deadline + (t->timeout_s * 0.5 > 1.0 ? t->timeout_s * 0.5 : 1.0);
-    fd = connect_retry(addr, port, deadline, &err);
-    if (fd < 0)
-        return ct__error(CT_ERR_DIST,
-                         "tcp open: rank 0 (master at %s:%d) did not answer within %.1f s (%s)",
-                         addr, port, t->timeout_s, strerror(err));
-    t->star[0] = fd;
-    if (add_link(t, fd, 0) != 0)
-        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-        return ct__error(CT_ERR_DIST, "tcp open: getsockname: %s", strerror(errno));
-    numeric_host((struct sockaddr *)&ss, sl, host, sizeof host);
-    rfd = listen_on("tcp open", host, 0, 16, &myport, NULL, 0);
-    if (rfd < 0)
-        return CT_ERR_DIST;
-    memset(&h, 0, sizeof h);
-    h.magic = htonl(TCP_MAGIC);
-    h.version = htonl(TCP_VERSION);
-    h.kind = htonl(MSG_HELLO);
-    h.rank = (int32_t)htonl((uint32_t)t->rank);
-    h.world = (int32_t)htonl((uint32_t)t->world);
-    h.port = (int32_t)htonl((uint32_t)myport);
-    snprintf(h.host, HOST_LEN, "%s", host);
-    if (xfer1(t, "tcp open", fd, 0, 0, &h, sizeof h, deadline) != CT_OK ||
-        xfer1(t, "tcp open", fd, 0, 1, &head, sizeof head, grace) != CT_OK)
+    if ((st = ct__tcp_hs_create(self, -1, &hs)) != CT_OK)
+        return st;
+    tg = ct__tcp_hs_connect(hs, addr, port, 0, CT__TCP_JOIN, prepare_join, &jp);
+    if ((st = ct__tcp_hs_wait(hs, deadline, &ev)) != CT_OK)
         goto fail;
-    if (ntohl(head.magic) != TCP_MAGIC) {
+    if (ev.fd < 0) {
+        if (ct__tcp_hs_target_refused(hs, tg))
+            st = ct__error(CT_ERR_DIST, "tcp open: not admitted within %.1f s (master %s:%d): "
+                                        "%s", t->timeout_s, addr, port,
+                           ct__tcp_hs_target_status(hs, tg));
+        else
+            st = ct__error(CT_ERR_DIST,
+                           "tcp open: rank 0 (master at %s:%d) did not answer within %.1f s "
+                           "(%s)", addr, port, t->timeout_s, ct__tcp_hs_target_status(hs, tg));
+        goto fail;
+    }
+    ct__tcp_hs_free(hs);
+    hs = NULL;
+    t->star[0] = ev.fd;
+    if (add_link(t, ev.fd, 0) != 0) {
+        close(ev.fd);
+        t->star[0] = -1;
+        st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+        goto fail;
+    }
+    st = CT_ERR_DIST;
+    if (xfer1(t, "tcp open", ev.fd, 0, 1, &head, sizeof head, grace) != CT_OK)
+        goto fail;
+    if (ntohl(head.magic) != CT__TCP_MAGIC) {
         ct__error(CT_ERR_DIST, "tcp open: rank 0 sent garbage");
         goto fail;
     }
     if (ntohl(head.kind) == MSG_ABORT) {
-        char text[600];
+        char text[ABORT_MAX + 1];
         size_t len = ntohl(head.len);
-        if (len >= sizeof text)
-            len = sizeof text - 1;
-        if (xfer1(t, "tcp open", fd, 0, 1, text, len, grace) != CT_OK)
+        if (len > ABORT_MAX) {
+            ct__error(CT_ERR_DIST, "tcp open: rank 0 sent an abort of %zu bytes (at most %d)",
+                      len, ABORT_MAX);
+            goto fail;
+        }
+        if (xfer1(t, "tcp open", ev.fd, 0, 1, text, len, grace) != CT_OK)
             goto fail;
         text[len] = '\0';
         ct__error(CT_ERR_DIST, "tcp open: %s (reported by rank 0)", text);
         goto fail;
     }
     if (ntohl(head.kind) != MSG_TABLE || (int)ntohl(head.len) != t->world) {
-        ct__error(CT_ERR_DIST, "tcp open: rank 0 sent a table for another world");
+        ct__error(CT_ERR_DIST, "tcp open: rank 0 sent a table for another world (%u entries "
+                               "for a world of %d)", ntohl(head.len), t->world);
         goto fail;
     }
-    if (xfer1(t, "tcp open", fd, 0, 1, table, (size_t)t->world * sizeof *table, grace) != CT_OK)
+    if (xfer1(t, "tcp open", ev.fd, 0, 1, table, (size_t)t->world * sizeof *table, grace) !=
+        CT_OK)
         goto fail;
     for (r = 0; r < t->world; r++) {
         table[r].port = (int32_t)ntohl((uint32_t)table[r].port);
-        table[r].host[HOST_LEN - 1] = '\0';
+        /* Rank 0 is authenticated, yet a wrong entry must not crash us. */
+        if (table[r].port < 1 || table[r].port > 65535 ||
+            (r > 0 && !ct__tcp_host_ok(table[r].host))) {
+            ct__error(CT_ERR_DIST, "tcp open: rank 0 sent a bad address for rank %d in the "
+                                   "table", r);
+            goto fail;
+        }
     }
     /* We reach rank 0 the way we just did, whatever it calls itself. */
-    snprintf(table[0].host, HOST_LEN, "%s", addr);
-    *rfd_out = rfd;
+    snprintf(table[0].host, CT__TCP_HOST_LEN, "%s", addr);
+    *rfd_out = jp.rfd;
     return CT_OK;
 fail:
-    close(rfd);
-    return CT_ERR_DIST;
-}
-
-static ct_status connect_hello(ct__tcp *t, const wire_addr *to, int peer, unsigned kind,
-                               double deadline, int *fd_out)
-{
-    int err = 0, fd;
-    wire_hello h;
-    memset(&h, 0, sizeof h);
-    h.magic = htonl(TCP_MAGIC);
-    h.version = htonl(TCP_VERSION);
-    h.kind = htonl(kind);
-    h.rank = (int32_t)htonl((uint32_t)t->rank);
-    h.world = (int32_t)htonl((uint32_t)t->world);
-    fd = connect_retry(to->host, to->port, deadline, &err);
-    if (fd < 0)
-        return ct__error(CT_ERR_DIST, "tcp open: rank %d (at %s:%d) did not answer within %.1f s (%s)",
-                         peer, to->host, to->port, t->timeout_s, strerror(err));
-    if (add_link_ex(t, fd, peer, kind == MSG_CTRL) != 0) {
-        close(fd);
-        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
-    }
-    *fd_out = fd;
-    return xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, deadline);
+    ct__tcp_hs_free(hs);
+    if (jp.rfd >= 0)
+        close(jp.rfd);
+    return st;
 }
 
 /* Each rank connects to its right neighbour's listener, and ranks other than
- * 0 open a control link to rank 0's; then each accepts its left neighbour
- * (and rank 0 the control links). Connecting first cannot deadlock: the
- * listeners are up (their ranks reported them) and the kernel completes a
- * connection before anyone accepts it. */
-static ct_status ring_connect(ct__tcp *t, int rfd, const wire_addr *table, double deadline)
+ * 0 open a control link to rank 0's; meanwhile each accepts its left
+ * neighbour (and rank 0 the control links), all in one set of handshakes:
+ * every rank connects first, so each must answer while it waits. */
+static ct_status ring_connect(ct__tcp *t, const ct__tcp_self *self, int rfd,
+                              const wire_addr *table, double deadline)
 {
     int right = (t->rank + 1) % t->world, left = (t->rank + t->world - 1) % t->world;
-    int want, got = 0, r;
+    int want, got = 0, r, tg_ring, tg_ctrl = -1, ring_done = 0, ctrl_done = 0;
+    ct__tcp_hs *hs = NULL;
+    ct__tcp_hs_event ev;
     ct_status st;
-    st = connect_hello(t, &table[right], right, MSG_RING, deadline, &t->right_fd);
-    if (st == CT_OK && t->rank != 0)
-        st = connect_hello(t, &table[0], 0, MSG_CTRL, deadline, &t->ctrl[0]);
-    if (st != CT_OK)
+    if ((st = ct__tcp_hs_create(self, rfd, &hs)) != CT_OK)
         return st;
-    want = t->rank == 0 ? t->world : 1; /* left, and world-1 control links */
+    ct__tcp_hs_expect(hs, CT__TCP_RING, left);
+    if (t->rank == 0)
+        for (r = 1; r < t->world; r++)
+            ct__tcp_hs_expect(hs, CT__TCP_CTRL, r);
+    tg_ring = ct__tcp_hs_connect(hs, table[right].host, table[right].port, right, CT__TCP_RING,
+                                 NULL, NULL);
+    if (t->rank != 0)
+        tg_ctrl = ct__tcp_hs_connect(hs, table[0].host, table[0].port, 0, CT__TCP_CTRL, NULL,
+                                     NULL);
+    want = 1 + (t->rank != 0) + (t->rank == 0 ? t->world : 1);
     while (got < want) {
-        wire_hello in;
-        unsigned kind;
-        int fd = accept_until(rfd, deadline), from;
-        if (fd < 0) {
-            int *miss = calloc((size_t)t->world, sizeof *miss);
-            char list[300];
-            if (miss == NULL)
-                return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
-            if (t->left_fd < 0)
-                miss[left] = 1;
-            if (t->rank == 0)
-                for (r = 1; r < t->world; r++)
-                    miss[r] |= t->ctrl[r] < 0;
-            rank_list(miss, t->world, list, sizeof list);
-            free(miss);
-            return ct__error(CT_ERR_DIST, "tcp open: %s did not connect within %.1f s", list,
-                             t->timeout_s);
+        int peer, ctrl;
+        if ((st = ct__tcp_hs_wait(hs, deadline, &ev)) != CT_OK)
+            goto out;
+        if (ev.fd < 0) {
+            if (!ring_done || (tg_ctrl >= 0 && !ctrl_done)) {
+                int tg = !ring_done ? tg_ring : tg_ctrl, to = !ring_done ? right : 0;
+                st = ct__error(CT_ERR_DIST, "tcp open: rank %d (at %s:%d) did not answer "
+                                            "within %.1f s (%s)", to, table[to].host,
+                               table[to].port, t->timeout_s, ct__tcp_hs_target_status(hs, tg));
+            } else {
+                int *miss = calloc((size_t)t->world, sizeof *miss);
+                char list[300];
+                if (miss == NULL) {
+                    st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+                    goto out;
+                }
+                if (t->left_fd < 0)
+                    miss[left] = 1;
+                if (t->rank == 0)
+                    for (r = 1; r < t->world; r++)
+                        miss[r] |= t->ctrl[r] < 0;
+                rank_list(miss, t->world, list, sizeof list);
+                free(miss);
+                st = ct__error(CT_ERR_DIST, "tcp open: %s did not connect within %.1f s%s",
+                               list, t->timeout_s, ct__tcp_hs_strangers(hs));
+            }
+            goto out;
         }
-        if (read_until(fd, &in, sizeof in, deadline) != 0 || ntohl(in.magic) != TCP_MAGIC ||
-            (int)ntohl((uint32_t)in.world) != t->world) {
-            close(fd);
-            continue;
-        }
-        kind = ntohl(in.kind);
-        from = (int)ntohl((uint32_t)in.rank);
-        if (kind == MSG_RING && from == left && t->left_fd < 0) {
-            t->left_fd = fd;
-        } else if (kind == MSG_CTRL && t->rank == 0 && from > 0 && from < t->world &&
-                   t->ctrl[from] < 0) {
-            t->ctrl[from] = fd;
+        if (ev.target == tg_ring) {
+            t->right_fd = ev.fd, peer = right, ctrl = 0, ring_done = 1;
+        } else if (ev.target >= 0) {
+            t->ctrl[0] = ev.fd, peer = 0, ctrl = 1, ctrl_done = 1;
+        } else if (ev.hello.kind == CT__TCP_RING) {
+            t->left_fd = ev.fd, peer = left, ctrl = 0;
         } else {
-            close(fd);
-            continue;
+            peer = ev.hello.rank, ctrl = 1;
+            t->ctrl[peer] = ev.fd;
         }
-        if (add_link_ex(t, fd, from, kind == MSG_CTRL) != 0)
-            return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+        if (add_link_ex(t, ev.fd, peer, ctrl) != 0) {
+            close(ev.fd);
+            st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+            goto out;
+        }
         got++;
     }
-    return CT_OK;
+    ct__tcp_hs_strangers(hs);
+out:
+    ct__tcp_hs_free(hs);
+    return st;
 }
 
 static ct_status barrier_op(ct__tcp *t, const char *op, double deadline);
 
+/* Without a secret anyone who reaches the ports joins: say so, once. */
+static void warn_no_secret(int port)
+{
+    static int warned;
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        return;
+    ct__log(CT_LOG_WARNING, "tcp: no secret is set, so ranks cannot tell each other from "
+                            "strangers: MASTER_PORT (%d) and the ranks' ports must be reachable "
+                            "only from trusted hosts. Set CPUTRAIN_DIST_SECRET_FILE (or "
+                            "CPUTRAIN_DIST_SECRET) on every rank to authenticate them", port);
+}
+
 ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int world,
-                       double timeout_s, ct__tcp **out)
+                       double timeout_s, const char *job, const unsigned char *key,
+                       ct__tcp **out)
 {
     ct__tcp *t;
     wire_addr *table = NULL;
+    ct__tcp_self self;
     double deadline;
     int rfd = -1, r;
     ct_status st;
@@ -1002,6 +944,10 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
         if (master_port <= 0 || master_port > 65535)
             return ct__error(CT_ERR_INVALID_ARG, "tcp open: master port %d", master_port);
     }
+    self.job = job != NULL ? job : "";
+    self.key = key;
+    self.rank = rank;
+    self.world = world;
     t = calloc(1, sizeof *t);
     if (t == NULL)
         return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
@@ -1013,6 +959,8 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
         *out = t;
         return CT_OK;
     }
+    if (key == NULL)
+        warn_no_secret(master_port);
     t->star = malloc((size_t)world * sizeof *t->star);
     t->ctrl = malloc((size_t)world * sizeof *t->ctrl);
     table = calloc((size_t)world, sizeof *table);
@@ -1025,12 +973,12 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
         t->star[r] = t->ctrl[r] = -1;
     deadline = now_s() + timeout_s;
     if (rank == 0) {
-        st = open_master(t, master_addr, master_port, deadline, table, &rfd);
+        st = open_master(t, &self, master_addr, master_port, deadline, table, &rfd);
     } else {
-        st = open_peer(t, master_addr, master_port, deadline, table, &rfd);
+        st = open_peer(t, &self, master_addr, master_port, deadline, table, &rfd);
     }
     if (st == CT_OK)
-        st = ring_connect(t, rfd, table, deadline + 1.0);
+        st = ring_connect(t, &self, rfd, table, deadline + 1.0);
     if (rfd >= 0)
         close(rfd);
     free(table);
@@ -1040,8 +988,8 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
         free_handle(t);
         return st;
     }
-    ct__log(CT_LOG_DEBUG, "tcp: rank %d/%d joined via %s:%d", rank, world, master_addr,
-            master_port);
+    ct__log(CT_LOG_DEBUG, "tcp: rank %d/%d joined via %s:%d%s", rank, world, master_addr,
+            master_port, key != NULL ? ", authenticated" : "");
     *out = t;
     return CT_OK;
 }

@@ -31,7 +31,12 @@ typedef struct ct__tcp ct__tcp;
 /* Threshold between the two allreduce schemes, in bytes of the buffer. */
 #define CT__TCP_SMALL_BYTES ((size_t)64 << 10)
 
-/* Rendezvous as torchrun/PyTorchJob workers do. Rank 0 listens on
+/* Rendezvous as torchrun/PyTorchJob workers do, every connection opened
+ * with tcp_auth.h's handshake: with `key` (the job's 32-byte secret key;
+ * NULL: none, and a warning once per process) only ranks that prove they
+ * hold it and belong to `job` are admitted; anyone else, and anything that
+ * does not speak the protocol or say its part in time, is dropped and
+ * logged as a stranger, never failing the job. Rank 0 listens on
  * master_addr:master_port (SO_REUSEADDR; IPv4 or IPv6 as getaddrinfo
  * resolves master_addr); the others connect, retrying until `timeout_s`.
  * Each rank opens its own listener on the local address it reached the
@@ -44,7 +49,8 @@ typedef struct ct__tcp ct__tcp;
  * moves on the connections it waits on for `timeout_s` (the ddp_timeout).
  * world == 1 opens no socket. */
 ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int world,
-                       double timeout_s, ct__tcp **out);
+                       double timeout_s, const char *job, const unsigned char *key,
+                       ct__tcp **out);
 
 /* In-place sum (average != 0: mean) of `n` floats over all ranks; the same
  * n on every rank. The result is the same bits on every rank, and on every
