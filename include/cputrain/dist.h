@@ -40,10 +40,12 @@ typedef enum ct_reduce_op {
  *   master_addr, master_port
  *                     tcp rendezvous; unset: MASTER_ADDR, MASTER_PORT
  *   timeout           seconds any collective may wait (ddp_timeout); 1800
- *   job               name that keeps concurrent jobs' shared memory apart;
- *                     unset: CPUTRAIN_DIST_JOB, else one derived from the
- *                     launcher (PMIX_NAMESPACE, MASTER_ADDR:MASTER_PORT, the
- *                     parent process)
+ *   job               name that keeps concurrent jobs apart (shared memory,
+ *                     and bound into the tcp handshake, so a rank of another
+ *                     job is refused); unset: CPUTRAIN_DIST_JOB, else one
+ *                     derived from the launcher (PMIX_NAMESPACE,
+ *                     MASTER_ADDR:MASTER_PORT — of which tcp binds only the
+ *                     port —, the parent process)
  *   secret, secret_file
  *                     the job's shared secret (or a file holding it, as
  *                     Kubernetes mounts secrets; one trailing newline is

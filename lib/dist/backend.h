@@ -23,6 +23,7 @@ typedef struct ct__dist_member {
     const char *master_addr; /* "" when not given */
     int master_port;         /* 0 when not given */
     const char *job;         /* never NULL */
+    int job_given;           /* 0: job was made up from MASTER_ADDR:PORT or the parent */
     double timeout_s;        /* bound for every wait */
     /* The job's secret as a key (dist/secret.c): ranks prove they hold it
      * before they are admitted. has_secret 0: none was given. */

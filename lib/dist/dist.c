@@ -17,17 +17,17 @@
 
 /* The job name that keeps concurrent jobs' shared memory apart: the same on
  * every rank of one job, different between jobs running at once. */
-static void job_name(const ct_dist_options *o, const ct__dist_member *m, char *out,
-                     size_t size)
+static void job_name(const ct_dist_options *o, ct__dist_member *m, char *out, size_t size)
 {
     const char *v;
-    if (o && o->job)
-        snprintf(out, size, "%s", o->job);
-    else if ((v = getenv("CPUTRAIN_DIST_JOB")) && *v)
+    if ((v = o ? o->job : NULL) || ((v = getenv("CPUTRAIN_DIST_JOB")) && *v) ||
+        ((v = getenv("PMIX_NAMESPACE")) && *v)) { /* PMIX_NAMESPACE: Open MPI 4 and 5 */
         snprintf(out, size, "%s", v);
-    else if ((v = getenv("PMIX_NAMESPACE")) && *v) /* Open MPI 4 and 5 */
-        snprintf(out, size, "%s", v);
-    else if (m->master_port)
+        m->job_given = 1;
+        return;
+    }
+    m->job_given = 0;
+    if (m->master_port)
         snprintf(out, size, "%s-%d", m->master_addr, m->master_port);
     else /* ranks started by one launcher process share their parent */
         snprintf(out, size, "ppid%ld", (long)getppid());

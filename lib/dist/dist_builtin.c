@@ -94,19 +94,15 @@ static ct_status tcp_open(const ct__dist_member *m, void **state)
                          "address rank 0 listens on); got '%s' and %d", m->master_addr,
                          m->master_port);
     {
-        /* The handshake binds the job name. The one made up from
-         * MASTER_ADDR-PORT (no name given) is no good there: rank 0 may
-         * know its address under another name than the others do (a
-         * Service, a NAT); bind the port alone, which all agree on. */
-        char derived[300], job[64];
-        const char *bind = m->job;
-        snprintf(derived, sizeof derived, "%s-%d", m->master_addr, m->master_port);
-        if (!strcmp(m->job, derived)) {
-            snprintf(job, sizeof job, "tcp-port-%d", m->master_port);
-            bind = job;
-        }
+        /* The handshake binds the job name, but not one made up from
+         * MASTER_ADDR:PORT: rank 0 may know its address under another name
+         * than the others do (a Service, a NAT). The port, which all agree
+         * on, is bound then. */
+        char job[64];
+        snprintf(job, sizeof job, "tcp-port-%d", m->master_port);
         return ct__tcp_open(m->master_addr, m->master_port, m->rank, m->world, m->timeout_s,
-                            bind, m->has_secret ? m->secret_key : NULL, (ct__tcp **)state);
+                            m->job_given ? m->job : job, m->has_secret ? m->secret_key : NULL,
+                            (ct__tcp **)state);
     }
 }
 
