@@ -1,6 +1,9 @@
 /* The shm collective backend across forked processes: allreduce bits against
- * a serial sum, broadcast, barrier, a killed or stuck rank, /dev/shm cleanup. */
+ * a serial sum, broadcast, barrier, a killed or stuck rank, nothing left
+ * behind; and attacks: the rendezvous name taken by another user, a
+ * tampered segment header, a hostile rank 0 or peer of the same user. */
 #include <check.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -15,6 +18,7 @@
 #include <cputrain/cputrain.h>
 
 #include "dist/shm.h"
+#include "dist/shm_join.h"
 #include "ranks.h"
 #include "suites.h"
 
@@ -22,18 +26,45 @@ Suite *shm_suite(void);
 
 static char job[64];
 static int job_seq;
+/* The job's secret key, or NULL: the tests without a secret. */
+static const unsigned char *test_key;
 
 static void new_job(void)
 {
     snprintf(job, sizeof job, "chk%d-%d", (int)getpid(), job_seq++);
 }
 
-static int seg_exists(const char *j, int world)
+/* What of job j outlives its ranks: an entry of /dev/shm with the job in
+ * its name (older versions' segment, "cputrain-<job>-<world>"), or its
+ * rendezvous socket in /proc/net/unix ("@cputrain-<job>-..."). Returns how
+ * many, the first named in `what`. */
+static int leftovers(const char *j, char *what, size_t size)
 {
-    char name[256], path[300];
-    ck_assert_int_eq(ct__shm_name(j, world, name, sizeof name), CT_OK);
-    snprintf(path, sizeof path, "/dev/shm%s", name);
-    return access(path, F_OK) == 0;
+    char needle[128], line[512];
+    struct dirent *e;
+    DIR *dir = opendir("/dev/shm");
+    FILE *f;
+    int n = 0;
+    snprintf(needle, sizeof needle, "cputrain-%s-", j);
+    ck_assert_msg(dir != NULL, "cannot list /dev/shm");
+    while ((e = readdir(dir)) != NULL)
+        if (strstr(e->d_name, needle) && n++ == 0)
+            snprintf(what, size, "/dev/shm/%s", e->d_name);
+    closedir(dir);
+    f = fopen("/proc/net/unix", "r");
+    ck_assert_msg(f != NULL, "cannot read /proc/net/unix");
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, needle) && n++ == 0)
+            snprintf(what, size, "socket %s", strchr(line, '@') ? strchr(line, '@') : line);
+    fclose(f);
+    return n;
+}
+
+static void assert_nothing_left(const char *when)
+{
+    char what[600] = "";
+    ck_assert_msg(leftovers(job, what, sizeof what) == 0, "%s: left behind for job %s: %s",
+                  when, job, what);
 }
 
 typedef struct {
@@ -50,7 +81,7 @@ static int ar_rank(int rank, int world, void *arg)
     int i, avg;
     if (rank == 0 && c->delay0_ms > 0)
         usleep((useconds_t)c->delay0_ms * 1000);
-    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+    if (ct__shm_open(job, rank, world, 10.0, test_key, &shm) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -85,7 +116,7 @@ static int ar_rank(int rank, int world, void *arg)
 static void check_group(int world, int bad)
 {
     check_ranks_clean(world, bad);
-    ck_assert_msg(!seg_exists(job, world), "segment left behind for job %s", job);
+    assert_nothing_left("after the group");
 }
 
 static void run_allreduce_ex(int world, const size_t *sizes, int nsizes, int delay0_ms)
@@ -146,7 +177,7 @@ static int bc_rank(int rank, int world, void *arg)
     ct__shm *shm = NULL;
     int i, root;
     (void)arg;
-    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+    if (ct__shm_open(job, rank, world, 10.0, test_key, &shm) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -192,7 +223,7 @@ static int barrier_rank(int rank, int world, void *arg)
 {
     ct__shm *shm = NULL;
     (void)arg;
-    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+    if (ct__shm_open(job, rank, world, 10.0, test_key, &shm) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -227,7 +258,7 @@ static int fault_rank(int rank, int world, void *arg)
     int it;
     if (buf == NULL)
         return 2;
-    if (ct__shm_open(job, rank, world, timeout, &shm) != CT_OK) {
+    if (ct__shm_open(job, rank, world, timeout, test_key, &shm) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
@@ -280,8 +311,7 @@ static void run_fault(int mode)
         ck_assert_msg(out_area->elapsed[r] < 5.0, "rank %d took %.2f s", r,
                       out_area->elapsed[r]);
     }
-    /* Rank 0 survived and unlinked the segment. */
-    ck_assert_msg(!seg_exists(job, 4), "segment left behind after the fault");
+    assert_nothing_left("after the fault");
 }
 
 START_TEST(killed_rank) { run_fault(1); }
@@ -290,40 +320,63 @@ END_TEST
 START_TEST(stuck_rank) { run_fault(2); }
 END_TEST
 
-/* Every rank, rank 0 included, dies without closing: the segment stays. */
+/* Ranks SIGKILLed after joining (arg: 1 every rank, 0 rank 0 alone): no
+ * close runs, yet nothing may stay behind, and the others name rank 0. */
 static int crash_rank(int rank, int world, void *arg)
 {
+    int all = *(int *)arg;
     ct__shm *shm = NULL;
-    (void)arg;
-    if (ct__shm_open(job, rank, world, 10.0, &shm) != CT_OK) {
+    float v[1000] = { 0 };
+    ct_status st;
+    if (ct__shm_open(job, rank, world, 3.0, test_key, &shm) != CT_OK) {
         note(rank, "open: %s", ct_last_error());
         return 1;
     }
-    if (ct__shm_barrier(shm) != CT_OK)
+    if (ct__shm_barrier(shm) != CT_OK) {
+        note(rank, "barrier: %s", ct_last_error());
         return 1;
-    raise(SIGKILL);
-    return 1;
+    }
+    if (all || rank == 0)
+        raise(SIGKILL);
+    st = ct__shm_allreduce_f32(shm, v, 1000, 0);
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
+    ct__shm_close(shm);
+    return 0;
 }
 
-START_TEST(stale_segment)
+static void run_crash(int all)
 {
     static const size_t sizes[] = { 1000 };
-    int r;
+    int r, world = 3;
     new_job();
-    run_group(2, crash_rank, NULL);
-    for (r = 0; r < 2; r++)
-        ck_assert_msg(WIFSIGNALED(out_area->status[r]), "rank %d: '%s'", r, out_area->msg[r]);
-    ck_assert_msg(seg_exists(job, 2), "the crash should have left the segment");
-    /* The next run with the same job replaces and then removes it. */
+    run_group(world, crash_rank, &all);
+    for (r = 0; r < world; r++) {
+        if (all || r == 0) {
+            ck_assert_msg(WIFSIGNALED(out_area->status[r]), "rank %d: '%s'", r,
+                          out_area->msg[r]);
+            continue;
+        }
+        ck_assert_int_eq(out_area->code[r], CT_ERR_DIST);
+        ck_assert_msg(strstr(out_area->msg[r], "rank 0 (pid ") != NULL &&
+                      strstr(out_area->msg[r], "died") != NULL, "rank %d: '%s'", r,
+                      out_area->msg[r]);
+    }
+    assert_nothing_left("after SIGKILL");
+    /* The same job at once. */
     job_seq--;
-    run_allreduce(2, sizes, 1);
+    run_allreduce(world, sizes, 1);
 }
+
+START_TEST(killed_all_ranks) { run_crash(1); }
 END_TEST
 
-/* Rank 0 of a crashed run died while waiting for rank 1, which never came:
- * that segment fills up as soon as the next run's rank 1 joins it. Rank 1
- * must notice the dead peers and move to the segment the new rank 0 makes. */
-START_TEST(stale_segment_missing_rank)
+START_TEST(killed_rank_0) { run_crash(0); }
+END_TEST
+
+/* Rank 0 SIGKILLed while it waits for rank 1, which never came: nothing of
+ * it stays, and the next run of the job (rank 0 late) works. */
+START_TEST(killed_rank_0_waiting)
 {
     static const size_t sizes[] = { 1000 };
     pid_t pid;
@@ -333,13 +386,14 @@ START_TEST(stale_segment_missing_rank)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         ct__shm *shm = NULL;
-        ct__shm_open(job, 0, 2, 10.0, &shm);
+        ct__shm_open(job, 0, 2, 10.0, test_key, &shm);
         _exit(1);
     }
-    usleep(100000);
+    usleep(200000);
     kill(pid, SIGKILL);
     ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    ck_assert(seg_exists(job, 2));
+    ck_assert(WIFSIGNALED(ws));
+    assert_nothing_left("after SIGKILL of a waiting rank 0");
     job_seq--;
     run_allreduce_ex(2, sizes, 1, 300);
 }
@@ -351,7 +405,7 @@ static int mismatch_rank(int rank, int world, void *arg)
     float v[8] = { 0 };
     ct_status st;
     (void)arg;
-    if (ct__shm_open(job, rank, world, 5.0, &shm) != CT_OK)
+    if (ct__shm_open(job, rank, world, 5.0, test_key, &shm) != CT_OK)
         return 1;
     st = ct__shm_allreduce_f32(shm, v, rank == 1 ? 8 : 7, 0);
     out_area->code[rank] = (int)st;
@@ -368,7 +422,7 @@ START_TEST(mismatched_calls)
     ck_assert_int_eq(out_area->code[1], CT_ERR_DIST);
     ck_assert_str_eq(out_area->msg[0], "shm allreduce: rank 1 called allreduce (sum) of 8 "
                      "floats while rank 0 called allreduce (sum) of 7 floats");
-    ck_assert(!seg_exists(job, 2));
+    assert_nothing_left("after the mismatch");
 }
 END_TEST
 
@@ -380,7 +434,7 @@ static int late_rank(int rank, int world, void *arg)
     (void)arg;
     if (rank == 1)
         return 0; /* never joins */
-    st = ct__shm_open(job, rank, world, 1.5, &shm);
+    st = ct__shm_open(job, rank, world, 1.5, test_key, &shm);
     out_area->elapsed[rank] = now_s() - t0;
     out_area->code[rank] = (int)st;
     snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
@@ -391,30 +445,67 @@ START_TEST(rank_never_joins)
 {
     new_job();
     ck_assert_int_eq(run_group(3, late_rank, NULL), 0);
-    ck_assert_msg(strstr(out_area->msg[0], "rank 1 did not arrive within 1.5 s") != NULL,
-                  "%s", out_area->msg[0]);
-    ck_assert_msg(strstr(out_area->msg[2], "rank 1 did not join within") != NULL,
+    ck_assert_msg(strstr(out_area->msg[0], "shm open: rank 1 did not join within 1.5 s") ==
+                  out_area->msg[0], "%s", out_area->msg[0]);
+    /* Rank 2 waited in the join barrier: rank 0 calls it off, or (on a
+     * loaded machine) rank 2's own deadline comes first. */
+    ck_assert_msg(strstr(out_area->msg[2], "shm open: rank 1 did not join (rank 0 gave up") ==
+                  out_area->msg[2] || strstr(out_area->msg[2], "1 did not join within"),
                   "%s", out_area->msg[2]);
     ck_assert(out_area->elapsed[0] < 5.0 && out_area->elapsed[2] < 5.0);
-    ck_assert(!seg_exists(job, 3));
+    assert_nothing_left("after the missing rank");
 }
 END_TEST
 
 START_TEST(bad_args)
 {
     ct__shm *shm = (ct__shm *)1;
-    char name[32];
-    ck_assert_int_eq(ct__shm_open("x", 2, 2, 1.0, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_open("x", 2, 2, 1.0, NULL, &shm), CT_ERR_INVALID_ARG);
     ck_assert_ptr_null(shm);
-    ck_assert_int_eq(ct__shm_open("x", 0, 0, 1.0, &shm), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__shm_open("x", 0, 1, 0.0, &shm), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__shm_open(NULL, 0, 1, 1.0, &shm), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__shm_name("a/b c", 2, name, sizeof name), CT_OK);
-    ck_assert_str_eq(name, "/cputrain-a_b_c-2");
-    ck_assert_int_eq(ct__shm_name("a-very-long-job-name", 2, name, 16),
-                     CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_open("x", 0, 0, 1.0, NULL, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_open("x", 0, 1, 0.0, NULL, &shm), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_open(NULL, 0, 1, 1.0, NULL, &shm), CT_ERR_INVALID_ARG);
     ck_assert_int_eq(ct__shm_allreduce_f32(NULL, NULL, 1, 0), CT_ERR_INVALID_ARG);
     ct__shm_close(NULL);
+}
+END_TEST
+
+/* The endpoint's name: readable without a secret; with one, 32 hex digits
+ * that change with the key, the job and the world; long jobs kept apart. */
+START_TEST(endpoint_names)
+{
+    unsigned char k1[32], k2[32];
+    char a[128], b[128], c[128];
+    const char *hexpart;
+    size_t i;
+    memset(k1, 1, sizeof k1);
+    memset(k2, 1, sizeof k2);
+    k2[31] = 2;
+    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, a, sizeof a), CT_OK);
+    ck_assert_str_eq(a, "cputrain-a_b_c-2");
+    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, a, 8), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, a, sizeof a), CT_OK);
+    ck_assert_int_eq(strlen(a), strlen("cputrain-job-2-") + 32);
+    ck_assert(strncmp(a, "cputrain-job-2-", 15) == 0);
+    for (hexpart = a + 15, i = 0; i < 32; i++)
+        ck_assert(strchr("0123456789abcdef", hexpart[i]) != NULL);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k2, b, sizeof b), CT_OK);
+    ck_assert_str_ne(a, b);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 3, k1, b, sizeof b), CT_OK);
+    ck_assert_str_ne(a + 15, b + 15);
+    ck_assert_int_eq(ct__shm_endpoint_name("jo", 2, k1, b, sizeof b), CT_OK);
+    ck_assert_str_ne(a + 15, b + 14);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, b, sizeof b), CT_OK);
+    ck_assert_str_eq(a, b);
+    memset(c, 'j', 100);
+    c[100] = '\0';
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 2, NULL, a, sizeof a), CT_OK);
+    c[99] = 'k';
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 2, NULL, b, sizeof b), CT_OK);
+    ck_assert_str_ne(a, b);
+    ck_assert_int_le(strlen(a), CT__SHM_ENDPOINT_MAX);
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 1024, k1, a, sizeof a), CT_OK);
+    ck_assert_int_le(strlen(a), CT__SHM_ENDPOINT_MAX);
 }
 END_TEST
 
@@ -423,14 +514,14 @@ START_TEST(world_one)
     ct__shm *shm = NULL;
     float v[3] = { 1.0f, 2.0f, 3.0f };
     new_job();
-    ck_assert_int_eq(ct__shm_open(job, 0, 1, 1.0, &shm), CT_OK);
+    ck_assert_int_eq(ct__shm_open(job, 0, 1, 1.0, test_key, &shm), CT_OK);
     ck_assert_int_eq(ct__shm_allreduce_f32(shm, v, 3, 1), CT_OK);
     ck_assert(v[0] == 1.0f && v[2] == 3.0f);
     ck_assert_int_eq(ct__shm_broadcast(shm, v, sizeof v, 0), CT_OK);
     ck_assert_int_eq(ct__shm_barrier(shm), CT_OK);
     ck_assert_int_eq(ct__shm_broadcast(shm, v, sizeof v, 1), CT_ERR_INVALID_ARG);
     ct__shm_close(shm);
-    ck_assert(!seg_exists(job, 1));
+    assert_nothing_left("after world 1");
 }
 END_TEST
 
@@ -441,6 +532,7 @@ Suite *shm_suite(void)
     tcase_add_checked_fixture(tc, map_out_area, unmap_out_area);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, bad_args);
+    tcase_add_test(tc, endpoint_names);
     tcase_add_test(tc, world_one);
     tcase_add_test(tc, allreduce_2);
     tcase_add_test(tc, allreduce_4);
@@ -450,9 +542,10 @@ Suite *shm_suite(void)
     tcase_add_test(tc, barrier);
     tcase_add_test(tc, killed_rank);
     tcase_add_test(tc, stuck_rank);
-    tcase_add_test(tc, stale_segment);
+    tcase_add_test(tc, killed_all_ranks);
+    tcase_add_test(tc, killed_rank_0);
     tcase_add_test(tc, rank_never_joins);
-    tcase_add_test(tc, stale_segment_missing_rank);
+    tcase_add_test(tc, killed_rank_0_waiting);
     tcase_add_test(tc, mismatched_calls);
     suite_add_tcase(s, tc);
     return s;
