@@ -4,6 +4,10 @@
  * tampered segment header, a hostile rank 0 or peer of the same user. */
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -11,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -525,6 +532,494 @@ START_TEST(world_one)
 }
 END_TEST
 
+/* ---- attacks -------------------------------------------------------------------------- */
+
+/* Words of out_area->counter the attack tests use (barrier_rounds uses the
+ * first 256 only in the barrier test). */
+enum { SQ_READY = 200, SQ_STOP, SQ_CONNS, SQ_BYTES, GO, VICTIM_PID };
+
+/* The segment header's fields as offsets (lib/dist/shm.c's shm_header,
+ * which older versions share up to abort_rank). */
+enum { H_MAGIC = 0, H_VERSION = 4, H_WORLD = 8, H_SEG_BYTES = 16, H_SLOT_BYTES = 24,
+       H_STAGE_OFF = 32, H_PIDNS = 40, H_ABORT = 72, H_RANKS = 128, RANK_SLOT = 64,
+       R_PID = 4 };
+#define SEG_MAGIC 0x43545348u
+
+#define NOBODY 65534
+
+static int wait_counter(int k, int value, double seconds)
+{
+    double end = now_s() + seconds;
+    while (out_area->counter[k] != value)
+        if (now_s() > end)
+            return 0;
+        else
+            usleep(1000);
+    return 1;
+}
+
+static socklen_t abstract_addr(const char *name, struct sockaddr_un *a)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path + 1, name, strlen(name));
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+}
+
+/* In a forked child: become uid/gid 65534 with no groups, as setpriv
+ * --reuid=65534 --regid=65534 --clear-groups does. */
+static int as_nobody(void)
+{
+    return setgroups(0, NULL) == 0 && setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
+           setresuid(NOBODY, NOBODY, NOBODY) == 0 && geteuid() == NOBODY ? 0 : -1;
+}
+
+/* Another user (65534 when this runs as root, else this user) takes
+ * `name` before the job starts and, with `legacy`, also makes the
+ * /dev/shm segment older versions used, mode 0666. It counts connections
+ * and the bytes anyone sends it, until SQ_STOP. */
+static pid_t start_squatter(const char *name, const char *legacy, int other_user)
+{
+    pid_t pid;
+    out_area->counter[SQ_READY] = out_area->counter[SQ_STOP] = 0;
+    out_area->counter[SQ_CONNS] = out_area->counter[SQ_BYTES] = 0;
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct sockaddr_un a;
+        socklen_t alen = abstract_addr(name, &a);
+        int conns[64], n = 0, i, fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        double end = now_s() + 60;
+        if (other_user && as_nobody() != 0)
+            _exit(2);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&a, alen) != 0 || listen(fd, 64) != 0)
+            _exit(3);
+        if (legacy) {
+            int l = shm_open(legacy, O_CREAT | O_EXCL | O_RDWR, 0666);
+            if (l < 0 || fchmod(l, 0666) != 0 || ftruncate(l, 1 << 20) != 0)
+                _exit(4);
+            close(l);
+        }
+        out_area->counter[SQ_READY] = 1;
+        while (!out_area->counter[SQ_STOP] && now_s() < end) {
+            struct pollfd p[65];
+            p[0].fd = fd;
+            p[0].events = POLLIN;
+            for (i = 0; i < n; i++) {
+                p[i + 1].fd = conns[i];
+                p[i + 1].events = POLLIN;
+            }
+            if (poll(p, (nfds_t)n + 1, 10) <= 0)
+                continue;
+            for (i = 0; i < n; i++) {
+                char buf[512];
+                ssize_t got;
+                if (!p[i + 1].revents)
+                    continue;
+                got = recv(conns[i], buf, sizeof buf, MSG_DONTWAIT);
+                if (got > 0)
+                    __atomic_fetch_add(&out_area->counter[SQ_BYTES], (int)got, __ATOMIC_SEQ_CST);
+                else if (got == 0) {
+                    close(conns[i]);
+                    conns[i--] = conns[--n];
+                }
+            }
+            if ((p[0].revents & POLLIN) && n < 64) {
+                conns[n] = accept(fd, NULL, NULL);
+                if (conns[n] >= 0) {
+                    n++;
+                    __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
+                }
+            }
+        }
+        _exit(0);
+    }
+    ck_assert_msg(wait_counter(SQ_READY, 1, 10.0), "the squatter did not start");
+    return pid;
+}
+
+static void stop_squatter(pid_t pid)
+{
+    int ws;
+    out_area->counter[SQ_STOP] = 1;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "squatter: status %d", ws);
+}
+
+/* Opens, and on success runs one allreduce; what it saw in out_area. */
+static int open_rank(int rank, int world, void *arg)
+{
+    ct__shm *shm = NULL;
+    double t0 = now_s(), timeout = arg ? *(double *)arg : 10.0;
+    float v[1000];
+    ct_status st;
+    size_t j;
+    st = ct__shm_open(job, rank, world, timeout, test_key, &shm);
+    out_area->elapsed[rank] = now_s() - t0;
+    out_area->code[rank] = (int)st;
+    if (st != CT_OK) {
+        snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
+        return 0;
+    }
+    for (j = 0; j < 1000; j++)
+        v[j] = value(rank, j);
+    st = ct__shm_allreduce_f32(shm, v, 1000, 0);
+    for (j = 0; st == CT_OK && j < 1000; j++) {
+        float want = value(0, j);
+        int r;
+        for (r = 1; r < world; r++)
+            want += value(r, j);
+        if (memcmp(&v[j], &want, sizeof want) != 0) {
+            note(rank, "allreduce: wrong element %zu", j);
+            ct__shm_close(shm);
+            return 1;
+        }
+    }
+    out_area->code[rank] = (int)st;
+    if (st != CT_OK)
+        note(rank, "allreduce: %s", ct_last_error());
+    ct__shm_close(shm);
+    return st != CT_OK;
+}
+
+static void legacy_name(char *out, size_t size)
+{
+    snprintf(out, size, "/cputrain-%s-2", job);
+}
+
+/* Another user took the job's rendezvous name (and the /dev/shm name
+ * older versions used) before the job: neither rank may attach to or say
+ * anything to it; both fail at once, naming its uid and pid; once it is
+ * gone the same job runs. */
+START_TEST(squatted_by_other_user)
+{
+    static const size_t sizes[] = { 1000 };
+    char name[128], legacy[128], path[160], want[64];
+    unsigned char zero[4096], buf[4096];
+    struct stat sb;
+    pid_t sq;
+    int r, fd;
+    ssize_t got;
+    if (geteuid() != 0) {
+        printf("shm: SKIPPED squatted_by_other_user: needs root to act as uid %d\n", NOBODY);
+        return;
+    }
+    new_job();
+    test_key = NULL;
+    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
+    legacy_name(legacy, sizeof legacy);
+    sq = start_squatter(name, legacy, 1);
+    run_group(2, open_rank, NULL);
+    snprintf(want, sizeof want, "uid %d (pid %d)", NOBODY, (int)sq);
+    for (r = 0; r < 2; r++) {
+        ck_assert_msg(WIFEXITED(out_area->status[r]), "rank %d: status %d", r,
+                      out_area->status[r]);
+        ck_assert_msg(out_area->code[r] == CT_ERR_DIST, "rank %d: %s, '%s'", r,
+                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+        ck_assert_msg(strstr(out_area->msg[r], want) != NULL, "rank %d: '%s' lacks '%s'", r,
+                      out_area->msg[r], want);
+        ck_assert_msg(strstr(out_area->msg[r], name) != NULL, "rank %d: '%s'", r,
+                      out_area->msg[r]);
+        ck_assert_msg(out_area->elapsed[r] < 5.0, "rank %d waited %.2f s", r,
+                      out_area->elapsed[r]);
+    }
+    printf("shm: squatted name, rank 0: %s\nshm: squatted name, rank 1: %s\n", out_area->msg[0],
+           out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[0], "refusing to use it") != NULL, "%s",
+                  out_area->msg[0]);
+    ck_assert_msg(strstr(out_area->msg[1], "refusing to join it") != NULL, "%s",
+                  out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[1], "CPUTRAIN_DIST_SECRET") != NULL, "%s",
+                  out_area->msg[1]);
+    /* Rank 1 connected (and rank 0 asked who is there), but said nothing. */
+    ck_assert_int_ge(out_area->counter[SQ_CONNS], 1);
+    ck_assert_int_eq(out_area->counter[SQ_BYTES], 0);
+    /* The old name was not touched: still there, still all zeros. */
+    snprintf(path, sizeof path, "/dev/shm%s", legacy);
+    ck_assert_msg(stat(path, &sb) == 0 && sb.st_uid == NOBODY && sb.st_size == 1 << 20,
+                  "%s was replaced or removed", path);
+    fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    got = read(fd, buf, sizeof buf);
+    close(fd);
+    memset(zero, 0, sizeof zero);
+    ck_assert_msg(got == (ssize_t)sizeof buf && memcmp(buf, zero, sizeof buf) == 0,
+                  "someone wrote into %s", path);
+    stop_squatter(sq);
+    shm_unlink(legacy);
+    /* Gone: the same job at once. */
+    job_seq--;
+    run_allreduce(2, sizes, 1);
+}
+END_TEST
+
+/* With a secret the name is one the squatter cannot compute: it sits on
+ * the name a job without a secret would use, and the job runs. */
+START_TEST(squat_misses_secret_job)
+{
+    static const unsigned char key[32] = { 7, 1, 2, 3, 4, 5, 6, 8 };
+    char name[128];
+    pid_t sq;
+    int bad;
+    new_job();
+    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
+    sq = start_squatter(name, NULL, geteuid() == 0);
+    test_key = key;
+    bad = run_group(2, open_rank, NULL);
+    test_key = NULL;
+    check_ranks_clean(2, bad);
+    ck_assert_int_eq(out_area->code[0], CT_OK);
+    ck_assert_int_eq(out_area->code[1], CT_OK);
+    ck_assert_int_eq(out_area->counter[SQ_CONNS], 0);
+    stop_squatter(sq);
+    assert_nothing_left("after the job with a secret");
+}
+END_TEST
+
+/* A process of this user opens the segment rank 0 holds while it waits
+ * for its peers, as /proc/<pid>/fd/ lets it, and maps it. */
+static unsigned char *map_victim_segment(pid_t pid, size_t *size)
+{
+    char dir[64], path[320], link[256];
+    double end = now_s() + 10;
+    while (now_s() < end) {
+        DIR *d;
+        struct dirent *e;
+        snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+        d = opendir(dir);
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            ssize_t n;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            n = readlink(path, link, sizeof link - 1);
+            if (n <= 0)
+                continue;
+            link[n] = '\0';
+            if (strstr(link, "cputrain") != NULL) {
+                struct stat sb;
+                int fd = open(path, O_RDWR);
+                void *m;
+                if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size < 4096) {
+                    if (fd >= 0)
+                        close(fd);
+                    continue;
+                }
+                m = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                close(fd);
+                if (m == MAP_FAILED)
+                    continue;
+                closedir(d);
+                *size = (size_t)sb.st_size;
+                return m;
+            }
+        }
+        if (d != NULL)
+            closedir(d);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+static void put64(unsigned char *h, int off, uint64_t v) { memcpy(h + off, &v, sizeof v); }
+static void put32(unsigned char *h, int off, uint32_t v) { memcpy(h + off, &v, sizeof v); }
+
+typedef struct {
+    int field;      /* offset of the field rewritten */
+    uint64_t value; /* what it becomes (0: its value + 4096) */
+    int wide;       /* 64-bit field */
+} tamper;
+
+/* Rank 0 and rank 1 of world 2, and an attacker (process 2) that rewrites
+ * one header field after rank 0 made the segment, before rank 1 comes. */
+static int tamper_before_rank(int rank, int world, void *arg)
+{
+    const tamper *t = arg;
+    (void)world;
+    if (rank == 0) {
+        out_area->counter[VICTIM_PID] = (int)getpid();
+        return open_rank(0, 2, NULL);
+    }
+    if (rank == 1) {
+        if (!wait_counter(GO, 1, 20.0)) {
+            note(1, "the attacker never finished");
+            return 1;
+        }
+        return open_rank(1, 2, NULL);
+    }
+    {
+        size_t size = 0;
+        unsigned char *h;
+        uint32_t magic = 0;
+        double end = now_s() + 10;
+        while (out_area->counter[VICTIM_PID] == 0 && now_s() < end)
+            usleep(1000);
+        h = map_victim_segment((pid_t)out_area->counter[VICTIM_PID], &size);
+        if (h == NULL) {
+            note(2, "attacker: cannot find rank 0's segment");
+            out_area->counter[GO] = 1;
+            return 1;
+        }
+        while (magic != SEG_MAGIC && now_s() < end)
+            magic = __atomic_load_n((uint32_t *)h, __ATOMIC_ACQUIRE);
+        if (t->wide) {
+            uint64_t v;
+            memcpy(&v, h + t->field, sizeof v);
+            put64(h, t->field, t->value ? t->value : v + 4096);
+        } else
+            put32(h, t->field, (uint32_t)t->value);
+        munmap(h, size);
+        out_area->counter[GO] = 1;
+        return 0;
+    }
+}
+
+/* A same-user process rewrote stage_off, slot_bytes, world or seg_bytes:
+ * rank 1 refuses the segment (no crash: those values were once offsets
+ * used straight from shared memory), rank 0 says rank 1 refused it. */
+START_TEST(tampered_header_before_join)
+{
+    static const tamper cases[] = {
+        { H_STAGE_OFF, (uint64_t)1 << 40, 1 },
+        { H_SLOT_BYTES, (uint64_t)1 << 40, 1 },
+        { H_STAGE_OFF, 64, 1 }, /* smaller: would overwrite the rank slots */
+        { H_WORLD, 64, 0 },
+        { H_SEG_BYTES, 0, 1 },
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int r;
+        new_job();
+        run_group(3, tamper_before_rank, (void *)&cases[i]);
+        for (r = 0; r < 3; r++)
+            ck_assert_msg(WIFEXITED(out_area->status[r]) && WEXITSTATUS(out_area->status[r]) == 0,
+                          "case %zu, process %d: status %d, '%s'", i, r, out_area->status[r],
+                          out_area->msg[r]);
+        ck_assert_int_eq(out_area->code[1], CT_ERR_DIST);
+        ck_assert_msg(strstr(out_area->msg[1], "does not fit this rank's layout") != NULL,
+                      "case %zu, rank 1: '%s'", i, out_area->msg[1]);
+        ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
+        ck_assert_msg(strstr(out_area->msg[0], "rank 1 (pid ") != NULL &&
+                      strstr(out_area->msg[0], "refused the segment") != NULL,
+                      "case %zu, rank 0: '%s'", i, out_area->msg[0]);
+        if (i == 0)
+            printf("shm: tampered stage_off, rank 1: %s\nshm: tampered stage_off, rank 0: %s\n",
+                   out_area->msg[1], out_area->msg[0]);
+        assert_nothing_left("after a refused segment");
+    }
+}
+END_TEST
+
+/* The segment as this process maps it, found in /proc/self/maps. */
+static unsigned char *own_segment(void)
+{
+    char line[512];
+    FILE *f = fopen("/proc/self/maps", "r");
+    unsigned long lo = 0;
+    while (f != NULL && fgets(line, sizeof line, f))
+        if (strstr(line, "cputrain") != NULL && sscanf(line, "%lx-", &lo) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return (unsigned char *)lo;
+}
+
+/* After the join, rank 1 (a hostile member of the same user) rewrites the
+ * header's layout and pid words. The collectives must go on with the right
+ * bits: each rank uses its own layout, never the header's. Mode 1: the
+ * abort word too, set to no rank, and rank 1 holds back until rank 0 has
+ * seen it: both must fail cleanly, saying so. */
+static int tamper_after_rank(int rank, int world, void *arg)
+{
+    int mode = *(int *)arg;
+    size_t n = (1u << 20) + 3, j;
+    ct__shm *shm = NULL;
+    float *v = malloc(n * sizeof *v);
+    unsigned char *b = malloc(5u << 20);
+    ct_status st;
+    if (v == NULL || b == NULL)
+        return 2;
+    if (ct__shm_open(job, rank, world, 10.0, test_key, &shm) != CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    if (rank == 1) {
+        unsigned char *h = own_segment();
+        if (h == NULL) {
+            note(1, "no cputrain mapping in /proc/self/maps");
+            return 1;
+        }
+        put32(h, H_MAGIC, 0);
+        put32(h, H_WORLD, 1000);
+        put64(h, H_SEG_BYTES, 1);
+        put64(h, H_SLOT_BYTES, (uint64_t)1 << 40);
+        put64(h, H_STAGE_OFF, (uint64_t)1 << 41);
+        put64(h, H_PIDNS, 12345);
+        put32(h, H_RANKS + R_PID, (uint32_t)-1);
+        put32(h, H_RANKS + RANK_SLOT + R_PID, 1);
+        if (mode == 1) {
+            put32(h, H_ABORT, 0xffffffffu);
+            if (!wait_counter(GO, 1, 30.0)) {
+                note(1, "rank 0 never gave up");
+                return 1;
+            }
+        }
+    }
+    st = ct__shm_barrier(shm);
+    if (rank == 0 && mode == 1)
+        out_area->counter[GO] = 1;
+    for (j = 0; j < n; j++)
+        v[j] = value(rank, j);
+    if (st == CT_OK)
+        st = ct__shm_allreduce_f32(shm, v, n, 0);
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    if (st == CT_OK) {
+        for (j = 0; j < n; j++) {
+            float want = value(0, j) + value(1, j);
+            if (memcmp(&v[j], &want, sizeof want) != 0) {
+                note(rank, "allreduce: wrong element %zu", j);
+                return 1;
+            }
+        }
+        for (j = 0; j < (5u << 20); j++)
+            b[j] = rank == 1 ? (unsigned char)(j * 7) : 0;
+        st = ct__shm_broadcast(shm, b, 5u << 20, 1);
+        for (j = 0; st == CT_OK && j < (5u << 20); j++)
+            if (b[j] != (unsigned char)(j * 7)) {
+                note(rank, "broadcast: wrong byte %zu", j);
+                return 1;
+            }
+        if (st != CT_OK)
+            note(rank, "broadcast: %s", ct_last_error());
+    }
+    ct__shm_close(shm);
+    free(v);
+    free(b);
+    return 0;
+}
+
+START_TEST(tampered_header_after_join)
+{
+    int mode, r;
+    for (mode = 0; mode < 2; mode++) {
+        new_job();
+        run_group(2, tamper_after_rank, &mode);
+        for (r = 0; r < 2; r++) {
+            ck_assert_msg(WIFEXITED(out_area->status[r]) && WEXITSTATUS(out_area->status[r]) == 0,
+                          "mode %d, rank %d: status %d, '%s'", mode, r, out_area->status[r],
+                          out_area->msg[r]);
+            if (mode == 0)
+                ck_assert_msg(out_area->code[r] == CT_OK, "rank %d: '%s'", r, out_area->msg[r]);
+            else {
+                ck_assert_int_eq(out_area->code[r], CT_ERR_DIST);
+                ck_assert_msg(strstr(out_area->msg[r], "abort word reads 4294967295, no rank"),
+                              "rank %d: '%s'", r, out_area->msg[r]);
+            }
+        }
+        assert_nothing_left("after a tampered header");
+    }
+}
+END_TEST
+
 Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
@@ -547,6 +1042,14 @@ Suite *shm_suite(void)
     tcase_add_test(tc, rank_never_joins);
     tcase_add_test(tc, killed_rank_0_waiting);
     tcase_add_test(tc, mismatched_calls);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("attacks");
+    tcase_add_checked_fixture(tc, map_out_area, unmap_out_area);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, squatted_by_other_user);
+    tcase_add_test(tc, squat_misses_secret_job);
+    tcase_add_test(tc, tampered_header_before_join);
+    tcase_add_test(tc, tampered_header_after_join);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -166,6 +166,15 @@ static void seg_layout(int world, size_t *slot, size_t *stage_off, size_t *total
     *total = *stage_off + 2 * s * (size_t)world;
 }
 
+size_t ct__shm_segment_bytes(int world)
+{
+    size_t slot, off, total;
+    if (world < 1 || world > SHM_MAX_WORLD)
+        return 0;
+    seg_layout(world, &slot, &off, &total);
+    return total;
+}
+
 static char *stage(ct__shm *s, unsigned set, int r)
 {
     return (char *)s->hdr + s->stage_off + ((size_t)set * (size_t)s->world + (size_t)r) * s->slot;

@@ -46,6 +46,10 @@ ct_status ct__shm_barrier(ct__shm *shm);
  * the others. */
 void ct__shm_close(ct__shm *shm);
 
+/* The segment's size for `world` ranks, as every rank computes it (for
+ * tests that play a hostile rank 0). */
+size_t ct__shm_segment_bytes(int world);
+
 int ct__shm_rank(const ct__shm *shm);
 int ct__shm_world(const ct__shm *shm);
 
