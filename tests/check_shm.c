@@ -3,6 +3,7 @@
  * behind; and attacks: the rendezvous name taken by another user, a
  * tampered segment header, a hostile rank 0 or peer of the same user. */
 #include <check.h>
+#include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -1020,6 +1021,343 @@ START_TEST(tampered_header_after_join)
 }
 END_TEST
 
+/* ---- a hostile rank 0 or peer of this user, speaking the join protocol ---------------- */
+
+static int fake_connect(const char *name, double seconds)
+{
+    struct sockaddr_un a;
+    socklen_t alen = abstract_addr(name, &a);
+    double end = now_s() + seconds;
+    while (now_s() < end) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, alen) == 0)
+            return fd;
+        if (fd >= 0)
+            close(fd);
+        usleep(1000);
+    }
+    return -1;
+}
+
+/* Waits (bounded) for one message; returns its length (0: closed, -1:
+ * nothing in time) and how many descriptors came with it (closed). */
+static ssize_t fake_recv(int fd, void *buf, size_t size, int *nfds, double seconds)
+{
+    union {
+        struct cmsghdr align;
+        char b[CMSG_SPACE(sizeof(int) * 8)];
+    } ctl;
+    struct iovec iov = { buf, size };
+    struct msghdr mh;
+    struct cmsghdr *cm;
+    struct pollfd p = { fd, POLLIN, 0 };
+    ssize_t n;
+    *nfds = 0;
+    if (poll(&p, 1, (int)(seconds * 1000)) <= 0)
+        return -1;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = sizeof ctl.b;
+    n = recvmsg(fd, &mh, MSG_DONTWAIT);
+    for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            size_t k, c = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (k = 0; k < c; k++) {
+                int f;
+                memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof f);
+                close(f);
+                (*nfds)++;
+            }
+        }
+    return n;
+}
+
+static int send_fds(int fd, const void *msg, size_t len, const int *fds, int nfds)
+{
+    union {
+        struct cmsghdr align;
+        char b[CMSG_SPACE(sizeof(int) * 4)];
+    } ctl;
+    struct iovec iov = { (void *)msg, len };
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    memset(&ctl, 0, sizeof ctl);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (nfds > 0) {
+        struct cmsghdr *cm;
+        mh.msg_control = ctl.b;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+    }
+    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+static int make_memfd(size_t size, int seal, mode_t mode)
+{
+    int fd = memfd_create("cputrain-fake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fchmod(fd, mode), 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+    if (seal)
+        ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+    return fd;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+    while (d != NULL && (e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+enum { FAKE_UNSEALED, FAKE_MODE_644, FAKE_SHORT, FAKE_TWO_FDS, FAKE_PIPE, FAKE_REFUSES,
+       FAKE_GARBAGE, FAKE_SILENT, FAKE_BAD_HEADER, FAKE_CASES };
+
+/* This process plays rank 0 of world 2 and answers rank 1 (forked) with
+ * something wrong; rank 1 must refuse it cleanly, saying what, and keep no
+ * descriptor of it. */
+static void run_fake_rank0(int kind, const char *want)
+{
+    size_t seg = ct__shm_segment_bytes(2);
+    struct sockaddr_un a;
+    char name[128];
+    ct__shm_join_hello hello;
+    ct__shm_join_reply reply;
+    socklen_t alen;
+    int lfd, conn, nfds, ws, fds[2] = { -1, -1 }, n = 0;
+    pid_t child;
+    ssize_t got;
+    new_job();
+    memset(out_area, 0, sizeof *out_area);
+    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
+    alen = abstract_addr(name, &a);
+    lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, alen), 0);
+    ck_assert_int_eq(listen(lfd, 4), 0);
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        ct__shm *shm = NULL;
+        int before, after;
+        ct_status st;
+        close(lfd);
+        before = count_fds();
+        st = ct__shm_open(job, 1, 2, 1.5, NULL, &shm);
+        after = count_fds();
+        out_area->code[1] = (int)st;
+        snprintf(out_area->msg[1], MSG_LEN, "%s", ct_last_error());
+        if (after != before)
+            snprintf(out_area->msg[0], MSG_LEN, "rank 1 holds %d descriptors, %d before",
+                     after, before);
+        ct__shm_close(shm);
+        _exit(0);
+    }
+    conn = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(conn, 0);
+    got = fake_recv(conn, &hello, sizeof hello, &nfds, 10.0);
+    ck_assert_int_eq(got, sizeof hello);
+    ck_assert(hello.magic == CT__SHM_JOIN_MAGIC && hello.rank == 1 && hello.world == 2);
+    memset(&reply, 0, sizeof reply);
+    reply.magic = CT__SHM_JOIN_MAGIC;
+    reply.version = CT__SHM_JOIN_VERSION;
+    reply.world = 2;
+    reply.seg_bytes = seg;
+    switch (kind) {
+    case FAKE_UNSEALED: fds[n++] = make_memfd(seg, 0, 0600); break;
+    case FAKE_MODE_644: fds[n++] = make_memfd(seg, 1, 0644); break;
+    case FAKE_SHORT: fds[n++] = make_memfd(4096, 1, 0600); break;
+    case FAKE_TWO_FDS:
+        fds[n++] = make_memfd(seg, 1, 0600);
+        fds[n++] = make_memfd(seg, 1, 0600);
+        break;
+    case FAKE_PIPE: {
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        fds[n++] = p[0];
+        close(p[1]);
+        break;
+    }
+    case FAKE_REFUSES:
+        reply.refused = 1;
+        snprintf(reply.why, sizeof reply.why, "go away");
+        break;
+    case FAKE_BAD_HEADER: {
+        unsigned char *h;
+        fds[n++] = make_memfd(seg, 1, 0600);
+        h = mmap(NULL, seg, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+        ck_assert(h != MAP_FAILED);
+        put32(h, H_VERSION, 2);
+        put32(h, H_WORLD, 3);
+        put32(h, H_MAGIC, SEG_MAGIC);
+        munmap(h, seg);
+        break;
+    }
+    default: break;
+    }
+    if (kind == FAKE_GARBAGE)
+        ck_assert_int_eq(send(conn, "hello", 5, MSG_NOSIGNAL), 5);
+    else if (kind != FAKE_SILENT)
+        ck_assert_int_eq(send_fds(conn, &reply, sizeof reply, fds, n), 0);
+    if (kind == FAKE_BAD_HEADER) {
+        ct__shm_join_confirmation c;
+        memset(&c, 0, sizeof c);
+        got = fake_recv(conn, &c, sizeof c, &nfds, 10.0);
+        ck_assert_int_eq(got, sizeof c);
+        ck_assert_int_eq(c.refused, 1);
+        ck_assert_msg(strstr(c.why, "header says world 3") != NULL, "%s", c.why);
+    }
+    ck_assert_int_eq(waitpid(child, &ws, 0), child);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "rank 1: status %d", ws);
+    ck_assert_msg(out_area->msg[0][0] == '\0', "%s", out_area->msg[0]);
+    ck_assert_int_eq(out_area->code[1], CT_ERR_DIST);
+    ck_assert_msg(strstr(out_area->msg[1], want) != NULL, "case %d: '%s' lacks '%s'", kind,
+                  out_area->msg[1], want);
+    while (n > 0)
+        close(fds[--n]);
+    close(conn);
+    close(lfd);
+}
+
+START_TEST(hostile_rank_0)
+{
+    static const char *const want[FAKE_CASES] = {
+        "is not sealed against resizing", "has mode 644", "has 4096 bytes, not the",
+        "sent 2 descriptors", "is not a regular file", "refused rank 1: go away",
+        "not a cputrain shm reply", "did not answer rank 1 within 1.5 s",
+        "does not fit this rank's layout: its header says world 3",
+    };
+    int k;
+    for (k = 0; k < FAKE_CASES; k++)
+        run_fake_rank0(k, want[k]);
+}
+END_TEST
+
+/* Connects to `name` and sends `hello`; returns the reply's length (0:
+ * closed unanswered, -1: no answer in time) and in *nfds how many
+ * descriptors came with it. */
+static ssize_t fake_peer(const char *name, const void *hello, size_t len, ct__shm_join_reply *r,
+                         int *nfds)
+{
+    int fd = fake_connect(name, 10.0);
+    ssize_t got;
+    *nfds = 0;
+    if (fd < 0)
+        return -2;
+    if (len > 0 && send(fd, hello, len, MSG_NOSIGNAL) != (ssize_t)len) {
+        close(fd);
+        return -3;
+    }
+    memset(r, 0, sizeof *r);
+    got = fake_recv(fd, r, sizeof *r, nfds, 10.0);
+    /* Closed unread, the kernel resets rather than ends the connection. */
+    if (got < 0 && errno == ECONNRESET)
+        got = 0;
+    close(fd);
+    return got;
+}
+
+/* Process 2 plays hostile peers against the real rank 0 before the real
+ * rank 1 comes: wrong protocol, ranks that do not exist, rank 0, a silent
+ * connection; as root also another user with a perfect hello. None gets
+ * the segment; the job runs. */
+static int hostile_peer_rank(int rank, int world, void *arg)
+{
+    char name[128];
+    ct__shm_join_hello h;
+    ct__shm_join_reply r;
+    int nfds, silent, i;
+    ssize_t got;
+    (void)world, (void)arg;
+    if (rank == 0)
+        return open_rank(0, 2, NULL);
+    if (rank == 1) {
+        if (!wait_counter(GO, 1, 30.0)) {
+            note(1, "the hostile peers never finished");
+            return 1;
+        }
+        return open_rank(1, 2, NULL);
+    }
+    if (ct__shm_endpoint_name(job, 2, NULL, name, sizeof name) != CT_OK)
+        return 1;
+    silent = fake_connect(name, 10.0);
+    for (i = 0; i < 5; i++) {
+        static const uint32_t ranks[] = { 5, 1, 0, 1, 1 }, worlds[] = { 2, 3, 2, 2, 2 };
+        memset(&h, 0, sizeof h);
+        h.magic = CT__SHM_JOIN_MAGIC;
+        h.version = i == 3 ? 99 : CT__SHM_JOIN_VERSION;
+        h.rank = ranks[i];
+        h.world = worlds[i];
+        got = fake_peer(name, &h, i == 4 ? 3 : sizeof h, &r, &nfds);
+        if (got != (ssize_t)sizeof r || !r.refused || nfds != 0) {
+            note(2, "hostile hello %d: %zd bytes, refused %d, %d descriptors", i, got,
+                 (int)r.refused, nfds);
+            out_area->counter[GO] = 1;
+            return 1;
+        }
+    }
+    if (geteuid() == 0) {
+        pid_t p = fork();
+        int ws;
+        if (p == 0) {
+            memset(&h, 0, sizeof h);
+            h.magic = CT__SHM_JOIN_MAGIC;
+            h.version = CT__SHM_JOIN_VERSION;
+            h.rank = 1;
+            h.world = 2;
+            if (as_nobody() != 0)
+                _exit(2);
+            got = fake_peer(name, &h, sizeof h, &r, &nfds);
+            _exit(got == 0 && nfds == 0 ? 0 : 1);
+        }
+        if (p < 0 || waitpid(p, &ws, 0) != p || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+            note(2, "the other user's hello was answered (status %d)", ws);
+            out_area->counter[GO] = 1;
+            return 1;
+        }
+    }
+    out_area->counter[GO] = 1;
+    /* Holds the silent connection until the job is done. */
+    if (!wait_counter(SQ_STOP, 1, 30.0))
+        return 1;
+    close(silent);
+    return 0;
+}
+
+static int hostile_peer_group(int rank, int world, void *arg)
+{
+    int st = hostile_peer_rank(rank, world, arg);
+    if (rank != 2)
+        __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
+    if (out_area->counter[SQ_CONNS] == 2)
+        out_area->counter[SQ_STOP] = 1;
+    return st;
+}
+
+START_TEST(hostile_peers)
+{
+    int bad;
+    new_job();
+    bad = run_group(3, hostile_peer_group, NULL);
+    check_ranks_clean(3, bad);
+    ck_assert_int_eq(out_area->code[0], CT_OK);
+    ck_assert_int_eq(out_area->code[1], CT_OK);
+    assert_nothing_left("after hostile peers");
+}
+END_TEST
+
 Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
@@ -1050,6 +1388,8 @@ Suite *shm_suite(void)
     tcase_add_test(tc, squat_misses_secret_job);
     tcase_add_test(tc, tampered_header_before_join);
     tcase_add_test(tc, tampered_header_after_join);
+    tcase_add_test(tc, hostile_rank_0);
+    tcase_add_test(tc, hostile_peers);
     suite_add_tcase(s, tc);
     return s;
 }
