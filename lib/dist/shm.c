@@ -189,8 +189,9 @@ static int missing_ranks(ct__shm *s, uint32_t e, char *list, size_t lsize,
     shm_header *h = s->hdr;
     int r, n = 0, nd = 0;
     size_t lu = 0, du = 0;
+    char nums[400]; /* the ranks' numbers; `list` gets them with "rank(s) " before */
     int check = s->pid_check;
-    list[0] = dead[0] = '\0';
+    nums[0] = dead[0] = '\0';
     for (r = 0; r < s->world; r++) {
         uint32_t a = __atomic_load_n(&h->ranks[r].arrive, __ATOMIC_ACQUIRE);
         pid_t pid;
@@ -198,11 +199,11 @@ static int missing_ranks(ct__shm *s, uint32_t e, char *list, size_t lsize,
         if ((int32_t)(a - e) >= 0)
             continue;
         n++;
-        if (lu + 16 < lsize) {
-            w = snprintf(list + lu, lsize - lu, "%s%d", n > 1 ? ", " : "", r);
+        if (lu + 16 < sizeof nums) {
+            w = snprintf(nums + lu, sizeof nums - lu, "%s%d", n > 1 ? ", " : "", r);
             lu += w > 0 ? (size_t)w : 0;
-        } else if (lu + 4 < lsize && list[lu - 1] != '.') {
-            w = snprintf(list + lu, lsize - lu, ", ...");
+        } else if (lu + 6 < sizeof nums && nums[lu - 1] != '.') {
+            w = snprintf(nums + lu, sizeof nums - lu, ", ...");
             lu += w > 0 ? (size_t)w : 0;
         }
         pid = __atomic_load_n(&h->ranks[r].pid, __ATOMIC_ACQUIRE);
@@ -215,11 +216,7 @@ static int missing_ranks(ct__shm *s, uint32_t e, char *list, size_t lsize,
             }
         }
     }
-    {
-        char tmp[400];
-        snprintf(tmp, sizeof tmp, "%s", list);
-        snprintf(list, lsize, "rank%s %s", n > 1 ? "s" : "", tmp);
-    }
+    snprintf(list, lsize, "rank%s %s", n > 1 ? "s" : "", nums);
     return nd;
 }
 
