@@ -1364,6 +1364,74 @@ START_TEST(hostile_peers)
 }
 END_TEST
 
+/* Through the public API: the dist option `secret` reaches the shm
+ * backend. A squatter (another user when root) sits on the name a job
+ * without a secret uses: the job with the secret runs, the same job
+ * without it fails, naming the squatter. */
+static int dist_rank(int rank, int world, void *arg)
+{
+    const char *secret = arg;
+    ct_dist_options *o = NULL;
+    ct_dist *d = NULL;
+    float v[64];
+    char num[16];
+    ct_status st;
+    int j;
+    if (ct_dist_options_create(&o) != CT_OK)
+        return 2;
+    snprintf(num, sizeof num, "%d", rank);
+    ct_dist_options_set(o, "rank", num);
+    ct_dist_options_set(o, "local_rank", num);
+    snprintf(num, sizeof num, "%d", world);
+    ct_dist_options_set(o, "world_size", num);
+    ct_dist_options_set(o, "local_world_size", num);
+    ct_dist_options_set(o, "backend", "shm");
+    ct_dist_options_set(o, "job", job);
+    ct_dist_options_set(o, "timeout", "10");
+    if (secret != NULL)
+        ct_dist_options_set(o, "secret", secret);
+    st = ct_dist_create(o, &d);
+    ct_dist_options_free(o);
+    for (j = 0; st == CT_OK && j < 64; j++)
+        v[j] = (float)(rank + j);
+    if (st == CT_OK)
+        st = ct_dist_allreduce(d, v, 64, CT_DTYPE_F32, CT_REDUCE_SUM);
+    for (j = 0; st == CT_OK && j < 64; j++)
+        if (v[j] != (float)(1 + 2 * j)) {
+            note(rank, "allreduce: element %d is %g", j, (double)v[j]);
+            break;
+        }
+    out_area->code[rank] = (int)st;
+    if (st != CT_OK)
+        snprintf(out_area->msg[rank], MSG_LEN, "%s", ct_last_error());
+    ct_dist_free(d);
+    return 0;
+}
+
+START_TEST(dist_secret_reaches_shm)
+{
+    char name[128], want[64];
+    pid_t sq;
+    int r;
+    new_job();
+    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
+    sq = start_squatter(name, NULL, geteuid() == 0);
+    ck_assert_int_eq(run_group(2, dist_rank, "0123456789abcdef-shm-test-secret"), 0);
+    for (r = 0; r < 2; r++)
+        ck_assert_msg(out_area->code[r] == CT_OK && out_area->msg[r][0] == '\0',
+                      "with the secret, rank %d: %s '%s'", r,
+                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+    ck_assert_int_eq(run_group(2, dist_rank, NULL), 0);
+    snprintf(want, sizeof want, "(pid %d)", (int)sq);
+    for (r = 0; r < 2; r++)
+        ck_assert_msg(out_area->code[r] == CT_ERR_DIST && strstr(out_area->msg[r], want),
+                      "without the secret, rank %d: %s '%s'", r,
+                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+    stop_squatter(sq);
+    assert_nothing_left("after the ct_dist jobs");
+}
+END_TEST
+
 Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
@@ -1396,6 +1464,7 @@ Suite *shm_suite(void)
     tcase_add_test(tc, tampered_header_after_join);
     tcase_add_test(tc, hostile_rank_0);
     tcase_add_test(tc, hostile_peers);
+    tcase_add_test(tc, dist_secret_reaches_shm);
     suite_add_tcase(s, tc);
     return s;
 }
