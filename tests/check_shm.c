@@ -407,6 +407,65 @@ START_TEST(killed_rank_0_waiting)
 }
 END_TEST
 
+static int has_segment_mapped(pid_t pid)
+{
+    char path[64], line[512];
+    FILE *f;
+    int found = 0;
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    f = fopen(path, "r");
+    while (f != NULL && !found && fgets(line, sizeof line, f))
+        found = strstr(line, "cputrain") != NULL;
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
+
+/* Rank 0 SIGKILLed while rank 1 waits in the join barrier (rank 2 never
+ * comes): rank 1 names rank 0 dead long before its timeout. */
+START_TEST(killed_rank_0_during_join)
+{
+    pid_t p0, p1;
+    int ws;
+    double end;
+    new_job();
+    memset(out_area, 0, sizeof *out_area);
+    p0 = fork();
+    ck_assert_int_ge(p0, 0);
+    if (p0 == 0) {
+        ct__shm *shm = NULL;
+        ct__shm_open(job, 0, 3, 30.0, NULL, &shm);
+        _exit(1);
+    }
+    p1 = fork();
+    ck_assert_int_ge(p1, 0);
+    if (p1 == 0) {
+        ct__shm *shm = NULL;
+        double t0 = now_s();
+        ct_status st = ct__shm_open(job, 1, 3, 30.0, NULL, &shm);
+        out_area->elapsed[1] = now_s() - t0;
+        out_area->code[1] = (int)st;
+        snprintf(out_area->msg[1], MSG_LEN, "%s", ct_last_error());
+        _exit(0);
+    }
+    /* Rank 1 has the segment mapped: it is past the rendezvous. */
+    for (end = now_s() + 20; !has_segment_mapped(p1) && now_s() < end;)
+        usleep(1000);
+    ck_assert_msg(has_segment_mapped(p1), "rank 1 never mapped the segment");
+    kill(p0, SIGKILL);
+    ck_assert_int_eq(waitpid(p0, &ws, 0), p0);
+    ck_assert_int_eq(waitpid(p1, &ws, 0), p1);
+    ck_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    ck_assert_int_eq(out_area->code[1], CT_ERR_DIST);
+    ck_assert_msg(strstr(out_area->msg[1], "shm open: ") == out_area->msg[1] &&
+                  strstr(out_area->msg[1], "rank 0 (pid ") && strstr(out_area->msg[1], "died"),
+                  "'%s'", out_area->msg[1]);
+    ck_assert_msg(out_area->elapsed[1] < 10.0, "rank 1 took %.1f s", out_area->elapsed[1]);
+    printf("shm: rank 0 killed during the join, rank 1: %s\n", out_area->msg[1]);
+    assert_nothing_left("after rank 0 died during the join");
+}
+END_TEST
+
 static int mismatch_rank(int rank, int world, void *arg)
 {
     ct__shm *shm = NULL;
@@ -1453,6 +1512,7 @@ Suite *shm_suite(void)
     tcase_add_test(tc, killed_rank_0);
     tcase_add_test(tc, rank_never_joins);
     tcase_add_test(tc, killed_rank_0_waiting);
+    tcase_add_test(tc, killed_rank_0_during_join);
     tcase_add_test(tc, mismatched_calls);
     suite_add_tcase(s, tc);
     tc = tcase_create("attacks");
