@@ -62,8 +62,10 @@ static ct_status shm_open(const ct__dist_member *m, void **state)
         return ct__error(CT_ERR_INVALID_ARG,
                          "ddp_backend shm: the %d ranks are not all on one machine (local "
                          "world size %d); use tcp or mpi", m->world, m->local_world);
-    /* Ranks of one machine: the local rank is the rank. */
-    return ct__shm_open(m->job, m->rank, m->world, m->timeout_s, (ct__shm **)state);
+    /* Ranks of one machine: the local rank is the rank. The secret's key
+     * makes the rendezvous name one that other users cannot compute. */
+    return ct__shm_open(m->job, m->rank, m->world, m->timeout_s,
+                        m->has_secret ? m->secret_key : NULL, (ct__shm **)state);
 }
 
 static ct_status shm_allreduce(void *state, float *buf, size_t n, int average)

@@ -1,6 +1,7 @@
-/* Shared-memory collectives for the ranks of one machine: segment set-up and
- * stale-segment cleanup, a bounded futex barrier with dead-peer detection,
- * chunked reduce-scatter/allgather allreduce and broadcast. */
+/* Shared-memory collectives for the ranks of one machine: the segment (an
+ * anonymous memfd that rank 0 hands out, see shm_join.c) and the checks of
+ * its header, a bounded futex barrier with dead-peer detection, chunked
+ * reduce-scatter/allgather allreduce and broadcast. */
 #include "dist/shm.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "dist/shm_join.h"
 
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -27,7 +29,7 @@
 #endif
 
 #define SHM_MAGIC 0x43545348u /* "CTSH" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define SHM_MAX_WORLD 1024
 #define CACHELINE 64
 /* Bytes of one staging set (there are two, used alternately so that a chunk
@@ -61,6 +63,11 @@ typedef struct {
     uint64_t call[2];
 } shm_rank_slot;
 
+/* The segment starts with this header, then one shm_rank_slot per rank,
+ * then (page-aligned) the two staging sets. Any rank of this user can write
+ * all of it, so what a rank reads here is never an offset, a size or an
+ * index: the layout fields are copied once at join and compared with the
+ * layout the rank computes itself, and the rank then uses its own. */
 typedef struct {
     uint32_t magic; /* written last by the creator (release) */
     uint32_t version;
@@ -73,21 +80,22 @@ typedef struct {
     _Alignas(CACHELINE) uint32_t gen; /* futex word: bumped on every arrival */
     uint32_t sleepers;
     uint32_t abort_rank; /* 0, or 1 + the rank that declared failure */
-    uint32_t left;       /* ranks that closed */
     _Alignas(CACHELINE) shm_rank_slot ranks[];
 } shm_header;
 
 struct ct__shm {
     shm_header *hdr;
     size_t map_bytes;
-    int fd;
+    size_t slot, stage_off; /* this rank's own layout, never the header's */
     int rank, world;
     uint32_t epoch;  /* barriers completed by this rank */
     unsigned set;    /* staging set the next chunk uses */
     int broken;      /* an earlier collective failed: refuse the rest */
+    int joining;     /* in the join barrier: "did not join" in errors */
     double timeout_s;
     uint64_t pidns;
-    char name[NAME_MAX];
+    int pid_check;   /* the creator's pid namespace is ours: pids comparable */
+    char name[CT__SHM_ENDPOINT_MAX + 1];
 };
 
 static double now_s(void)
@@ -147,30 +155,6 @@ static int pid_dead(pid_t pid)
     return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-ct_status ct__shm_name(const char *job, int world, char *name, size_t size)
-{
-    char tmp[NAME_MAX + 16];
-    size_t i, pre;
-    int len;
-    CT__CHECK_ARG(job);
-    CT__CHECK_ARG(name);
-    pre = strlen("/cputrain-");
-    if (strlen(job) > NAME_MAX)
-        return ct__error(CT_ERR_INVALID_ARG, "shm: job id too long (%zu bytes)",
-                         strlen(job));
-    len = snprintf(tmp, sizeof tmp, "/cputrain-%s-%d", job, world);
-    if (len < 0 || (size_t)len >= size || len >= NAME_MAX)
-        return ct__error(CT_ERR_INVALID_ARG, "shm: job id '%s' too long", job);
-    for (i = pre; i < pre + strlen(job); i++) {
-        char c = tmp[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            tmp[i] = '_';
-    }
-    memcpy(name, tmp, (size_t)len + 1);
-    return CT_OK;
-}
-
 static void seg_layout(int world, size_t *slot, size_t *stage_off, size_t *total)
 {
     size_t hdr = sizeof(shm_header) + (size_t)world * sizeof(shm_rank_slot);
@@ -182,10 +166,18 @@ static void seg_layout(int world, size_t *slot, size_t *stage_off, size_t *total
     *total = *stage_off + 2 * s * (size_t)world;
 }
 
+size_t ct__shm_segment_bytes(int world)
+{
+    size_t slot, off, total;
+    if (world < 1 || world > SHM_MAX_WORLD)
+        return 0;
+    seg_layout(world, &slot, &off, &total);
+    return total;
+}
+
 static char *stage(ct__shm *s, unsigned set, int r)
 {
-    shm_header *h = s->hdr;
-    return (char *)h + h->stage_off + ((size_t)set * (size_t)s->world + (size_t)r) * h->slot_bytes;
+    return (char *)s->hdr + s->stage_off + ((size_t)set * (size_t)s->world + (size_t)r) * s->slot;
 }
 
 /* Writes "rank 2" / "ranks 2, 3" for the ranks that have not reached epoch
@@ -197,8 +189,9 @@ static int missing_ranks(ct__shm *s, uint32_t e, char *list, size_t lsize,
     shm_header *h = s->hdr;
     int r, n = 0, nd = 0;
     size_t lu = 0, du = 0;
-    int check = s->pidns != 0 && h->pidns == s->pidns;
-    list[0] = dead[0] = '\0';
+    char nums[400]; /* the ranks' numbers; `list` gets them with "rank(s) " before */
+    int check = s->pid_check;
+    nums[0] = dead[0] = '\0';
     for (r = 0; r < s->world; r++) {
         uint32_t a = __atomic_load_n(&h->ranks[r].arrive, __ATOMIC_ACQUIRE);
         pid_t pid;
@@ -206,11 +199,11 @@ static int missing_ranks(ct__shm *s, uint32_t e, char *list, size_t lsize,
         if ((int32_t)(a - e) >= 0)
             continue;
         n++;
-        if (lu + 16 < lsize) {
-            w = snprintf(list + lu, lsize - lu, "%s%d", n > 1 ? ", " : "", r);
+        if (lu + 16 < sizeof nums) {
+            w = snprintf(nums + lu, sizeof nums - lu, "%s%d", n > 1 ? ", " : "", r);
             lu += w > 0 ? (size_t)w : 0;
-        } else if (lu + 4 < lsize && list[lu - 1] != '.') {
-            w = snprintf(list + lu, lsize - lu, ", ...");
+        } else if (lu + 6 < sizeof nums && nums[lu - 1] != '.') {
+            w = snprintf(nums + lu, sizeof nums - lu, ", ...");
             lu += w > 0 ? (size_t)w : 0;
         }
         pid = __atomic_load_n(&h->ranks[r].pid, __ATOMIC_ACQUIRE);
@@ -223,11 +216,7 @@ static int missing_ranks(ct__shm *s, uint32_t e, char *list, size_t lsize,
             }
         }
     }
-    {
-        char tmp[400];
-        snprintf(tmp, sizeof tmp, "%s", list);
-        snprintf(list, lsize, "rank%s %s", n > 1 ? "s" : "", tmp);
-    }
+    snprintf(list, lsize, "rank%s %s", n > 1 ? "s" : "", nums);
     return nd;
 }
 
@@ -235,7 +224,7 @@ static int any_missing_dead(ct__shm *s, uint32_t e)
 {
     shm_header *h = s->hdr;
     int r;
-    if (s->pidns == 0 || h->pidns != s->pidns)
+    if (!s->pid_check)
         return 0;
     for (r = 0; r < s->world; r++) {
         uint32_t a = __atomic_load_n(&h->ranks[r].arrive, __ATOMIC_ACQUIRE);
@@ -260,6 +249,7 @@ static ct_status fail(ct__shm *s, const char *op, uint32_t e, const char *why)
 {
     shm_header *h = s->hdr;
     char list[512], dead[512];
+    const char *verb = s->joining ? "join" : "arrive";
     int ndead;
     uint32_t zero = 0;
     s->broken = 1;
@@ -270,18 +260,15 @@ static ct_status fail(ct__shm *s, const char *op, uint32_t e, const char *why)
     __atomic_fetch_add(&h->gen, 1, __ATOMIC_SEQ_CST);
     futex_wake_all(&h->gen);
     if (ndead)
-        return ct__error(CT_ERR_DIST, "%s: %s did not arrive: %s died", op, list, dead);
+        return ct__error(CT_ERR_DIST, "%s: %s did not %s: %s died", op, list, verb, dead);
     if (why != NULL)
-        return ct__error(CT_ERR_DIST, "%s: %s %s", op, list, why);
-    return ct__error(CT_ERR_DIST, "%s: %s did not arrive within %.1f s", op, list,
+        return ct__error(CT_ERR_DIST, "%s: %s did not %s (%s)", op, list, verb, why);
+    return ct__error(CT_ERR_DIST, "%s: %s did not %s within %.1f s", op, list, verb,
                      s->timeout_s);
 }
 
-/* Arrive at the next barrier and wait, bounded, for every rank to arrive.
- * `stale` (a joining peer only): the segment may be a crashed run's; do not
- * judge or abort the group, just report through *stale when rank 0 has
- * unlinked it (link count 0) so the caller opens the new one. */
-static ct_status barrier_ex(ct__shm *s, const char *op, int *stale)
+/* Arrive at the next barrier and wait, bounded, for every rank to arrive. */
+static ct_status barrier(ct__shm *s, const char *op)
 {
     shm_header *h = s->hdr;
     uint32_t e = s->epoch + 1, g, ab;
@@ -313,46 +300,22 @@ static ct_status barrier_ex(ct__shm *s, const char *op, int *stale)
         if (all_arrived(h, s->world, e))
             goto done;
         t = now_s();
-        if (stale != NULL) {
-            struct stat fs;
-            /* Rank 0 gave up on this group (a rank never came): say so
-             * before the unlink that follows looks like a stale segment.
-             * The mapping outlives the unlink, so this is never missed. */
-            ab = __atomic_load_n(&h->abort_rank, __ATOMIC_SEQ_CST);
-            if (ab != 0) {
-                char list[512], dead[512];
-                missing_ranks(s, e, list, sizeof list, dead, sizeof dead);
-                return ct__error(CT_ERR_DIST, "%s: %s did not join within %.1f s (rank %u gave "
-                                 "up on the group)", op, list, s->timeout_s, ab - 1);
-            }
-            if (t >= next_poll) {
-                if (fstat(s->fd, &fs) == 0 && fs.st_nlink == 0) {
-                    *stale = 1;
-                    return CT_ERR_DIST;
-                }
-                next_poll = t + 1e-9 * POLL_NS;
-            }
-            if (t >= deadline) {
-                char list[512], dead[512];
-                missing_ranks(s, e, list, sizeof list, dead, sizeof dead);
-                return ct__error(CT_ERR_DIST, "%s: %s did not join within %.1f s",
-                                 op, list, s->timeout_s);
-            }
-        } else {
-            ab = __atomic_load_n(&h->abort_rank, __ATOMIC_SEQ_CST);
-            if (ab != 0) {
-                char why[96];
-                snprintf(why, sizeof why,
-                         "did not arrive (rank %u gave up on the group)", ab - 1);
-                return fail(s, op, e, why);
-            }
-            if (t >= deadline)
+        ab = __atomic_load_n(&h->abort_rank, __ATOMIC_SEQ_CST);
+        if (ab != 0) {
+            char why[96];
+            /* Only a word from shared memory: named if it is a rank. */
+            if (ab - 1 < (uint32_t)s->world)
+                snprintf(why, sizeof why, "rank %u gave up on the group", ab - 1);
+            else
+                snprintf(why, sizeof why, "the group's abort word reads %u, no rank", ab);
+            return fail(s, op, e, why);
+        }
+        if (t >= deadline)
+            return fail(s, op, e, NULL);
+        if (t >= next_poll) {
+            if (any_missing_dead(s, e))
                 return fail(s, op, e, NULL);
-            if (t >= next_poll) {
-                if (any_missing_dead(s, e))
-                    return fail(s, op, e, NULL);
-                next_poll = t + 1e-9 * POLL_NS;
-            }
+            next_poll = t + 1e-9 * POLL_NS;
         }
         __atomic_fetch_add(&h->sleepers, 1, __ATOMIC_SEQ_CST);
         if (!all_arrived(h, s->world, e)) {
@@ -365,11 +328,6 @@ static ct_status barrier_ex(ct__shm *s, const char *op, int *stale)
 done:
     s->epoch = e;
     return CT_OK;
-}
-
-static ct_status barrier(ct__shm *s, const char *op)
-{
-    return barrier_ex(s, op, NULL);
 }
 
 enum { CALL_BARRIER = 1, CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST };
@@ -438,104 +396,113 @@ static void unmap(ct__shm *s)
 {
     if (s->hdr != NULL)
         munmap(s->hdr, s->map_bytes);
-    if (s->fd >= 0)
-        close(s->fd);
     s->hdr = NULL;
-    s->fd = -1;
 }
 
-/* Unlink the name only if it still is our segment, not a newer run's. */
-static void unlink_if_ours(ct__shm *s)
+/* Rank 0's segment: anonymous, so no name to squat, guess or leave behind;
+ * sealed so that no holder of the descriptor can shrink it under another
+ * rank's mapping (SIGBUS). The descriptor is handed only to ranks of this
+ * user; mode 0600 also keeps /proc/<pid>/fd/ reopening to this user. */
+static ct_status create_segment(ct__shm *s, int *fd_out)
 {
-    struct stat mine, named;
-    char path[NAME_MAX + 16];
-    snprintf(path, sizeof path, "/dev/shm%s", s->name);
-    if (s->fd >= 0 && fstat(s->fd, &mine) == 0 && stat(path, &named) == 0 &&
-        (mine.st_ino != named.st_ino || mine.st_dev != named.st_dev))
-        return;
-    shm_unlink(s->name);
-}
-
-static ct_status create_segment(ct__shm *s)
-{
-    size_t slot, off, total;
     shm_header *h;
-    seg_layout(s->world, &slot, &off, &total);
-    /* A crashed run may have left the name behind: its ranks are gone or
-     * will see the link count drop to 0 and retry on the new segment. */
-    shm_unlink(s->name);
-    s->fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (s->fd < 0)
-        return ct__error(CT_ERR_DIST, "shm open: cannot create %s: %s", s->name,
-                         strerror(errno));
-    if (ftruncate(s->fd, (off_t)total) != 0) {
+    int fd = memfd_create("cputrain-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return ct__error(CT_ERR_DIST, "shm open: memfd_create: %s", strerror(errno));
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)s->map_bytes) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
         int e = errno;
-        shm_unlink(s->name);
-        return ct__error(CT_ERR_DIST, "shm open: cannot size %s to %zu bytes: %s",
-                         s->name, total, strerror(e));
+        close(fd);
+        return ct__error(CT_ERR_DIST, "shm open: cannot set up a %zu-byte segment: %s",
+                         s->map_bytes, strerror(e));
     }
-    h = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+    h = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED) {
         int e = errno;
-        shm_unlink(s->name);
-        return ct__error(CT_ERR_DIST, "shm open: cannot map %s: %s", s->name,
-                         strerror(e));
+        close(fd);
+        return ct__error(CT_ERR_DIST, "shm open: cannot map the %zu-byte segment: %s",
+                         s->map_bytes, strerror(e));
     }
     s->hdr = h;
-    s->map_bytes = total;
     h->version = SHM_VERSION;
     h->world = (uint32_t)s->world;
-    h->seg_bytes = total;
-    h->slot_bytes = slot;
-    h->stage_off = off;
+    h->seg_bytes = s->map_bytes;
+    h->slot_bytes = s->slot;
+    h->stage_off = s->stage_off;
     h->pidns = s->pidns;
+    h->ranks[0].pid = (int32_t)getpid();
     __atomic_store_n(&h->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+    *fd_out = fd;
     return CT_OK;
 }
 
-/* 1: attached; 0: not there yet or stale, try again; <0: error set. */
-static int try_attach(ct__shm *s)
+/* Rank 0 admitted `rank`: its pid as the kernel reports it, for the
+ * liveness checks of ranks in rank 0's pid namespace. */
+static void peer_joined(void *ctx, int rank, pid_t pid)
 {
-    struct stat st;
-    shm_header *h;
-    size_t total;
-    s->fd = shm_open(s->name, O_RDWR, 0);
-    if (s->fd < 0) {
-        if (errno == ENOENT)
-            return 0;
-        return -ct__error(CT_ERR_DIST, "shm open: cannot open %s: %s", s->name,
-                          strerror(errno));
+    ct__shm *s = ctx;
+    if (rank > 0 && rank < s->world)
+        __atomic_store_n(&s->hdr->ranks[rank].pid, (int32_t)pid, __ATOMIC_SEQ_CST);
+}
+
+/* A peer's look at the header, once: a copy, compared field by field with
+ * the layout this rank computed. NULL when it matches, else why not. */
+static const char *check_header(ct__shm *s, char *why, size_t size)
+{
+    shm_header c;
+    /* Rank 0 wrote it before it sent the descriptor: no wait for magic. */
+    memcpy(&c, s->hdr, sizeof c);
+    if (c.magic != SHM_MAGIC || c.version != SHM_VERSION)
+        snprintf(why, size, "magic %08x version %u, not %08x version %u", c.magic, c.version,
+                 SHM_MAGIC, SHM_VERSION);
+    else if (c.world != (uint32_t)s->world)
+        snprintf(why, size, "its header says world %u, this job is world %d", c.world,
+                 s->world);
+    else if (c.seg_bytes != s->map_bytes || c.slot_bytes != s->slot ||
+             c.stage_off != s->stage_off)
+        snprintf(why, size, "its header gives %llu bytes, slots of %llu at offset %llu; this "
+                 "rank computes %zu, %zu at %zu",
+                 (unsigned long long)c.seg_bytes, (unsigned long long)c.slot_bytes,
+                 (unsigned long long)c.stage_off, s->map_bytes, s->slot, s->stage_off);
+    else {
+        s->pid_check = s->pidns != 0 && c.pidns == s->pidns;
+        return NULL;
     }
-    if (fstat(s->fd, &st) != 0 || (size_t)st.st_size < sizeof(shm_header)) {
-        unmap(s); /* created but not sized yet */
-        return 0;
-    }
-    total = (size_t)st.st_size;
-    h = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+    return why;
+}
+
+/* A peer: the segment from rank 0, checked before and after mapping. */
+static ct_status fetch_segment(ct__shm *s, double deadline, int has_secret)
+{
+    char why[CT__SHM_JOIN_TEXT];
+    pid_t from = 0;
+    int fd, conn;
+    void *h;
+    ct_status st = ct__shm_join_fetch(s->name, s->rank, s->world, s->map_bytes, deadline,
+                                      s->timeout_s, has_secret, &fd, &conn, &from);
+    if (st != CT_OK)
+        return st;
+    h = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
     if (h == MAP_FAILED) {
         int e = errno;
-        unmap(s);
-        return -ct__error(CT_ERR_DIST, "shm open: cannot map %s: %s", s->name,
-                          strerror(e));
+        snprintf(why, sizeof why, "cannot map %zu bytes: %s", s->map_bytes, strerror(e));
+        ct__shm_join_confirm(conn, why);
+        return ct__error(CT_ERR_DIST, "shm open: rank %d %s", s->rank, why);
     }
     s->hdr = h;
-    s->map_bytes = total;
-    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SHM_MAGIC) {
+    if (check_header(s, why, sizeof why) != NULL) {
+        ct__shm_join_confirm(conn, why);
         unmap(s);
-        return 0;
+        return ct__error(CT_ERR_DIST, "shm open: the segment from rank 0 (pid %d) does not fit "
+                         "this rank's layout: %s; refusing it", (int)from, why);
     }
-    if (h->version != SHM_VERSION || h->world != (uint32_t)s->world ||
-        h->seg_bytes != total) {
-        unmap(s);
-        return -ct__error(CT_ERR_DIST,
-                          "shm open: %s belongs to another kind of group "
-                          "(version %u, world %u)", s->name, h->version, h->world);
-    }
-    return 1;
+    ct__shm_join_confirm(conn, NULL);
+    return CT_OK;
 }
 
 ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
-                       ct__shm **out)
+                       const unsigned char *key, ct__shm **out)
 {
     ct__shm *s;
     ct_status st;
@@ -551,102 +518,55 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
     s = calloc(1, sizeof *s);
     if (s == NULL)
         return ct__error(CT_ERR_NOMEM, "shm open: out of memory");
-    s->fd = -1;
     s->rank = rank;
     s->world = world;
     s->timeout_s = timeout_s;
     s->pidns = pid_namespace();
-    st = ct__shm_name(job, world, s->name, sizeof s->name);
+    seg_layout(world, &s->slot, &s->stage_off, &s->map_bytes);
+    st = ct__shm_endpoint_name(job, world, key, s->name, sizeof s->name);
     if (st != CT_OK)
         goto fail;
     deadline = now_s() + timeout_s;
 
-    for (;;) {
-        shm_header *h;
-        int32_t zero = 0;
-        if (rank == 0) {
-            st = create_segment(s);
-            if (st != CT_OK)
-                goto fail;
-        } else {
-            int a = try_attach(s);
-            if (a < 0) {
-                st = (ct_status)-a;
-                goto fail;
-            }
-            if (a == 0) {
-                if (now_s() >= deadline) {
-                    st = ct__error(CT_ERR_DIST, "shm open: rank 0 did not create %s "
-                                   "within %.1f s", s->name, timeout_s);
-                    goto fail;
-                }
-                usleep(2000);
-                continue;
-            }
+    if (rank == 0) {
+        int fd = -1;
+        st = create_segment(s, &fd);
+        if (st != CT_OK)
+            goto fail;
+        s->pid_check = s->pidns != 0;
+        if (world > 1)
+            st = ct__shm_join_serve(s->name, world, fd, s->map_bytes, deadline, timeout_s,
+                                    key != NULL, peer_joined, s);
+        close(fd);
+        if (st != CT_OK) {
+            /* Ranks already mapped wait in the join barrier: arrive there,
+             * so that they name only the missing, and call it off. */
+            __atomic_store_n(&s->hdr->ranks[0].arrive, 1u, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&s->hdr->abort_rank, 1u, __ATOMIC_SEQ_CST);
+            __atomic_fetch_add(&s->hdr->gen, 1, __ATOMIC_SEQ_CST);
+            futex_wake_all(&s->hdr->gen);
+            goto fail;
         }
-        h = s->hdr;
-        if (!__atomic_compare_exchange_n(&h->ranks[rank].pid, &zero, (int32_t)getpid(), 0,
-                                         __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-            /* A stale segment from a crashed run that rank 0 has not
-             * replaced yet, or a second process claiming our rank. */
-            unmap(s);
-            if (now_s() >= deadline) {
-                if (zero == (int32_t)getpid())
-                    st = ct__error(CT_ERR_DIST, "shm open: %s is a dead run's and "
-                                   "rank 0 did not replace it within %.1f s",
-                                   s->name, timeout_s);
-                else
-                    st = ct__error(CT_ERR_DIST, "shm open: rank %d of %s is taken by "
-                                   "pid %d", rank, s->name, (int)zero);
-                goto fail;
-            }
-            usleep(2000);
-            continue;
-        }
-        /* The join barrier (epoch 1). A peer also watches the link count:
-         * 0 means rank 0 has replaced this (stale) segment. */
-        {
-            int stale = 0;
-            double left = deadline - now_s();
-            s->timeout_s = left > 0.01 ? left : 0.01;
-            st = barrier_ex(s, "shm open", rank == 0 ? NULL : &stale);
-            s->timeout_s = timeout_s;
-            if (stale) {
-                unmap(s);
-                s->epoch = 0;
-                continue;
-            }
-            if (st != CT_OK)
-                goto fail_joined;
-            /* A crashed run's segment in which only this rank was missing
-             * fills up too: its ranks are dead. Wait for rank 0 to replace it. */
-            if (rank != 0 && s->pidns != 0 && h->pidns == s->pidns) {
-                int r, dead = 0;
-                for (r = 0; r < world && !dead; r++)
-                    dead = pid_dead(__atomic_load_n(&h->ranks[r].pid, __ATOMIC_ACQUIRE));
-                if (dead) {
-                    unmap(s);
-                    s->epoch = 0;
-                    if (now_s() >= deadline) {
-                        st = ct__error(CT_ERR_DIST, "shm open: %s is a dead run's and "
-                                       "rank 0 did not replace it within %.1f s",
-                                       s->name, timeout_s);
-                        goto fail;
-                    }
-                    usleep(2000);
-                    continue;
-                }
-            }
-            break;
-        }
+    } else {
+        st = fetch_segment(s, deadline, key != NULL);
+        if (st != CT_OK)
+            goto fail;
     }
-    ct__log(CT_LOG_DEBUG, "shm: rank %d/%d joined %s", rank, world, s->name);
+    /* The join barrier (epoch 1): every rank has its mapping. */
+    {
+        double left = deadline - now_s();
+        s->timeout_s = left > 0.01 ? left : 0.01;
+        s->joining = 1;
+        st = barrier(s, "shm open");
+        s->joining = 0;
+        s->timeout_s = timeout_s;
+        if (st != CT_OK)
+            goto fail;
+    }
+    ct__log(CT_LOG_DEBUG, "shm: rank %d/%d joined through @%s", rank, world, s->name);
     *out = s;
     return CT_OK;
 
-fail_joined:
-    if (rank == 0)
-        shm_unlink(s->name);
 fail:
     unmap(s);
     free(s);
@@ -655,15 +575,9 @@ fail:
 
 void ct__shm_close(ct__shm *shm)
 {
-    uint32_t left;
     if (shm == NULL)
         return;
-    if (shm->hdr != NULL) {
-        left = __atomic_add_fetch(&shm->hdr->left, 1, __ATOMIC_SEQ_CST);
-        if (shm->rank == 0 || left == (uint32_t)shm->world)
-            unlink_if_ours(shm);
-    }
-    unmap(shm);
+    unmap(shm); /* the memory goes with the last rank's mapping */
     free(shm);
 }
 
@@ -737,7 +651,7 @@ ct_status ct__shm_allreduce_f32(ct__shm *shm, float *buf, size_t n, int average)
     code = call_code(average ? CALL_ALLREDUCE_MEAN : CALL_ALLREDUCE_SUM, 0, n);
     if (n == 0) /* still a collective: a rank passing 0 alone is named */
         return first_barrier(shm, "shm allreduce", code);
-    chunk = shm->hdr->slot_bytes / sizeof(float);
+    chunk = shm->slot / sizeof(float);
     /* Chunk c uses staging set `set`. Each rank copies into its own slot
      * all but its own slice (which only it reads: from its buffer), barrier,
      * reduces its slice into its own slot, barrier, copies every slice out
@@ -804,7 +718,7 @@ ct_status ct__shm_broadcast(ct__shm *shm, void *buf, size_t bytes, int root)
         return first_barrier(shm, "shm broadcast", code);
     /* A whole staging set per chunk; one barrier each, by the same
      * alternation argument as allreduce. */
-    chunk = shm->hdr->slot_bytes * (size_t)shm->world;
+    chunk = shm->slot * (size_t)shm->world;
     while (done < bytes) {
         size_t c = bytes - done < chunk ? bytes - done : chunk;
         char *area = stage(shm, shm->set, 0);

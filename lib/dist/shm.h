@@ -1,5 +1,5 @@
 /* The `shm` collective backend: the ranks of one machine joined through a
- * POSIX shared-memory segment, with bounded (timeout) waits on futexes. */
+ * shared-memory segment, with bounded (timeout) waits on futexes. */
 #ifndef CT_DIST_SHM_H
 #define CT_DIST_SHM_H
 
@@ -13,15 +13,22 @@
  * After any CT_ERR_DIST the handle refuses further collectives. */
 typedef struct ct__shm ct__shm;
 
-/* Joins `world` processes of one machine under the segment
- * "/cputrain-<job>-<world>" (characters of `job` outside [A-Za-z0-9._-]
- * become '_'). Local rank 0 creates it, first unlinking any stale segment of
- * that name a crashed run left; the others open it, retrying until
- * `timeout_s`. Returns once every rank has joined; a rank that does not
- * join within `timeout_s` is CT_ERR_DIST naming it. `timeout_s` also bounds
- * every later wait of every collective (the ddp_timeout). */
+/* Joins `world` processes of one machine (one network namespace) that run
+ * as one user. Local rank 0 makes the segment (an anonymous memfd, never a
+ * name in /dev/shm) and hands it to the others over the abstract Unix socket
+ * ct__shm_endpoint_name(job, world, key) names (dist/shm_join.h); each side
+ * refuses an endpoint or peer of another user, a peer checks the descriptor
+ * and the header against the layout it computes itself. `key`: the job's
+ * secret key (32 bytes) or NULL; with it, other users cannot compute the
+ * endpoint's name, so they cannot take it first. The others retry until
+ * `timeout_s`; returns once every rank has joined; a rank that does not
+ * join within `timeout_s` is CT_ERR_DIST naming it, and so is a squatted
+ * name (naming the holder's uid and pid). `timeout_s` also bounds every
+ * later wait of every collective (the ddp_timeout). Nothing outlives the
+ * processes: the socket is closed once all have joined, the memory goes
+ * with the last mapping, whatever killed them. */
 ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
-                       ct__shm **out);
+                       const unsigned char *key, ct__shm **out);
 
 /* In-place sum (average != 0: mean) of `n` floats over all ranks. The
  * result is the same bits on every rank: the ranks' values added in rank
@@ -35,15 +42,15 @@ ct_status ct__shm_broadcast(ct__shm *shm, void *buf, size_t bytes, int root);
 
 ct_status ct__shm_barrier(ct__shm *shm);
 
-/* Leaves the group and frees the handle. The last rank out, and rank 0,
- * unlink the segment. Accepts NULL. Does not wait for the others. */
+/* Leaves the group and frees the handle. Accepts NULL. Does not wait for
+ * the others. */
 void ct__shm_close(ct__shm *shm);
+
+/* The segment's size for `world` ranks, as every rank computes it (for
+ * tests that play a hostile rank 0). */
+size_t ct__shm_segment_bytes(int world);
 
 int ct__shm_rank(const ct__shm *shm);
 int ct__shm_world(const ct__shm *shm);
-
-/* The segment name used for (job, world), e.g. for tests and cleanup
- * scripts; CT_ERR_INVALID_ARG when it does not fit in `size` bytes. */
-ct_status ct__shm_name(const char *job, int world, char *name, size_t size);
 
 #endif

@@ -1,0 +1,644 @@
+/* The shm backend's rendezvous: rank 0 serves its segment's descriptor over
+ * an abstract Unix socket (SCM_RIGHTS), the other ranks fetch and check it;
+ * both sides trust only what the kernel says of the other (SO_PEERCRED). */
+#include "dist/shm_join.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/sha256.h"
+
+/* Long enough for anything a job's name plus hashes makes, short enough
+ * that error texts stay readable. */
+#define JOB_KEEP 48
+/* Descriptors a peer accepts in one message: one is expected; room for a
+ * few more so that extras are seen (and closed), not cut silently. */
+#define MAX_FDS 8
+/* Connections rank 0 holds beyond one per rank, for strays of this user
+ * (a probe of who holds the name, a rank that retried). */
+#define EXTRA_CONNS 16
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t i;
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+ct_status ct__shm_endpoint_name(const char *job, int world, const unsigned char *key,
+                                char *name, size_t size)
+{
+    char out[CT__SHM_ENDPOINT_MAX + 64], wtext[16], tail[2 * 16 + 2];
+    unsigned char mac[CT__SHA256_BYTES];
+    size_t jl, keep, i;
+    int n;
+    CT__CHECK_ARG(job);
+    CT__CHECK_ARG(name);
+    jl = strlen(job);
+    keep = jl > JOB_KEEP ? JOB_KEEP : jl;
+    snprintf(wtext, sizeof wtext, "%d", world);
+    tail[0] = '\0';
+    if (key != NULL) {
+        /* A NUL between job and world: ("ab", 12) and ("ab1", 2) differ. */
+        static const char label[] = "cputrain shm endpoint v1";
+        const void *parts[] = {label, job, "", wtext};
+        size_t lens[] = {sizeof label - 1, jl, 1, strlen(wtext)};
+        ct__hmac_sha256(key, 32, parts, lens, 4, mac);
+        tail[0] = '-';
+        hex(mac, 16, tail + 1);
+    } else if (keep < jl) {
+        ct__sha256(job, jl, mac);
+        tail[0] = '-';
+        hex(mac, 8, tail + 1);
+    }
+    n = snprintf(out, sizeof out, "cputrain-%.*s-%s%s", (int)keep, job, wtext, tail);
+    if (n < 0 || (size_t)n >= size || n > CT__SHM_ENDPOINT_MAX)
+        return ct__error(CT_ERR_INVALID_ARG, "shm: no room for the endpoint name of job '%.*s' "
+                         "(%zu bytes)", (int)keep, job, size);
+    for (i = strlen("cputrain-"); i < strlen("cputrain-") + keep; i++) {
+        char c = out[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            out[i] = '_';
+    }
+    memcpy(name, out, (size_t)n + 1);
+    return CT_OK;
+}
+
+/* The abstract address: sun_path[0] = 0, then the name, no terminator. It
+ * lives in the network namespace, not the file system, and goes away with
+ * the last descriptor of the socket: a killed rank 0 leaves nothing. */
+static socklen_t endpoint_addr(const char *name, struct sockaddr_un *a)
+{
+    size_t len = strlen(name);
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path + 1, name, len);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+static int peer_cred(int fd, struct ucred *uc)
+{
+    socklen_t len = sizeof *uc;
+    memset(uc, 0, sizeof *uc);
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, uc, &len);
+}
+
+static const char *no_secret_hint(int has_secret)
+{
+    return has_secret ? "" : "; a job secret (CPUTRAIN_DIST_SECRET) makes the name unguessable";
+}
+
+/* Who holds `name`, for an error: "uid U (pid P)" from the kernel when it
+ * accepts a connection (of our kind, or a stream socket a squatter may have
+ * used instead); otherwise what can be said. *uc is filled when known. */
+static int who_holds(const char *name, struct ucred *uc, char *text, size_t size)
+{
+    static const int types[] = {SOCK_SEQPACKET, SOCK_STREAM};
+    struct sockaddr_un a;
+    socklen_t alen = endpoint_addr(name, &a);
+    size_t i;
+    int refused = 0;
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            break;
+        if (connect(fd, (struct sockaddr *)&a, alen) == 0 && peer_cred(fd, uc) == 0) {
+            close(fd);
+            snprintf(text, size, "uid %u (pid %d)", (unsigned)uc->uid, (int)uc->pid);
+            return 1;
+        }
+        refused |= errno != EPROTOTYPE;
+        close(fd);
+    }
+    snprintf(text, size, refused ? "a process that does not accept connections (its user "
+                                   "cannot be told)"
+                                 : "a socket of another kind (its user cannot be told)");
+    return 0;
+}
+
+/* ---- rank 0 ------------------------------------------------------------------------ */
+
+enum { WAITING = 0, ADMITTED, MAPPED }; /* what rank 0 knows of a rank */
+
+typedef struct {
+    int fd;
+    pid_t pid;
+    int rank; /* 0 until its hello was accepted */
+} conn_t;
+
+typedef struct {
+    const char *name;
+    int world, seg_fd, has_secret;
+    uint64_t seg_bytes;
+    unsigned char *state; /* per rank */
+    pid_t *pid;           /* per rank, once admitted */
+    int mapped;           /* ranks in state MAPPED */
+    conn_t *conns;
+    int nconn, cap;
+    void (*joined)(void *, int, pid_t);
+    void *ctx;
+} server;
+
+static void drop(server *sv, int i)
+{
+    close(sv->conns[i].fd);
+    sv->conns[i] = sv->conns[--sv->nconn];
+}
+
+static void refuse(int fd, const char *fmt, ...) CT__PRINTF(2, 3);
+static void refuse(int fd, const char *fmt, ...)
+{
+    ct__shm_join_reply r;
+    va_list ap;
+    memset(&r, 0, sizeof r);
+    r.magic = CT__SHM_JOIN_MAGIC;
+    r.version = CT__SHM_JOIN_VERSION;
+    r.refused = 1;
+    va_start(ap, fmt);
+    vsnprintf(r.why, sizeof r.why, fmt, ap);
+    va_end(ap);
+    ct__log(CT_LOG_WARNING, "shm: refused a peer: %s", r.why);
+    (void)!send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static int send_segment(server *sv, int fd)
+{
+    ct__shm_join_reply r;
+    struct iovec iov;
+    struct msghdr mh;
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct cmsghdr *cm;
+    memset(&r, 0, sizeof r);
+    r.magic = CT__SHM_JOIN_MAGIC;
+    r.version = CT__SHM_JOIN_VERSION;
+    r.world = (uint32_t)sv->world;
+    r.seg_bytes = sv->seg_bytes;
+    iov.iov_base = &r;
+    iov.iov_len = sizeof r;
+    memset(&mh, 0, sizeof mh);
+    memset(&ctl, 0, sizeof ctl);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof ctl.buf;
+    cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &sv->seg_fd, sizeof(int));
+    return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof r ? 0 : -1;
+}
+
+/* Accepts what waits on the listening socket; other users' connections are
+ * closed unread. */
+static void accept_all(server *sv, int lfd)
+{
+    for (;;) {
+        struct ucred uc;
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        if (peer_cred(fd, &uc) != 0 || uc.uid != geteuid()) {
+            ct__log(CT_LOG_WARNING, "shm: dropped a connection to @%s from uid %u (pid %d): not "
+                    "this job's user (uid %u)", sv->name, (unsigned)uc.uid, (int)uc.pid,
+                    (unsigned)geteuid());
+            close(fd);
+            continue;
+        }
+        if (sv->nconn == sv->cap) {
+            ct__log(CT_LOG_WARNING, "shm: dropped a connection to @%s from pid %d: %d "
+                    "connections wait already", sv->name, (int)uc.pid, sv->nconn);
+            close(fd);
+            continue;
+        }
+        sv->conns[sv->nconn].fd = fd;
+        sv->conns[sv->nconn].pid = uc.pid;
+        sv->conns[sv->nconn].rank = 0;
+        sv->nconn++;
+    }
+}
+
+/* One message from connection i. Returns CT_OK (also when the connection
+ * was dropped) or an error that ends the rendezvous. */
+static ct_status serve_one(server *sv, int i)
+{
+    conn_t *c = &sv->conns[i];
+    union {
+        ct__shm_join_hello hello;
+        ct__shm_join_confirmation conf;
+        char raw[sizeof(ct__shm_join_confirmation) + 1];
+    } m;
+    ssize_t n = recv(c->fd, &m, sizeof m, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return CT_OK;
+    if (c->rank == 0) {
+        uint32_t r = m.hello.rank;
+        if (n <= 0) { /* a probe of who holds the name, or a rank that gave up */
+            drop(sv, i);
+            return CT_OK;
+        }
+        if ((size_t)n != sizeof m.hello || m.hello.magic != CT__SHM_JOIN_MAGIC ||
+            m.hello.version != CT__SHM_JOIN_VERSION)
+            refuse(c->fd, "pid %d did not send a cputrain shm hello (version %u)", (int)c->pid,
+                   CT__SHM_JOIN_VERSION);
+        else if (m.hello.world != (uint32_t)sv->world || r < 1 || r >= (uint32_t)sv->world)
+            refuse(c->fd, "pid %d asked for rank %u of world %u; this job is world %d",
+                   (int)c->pid, r, m.hello.world, sv->world);
+        else if (sv->state[r] != WAITING)
+            refuse(c->fd, "pid %d asked for rank %u, which pid %d has", (int)c->pid, r,
+                   (int)sv->pid[r]);
+        else {
+            sv->state[r] = ADMITTED;
+            sv->pid[r] = c->pid;
+            c->rank = (int)r;
+            if (sv->joined)
+                sv->joined(sv->ctx, (int)r, c->pid);
+            if (send_segment(sv, c->fd) == 0)
+                return CT_OK;
+            return ct__error(CT_ERR_DIST, "shm open: cannot send the segment to rank %u (pid "
+                             "%d): %s", r, (int)c->pid, strerror(errno));
+        }
+        drop(sv, i);
+        return CT_OK;
+    }
+    if (n <= 0)
+        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) went away before it had "
+                         "mapped the segment", c->rank, (int)c->pid);
+    if ((size_t)n != sizeof m.conf || m.conf.magic != CT__SHM_JOIN_MAGIC)
+        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) answered the segment with "
+                         "%zd bytes that are not a confirmation", c->rank, (int)c->pid, n);
+    if (m.conf.refused) {
+        m.conf.why[sizeof m.conf.why - 1] = '\0';
+        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) refused the segment: %s",
+                         c->rank, (int)c->pid, m.conf.why);
+    }
+    sv->state[c->rank] = MAPPED;
+    sv->mapped++;
+    drop(sv, i);
+    return CT_OK;
+}
+
+static ct_status missing_error(const server *sv, double timeout_s)
+{
+    char list[400];
+    size_t used = 0;
+    int r, n = 0;
+    list[0] = '\0';
+    for (r = 1; r < sv->world; r++) {
+        int w;
+        if (sv->state[r] == MAPPED)
+            continue;
+        if (used + 40 >= sizeof list) {
+            if (used + 5 < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, ", ...");
+            break;
+        }
+        if (sv->state[r] == ADMITTED)
+            w = snprintf(list + used, sizeof list - used, "%s%d (pid %d, not confirmed)",
+                         n ? ", " : "", r, (int)sv->pid[r]);
+        else
+            w = snprintf(list + used, sizeof list - used, "%s%d", n ? ", " : "", r);
+        used += w > 0 ? (size_t)w : 0;
+        n++;
+    }
+    return ct__error(CT_ERR_DIST, "shm open: rank%s %s did not join within %.1f s (at @%s)",
+                     n > 1 ? "s" : "", list, timeout_s, sv->name);
+}
+
+static ct_status bind_endpoint(const char *name, int world, int has_secret, int *out)
+{
+    struct sockaddr_un a;
+    socklen_t alen = endpoint_addr(name, &a);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    *out = -1;
+    if (fd < 0)
+        return ct__error(CT_ERR_DIST, "shm open: socket: %s", strerror(errno));
+    if (bind(fd, (struct sockaddr *)&a, alen) != 0) {
+        int e = errno;
+        struct ucred uc;
+        char who[128];
+        close(fd);
+        if (e != EADDRINUSE)
+            return ct__error(CT_ERR_DIST, "shm open: cannot bind @%s: %s", name, strerror(e));
+        if (who_holds(name, &uc, who, sizeof who) && uc.uid == geteuid())
+            return ct__error(CT_ERR_DIST, "shm open: @%s is held by pid %d of this user: "
+                             "another job of the same name (or its rank 0) runs; give each "
+                             "job its own CPUTRAIN_DIST_JOB", name, (int)uc.pid);
+        return ct__error(CT_ERR_DIST, "shm open: @%s, this job's name, is held by %s, not by "
+                         "this job's user (uid %u): refusing to use it%s", name, who,
+                         (unsigned)geteuid(), no_secret_hint(has_secret));
+    }
+    if (listen(fd, world < 128 ? 128 : world) != 0) {
+        int e = errno;
+        close(fd);
+        return ct__error(CT_ERR_DIST, "shm open: cannot listen on @%s: %s", name, strerror(e));
+    }
+    *out = fd;
+    return CT_OK;
+}
+
+ct_status ct__shm_join_serve(const char *name, int world, int seg_fd, uint64_t seg_bytes,
+                             double deadline, double timeout_s, int has_secret,
+                             void (*joined)(void *ctx, int rank, pid_t pid), void *ctx)
+{
+    server sv;
+    struct pollfd *pfd;
+    ct_status st;
+    int lfd = -1, i;
+    memset(&sv, 0, sizeof sv);
+    sv.name = name;
+    sv.world = world;
+    sv.seg_fd = seg_fd;
+    sv.has_secret = has_secret;
+    sv.seg_bytes = seg_bytes;
+    sv.joined = joined;
+    sv.ctx = ctx;
+    sv.cap = world + EXTRA_CONNS;
+    sv.state = calloc((size_t)world, 1);
+    sv.pid = calloc((size_t)world, sizeof *sv.pid);
+    sv.conns = calloc((size_t)sv.cap, sizeof *sv.conns);
+    pfd = calloc((size_t)sv.cap + 1, sizeof *pfd);
+    if (!sv.state || !sv.pid || !sv.conns || !pfd) {
+        st = ct__error(CT_ERR_NOMEM, "shm open: out of memory");
+        goto out;
+    }
+    st = bind_endpoint(name, world, has_secret, &lfd);
+    if (st != CT_OK)
+        goto out;
+    while (sv.mapped < world - 1) {
+        double left = deadline - now_s();
+        int np;
+        if (left <= 0) {
+            st = missing_error(&sv, timeout_s);
+            break;
+        }
+        pfd[0].fd = lfd;
+        pfd[0].events = POLLIN;
+        for (i = 0; i < sv.nconn; i++) {
+            pfd[i + 1].fd = sv.conns[i].fd;
+            pfd[i + 1].events = POLLIN;
+            pfd[i + 1].revents = 0;
+        }
+        np = sv.nconn;
+        if (poll(pfd, (nfds_t)np + 1, (int)(left * 1000) + 1) < 0) {
+            if (errno == EINTR)
+                continue;
+            st = ct__error(CT_ERR_DIST, "shm open: poll: %s", strerror(errno));
+            break;
+        }
+        /* Last to first: drop() moves the last connection into the gap. */
+        for (i = np - 1; i >= 0 && st == CT_OK; i--)
+            if (pfd[i + 1].revents)
+                st = serve_one(&sv, i);
+        if (st != CT_OK)
+            break;
+        if (pfd[0].revents)
+            accept_all(&sv, lfd);
+    }
+    close(lfd);
+out:
+    for (i = 0; i < sv.nconn; i++)
+        close(sv.conns[i].fd);
+    free(sv.state);
+    free(sv.pid);
+    free(sv.conns);
+    free(pfd);
+    return st;
+}
+
+/* ---- the other ranks ---------------------------------------------------------------- */
+
+static ct_status check_segment_fd(int fd, uint64_t seg_bytes, pid_t from)
+{
+    struct stat sb;
+    int seals;
+    const int need = F_SEAL_SHRINK | F_SEAL_GROW;
+    if (fstat(fd, &sb) != 0)
+        return ct__error(CT_ERR_DIST, "shm open: fstat of the segment from rank 0 (pid %d): %s",
+                         (int)from, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return ct__error(CT_ERR_DIST, "shm open: the segment from rank 0 (pid %d) is not a "
+                         "regular file (mode %06o): refusing it", (int)from,
+                         (unsigned)sb.st_mode);
+    if (sb.st_uid != geteuid())
+        return ct__error(CT_ERR_DIST, "shm open: the segment from rank 0 (pid %d) belongs to "
+                         "uid %u, not this user (uid %u): refusing it", (int)from,
+                         (unsigned)sb.st_uid, (unsigned)geteuid());
+    if (sb.st_mode & 077)
+        return ct__error(CT_ERR_DIST, "shm open: the segment from rank 0 (pid %d) has mode %03o "
+                         "(other users may open it): refusing it", (int)from,
+                         (unsigned)(sb.st_mode & 0777));
+    if (sb.st_size < 0 || (uint64_t)sb.st_size != seg_bytes)
+        return ct__error(CT_ERR_DIST, "shm open: the segment from rank 0 (pid %d) has %lld "
+                         "bytes, not the %llu this rank computes: refusing it", (int)from,
+                         (long long)sb.st_size, (unsigned long long)seg_bytes);
+    /* Unsealed, it could be cut short under our mapping (SIGBUS). */
+    seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (seals & need) != need)
+        return ct__error(CT_ERR_DIST, "shm open: the segment from rank 0 (pid %d) is not sealed "
+                         "against resizing: refusing it", (int)from);
+    return CT_OK;
+}
+
+/* The reply (and its descriptors) from rank 0; every descriptor but a
+ * valid segment's is closed. */
+static ct_status read_reply(int s, int rank, int world, uint64_t seg_bytes, pid_t from,
+                            int *seg_fd, int *again)
+{
+    union {
+        ct__shm_join_reply r;
+        char raw[sizeof(ct__shm_join_reply) + 1];
+    } m;
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * MAX_FDS)];
+    } ctl;
+    int fds[MAX_FDS * 2], nfd = 0, i;
+    struct iovec iov;
+    struct msghdr mh;
+    struct cmsghdr *cm;
+    ssize_t n;
+    ct_status st = CT_OK;
+    iov.iov_base = &m;
+    iov.iov_len = sizeof m;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof ctl.buf;
+    n = recvmsg(s, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    *again = n < 0 && (errno == EAGAIN || errno == EINTR);
+    if (*again)
+        return CT_OK;
+    for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        size_t k, count;
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (k = 0; k < count && nfd < MAX_FDS * 2; k++)
+            memcpy(&fds[nfd++], CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+    }
+    if (n <= 0)
+        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) hung up before it sent the "
+                       "segment", (int)from);
+    else if ((size_t)n != sizeof m.r || m.r.magic != CT__SHM_JOIN_MAGIC ||
+             m.r.version != CT__SHM_JOIN_VERSION)
+        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) answered with %zd bytes that are "
+                       "not a cputrain shm reply (version %u)", (int)from, n,
+                       CT__SHM_JOIN_VERSION);
+    else if (m.r.refused) {
+        m.r.why[sizeof m.r.why - 1] = '\0';
+        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) refused rank %d: %s", (int)from,
+                       rank, m.r.why);
+    } else if (nfd != 1 || (mh.msg_flags & MSG_CTRUNC))
+        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent %d descriptors%s, not the "
+                       "segment's one", (int)from, nfd,
+                       (mh.msg_flags & MSG_CTRUNC) ? " and more" : "");
+    else if (m.r.world != (uint32_t)world || m.r.seg_bytes != seg_bytes)
+        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent a segment for world %u of "
+                       "%llu bytes; this rank computes world %d, %llu bytes", (int)from,
+                       m.r.world, (unsigned long long)m.r.seg_bytes, world,
+                       (unsigned long long)seg_bytes);
+    else
+        st = check_segment_fd(fds[0], seg_bytes, from);
+    if (st == CT_OK) {
+        *seg_fd = fds[0];
+        return CT_OK;
+    }
+    for (i = 0; i < nfd; i++)
+        close(fds[i]);
+    return st;
+}
+
+/* A connected socket to rank 0's endpoint, retried until the deadline
+ * while no one listens there yet. */
+static ct_status connect_endpoint(const char *name, double deadline, double timeout_s,
+                                  int has_secret, int *out)
+{
+    struct sockaddr_un a;
+    socklen_t alen = endpoint_addr(name, &a);
+    useconds_t nap = 1000;
+    for (;;) {
+        int e, fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            return ct__error(CT_ERR_DIST, "shm open: socket: %s", strerror(errno));
+        if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
+            *out = fd;
+            return CT_OK;
+        }
+        e = errno;
+        close(fd);
+        if (e == EPROTOTYPE) {
+            struct ucred uc;
+            char who[128];
+            who_holds(name, &uc, who, sizeof who);
+            return ct__error(CT_ERR_DIST, "shm open: @%s, this job's name, is held by %s with a "
+                             "socket of another kind: not this job's rank 0; refusing it%s",
+                             name, who, no_secret_hint(has_secret));
+        }
+        /* Nobody listening yet (abstract names give ECONNREFUSED), or a
+         * full backlog (EAGAIN). */
+        if (e != ECONNREFUSED && e != EAGAIN && e != ENOENT)
+            return ct__error(CT_ERR_DIST, "shm open: cannot connect to @%s: %s", name,
+                             strerror(e));
+        if (now_s() >= deadline)
+            return ct__error(CT_ERR_DIST, "shm open: rank 0 did not open @%s within %.1f s",
+                             name, timeout_s);
+        usleep(nap);
+        nap = nap < 20000 ? nap * 2 : nap;
+    }
+}
+
+ct_status ct__shm_join_fetch(const char *name, int rank, int world, uint64_t seg_bytes,
+                             double deadline, double timeout_s, int has_secret, int *seg_fd,
+                             int *conn, pid_t *server_pid)
+{
+    ct__shm_join_hello h;
+    struct ucred uc;
+    ct_status st;
+    int s = -1;
+    *seg_fd = *conn = -1;
+    st = connect_endpoint(name, deadline, timeout_s, has_secret, &s);
+    if (st != CT_OK)
+        return st;
+    /* Say nothing to an endpoint of another user: it is not this job's. */
+    if (peer_cred(s, &uc) != 0 || uc.uid != geteuid()) {
+        close(s);
+        return ct__error(CT_ERR_DIST, "shm open: @%s, this job's name, is held by uid %u (pid "
+                         "%d), not by this job's user (uid %u): refusing to join it%s", name,
+                         (unsigned)uc.uid, (int)uc.pid, (unsigned)geteuid(),
+                         no_secret_hint(has_secret));
+    }
+    *server_pid = uc.pid;
+    memset(&h, 0, sizeof h);
+    h.magic = CT__SHM_JOIN_MAGIC;
+    h.version = CT__SHM_JOIN_VERSION;
+    h.rank = (uint32_t)rank;
+    h.world = (uint32_t)world;
+    if (send(s, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof h) {
+        int e = errno;
+        close(s);
+        return ct__error(CT_ERR_DIST, "shm open: cannot reach rank 0 (pid %d) at @%s: %s",
+                         (int)uc.pid, name, strerror(e));
+    }
+    for (;;) {
+        struct pollfd p = {s, POLLIN, 0};
+        double left = deadline - now_s();
+        int again = 0;
+        if (left <= 0) {
+            close(s);
+            return ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) did not answer rank %d "
+                             "within %.1f s", (int)uc.pid, rank, timeout_s);
+        }
+        if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+            continue;
+        st = read_reply(s, rank, world, seg_bytes, uc.pid, seg_fd, &again);
+        if (again)
+            continue;
+        if (st != CT_OK) {
+            close(s);
+            return st;
+        }
+        *conn = s;
+        return CT_OK;
+    }
+}
+
+void ct__shm_join_confirm(int conn, const char *why)
+{
+    ct__shm_join_confirmation c;
+    memset(&c, 0, sizeof c);
+    c.magic = CT__SHM_JOIN_MAGIC;
+    c.refused = why != NULL;
+    if (why != NULL)
+        snprintf(c.why, sizeof c.why, "%s", why);
+    (void)!send(conn, &c, sizeof c, MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(conn);
+}

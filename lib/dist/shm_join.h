@@ -1,0 +1,81 @@
+/* How the ranks of one machine get the shm backend's segment: local rank 0
+ * hands its descriptor (an anonymous memfd) to the others over an abstract
+ * Unix socket, and each side checks from the kernel's SO_PEERCRED that the
+ * other runs as this process's user. Nothing is ever named in /dev/shm. */
+#ifndef CT_DIST_SHM_JOIN_H
+#define CT_DIST_SHM_JOIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cputrain/cputrain.h>
+
+/* Room for an endpoint name (without the abstract namespace's leading NUL;
+ * sun_path holds 108 bytes). */
+#define CT__SHM_ENDPOINT_MAX 100
+
+/* The socket name of (job, world): "cputrain-<job>-<world>", characters of
+ * `job` outside [A-Za-z0-9._-] as '_', a long job cut at 48 characters and
+ * kept apart by a hash of the whole. With `key` (the job's secret key, 32
+ * bytes) the name ends in 32 hex digits of an HMAC of (job, world) under
+ * it, which no one without the secret can compute, so no other user can
+ * take the name before rank 0 does. CT_ERR_INVALID_ARG when `size` is short. */
+ct_status ct__shm_endpoint_name(const char *job, int world, const unsigned char *key,
+                                char *name, size_t size);
+
+/* Rank 0: binds the endpoint and serves `seg_fd` to ranks 1..world-1 until
+ * each has confirmed that it mapped the segment, or `deadline` (CLOCK_MONOTONIC
+ * seconds) passes. joined(ctx, rank, pid) runs as each rank is admitted (pid
+ * as the kernel reports it, in this process's pid namespace). Connections
+ * from other users are dropped and logged; a peer claiming a taken rank or
+ * another world is refused and the wait goes on. The endpoint is gone when
+ * this returns. CT_ERR_DIST names the endpoint's other holder, the missing
+ * ranks, or the rank that refused the segment (with its reason).
+ * has_secret only shapes the advice in errors. */
+ct_status ct__shm_join_serve(const char *name, int world, int seg_fd, uint64_t seg_bytes,
+                             double deadline, double timeout_s, int has_secret,
+                             void (*joined)(void *ctx, int rank, pid_t pid), void *ctx);
+
+/* Rank `rank` > 0: connects (retrying until `deadline`) to rank 0's
+ * endpoint, refuses one held by another user, asks for the segment and
+ * checks the descriptor it gets: a sealed (no shrinking or growing) regular
+ * file of this user, mode 0600 or stricter, exactly `seg_bytes` long. On
+ * CT_OK *seg_fd is that descriptor and *conn the connection, on which the
+ * caller reports with ct__shm_join_confirm whether the segment's contents
+ * passed its own checks; *server_pid is rank 0's pid as the kernel gave it. */
+ct_status ct__shm_join_fetch(const char *name, int rank, int world, uint64_t seg_bytes,
+                             double deadline, double timeout_s, int has_secret, int *seg_fd,
+                             int *conn, pid_t *server_pid);
+
+/* Tells rank 0 the segment is mapped and valid (why == NULL) or refused
+ * (why: the reason, passed on into rank 0's error), then closes conn. */
+void ct__shm_join_confirm(int conn, const char *why);
+
+/* What the peers and rank 0 say to each other (fixed-size SOCK_SEQPACKET
+ * messages; both ends are on one machine, so native byte order). In the
+ * header so that tests can play a hostile rank 0 or peer. */
+#define CT__SHM_JOIN_MAGIC 0x4a535443u /* "CTSJ" */
+#define CT__SHM_JOIN_VERSION 1u
+#define CT__SHM_JOIN_TEXT 240
+
+typedef struct {
+    uint32_t magic, version;
+    uint32_t rank, world;
+} ct__shm_join_hello;
+
+typedef struct {
+    uint32_t magic, version;
+    int32_t refused; /* 0: the segment's descriptor comes with this message */
+    uint32_t world;
+    uint64_t seg_bytes;
+    char why[CT__SHM_JOIN_TEXT]; /* when refused */
+} ct__shm_join_reply;
+
+typedef struct {
+    uint32_t magic;
+    int32_t refused; /* 0: mapped and valid */
+    char why[CT__SHM_JOIN_TEXT];
+} ct__shm_join_confirmation;
+
+#endif
