@@ -139,7 +139,7 @@ fuzz-lib:
 	$(MAKE) --no-print-directory B=$(FUZZ_B) CC=$(FUZZ_CC) \
 	    OPTFLAGS="-O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link" $(FUZZ_B)/lib/libcputrain.a
 
-$(FUZZ_B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_B)/lib/libcputrain.a
+$(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcputrain.a
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
 	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
