@@ -60,7 +60,10 @@ static void walk(const ct__json *v)
     if (v->type == CT_JSON_OBJECT) {
         (void)ct__json_duplicate_key(v);
         for (i = 0; i < v->n; i++) {
-            FZ_CHECK(ct__json_get(v, v->members[i].key) != NULL, "member %zu not found by key", i);
+            /* (by C string: a key holding \u0000 cannot be asked for) */
+            FZ_CHECK(strlen(v->members[i].key) != v->members[i].key_len ||
+                         ct__json_get(v, v->members[i].key) != NULL,
+                     "member %zu not found by key", i);
             walk(&v->members[i].value);
         }
     }
