@@ -133,9 +133,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 .PHONY: fuzz fuzz-build fuzz-check fuzz-lib
-# The inner make knows the library's header dependencies: always ask it.
+# The inner make knows the library's header dependencies: always ask it
+# (fuzz-lib is phony), in this rule's recipe so make looks at the archive's
+# time again afterwards and relinks the harnesses only when it changed.
 $(FUZZ_B)/lib/libcputrain.a: fuzz-lib
-fuzz-lib:
 	$(MAKE) --no-print-directory B=$(FUZZ_B) CC=$(FUZZ_CC) \
 	    OPTFLAGS="-O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link" $(FUZZ_B)/lib/libcputrain.a
 
@@ -144,6 +145,7 @@ $(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcpu
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
 	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
 
+fuzz-lib:
 fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
 	@sh tests/fuzz/run.sh fuzz $(FUZZ_B)/fuzz $(FUZZ_SECONDS)
