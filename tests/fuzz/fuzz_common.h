@@ -56,12 +56,16 @@ static void fz_cleanup(void)
         fz_rmtree(fz_scratch, 2);
 }
 
-/* The scratch folder, made once per process: in /dev/shm where it exists,
- * because the library fsyncs what it saves and tmpfs makes that free. */
+/* The scratch folder, made once per process: under $CT_FUZZ_TMPDIR (run.sh
+ * sets one and removes it, since a crashing input skips atexit), else in
+ * /dev/shm where it exists, because the library fsyncs what it saves and
+ * tmpfs makes that free. */
 static inline const char *fz_dir(void)
 {
     if (!fz_scratch[0]) {
-        const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+        const char *base = getenv("CT_FUZZ_TMPDIR");
+        if (!base || !*base)
+            base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
         snprintf(fz_scratch, sizeof fz_scratch, "%s/cputrain-fuzz-XXXXXX", base ? base : "/tmp");
         if (!mkdtemp(fz_scratch)) {
             perror("fuzz: mkdtemp");

@@ -38,6 +38,15 @@ work="$bindir/work"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
+# The harnesses' scratch folders, all in one that goes when this script
+# does (a harness that aborts on a finding cannot clean up its own).
+shm=/dev/shm
+[ -w "$shm" ] || shm=${TMPDIR:-/tmp}
+CT_FUZZ_TMPDIR=$(mktemp -d "$shm/cputrain-fuzz-run-XXXXXX") || exit 1
+export CT_FUZZ_TMPDIR
+trap 'rm -rf "$CT_FUZZ_TMPDIR"' EXIT
+trap 'exit 1' INT TERM
+
 known="$here/known-failures"
 # "input signature" lines of the known failures of harness $1.
 known_of() {
