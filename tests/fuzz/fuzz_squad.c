@@ -86,23 +86,29 @@ static void check_scores(const ct_squad *sq)
     ct_squad_scores *sc = NULL;
     ct__json_doc *doc = NULL;
     double exact = 0, f1 = 0;
-    int v2 = 0;
+    int v2 = 0, cut = 0;
     if (n == 0)
         return;
     preds = calloc(n, sizeof *preds);
     FZ_CHECK(preds != NULL, "no memory");
     for (i = 0; i < n; i++) {
+        size_t len = 0;
         preds[i] = counts[i] ? answers[at] : "";
         v2 |= counts[i] == 0;
         at += counts[i];
+        /* ct_squad_score takes C strings: a first answer holding \u0000
+         * reaches it cut short, and "" then means "no answer" under v2. */
+        if (counts[i] && ct_squad_answer(sq, i, 0, NULL, &len, NULL, NULL, NULL) == CT_OK)
+            cut |= strlen(preds[i]) != len;
     }
     FZ_CHECK(ct_squad_score(preds, n, answers, counts, v2, NULL, 1.0, &sc) == CT_OK, "score");
     FZ_CHECK(ct_squad_scores_get(sc, v2 ? "exact" : "exact_match", &exact) == CT_OK &&
-                 fabs(exact - 100.0) < 1e-9, "the references score %g exact against themselves",
+                 (cut || fabs(exact - 100.0) < 1e-9), "the references score %g exact against themselves",
              exact);
     /* v1's F1 of two answers that normalize to nothing is 0, as in
      * `evaluate`; v2's is 1. */
-    FZ_CHECK(ct_squad_scores_get(sc, "f1", &f1) == CT_OK && (!v2 || fabs(f1 - 100.0) < 1e-9),
+    FZ_CHECK(ct_squad_scores_get(sc, "f1", &f1) == CT_OK &&
+                 (!v2 || cut || fabs(f1 - 100.0) < 1e-9),
              "f1 %g", f1);
     FZ_CHECK(ct_squad_scores_save(sc, fz_path("results.json")) == CT_OK, "save scores");
     FZ_CHECK(ct__json_parse_file_ex(fz_path("results.json"), CT__JSON_ALLOW_NAN, &doc) == CT_OK,
