@@ -123,6 +123,35 @@ check-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(B)-asan/tests/check_all
 
+# libFuzzer harnesses (tests/fuzz/): the library again, built with clang,
+# ASan and UBSan in its own folder, and one binary per fuzz_*.c. `make fuzz`
+# runs each FUZZ_SECONDS; make check replays the corpora and regression
+# inputs and runs each for a few seconds (tests/fuzz/run.sh).
+FUZZ_CC ?= clang
+FUZZ_B := $(B)-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+.PHONY: fuzz fuzz-build fuzz-check fuzz-lib
+# The inner make knows the library's header dependencies: always ask it
+# (fuzz-lib is phony), in this rule's recipe so make looks at the archive's
+# time again afterwards and relinks the harnesses only when it changed.
+$(FUZZ_B)/lib/libcputrain.a: fuzz-lib
+	$(MAKE) --no-print-directory B=$(FUZZ_B) CC=$(FUZZ_CC) \
+	    OPTFLAGS="-O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link" $(FUZZ_B)/lib/libcputrain.a
+
+$(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcputrain.a
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
+	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
+
+fuzz-lib:
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	@sh tests/fuzz/run.sh fuzz $(FUZZ_B)/fuzz $(FUZZ_SECONDS)
+fuzz-check: fuzz-build
+	@sh tests/fuzz/run.sh check $(FUZZ_B)/fuzz 3
+
 # The main job on its built-in default: generate the demo SQuAD set, train a
 # small BERT from scratch in bf16 with cputrain-qa, evaluate EM/F1.
 DEMO := $(B)/demo

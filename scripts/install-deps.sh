@@ -5,10 +5,12 @@ set -eu
 
 # libudev-dev: `pkg-config --static hwloc` names -ludev. locales: the source
 # of the de_DE locale the JSON tests build to prove number parsing ignores
-# LC_NUMERIC.
+# LC_NUMERIC. clang and libclang-rt-14-dev: the fuzz harnesses (tests/fuzz/);
+# libclang-rt-14-dev holds libclang_rt.fuzzer and the sanitizer runtimes,
+# and clang only recommends it, which --no-install-recommends skips.
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
-python3-numpy python3-torch locales"
+python3-numpy python3-torch locales clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

@@ -46,6 +46,14 @@ fi
 run "C unit suites (Check)" env ${locpath:+LOCPATH="$locpath"} "$B/tests/check_all"
 run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
     "$MAKE" --no-print-directory -s check-asan B="$B"
+# The libFuzzer harnesses of tests/fuzz/: built with clang (ASan, UBSan) in
+# $B-fuzz, every corpus and past crash input replayed, then each fuzzed for
+# 3 s. Where clang or its libFuzzer runtime is missing: skipped, said so.
+fuzz_tests() {
+    sh tests/fuzz/run.sh probe || return $?
+    "$MAKE" --no-print-directory -s fuzz-check B="$B"
+}
+run "libFuzzer harnesses: corpora and past crash inputs replayed, 3 s of fuzzing each" fuzz_tests
 run "public headers as C99 and C++" sh tests/test_headers.sh
 run "exported symbols = header = map" "$PYTHON" tests/abi_symbols.py "$lib" include/cputrain libcputrain.map
 run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"
