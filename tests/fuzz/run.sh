@@ -8,9 +8,7 @@
 # One line per harness: executions, rate, result. New inputs go to a work
 # folder in the build tree, never into the source corpus; a crash leaves
 # its input beside them and names it (copy it to regressions/<harness>/
-# once understood). Failures listed in known-failures (being fixed on
-# another branch) are reported as such. Exit status 1 when any harness
-# failed otherwise.
+# once understood). Exit status 1 when any harness failed.
 set -u
 here=$(dirname "$0")
 mode=${1:-}
@@ -47,18 +45,6 @@ export CT_FUZZ_TMPDIR
 trap 'rm -rf "$CT_FUZZ_TMPDIR"' EXIT
 trap 'exit 1' INT TERM
 
-known="$here/known-failures"
-# "input signature" lines of the known failures of harness $1.
-known_of() {
-    [ -f "$known" ] && sed -n "s/^$1 \([^ ]*\) \(.*\)/\1 \2/p" "$known"
-}
-# 0 when log $2 holds a known failure's report for harness $1.
-known_in_log() {
-    known_of "$1" | while read -r _file sig; do
-        if grep -q -F -- "$sig" "$2"; then echo "$sig"; fi
-    done | grep -q .
-}
-
 failed=0
 for bin in "$bindir"/fuzz_*; do
     [ -x "$bin" ] || continue
@@ -72,13 +58,11 @@ for bin in "$bindir"/fuzz_*; do
     [ "$mode" = check ] && rm -rf "$work/$h"
     rm -rf "$work/$h-crash"
     mkdir -p "$work/$h" "$work/$h-crash"
-    knownfiles=$(known_of "$h" | while read -r f _sig; do echo "$regress/$f"; done)
     result=ok
 
     if [ "$mode" = check ]; then
         # Each file once, as a test: a crash, leak or failed property fails.
-        files=$(find "$corpus" "$regress" -type f 2>/dev/null | sort |
-            grep -v -x -F "${knownfiles:-/nonexistent}")
+        files=$(find "$corpus" "$regress" -type f 2>/dev/null | sort)
         n=0
         if [ -n "$files" ]; then
             n=$(printf '%s\n' "$files" | wc -l)
@@ -87,23 +71,11 @@ for bin in "$bindir"/fuzz_*; do
         fi
         echo "fuzz: $h: replayed $n corpus and regression input(s): $result"
         [ "$result" = ok ] || { failed=1; grep -E -m 8 'ERROR|property failed|SUMMARY|runtime error' "$log.replay"; continue; }
-        # The known failures, one by one: each must still fail as described.
-        known_of "$h" | while read -r f sig; do
-            if "$bin" "$regress/$f" > "$log.known" 2>&1; then
-                echo "fuzz: $h: $f passes now: delete its line in tests/fuzz/known-failures"
-                exit 1
-            elif grep -q -F -- "$sig" "$log.known"; then
-                echo "fuzz: $h: $f: known failure, still failing (tests/fuzz/known-failures)"
-            else
-                echo "fuzz: $h: $f fails otherwise than known (see $log.known)"
-                exit 1
-            fi
-        done || { failed=1; continue; }
     fi
 
-    # Seeds: the corpus and the regression inputs but the known failures,
-    # copied, so that what the fuzzer adds stays in the build tree.
-    for f in $(find "$corpus" "$regress" -type f 2>/dev/null | grep -v -x -F "${knownfiles:-/nonexistent}"); do
+    # Seeds: the corpus and the regression inputs, copied, so that what the
+    # fuzzer adds stays in the build tree.
+    for f in $(find "$corpus" "$regress" -type f 2>/dev/null); do
         cp "$f" "$work/$h/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
     done
     dict=
@@ -114,9 +86,7 @@ for bin in "$bindir"/fuzz_*; do
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
     artifact=$(ls "$work/$h-crash/"* 2>/dev/null | head -n 1)
-    if [ "$rc" -ne 0 ] && known_in_log "$h" "$log"; then
-        result="stopped on a KNOWN failure (tests/fuzz/known-failures): $artifact"
-    elif [ "$rc" -ne 0 ]; then
+    if [ "$rc" -ne 0 ]; then
         result="FAILED (exit $rc): $artifact (log $log)"
         failed=1
     fi
