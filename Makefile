@@ -214,8 +214,10 @@ MPIRUN ?= mpirun --allow-run-as-root --oversubscribe
 check-mpi: $(if $(HAVE_MPI),$(MPI_PLUGIN) $(B)/tests/mpi_plugin_test)
 	@if [ -z "$(HAVE_MPI)" ]; then echo "check-mpi: no $(MPI_PKG), skipped"; else \
 	    for n in 2 3 4; do $(MPIRUN) -n $$n $(B)/tests/mpi_plugin_test $(MPI_PLUGIN) || exit 1; \
-	        $(MPIRUN) -q -n $$n $(B)/tests/mpi_plugin_test $(MPI_PLUGIN) --timeout 2>&1 \
-	            | grep -c '^PASS timeout' | grep -qx $$((n - 1)) || { echo "timeout -n $$n: FAIL"; exit 1; }; \
+	        $(MPIRUN) -q -n $$n $(B)/tests/mpi_plugin_test $(MPI_PLUGIN) --timeout \
+	            > $(B)/tests/mpi_timeout.log 2>&1; \
+	        grep -c '^PASS timeout' $(B)/tests/mpi_timeout.log | grep -qx $$((n - 1)) || \
+	            { cat $(B)/tests/mpi_timeout.log; echo "timeout -n $$n: FAIL"; exit 1; }; \
 	        echo "timeout -n $$n: PASS"; done; fi
 
 # ---- ABI -------------------------------------------------------------------

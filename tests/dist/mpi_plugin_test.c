@@ -376,7 +376,7 @@ static void run_timeout(plugin *p)
     double dt = now_s() - t0;
     CHECK(s == CT_ERR_DIST && strstr(last_error, "not complete after 2.0 s") != NULL,
           "allreduce with rank %d absent: %d %s", skip, (int)s, last_error);
-    CHECK(dt >= 1.9 && dt < 3.0, "allreduce with rank %d absent gave up after %.2f s", skip,
+    CHECK(dt >= 1.9 && dt < 4.0, "allreduce with rank %d absent gave up after %.2f s", skip,
           dt);
     fprintf(stderr, "rank %d: after %.2f s: %s\n", my_rank, dt, last_error);
     s = p->be->barrier(st);
@@ -399,6 +399,11 @@ static void run_timeout(plugin *p)
           "open after reload: %d %s", (int)s, last_error);
     if (failures == 0)
         printf("PASS timeout: rank %d gave up after %.2f s\n", my_rank, dt);
+    /* mpirun ends the whole job as soon as one rank exits without
+     * MPI_Finalize; on a loaded machine another waiting rank may have begun
+     * its wait later and not have its verdict yet. */
+    fflush(stdout);
+    sleep_s(3.0);
 }
 
 int main(int argc, char **argv)
