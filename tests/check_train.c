@@ -403,7 +403,8 @@ START_TEST(resume_is_bitwise_exact_and_files_are_complete)
 }
 END_TEST
 
-static int has_temporary(const char *dir)
+/* Whether dir holds an entry whose name starts with prefix. */
+static int has_entry(const char *dir, const char *prefix)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -411,7 +412,7 @@ static int has_temporary(const char *dir)
     if (!d)
         return 0;
     while ((e = readdir(d)))
-        found |= strncmp(e->d_name, "tmp-checkpoint-4", 16) == 0;
+        found |= strncmp(e->d_name, prefix, strlen(prefix)) == 0;
     closedir(d);
     return found;
 }
@@ -434,12 +435,12 @@ START_TEST(killed_during_a_save_resumes_exactly)
         free(train_params(out, NULL, 0, CT_OK, &n));
         _exit(0);
     }
-    while (!has_temporary(out) && waited < 600) {
+    while (!has_entry(out, "tmp-checkpoint-4") && waited < 600) {
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
         waited++;
     }
-    ck_assert_msg(has_temporary(out), "the second checkpoint never started");
+    ck_assert_msg(has_entry(out, "tmp-checkpoint-4"), "the second checkpoint never started");
     kill(child, SIGKILL);
     ck_assert_int_eq(waitpid(child, &status, 0), child);
     ck_assert(WIFSIGNALED(status));
@@ -447,7 +448,7 @@ START_TEST(killed_during_a_save_resumes_exactly)
     ck_assert(exists(at("killed/checkpoint-2/cputrain_checkpoint_complete")));
     resumed = train_params(out, resume, 2, CT_OK, &n2);
     ck_assert_msg(same_params(full, resumed, n1), "resumed run differs from the full run");
-    ck_assert(!has_temporary(out)); /* the leftover was cleaned up */
+    ck_assert(!has_entry(out, "tmp-checkpoint-4")); /* the leftover was cleaned up */
     free(full);
     free(resumed);
 }
@@ -510,19 +511,6 @@ END_TEST
 
 /* ---- one run per output_dir, and what a run may do to an old one ------------ */
 
-static int has_any_temporary(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int found = 0;
-    if (!d)
-        return 0;
-    while ((e = readdir(d)))
-        found |= strncmp(e->d_name, "tmp-checkpoint-", 15) == 0;
-    closedir(d);
-    return found;
-}
-
 START_TEST(concurrent_runs_on_one_output_dir)
 {
     const char *out = at("shared");
@@ -540,25 +528,26 @@ START_TEST(concurrent_runs_on_one_output_dir)
         _exit(0);
     }
     /* (its second save, so that the first is complete to resume from) */
-    while (!has_temporary(out) && waited < 2000) {
+    while (!has_entry(out, "tmp-checkpoint-4") && waited < 2000) {
         struct timespec ts = {0, 10000000};
         nanosleep(&ts, NULL);
         waited++;
     }
-    ck_assert_msg(has_temporary(out), "the first run never started its second checkpoint");
+    ck_assert_msg(has_entry(out, "tmp-checkpoint-4"),
+                  "the first run never started its second checkpoint");
     /* The second run is refused, naming the first's pid and the folder... */
     free(train_params(out, NULL, 0, CT_ERR_BUSY, &n));
     snprintf(pid_text, sizeof pid_text, "pid %ld", (long)child);
     ck_assert_msg(strstr(ct_last_error(), pid_text) && strstr(ct_last_error(), out), "%s",
                   ct_last_error());
     /* ...and has deleted nothing: the save in progress is still there. */
-    ck_assert(has_any_temporary(out));
+    ck_assert(has_entry(out, "tmp-checkpoint-"));
     /* The kernel drops the lock of a killed holder: the folder is usable. */
     kill(child, SIGKILL);
     ck_assert_int_eq(waitpid(child, &status, 0), child);
     ck_assert(WIFSIGNALED(status));
     free(train_params(out, resume, 2, CT_OK, &n));
-    ck_assert(!has_any_temporary(out));
+    ck_assert(!has_entry(out, "tmp-checkpoint-"));
     ck_assert(exists(at("shared/checkpoint-6/cputrain_checkpoint_complete")));
 }
 END_TEST

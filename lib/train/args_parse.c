@@ -243,7 +243,10 @@ static ct_status apply_json(ct_args *args, const char *path)
     const ct__json *root;
     ct_status st;
     size_t i;
-    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+    /* NaN and Infinity as Python's json.dumps writes them: TrainingArguments
+     * (and ct_args_save_json) write `"eval_steps": Infinity` for an unused
+     * --eval_steps inf, and the file must read back. */
+    if ((st = ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &doc)) != CT_OK)
         return st;
     root = ct__json_root(doc);
     if (root->type != CT_JSON_OBJECT) {
