@@ -251,6 +251,16 @@ START_TEST(inputs_must_be_regular_files)
 }
 END_TEST
 
+/* An error may quote the one it replaces (ct__error formats through a
+ * copy; writing into the buffer it reads from would be undefined). */
+START_TEST(error_text_may_quote_itself)
+{
+    ct__error(CT_ERR_IO, "inner %d", 7);
+    ck_assert_int_eq(ct__error(CT_ERR_DIST, "outer: %s", ct_last_error()), CT_ERR_DIST);
+    ck_assert_str_eq(ct_last_error(), "outer: inner 7");
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -260,6 +270,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, version_matches_header);
     tcase_add_test(tc, null_arguments_are_errors_not_crashes);
     tcase_add_test(tc, log_callback_and_level);
+    tcase_add_test(tc, error_text_may_quote_itself);
     tcase_add_test(tc, float_text_is_python_repr);
     tcase_add_test(tc, float_text_round_trips);
     tcase_add_test(tc, atomic_write_replaces_whole_or_nothing);

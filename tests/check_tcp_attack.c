@@ -33,7 +33,9 @@ TCase *tcp_attack_tcase(void);
 #define JOB "attack-job"
 #define LOG_BYTES 16384
 #define FLOOD 200
-#define MAX_CONNS (3 * FLOOD)
+#define CHURN_MAX 3000 /* fresh connections of the churn attack, at most */
+#define CHURN_OPEN 32  /* of them, held open at once */
+#define MAX_CONNS (3 * FLOOD + CT__TCP_PENDING_MAX + CHURN_MAX)
 
 static const unsigned char key[32] = { 0x6b, 0x65, 0x79, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 static const unsigned char wrong_key[32] = { 0x6e, 0x6f, 0x70, 0x65 };
@@ -233,6 +235,8 @@ typedef struct {
     int forge;         /* forged hellos during the rendezvous */
     int train_flood;   /* the same again while the ranks train */
     int late_ms;       /* ranks 1.. start this late (the stranger comes first) */
+    int churn;         /* fill the pending slots with stalled one-byte
+                        * connections, then connect afresh without pause */
     int have_replay;   /* replay the recorded handshake below */
     unsigned char rec_hello[CT__TCP_HELLO_BYTES], rec_proof[CT__TCP_PROOF_BYTES];
     float *want_small, *want_ring;
@@ -431,11 +435,49 @@ static int real_rank(int rank, const attack_case *c)
     return 0;
 }
 
+/* Every pending slot taken by a connection that sent one byte and stalls,
+ * then bursts of fresh connections until the real ranks are in. A review
+ * found that the stallers counted as having spoken and a burst accepted
+ * after a real rank's connection could push it out before its hello was
+ * read; only a whole valid hello counts now, and accepts come a few at a
+ * time, each read at once. (On loopback here the old code let the ranks
+ * in all the same: this holds the new one to it, it did not catch the
+ * old.) */
+static int churner(const attack_case *c)
+{
+    static int fds[CT__TCP_PENDING_MAX + CHURN_OPEN];
+    int n = 0, churned = 0, i;
+    double dl = now_s() + 20.0;
+    while ((fds[0] = connect_to(port)) < 0 && now_s() < dl)
+        usleep(2000);
+    while (n < CT__TCP_PENDING_MAX && fds[n] >= 0) {
+        send(fds[n], "C", 1, MSG_NOSIGNAL);
+        if (++n < CT__TCP_PENDING_MAX)
+            fds[n] = connect_to(port);
+    }
+    area->phase = 2; /* the real ranks may come */
+    /* In bursts, so that rank 0 finds many queued at once. */
+    while (area->training < c->world && churned < CHURN_MAX && now_s() < dl) {
+        for (i = 0; i < CHURN_OPEN; i++, churned++)
+            fds[n + i] = connect_to(port);
+        for (i = 0; i < CHURN_OPEN; i++)
+            if (fds[n + i] >= 0)
+                close(fds[n + i]);
+    }
+    area->attacker_done = 1;
+    for (i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return 0;
+}
+
 static int scenario_rank(int rank, int world, void *arg)
 {
     const attack_case *c = arg;
     (void)world;
-    return rank == c->world ? attacker(c) : real_rank(rank, c);
+    if (rank < c->world)
+        return real_rank(rank, c);
+    return c->churn ? churner(c) : attacker(c);
 }
 
 static float *expected(int world, size_t n)
@@ -538,6 +580,17 @@ START_TEST(flood_with_secret)
     attack_case c;
     memset(&c, 0, sizeof c);
     c.world = 3, c.secret = 1, c.idle = FLOOD, c.forge = 1, c.train_flood = 1, c.late_ms = 300;
+    run_scenario(&c);
+}
+END_TEST
+
+/* Stalled connections and a churn of fresh ones neither keep a rank out nor
+ * get it refused. */
+START_TEST(stalled_and_churning_strangers)
+{
+    attack_case c;
+    memset(&c, 0, sizeof c);
+    c.world = 2, c.secret = 1, c.churn = 1, c.late_ms = 100;
     run_scenario(&c);
 }
 END_TEST
@@ -951,6 +1004,7 @@ TCase *tcp_attack_tcase(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, flood_no_secret);
     tcase_add_test(tc, flood_with_secret);
+    tcase_add_test(tc, stalled_and_churning_strangers);
     tcase_add_test(tc, replayed_handshake);
     tcase_add_test(tc, evil_master);
     tcase_add_test(tc, absent_rank_with_strangers);

@@ -12,10 +12,13 @@ static __thread char last_error[ERROR_CAP];
 
 ct_status ct__error(ct_status status, const char *fmt, ...)
 {
+    /* Through a copy: an argument may be ct_last_error() itself. */
+    char text[ERROR_CAP];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    memcpy(last_error, text, sizeof text);
     return status;
 }
 

@@ -170,6 +170,10 @@ void ct__tcp_mac(const unsigned char key[32], int acceptor, const char *job,
 
 /* ---- the set ---------------------------------------------------------------------- */
 
+/* Connections accepted per turn of the loop before the pending ones are
+ * served again. */
+#define ACCEPT_BATCH 8
+
 enum {
     C_CONNECT = 1, /* connector: waiting for connect() to complete */
     C_SEND_HELLO,
@@ -188,7 +192,7 @@ enum {
 typedef struct {
     int fd, state, target; /* target -1: accepted */
     double deadline, born;
-    int heard;             /* received a byte: not an idle connection */
+    int spoke;             /* sent a whole, valid hello: not an idle connection */
     char addr[80];
     unsigned char hello[CT__TCP_HELLO_BYTES], chal[CT__TCP_CHAL_BYTES];
     unsigned char msg[CT__TCP_VERDICT_BYTES];
@@ -515,8 +519,6 @@ static int conn_io(hs_conn *c)
         if (k > 0) {
             c->at += (size_t)k;
             c->left -= (size_t)k;
-            if (!is_send(c->state))
-                c->heard = 1;
             continue;
         }
         if (k < 0 && errno == EINTR)
@@ -672,6 +674,9 @@ static int advance(ct__tcp_hs *s, int i)
             ct__tcp_put_chal(c->chal, s->self.key != NULL, s->self.rank, s->self.world,
                              s->job_id, nonce);
         }
+        /* Only a whole, valid hello counts: a stranger that trickles a byte
+         * and stalls must stay first in line to be dropped. */
+        c->spoke = 1;
         set_io(c, A_SEND_CHAL, c->chal, CT__TCP_CHAL_BYTES);
         return 0;
     }
@@ -711,7 +716,7 @@ static int advance(ct__tcp_hs *s, int i)
 }
 
 /* Makes room for one more accepted connection: drops the oldest that has
- * said nothing (an idle one), else the oldest; when `force`, even below
+ * not sent a valid hello (an idle one), else the oldest; when `force`, even below
  * the cap (the process is out of file descriptors). Returns whether it
  * dropped one. */
 static int make_room(ct__tcp_hs *s, int force)
@@ -722,10 +727,10 @@ static int make_room(ct__tcp_hs *s, int force)
         if (c->target >= 0)
             continue;
         pending++;
-        if (pick < 0 || (!c->heard && pick_idle == 0) ||
-            ((!c->heard) == pick_idle && c->born < s->c[pick].born)) {
+        if (pick < 0 || (!c->spoke && pick_idle == 0) ||
+            ((!c->spoke) == pick_idle && c->born < s->c[pick].born)) {
             pick = i;
-            pick_idle = !c->heard;
+            pick_idle = !c->spoke;
         }
     }
     if ((pending >= CT__TCP_PENDING_MAX || force) && pick >= 0) {
@@ -736,10 +741,16 @@ static int make_room(ct__tcp_hs *s, int force)
     return 0;
 }
 
+static int run_conn(ct__tcp_hs *s, int i, short revents);
+
+/* Accepts what is queued, a few at a time: each new connection is read at
+ * once (a rank's hello has usually arrived with it), and the caller serves
+ * the pending ones before more are taken, so a flood of fresh connections
+ * cannot push a real rank's out before its hello is read. */
 static ct_status accept_all(ct__tcp_hs *s)
 {
     int round;
-    for (round = 0; round < CT__TCP_PENDING_MAX; round++) {
+    for (round = 0; round < ACCEPT_BATCH; round++) {
         int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
             /* The queue stays readable: free a descriptor, or wait a
@@ -760,6 +771,10 @@ static ct_status accept_all(ct__tcp_hs *s)
         }
         peer_addr(fd, s->c[s->n - 1].addr, sizeof s->c[s->n - 1].addr);
         set_io(&s->c[s->n - 1], A_READ_HEAD, s->c[s->n - 1].hello, 16);
+        /* The newest is the last: removing it (-1) moves no other. An
+         * acceptor cannot finish (1) before its peer saw the challenge. */
+        if (run_conn(s, s->n - 1, POLLIN) == -2)
+            return ct__error(CT_ERR_DIST, "tcp open: %s", ct_last_error());
     }
     return CT_OK;
 }
