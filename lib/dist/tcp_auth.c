@@ -97,9 +97,10 @@ int ct__tcp_host_ok(const char *h)
     size_t n = strnlen(h, CT__TCP_HOST_LEN);
     if (n == 0 || n == CT__TCP_HOST_LEN)
         return 0;
+    /* Host names, IPv4 and IPv6 text with a zone (fe80::1%br-ab12). */
     for (; *h; h++)
-        if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f') || (*h >= 'A' && *h <= 'F') ||
-              *h == '.' || *h == ':' || *h == '%' || (*h >= 'g' && *h <= 'z')))
+        if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') ||
+              *h == '.' || *h == ':' || *h == '%' || *h == '-' || *h == '_'))
             return 0;
     return 1;
 }
