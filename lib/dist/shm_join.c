@@ -259,7 +259,8 @@ static ct_status serve_one(server *sv, int i)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return CT_OK;
     if (c->rank == 0) {
-        uint32_t r = n > 0 && (size_t)n >= sizeof m.hello ? m.hello.rank : 0; /* read only if sent */
+        /* The rank is read only once a whole hello has come. */
+        uint32_t r = n > 0 && (size_t)n >= sizeof m.hello ? m.hello.rank : 0;
         if (n <= 0) { /* a probe of who holds the name, or a rank that gave up */
             drop(sv, i);
             return CT_OK;
