@@ -587,7 +587,11 @@ static int advance(ct__tcp_hs *s, int i)
         hs_target *t = &s->tg[c->target];
         char why[200];
         code = get32(c->msg + 12);
-        if (get32(c->msg) != CT__TCP_MAGIC || get32(c->msg + 8) != CT__TCP_VERDICT) {
+        /* A refusal that says "admitted" is as foreign as a bad magic. (A
+         * refusal may come from another version: it says so in its code.) */
+        if (get32(c->msg) != CT__TCP_MAGIC || get32(c->msg + 8) != CT__TCP_VERDICT ||
+            (c->state == C_READ_VERDICT && get32(c->msg + 4) != CT__TCP_VERSION) ||
+            (c->state == C_READ_REFUSAL && code == CT__TCP_OK)) {
             retry(s, i, "%s does not speak this protocol", c->addr);
             return -1;
         }
