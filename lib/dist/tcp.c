@@ -977,8 +977,13 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
     } else {
         st = open_peer(t, &self, master_addr, master_port, deadline, table, &rfd);
     }
-    if (st == CT_OK)
-        st = ring_connect(t, &self, rfd, table, deadline + 1.0);
+    /* A table that came just before this rank's deadline still leaves the
+     * ring a whole handshake's time. */
+    if (st == CT_OK) {
+        double ring_deadline = now_s() + CT__TCP_HANDSHAKE_S + 1.0;
+        st = ring_connect(t, &self, rfd, table,
+                          ring_deadline > deadline + 1.0 ? ring_deadline : deadline + 1.0);
+    }
     if (rfd >= 0)
         close(rfd);
     free(table);
