@@ -833,12 +833,20 @@ fail:
     return st;
 }
 
+/* Where rank r listens: rank 0 at MASTER_ADDR itself, whose copy in the
+ * table holds at most CT__TCP_HOST_LEN - 1 bytes. */
+static const char *host_of(const wire_addr *table, int r, const char *master_addr)
+{
+    return r == 0 ? master_addr : table[r].host;
+}
+
 /* Each rank connects to its right neighbour's listener, and ranks other than
  * 0 open a control link to rank 0's; meanwhile each accepts its left
  * neighbour (and rank 0 the control links), all in one set of handshakes:
  * every rank connects first, so each must answer while it waits. */
 static ct_status ring_connect(ct__tcp *t, const ct__tcp_self *self, int rfd,
-                              const wire_addr *table, double deadline)
+                              const wire_addr *table, const char *master_addr,
+                              double deadline)
 {
     int right = (t->rank + 1) % t->world, left = (t->rank + t->world - 1) % t->world;
     int want, got = 0, r, tg_ring, tg_ctrl = -1, ring_done = 0, ctrl_done = 0;
@@ -851,10 +859,10 @@ static ct_status ring_connect(ct__tcp *t, const ct__tcp_self *self, int rfd,
     if (t->rank == 0)
         for (r = 1; r < t->world; r++)
             ct__tcp_hs_expect(hs, CT__TCP_CTRL, r);
-    tg_ring = ct__tcp_hs_connect(hs, table[right].host, table[right].port, right, CT__TCP_RING,
-                                 NULL, NULL);
+    tg_ring = ct__tcp_hs_connect(hs, host_of(table, right, master_addr), table[right].port,
+                                 right, CT__TCP_RING, NULL, NULL);
     if (t->rank != 0)
-        tg_ctrl = ct__tcp_hs_connect(hs, table[0].host, table[0].port, 0, CT__TCP_CTRL, NULL,
+        tg_ctrl = ct__tcp_hs_connect(hs, master_addr, table[0].port, 0, CT__TCP_CTRL, NULL,
                                      NULL);
     want = 1 + (t->rank != 0) + (t->rank == 0 ? t->world : 1);
     while (got < want) {
@@ -865,8 +873,9 @@ static ct_status ring_connect(ct__tcp *t, const ct__tcp_self *self, int rfd,
             if (!ring_done || (tg_ctrl >= 0 && !ctrl_done)) {
                 int tg = !ring_done ? tg_ring : tg_ctrl, to = !ring_done ? right : 0;
                 st = ct__error(CT_ERR_DIST, "tcp open: rank %d (at %s:%d) did not answer "
-                                            "within %.1f s (%s)", to, table[to].host,
-                               table[to].port, t->timeout_s, ct__tcp_hs_target_status(hs, tg));
+                                            "within %.1f s (%s)", to,
+                               host_of(table, to, master_addr), table[to].port, t->timeout_s,
+                               ct__tcp_hs_target_status(hs, tg));
             } else {
                 int *miss = calloc((size_t)t->world, sizeof *miss);
                 char list[300];
@@ -981,7 +990,7 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
      * ring a whole handshake's time. */
     if (st == CT_OK) {
         double ring_deadline = now_s() + CT__TCP_HANDSHAKE_S + 1.0;
-        st = ring_connect(t, &self, rfd, table,
+        st = ring_connect(t, &self, rfd, table, master_addr,
                           ring_deadline > deadline + 1.0 ? ring_deadline : deadline + 1.0);
     }
     if (rfd >= 0)
