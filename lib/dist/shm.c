@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "dist/shm_join.h"
 
@@ -97,13 +98,6 @@ struct ct__shm {
     int pid_check;   /* the creator's pid namespace is ours: pids comparable */
     char name[CT__SHM_ENDPOINT_MAX + 1];
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static inline void cpu_relax(void)
 {
@@ -292,14 +286,14 @@ static ct_status barrier(ct__shm *s, const char *op)
         else
             sched_yield();
     }
-    deadline = now_s() + s->timeout_s;
-    next_poll = now_s() + 1e-9 * POLL_NS;
+    deadline = ct__now_s() + s->timeout_s;
+    next_poll = ct__now_s() + 1e-9 * POLL_NS;
     for (;;) {
         double t;
         g = __atomic_load_n(&h->gen, __ATOMIC_SEQ_CST);
         if (all_arrived(h, s->world, e))
             goto done;
-        t = now_s();
+        t = ct__now_s();
         ab = __atomic_load_n(&h->abort_rank, __ATOMIC_SEQ_CST);
         if (ab != 0) {
             char why[96];
@@ -526,7 +520,7 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
     st = ct__shm_endpoint_name(job, world, key, s->name, sizeof s->name);
     if (st != CT_OK)
         goto fail;
-    deadline = now_s() + timeout_s;
+    deadline = ct__now_s() + timeout_s;
 
     if (rank == 0) {
         int fd = -1;
@@ -554,7 +548,7 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
     }
     /* The join barrier (epoch 1): every rank has its mapping. */
     {
-        double left = deadline - now_s();
+        double left = deadline - ct__now_s();
         s->timeout_s = left > 0.01 ? left : 0.01;
         s->joining = 1;
         st = barrier(s, "shm open");

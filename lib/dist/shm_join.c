@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
@@ -29,13 +30,6 @@
 /* Connections rank 0 holds beyond one per rank, for strays of this user
  * (a probe of who holds the name, a rank that retried). */
 #define EXTRA_CONNS 16
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void hex(const unsigned char *in, size_t n, char *out)
 {
@@ -394,7 +388,7 @@ ct_status ct__shm_join_serve(const char *name, int world, int seg_fd, uint64_t s
     if (st != CT_OK)
         goto out;
     while (sv.mapped < world - 1) {
-        double left = deadline - now_s();
+        double left = deadline - ct__now_s();
         int np;
         if (left <= 0) {
             st = missing_error(&sv, timeout_s);
@@ -569,7 +563,7 @@ static ct_status connect_endpoint(const char *name, double deadline, double time
         if (e != ECONNREFUSED && e != EAGAIN && e != ENOENT)
             return ct__error(CT_ERR_DIST, "shm open: cannot connect to @%s: %s", name,
                              strerror(e));
-        if (now_s() >= deadline)
+        if (ct__now_s() >= deadline)
             return ct__error(CT_ERR_DIST, "shm open: rank 0 did not open @%s within %.1f s",
                              name, timeout_s);
         usleep(nap);
@@ -611,7 +605,7 @@ ct_status ct__shm_join_fetch(const char *name, int rank, int world, uint64_t seg
     }
     for (;;) {
         struct pollfd p = {s, POLLIN, 0};
-        double left = deadline - now_s();
+        double left = deadline - ct__now_s();
         int again = 0;
         if (left <= 0) {
             close(s);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "dist/tcp_auth.h"
 
@@ -79,30 +80,14 @@ typedef struct {
     size_t left;
 } io_op;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int poll_ms(double deadline)
 {
-    double left = deadline - now_s();
+    double left = deadline - ct__now_s();
     if (left <= 0)
         return 0;
     if (left > 1e6)
         return 1000000000;
     return (int)(left * 1000.0) + 1;
-}
-
-static void sock_setup(int fd)
-{
-    int one = 1;
-    int fl = fcntl(fd, F_GETFL, 0);
-    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 /* "rank 2" or "ranks 1, 3" for the peers flagged in `which`. */
@@ -197,7 +182,7 @@ static ct_status take_notice(ct__tcp *t, const char *op, int i)
     size_t len;
     char *p = (char *)head;
     size_t want = sizeof head;
-    double dl = now_s() + 0.2;
+    double dl = ct__now_s() + 0.2;
     for (;;) {
         ssize_t k;
         struct pollfd pf = { fd, POLLIN, 0 };
@@ -238,7 +223,7 @@ static ct_status check_notices(ct__tcp *t, const char *op, double grace)
 {
     struct pollfd pf[64];
     int idx[64], i, n = 0;
-    double dl = now_s() + grace;
+    double dl = ct__now_s() + grace;
     for (i = 0; i < t->nlinks && n < 64; i++) {
         if (!t->links[i].ctrl)
             continue;
@@ -346,7 +331,7 @@ static ct_status run_io_ex(ct__tcp *t, const char *op, io_op *ops, int nops, dou
                            unsigned need)
 {
     int progress_based = deadline < 0, cap = nops + t->nlinks;
-    double dl = progress_based ? now_s() + t->timeout_s : deadline;
+    double dl = progress_based ? ct__now_s() + t->timeout_s : deadline;
     struct pollfd *pf;
     int *map;
     if (cap > t->pf_cap) {
@@ -389,7 +374,7 @@ static ct_status run_io_ex(ct__tcp *t, const char *op, io_op *ops, int nops, dou
         if (!pending)
             return CT_OK;
         if (moved && progress_based)
-            dl = now_s() + t->timeout_s;
+            dl = ct__now_s() + t->timeout_s;
         for (i = 0; i < nops; i++) {
             if (ops[i].left == 0)
                 continue;
@@ -422,7 +407,7 @@ static ct_status run_io_ex(ct__tcp *t, const char *op, io_op *ops, int nops, dou
         if (rc == 0) {
             int *late;
             char list[300], reason[400];
-            if (now_s() < dl)
+            if (ct__now_s() < dl)
                 continue;
             late = calloc((size_t)t->world, sizeof *late);
             if (late == NULL) {
@@ -566,7 +551,7 @@ static int listen_on(const char *op, const char *host, int port, int backlog, in
                   strerror(e ? e : EADDRNOTAVAIL));
         return -1;
     }
-    sock_setup(fd);
+    ct__tcp_sock_setup(fd);
     return fd;
 }
 
@@ -579,9 +564,9 @@ static ct_status send_abort(ct__tcp *t, int fd, int peer, const char *text)
     h.magic = htonl(CT__TCP_MAGIC);
     h.kind = htonl(MSG_ABORT);
     h.len = htonl((uint32_t)len);
-    if (xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, now_s() + 0.5) != CT_OK)
+    if (xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, ct__now_s() + 0.5) != CT_OK)
         return CT_ERR_DIST;
-    return xfer1(t, "tcp open", fd, peer, 0, (void *)text, len, now_s() + 0.5);
+    return xfer1(t, "tcp open", fd, peer, 0, (void *)text, len, ct__now_s() + 0.5);
 }
 
 /* Rank 0 binds MASTER_ADDR when it is an address of this host; otherwise
@@ -980,7 +965,7 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
     }
     for (r = 0; r < world; r++)
         t->star[r] = t->ctrl[r] = -1;
-    deadline = now_s() + timeout_s;
+    deadline = ct__now_s() + timeout_s;
     if (rank == 0) {
         st = open_master(t, &self, master_addr, master_port, deadline, table, &rfd);
     } else {
@@ -989,7 +974,7 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
     /* A table that came just before this rank's deadline still leaves the
      * ring a whole handshake's time. */
     if (st == CT_OK) {
-        double ring_deadline = now_s() + CT__TCP_HANDSHAKE_S + 1.0;
+        double ring_deadline = ct__now_s() + CT__TCP_HANDSHAKE_S + 1.0;
         st = ring_connect(t, &self, rfd, table, master_addr,
                           ring_deadline > deadline + 1.0 ? ring_deadline : deadline + 1.0);
     }
@@ -997,7 +982,7 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
         close(rfd);
     free(table);
     if (st == CT_OK)
-        st = barrier_op(t, "tcp open", now_s() + timeout_s);
+        st = barrier_op(t, "tcp open", ct__now_s() + timeout_s);
     if (st != CT_OK) {
         free_handle(t);
         return st;

@@ -19,17 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
 #define MAX_TARGETS 4
-
-double ct__tcp_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *ct__tcp_reason(unsigned code)
 {
@@ -390,7 +384,7 @@ static void refuse(ct__tcp_hs *s, int i, unsigned code)
 static void backoff(hs_target *t)
 {
     t->busy = 0;
-    t->next_try = ct__tcp_now() + t->wait;
+    t->next_try = ct__now_s() + t->wait;
     t->wait = t->wait * 2 > 0.2 ? 0.2 : t->wait * 2;
 }
 
@@ -419,12 +413,12 @@ static int add_conn(ct__tcp_hs *s, int fd, int target, int state)
     c->fd = fd;
     c->target = target;
     c->state = state;
-    c->born = ct__tcp_now();
+    c->born = ct__now_s();
     c->deadline = c->born + (target >= 0 ? 2 * CT__TCP_HANDSHAKE_S : CT__TCP_HANDSHAKE_S);
     return 0;
 }
 
-static void sock_setup(int fd)
+void ct__tcp_sock_setup(int fd)
 {
     int one = 1;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
@@ -478,7 +472,7 @@ static ct_status start_attempt(ct__tcp_hs *s, int i)
         backoff(t);
         return CT_OK;
     }
-    sock_setup(fd);
+    ct__tcp_sock_setup(fd);
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
         snprintf(t->status, sizeof t->status, "%s", strerror(errno));
         close(fd);
@@ -768,7 +762,7 @@ static ct_status accept_all(ct__tcp_hs *s)
         }
         if (fd < 0)
             return CT_OK; /* EAGAIN, or an aborted connection: nothing to do */
-        sock_setup(fd);
+        ct__tcp_sock_setup(fd);
         make_room(s, 0);
         if (add_conn(s, fd, -1, A_READ_HEAD) != 0) {
             close(fd);
@@ -842,7 +836,7 @@ static int run_conn(ct__tcp_hs *s, int i, short revents)
 ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
 {
     for (;;) {
-        double now = ct__tcp_now(), wake = deadline;
+        double now = ct__now_s(), wake = deadline;
         int i, np = 0, rc, base;
         /* Start the attempts that are due. */
         for (i = 0; i < s->ntg; i++) {
@@ -896,7 +890,7 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
         }
         np = base + s->n;
         {
-            double left = wake - ct__tcp_now();
+            double left = wake - ct__now_s();
             int ms = left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
             rc = poll(s->pf, (nfds_t)np, ms);
         }

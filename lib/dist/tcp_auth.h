@@ -144,6 +144,7 @@ int ct__tcp_hs_target_refused(const ct__tcp_hs *s, int i);
  * why)", or "" when none. Also logs the count of those not logged. */
 const char *ct__tcp_hs_strangers(ct__tcp_hs *s);
 
-double ct__tcp_now(void);
+/* Non-blocking, close-on-exec, no Nagle: every socket of the backend. */
+void ct__tcp_sock_setup(int fd);
 
 #endif
