@@ -1,0 +1,75 @@
+/* Portable tile kernels of streamed attention (kernels/attn_tile.h), and
+ * the choice of variant by level. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/attn_tile.h"
+
+/* i-k-n order with restrict: the inner loop is an axpy over contiguous B and
+ * C rows, which the compiler can vectorise at any level. */
+static void mm_generic(float *restrict C, int ldc, const float *restrict A, int ars, int acs,
+                       const float *restrict B, int ldb, int M, int N, int K, int acc)
+{
+    for (int i = 0; i < M; i++) {
+        float *restrict c = C + (size_t)i * ldc;
+        if (!acc)
+            memset(c, 0, (size_t)N * sizeof *c);
+        for (int k = 0; k < K; k++) {
+            float a = A[(size_t)i * ars + (size_t)k * acs];
+            const float *restrict b = B + (size_t)k * ldb;
+            for (int n = 0; n < N; n++)
+                c[n] += a * b[n];
+        }
+    }
+}
+
+static void probs_generic(float *P, const float *lse, const float *S, int ld, int R, int T,
+                          float scale)
+{
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld, l = lse[r];
+        for (int j = 0; j < T; j++)
+            p[j] = expf(scale * s[j] - l);
+    }
+}
+
+static void softmax_generic(float *P, float *lse, const float *S, int ld, int R, int T,
+                            float scale)
+{
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        float mx = -INFINITY;
+        for (int j = 0; j < T; j++)
+            mx = scale * s[j] > mx ? scale * s[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < T; j++)
+            sum += expf(scale * s[j] - mx);
+        lse[r] = mx + (float)log(sum);
+    }
+    probs_generic(P, lse, S, ld, R, T, scale);
+}
+
+static void dsoftmax_generic(float *dP, const float *P, const float *D, int ld, int R, int T)
+{
+    for (int r = 0; r < R; r++) {
+        float *restrict d = dP + (size_t)r * ld;
+        const float *restrict p = P + (size_t)r * ld;
+        for (int j = 0; j < T; j++)
+            d[j] = p[j] * (d[j] - D[r]);
+    }
+}
+
+const ct__attn_tiles ct__attn_tiles_generic = {
+    "attn_generic", mm_generic, softmax_generic, probs_generic, dsoftmax_generic,
+};
+
+const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa)
+{
+#if defined(__x86_64__)
+    if (isa >= CT__ISA_AVX512)
+        return &ct__attn_tiles_avx512;
+#endif
+    (void)isa;
+    return &ct__attn_tiles_generic;
+}

@@ -1,0 +1,178 @@
+/* AVX-512 tile kernels of streamed attention (kernels/attn_tile.h): a 4x64
+ * register-blocked fp32 product and softmax rows with a vectorised exp. */
+#include "kernels/attn_tile.h"
+
+#if defined(__x86_64__)
+#include <math.h>
+
+#include "kernels/x86/x86.h"
+
+#define INLINE __attribute__((always_inline)) inline
+
+CT_AVX512 static INLINE __m512 splat(float x)
+{
+    return _mm512_set1_ps(x);
+}
+
+static INLINE __mmask16 lanes(int left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+/* e^x as ops_avx512.c's exp16 (<= 1 ulp; its comment has the derivation),
+ * copied because that one is private to the element-wise kernels. */
+CT_AVX512 static INLINE __m512 exp16(__m512 x)
+{
+    x = _mm512_min_ps(splat(89.0f), _mm512_max_ps(splat(-104.0f), x));
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, splat(1.44269502f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, splat(0.693115234375f), x);
+    r = _mm512_fnmadd_ps(k, splat(3.19461833e-05f), r);
+    __m512 p = splat(1.374530373e-03f);
+    p = _mm512_fmadd_ps(p, r, splat(8.368944749e-03f));
+    p = _mm512_fmadd_ps(p, r, splat(4.166964814e-02f));
+    p = _mm512_fmadd_ps(p, r, splat(1.666651815e-01f));
+    p = _mm512_fmadd_ps(p, r, splat(4.999998808e-01f));
+    p = _mm512_fmadd_ps(p, r, splat(1.0f));
+    p = _mm512_fmadd_ps(p, r, splat(1.0f));
+    return _mm512_scalef_ps(p, k);
+}
+
+/* MR rows x NV 16-column vectors of C, the last vector masked to `last`.
+ * MR and NV are constants at every call, so c[][] lives in registers
+ * (16 accumulators at 4x4, which keeps the FMA units busier than the loads:
+ * 8 loads, 4 of them broadcasts, per 16 FMAs). */
+CT_AVX512 static INLINE void block(float *C, int ldc, const float *A, int ars, int acs,
+                                   const float *B, int ldb, int K, int acc, const int MR,
+                                   const int NV, __mmask16 last)
+{
+    __m512 c[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            c[r][v] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const float *b = B + (size_t)k * ldb, *a = A + (size_t)k * acs;
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            bv[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)
+                                : _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; r++) {
+            __m512 av = _mm512_set1_ps(a[(size_t)r * ars]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                c[r][v] = _mm512_fmadd_ps(av, bv[v], c[r][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; r++) {
+        float *cr = C + (size_t)r * ldc;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+            __m512 x = c[r][v];
+            if (acc)
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * v));
+            _mm512_mask_storeu_ps(cr + 16 * v, m, x);
+        }
+    }
+}
+
+#define BLOCK_NV(MR)                                                                   \
+    switch (nv) {                                                                      \
+    case 1: block(c, ldc, a, ars, acs, b, ldb, K, acc, MR, 1, last); break;            \
+    case 2: block(c, ldc, a, ars, acs, b, ldb, K, acc, MR, 2, last); break;            \
+    case 3: block(c, ldc, a, ars, acs, b, ldb, K, acc, MR, 3, last); break;            \
+    default: block(c, ldc, a, ars, acs, b, ldb, K, acc, MR, 4, last); break;           \
+    }
+
+/* Column panels of 64 outer, rows inner: a [K x 64] panel of B stays in L1
+ * (16 KB at K = 64) while every row of A passes over it. */
+CT_AVX512 static void mm_avx512(float *C, int ldc, const float *A, int ars, int acs,
+                                const float *B, int ldb, int M, int N, int K, int acc)
+{
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        int w = N - n0 < 64 ? N - n0 : 64, nv = (w + 15) / 16;
+        __mmask16 last = lanes(w - 16 * (nv - 1));
+        const float *b = B + n0;
+        int i = 0;
+        for (; i + 4 <= M; i += 4) {
+            float *c = C + (size_t)i * ldc + n0;
+            const float *a = A + (size_t)i * ars;
+            BLOCK_NV(4)
+        }
+        float *c = C + (size_t)i * ldc + n0;
+        const float *a = A + (size_t)i * ars;
+        switch (M - i) {
+        case 3: BLOCK_NV(3) break;
+        case 2: BLOCK_NV(2) break;
+        case 1: BLOCK_NV(1) break;
+        default: break;
+        }
+    }
+}
+
+/* The exponent is one fused multiply-subtract, in both functions, so that
+ * P recomputed by backward equals the forward's bit for bit. */
+CT_AVX512 static void probs_avx512(float *P, const float *lse, const float *S, int ld, int R,
+                                   int T, float scale)
+{
+    __m512 vs = splat(scale);
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld;
+        __m512 l = splat(lse[r]);
+        for (int j = 0; j < T; j += 16) {
+            __mmask16 m = lanes(T - j);
+            __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), l);
+            _mm512_mask_storeu_ps(p + j, m, exp16(x));
+        }
+    }
+}
+
+CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int ld, int R,
+                                     int T, float scale)
+{
+    __m512 vs = splat(scale);
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        __m512 vmx = splat(-INFINITY);
+        for (int j = 0; j < T; j += 16) {
+            __mmask16 m = lanes(T - j);
+            __m512 x = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(m, s + j));
+            vmx = _mm512_mask_max_ps(vmx, m, vmx, x);
+        }
+        __m512 mx = splat(_mm512_reduce_max_ps(vmx)), sum = _mm512_setzero_ps();
+        for (int j = 0; j < T; j += 16) {
+            __mmask16 m = lanes(T - j);
+            __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), mx);
+            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, exp16(x)));
+        }
+        lse[r] = _mm512_cvtss_f32(mx) + logf(_mm512_reduce_add_ps(sum));
+    }
+    probs_avx512(P, lse, S, ld, R, T, scale);
+}
+
+CT_AVX512 static void dsoftmax_avx512(float *dP, const float *P, const float *D, int ld, int R,
+                                      int T)
+{
+    for (int r = 0; r < R; r++) {
+        float *d = dP + (size_t)r * ld;
+        const float *p = P + (size_t)r * ld;
+        __m512 dr = splat(D[r]);
+        for (int j = 0; j < T; j += 16) {
+            __mmask16 m = lanes(T - j);
+            __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, d + j), dr);
+            _mm512_mask_storeu_ps(d + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), x));
+        }
+    }
+}
+
+const ct__attn_tiles ct__attn_tiles_avx512 = {
+    "attn_avx512", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+};
+
+#endif

@@ -1,0 +1,432 @@
+/* Streamed attention (model/attention.h) against a naive reference that
+ * materialises S and P per sequence and head in double: ragged packed
+ * batches (lengths 0, 1 and past the tile), ld wider than the heads, fp32
+ * and bf16, dropout with the mask regenerated here, every kernel level this
+ * machine runs, thread-count invariance, and a finite-difference check. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/threadpool.h"
+#include "kernels/kernels.h"
+#include "model/attention.h"
+#include "suites.h"
+
+#define SENTINEL 12345.0f /* in the columns past NH * HD, which must stay untouched */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float urand(void) /* [-1, 1) */
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (float)(((rng * 0x2545f4914f6cdd1dull) >> 40) * (1.0 / 16777216.0) * 2.0 - 1.0);
+}
+
+static float bf(float x) /* the library's fp32 -> bf16 rounding, back to fp32 */
+{
+    ct__bf16 b;
+    float y;
+    ct__f32_to_bf16_generic(&b, &x, 1);
+    ct__bf16_to_f32_generic(&y, &b, 1);
+    return y;
+}
+
+/* One problem: a packed batch and its inputs, outputs of a run. */
+typedef struct prob {
+    int n_seq, NH, HD, ld, N;
+    int seq_start[16];
+    float *q, *k, *v, *dctx;
+    float *ctx, *lse, *dq, *dk, *dv;
+} prob;
+
+static float *alloc_filled(size_t n, float amp)
+{
+    float *x = malloc(n * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = amp * urand();
+    return x;
+}
+
+static void prob_init(prob *p, const int *lens, int n_seq, int NH, int HD, int pad, float amp)
+{
+    memset(p, 0, sizeof *p);
+    p->n_seq = n_seq;
+    p->NH = NH;
+    p->HD = HD;
+    p->ld = NH * HD + pad;
+    for (int s = 0; s < n_seq; s++)
+        p->seq_start[s + 1] = p->seq_start[s] + lens[s];
+    p->N = p->seq_start[n_seq];
+    size_t n = (size_t)p->N * p->ld;
+    p->q = alloc_filled(n, amp);
+    p->k = alloc_filled(n, amp);
+    p->v = alloc_filled(n, 1.0f);
+    p->dctx = alloc_filled(n, 1.0f);
+    float **outs[] = {&p->ctx, &p->dq, &p->dk, &p->dv};
+    for (int i = 0; i < 4; i++) {
+        *outs[i] = malloc((n ? n : 1) * sizeof(float));
+        for (size_t j = 0; j < n; j++)
+            (*outs[i])[j] = SENTINEL;
+    }
+    p->lse = malloc(((size_t)NH * p->N + 1) * sizeof(float));
+}
+
+static void prob_free(prob *p)
+{
+    float *all[] = {p->q, p->k, p->v, p->dctx, p->ctx, p->lse, p->dq, p->dk, p->dv};
+    for (int i = 0; i < 9; i++)
+        free(all[i]);
+}
+
+static ct__attn desc(const prob *p, const ct__kernels *k, ct__pool *pool, int bf16, float drop)
+{
+    ct__attn a = {k, pool, p->n_seq, p->seq_start, p->NH, p->HD, p->ld,
+                  1.0f / sqrtf((float)p->HD), bf16, drop, 0x1234abcdull};
+    return a;
+}
+
+static void run(const ct__attn *a, prob *p)
+{
+    OK(ct__attn_forward(a, p->ctx, p->lse, p->q, p->k, p->v));
+    OK(ct__attn_backward(a, p->dq, p->dk, p->dv, p->dctx, p->q, p->k, p->v, p->ctx, p->lse));
+}
+
+/* ---- the reference ---------------------------------------------------------- */
+
+typedef struct ref {
+    double *ctx, *lse, *dq, *dk, *dv;
+} ref;
+
+/* The dropout multiplier of each (i, j) of sequence s, head h: 0 or
+ * 1/(1-p), from the kernel run on ones with the counter attention.h names. */
+static void mask_of(float *m, const ct__attn *a, int s, int h, int T)
+{
+    size_t base = 0;
+    for (int t = 0; t < s; t++) {
+        size_t len = (size_t)(a->seq_start[t + 1] - a->seq_start[t]);
+        base += (size_t)a->NH * len * len;
+    }
+    for (int i = 0; i < T * T; i++)
+        m[i] = 1.0f;
+    if (a->dropout > 0)
+        ct__dropout_forward_generic(m, m, (size_t)T * T, a->dropout, a->dropout_key,
+                                    base + (size_t)h * T * T);
+}
+
+static ref reference(const ct__attn *a, const prob *p)
+{
+    size_t n = (size_t)p->N * p->ld;
+    ref r;
+    r.ctx = calloc(n + 1, sizeof(double));
+    r.lse = calloc((size_t)p->NH * p->N + 1, sizeof(double));
+    r.dq = calloc(n + 1, sizeof(double));
+    r.dk = calloc(n + 1, sizeof(double));
+    r.dv = calloc(n + 1, sizeof(double));
+#define RND(x) (a->bf16 ? (double)bf(x) : (double)(x))
+    for (int s = 0; s < p->n_seq; s++) {
+        int n0 = p->seq_start[s], T = p->seq_start[s + 1] - n0;
+        if (T == 0)
+            continue;
+        double *P = malloc(sizeof(double) * T * T), *dP = malloc(sizeof(double) * T * T);
+        float *M = malloc(sizeof(float) * T * T);
+        float *Pd = malloc(sizeof(float) * T * T);
+        for (int h = 0; h < p->NH; h++) {
+            mask_of(M, a, s, h, T);
+#define AT(x, i, d) ((x)[(size_t)(n0 + (i)) * p->ld + (size_t)h * p->HD + (d)])
+            for (int i = 0; i < T; i++) {
+                double mx = -INFINITY;
+                for (int j = 0; j < T; j++) {
+                    double sum = 0;
+                    for (int d = 0; d < p->HD; d++)
+                        sum += RND(AT(p->q, i, d)) * RND(AT(p->k, j, d));
+                    P[i * T + j] = a->scale * sum;
+                    mx = fmax(mx, P[i * T + j]);
+                }
+                double z = 0;
+                for (int j = 0; j < T; j++)
+                    z += exp(P[i * T + j] - mx);
+                double lse = mx + log(z);
+                r.lse[(size_t)h * p->N + n0 + i] = lse;
+                for (int j = 0; j < T; j++) {
+                    P[i * T + j] = exp(P[i * T + j] - lse);
+                    Pd[i * T + j] = (float)(P[i * T + j] * M[i * T + j]);
+                    if (a->bf16)
+                        Pd[i * T + j] = bf(Pd[i * T + j]);
+                }
+                for (int d = 0; d < p->HD; d++) {
+                    double sum = 0;
+                    for (int j = 0; j < T; j++)
+                        sum += Pd[i * T + j] * RND(AT(p->v, j, d));
+                    AT(r.ctx, i, d) = sum;
+                }
+            }
+            /* backward */
+            for (int i = 0; i < T; i++) {
+                double D = 0;
+                for (int j = 0; j < T; j++) {
+                    double sum = 0;
+                    for (int d = 0; d < p->HD; d++)
+                        sum += RND(AT(p->dctx, i, d)) * RND(AT(p->v, j, d));
+                    dP[i * T + j] = sum * M[i * T + j];
+                    D += dP[i * T + j] * P[i * T + j];
+                }
+                for (int j = 0; j < T; j++)
+                    dP[i * T + j] = RND((float)(P[i * T + j] * (dP[i * T + j] - D)));
+            }
+            for (int i = 0; i < T; i++)
+                for (int d = 0; d < p->HD; d++) {
+                    double sq = 0, sk = 0, sv = 0;
+                    for (int j = 0; j < T; j++) {
+                        sq += dP[i * T + j] * RND(AT(p->k, j, d));
+                        sk += dP[j * T + i] * RND(AT(p->q, j, d));
+                        sv += Pd[j * T + i] * RND(AT(p->dctx, j, d));
+                    }
+                    AT(r.dq, i, d) = a->scale * sq;
+                    AT(r.dk, i, d) = a->scale * sk;
+                    AT(r.dv, i, d) = sv;
+                }
+#undef AT
+        }
+        free(P);
+        free(dP);
+        free(M);
+        free(Pd);
+    }
+#undef RND
+    return r;
+}
+
+static void ref_free(ref *r)
+{
+    free(r->ctx);
+    free(r->lse);
+    free(r->dq);
+    free(r->dk);
+    free(r->dv);
+}
+
+/* max |x - ref| over max |ref| on the heads' columns; the padding columns
+ * must still hold the sentinel. */
+static double rel_err(const prob *p, const float *x, const double *r, const char *what)
+{
+    double err = 0, mag = 1e-30;
+    for (int n = 0; n < p->N; n++)
+        for (int c = 0; c < p->ld; c++) {
+            size_t i = (size_t)n * p->ld + c;
+            if (c >= p->NH * p->HD) {
+                ck_assert_msg(x[i] == SENTINEL, "%s: padding column %d of row %d written",
+                              what, c, n);
+                continue;
+            }
+            ck_assert_msg(isfinite(x[i]), "%s[%d][%d] = %g", what, n, c, (double)x[i]);
+            err = fmax(err, fabs(x[i] - r[i]));
+            mag = fmax(mag, fabs(r[i]));
+        }
+    return err / mag;
+}
+
+static void compare(const prob *p, const ref *r, double tol, const char *level)
+{
+    const char *names[] = {"ctx", "dq", "dk", "dv"};
+    const float *got[] = {p->ctx, p->dq, p->dk, p->dv};
+    const double *want[] = {r->ctx, r->dq, r->dk, r->dv};
+    for (int i = 0; i < 4; i++) {
+        double e = rel_err(p, got[i], want[i], names[i]);
+        ck_assert_msg(e <= tol, "%s at %s: relative error %g > %g", names[i], level, e, tol);
+    }
+    double le = 0;
+    for (size_t i = 0; i < (size_t)p->NH * p->N; i++)
+        le = fmax(le, fabs(p->lse[i] - r->lse[i]) / fmax(1.0, fabs(r->lse[i])));
+    ck_assert_msg(le <= tol, "lse at %s: error %g > %g", level, le, tol);
+}
+
+/* Lengths: a 0 and a 1, one past two tiles of 64, others not a multiple of
+ * 16 (the vector width) either. */
+static const int LENS[] = {37, 1, 0, 150, 5, 64};
+#define NLENS ((int)(sizeof LENS / sizeof LENS[0]))
+
+static void check_levels(int bf16, float drop, double tol, float amp)
+{
+    for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
+        const ct__kernels *k = ct__kernels_for((ct__isa)isa);
+        if (!k)
+            continue;
+        prob p;
+        prob_init(&p, LENS, NLENS, 3, 24, 5, amp);
+        ct__attn a = desc(&p, k, NULL, bf16, drop);
+        run(&a, &p);
+        ref r = reference(&a, &p);
+        compare(&p, &r, tol, k->name);
+        ref_free(&r);
+        prob_free(&p);
+    }
+}
+
+START_TEST(fp32_matches_reference)
+{
+    check_levels(0, 0.0f, 1e-5, 2.0f);
+}
+END_TEST
+
+START_TEST(bf16_matches_reference)
+{
+    check_levels(1, 0.0f, 1e-2, 2.0f);
+}
+END_TEST
+
+START_TEST(dropout_matches_reference)
+{
+    check_levels(0, 0.25f, 1e-5, 2.0f);
+    check_levels(1, 0.1f, 1e-2, 2.0f);
+}
+END_TEST
+
+/* bert-base's head size, one full sequence, sharp scores. */
+START_TEST(head_size_64_sharp_scores)
+{
+    static const int lens[] = {130, 3};
+    const ct__kernels *k = ct__kernels_get();
+    prob p;
+    prob_init(&p, lens, 2, 2, 64, 0, 4.0f);
+    ct__attn a = desc(&p, k, NULL, 0, 0.0f);
+    run(&a, &p);
+    ref r = reference(&a, &p);
+    compare(&p, &r, 1e-5, k->name);
+    ref_free(&r);
+    prob_free(&p);
+}
+END_TEST
+
+/* One task owns one (sequence, head), so any pool gives the same bits. */
+START_TEST(thread_count_invariant)
+{
+    const ct__kernels *k = ct__kernels_get();
+    for (int mode = 0; mode < 2; mode++) {
+        prob p1, p2;
+        uint64_t seed = rng;
+        prob_init(&p1, LENS, NLENS, 4, 16, 3, 2.0f);
+        rng = seed;
+        prob_init(&p2, LENS, NLENS, 4, 16, 3, 2.0f);
+        ct__pool *one, *two;
+        OK(ct__pool_create(1, &one));
+        OK(ct__pool_create(2, &two));
+        ct__attn a1 = desc(&p1, k, one, mode, 0.2f), a2 = desc(&p2, k, two, mode, 0.2f);
+        run(&a1, &p1);
+        run(&a2, &p2);
+        size_t n = (size_t)p1.N * p1.ld;
+        ck_assert(memcmp(p1.ctx, p2.ctx, n * sizeof(float)) == 0);
+        ck_assert(memcmp(p1.lse, p2.lse, (size_t)p1.NH * p1.N * sizeof(float)) == 0);
+        ck_assert(memcmp(p1.dq, p2.dq, n * sizeof(float)) == 0);
+        ck_assert(memcmp(p1.dk, p2.dk, n * sizeof(float)) == 0);
+        ck_assert(memcmp(p1.dv, p2.dv, n * sizeof(float)) == 0);
+        ct__pool_free(one);
+        ct__pool_free(two);
+        prob_free(&p1);
+        prob_free(&p2);
+    }
+}
+END_TEST
+
+/* loss = sum(ctx * dctx): its gradient is what backward returns for dctx. */
+static double loss(const ct__attn *a, prob *p)
+{
+    OK(ct__attn_forward(a, p->ctx, p->lse, p->q, p->k, p->v));
+    double l = 0;
+    for (int n = 0; n < p->N; n++)
+        for (int c = 0; c < p->NH * p->HD; c++)
+            l += (double)p->ctx[(size_t)n * p->ld + c] * p->dctx[(size_t)n * p->ld + c];
+    return l;
+}
+
+START_TEST(finite_differences)
+{
+    static const int lens[] = {3, 0, 4, 1};
+    for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
+        const ct__kernels *k = ct__kernels_for((ct__isa)isa);
+        if (!k)
+            continue;
+        prob p;
+        prob_init(&p, lens, 4, 2, 4, 1, 1.5f);
+        ct__attn a = desc(&p, k, NULL, 0, 0.0f);
+        run(&a, &p);
+        size_t n = (size_t)p.N * p.ld;
+        float *grads[] = {p.dq, p.dk, p.dv}, *ins[] = {p.q, p.k, p.v};
+        float *g[3];
+        for (int t = 0; t < 3; t++) {
+            g[t] = malloc(n * sizeof(float));
+            memcpy(g[t], grads[t], n * sizeof(float));
+        }
+        for (int t = 0; t < 3; t++)
+            for (size_t i = 0; i < n; i++) {
+                if ((int)(i % p.ld) >= p.NH * p.HD)
+                    continue;
+                float x = ins[t][i], e = 1e-2f;
+                ins[t][i] = x + e;
+                double lp = loss(&a, &p);
+                ins[t][i] = x - e;
+                double lm = loss(&a, &p);
+                ins[t][i] = x;
+                double fd = (lp - lm) / (2.0 * (double)e);
+                ck_assert_msg(fabs(fd - g[t][i]) <= 2e-3 * fmax(1.0, fabs(fd)),
+                              "%s: d%c[%zu] = %g, finite difference %g", k->name, "qkv"[t], i,
+                              (double)g[t][i], fd);
+            }
+        for (int t = 0; t < 3; t++)
+            free(g[t]);
+        prob_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(bad_arguments_and_empty_batch)
+{
+    static const int lens[] = {3, 2};
+    const ct__kernels *k = ct__kernels_get();
+    prob p;
+    prob_init(&p, lens, 2, 2, 4, 0, 1.0f);
+    ct__attn a = desc(&p, k, NULL, 0, 0.0f);
+    a.ld = 7;
+    ASSERT_ERROR_HAS(ct__attn_forward(&a, p.ctx, p.lse, p.q, p.k, p.v), CT_ERR_INVALID_ARG,
+                     "ld 7");
+    a = desc(&p, k, NULL, 0, 1.0f);
+    ASSERT_ERROR_HAS(ct__attn_forward(&a, p.ctx, p.lse, p.q, p.k, p.v), CT_ERR_INVALID_ARG,
+                     "dropout");
+    int bad_start[] = {0, 3, 2};
+    a = desc(&p, k, NULL, 0, 0.0f);
+    a.seq_start = bad_start;
+    ASSERT_ERROR_HAS(ct__attn_backward(&a, p.dq, p.dk, p.dv, p.dctx, p.q, p.k, p.v, p.ctx,
+                                       p.lse),
+                     CT_ERR_INVALID_ARG, "seq_start[2]");
+    a = desc(&p, k, NULL, 0, 0.0f);
+    ASSERT_ERROR_HAS(ct__attn_forward(&a, p.ctx, NULL, p.q, p.k, p.v), CT_ERR_INVALID_ARG,
+                     "NULL");
+    a.n_seq = 0; /* nothing to do, nothing read */
+    OK(ct__attn_forward(&a, NULL, NULL, NULL, NULL, NULL));
+    OK(ct__attn_backward(&a, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+    ck_assert_uint_eq(ct__attn_scratch_bytes(&a, 0), 0);
+    ck_assert_uint_gt(ct__attn_scratch_bytes(&a, 512), 0);
+    prob_free(&p);
+}
+END_TEST
+
+Suite *attention_suite(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("streamed");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, fp32_matches_reference);
+    tcase_add_test(tc, bf16_matches_reference);
+    tcase_add_test(tc, dropout_matches_reference);
+    tcase_add_test(tc, head_size_64_sharp_scores);
+    tcase_add_test(tc, thread_count_invariant);
+    tcase_add_test(tc, finite_differences);
+    tcase_add_test(tc, bad_arguments_and_empty_batch);
+    suite_add_tcase(s, tc);
+    return s;
+}
