@@ -6,6 +6,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +177,14 @@ static ref reference(const ct__attn *a, const prob *p)
                     dP[i * T + j] = sum * M[i * T + j];
                     D += dP[i * T + j] * P[i * T + j];
                 }
+                /* With bf16 operands rowsum(dP * P) and rowsum(dctx * ctx)
+                 * differ by bf16 roundings, which dS = P (dP - D) amplifies
+                 * where it cancels: take the form attention.h names. */
+                if (a->bf16) {
+                    D = 0;
+                    for (int d = 0; d < p->HD; d++)
+                        D += (double)AT(p->dctx, i, d) * AT(r.ctx, i, d);
+                }
                 for (int j = 0; j < T; j++)
                     dP[i * T + j] = RND((float)(P[i * T + j] * (dP[i * T + j] - D)));
             }
@@ -238,6 +247,8 @@ static void compare(const prob *p, const ref *r, double tol, const char *level)
     const double *want[] = {r->ctx, r->dq, r->dk, r->dv};
     for (int i = 0; i < 4; i++) {
         double e = rel_err(p, got[i], want[i], names[i]);
+        if (getenv("ATTN_DEBUG")) /* the margins, when changing a tolerance */
+            fprintf(stderr, "%s %s %g\n", level, names[i], e);
         ck_assert_msg(e <= tol, "%s at %s: relative error %g > %g", names[i], level, e, tol);
     }
     double le = 0;
@@ -251,14 +262,14 @@ static void compare(const prob *p, const ref *r, double tol, const char *level)
 static const int LENS[] = {37, 1, 0, 150, 5, 64};
 #define NLENS ((int)(sizeof LENS / sizeof LENS[0]))
 
-static void check_levels(int bf16, float drop, double tol, float amp)
+static void check_levels_hd(int HD, int bf16, float drop, double tol, float amp)
 {
     for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
         const ct__kernels *k = ct__kernels_for((ct__isa)isa);
         if (!k)
             continue;
         prob p;
-        prob_init(&p, LENS, NLENS, 3, 24, 5, amp);
+        prob_init(&p, LENS, NLENS, 3, HD, 5, amp);
         ct__attn a = desc(&p, k, NULL, bf16, drop);
         run(&a, &p);
         ref r = reference(&a, &p);
@@ -266,6 +277,11 @@ static void check_levels(int bf16, float drop, double tol, float amp)
         ref_free(&r);
         prob_free(&p);
     }
+}
+
+static void check_levels(int bf16, float drop, double tol, float amp)
+{
+    check_levels_hd(24, bf16, drop, tol, amp);
 }
 
 START_TEST(fp32_matches_reference)
@@ -276,14 +292,22 @@ END_TEST
 
 START_TEST(bf16_matches_reference)
 {
-    check_levels(1, 0.0f, 1e-2, 2.0f);
+    check_levels(1, 0.0f, 2e-3, 2.0f);
 }
 END_TEST
 
 START_TEST(dropout_matches_reference)
 {
     check_levels(0, 0.25f, 1e-5, 2.0f);
-    check_levels(1, 0.1f, 1e-2, 2.0f);
+    check_levels(1, 0.1f, 2e-3, 2.0f);
+}
+END_TEST
+
+/* An odd head size: bf16 pairs along it end in a zero (dot-product levels). */
+START_TEST(odd_head_size)
+{
+    check_levels_hd(7, 0, 0.1f, 1e-5, 2.0f);
+    check_levels_hd(7, 1, 0.1f, 2e-3, 2.0f);
 }
 END_TEST
 
@@ -423,6 +447,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, fp32_matches_reference);
     tcase_add_test(tc, bf16_matches_reference);
     tcase_add_test(tc, dropout_matches_reference);
+    tcase_add_test(tc, odd_head_size);
     tcase_add_test(tc, head_size_64_sharp_scores);
     tcase_add_test(tc, thread_count_invariant);
     tcase_add_test(tc, finite_differences);

@@ -5,6 +5,8 @@
 #ifndef CT_KERNELS_ATTN_TILE_H
 #define CT_KERNELS_ATTN_TILE_H
 
+#include <stdint.h>
+
 #include "core/cpu.h"
 
 typedef struct ct__attn_tiles {
@@ -24,6 +26,17 @@ typedef struct ct__attn_tiles {
                        float scale);
     /* The softmax backward in place: dP[r][j] = P[r][j] (dP[r][j] - D[r]). */
     void (*dsoftmax_rows)(float *dP, const float *P, const float *D, int ld, int R, int T);
+    /* bf16 dot products, on levels that have them (NULL elsewhere; callers
+     * then round to bf16 values and use mm). Operands are 32-bit words,
+     * each a pair of bf16 along k (k = 2p in the low half, 2p + 1 high):
+     * C[M,N] (+)= A B over K2 pairs, A word (i, p) = A[i*ars + p*acs],
+     * B word (p, n) = B[p*ldb + n]. */
+    void (*mm_bf16)(float *C, int ldc, const uint32_t *A, int ars, int acs, const uint32_t *B,
+                    int ldb, int M, int N, int K2, int acc);
+    /* B's layout from fp32 rows: dst word (p, n) = (bf16 of src[2p*ks + n],
+     * bf16 of src[(2p+1)*ks + n]) for p < ceil(K/2), n < N, the high half 0
+     * when 2p + 1 = K; dst rows ldd words apart. Rounding as f32_to_bf16. */
+    void (*pack_pairs)(uint32_t *dst, int ldd, const float *src, int ks, int K, int N);
 } ct__attn_tiles;
 
 /* The kernels of level `isa` (the best this file has at or below it). */
@@ -32,6 +45,7 @@ const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa);
 extern const ct__attn_tiles ct__attn_tiles_generic;
 #if defined(__x86_64__)
 extern const ct__attn_tiles ct__attn_tiles_avx512;
+extern const ct__attn_tiles ct__attn_tiles_avx512bf16;
 #endif
 
 #endif

@@ -61,12 +61,16 @@ static void dsoftmax_generic(float *dP, const float *P, const float *D, int ld, 
 }
 
 const ct__attn_tiles ct__attn_tiles_generic = {
-    "attn_generic", mm_generic, softmax_generic, probs_generic, dsoftmax_generic,
+    "attn_generic", mm_generic, softmax_generic, probs_generic, dsoftmax_generic, NULL, NULL,
 };
 
 const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa)
 {
 #if defined(__x86_64__)
+    /* AMX too: these products are small and strided; tiles would need
+     * their own packing, and the vdpbf16ps kernel is fast on such CPUs */
+    if (isa >= CT__ISA_AVX512BF16)
+        return &ct__attn_tiles_avx512bf16;
     if (isa >= CT__ISA_AVX512)
         return &ct__attn_tiles_avx512;
 #endif

@@ -172,7 +172,115 @@ CT_AVX512 static void dsoftmax_avx512(float *dP, const float *P, const float *D,
 }
 
 const ct__attn_tiles ct__attn_tiles_avx512 = {
-    "attn_avx512", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    "attn_avx512", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512, NULL, NULL,
+};
+
+/* ---- AVX512-BF16 ------------------------------------------------------------ */
+
+typedef uint32_t __attribute__((may_alias)) word;
+
+/* As block() with vdpbf16ps: one instruction takes a pair of k, so the same
+ * 16 accumulators do twice the work per load. */
+CT_AVX512BF16 static INLINE void bblock(float *C, int ldc, const word *A, int ars, int acs,
+                                        const word *B, int ldb, int K2, int acc,
+                                        const int MR, const int NV, __mmask16 last)
+{
+    __m512 c[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            c[r][v] = _mm512_setzero_ps();
+    for (int p = 0; p < K2; p++) {
+        const word *b = B + (size_t)p * ldb, *a = A + (size_t)p * acs;
+        __m512bh bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            bv[v] = (__m512bh)(v == NV - 1 ? _mm512_maskz_loadu_epi32(last, b + 16 * v)
+                                           : _mm512_loadu_si512(b + 16 * v));
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; r++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * ars]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                c[r][v] = _mm512_dpbf16_ps(c[r][v], av, bv[v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; r++) {
+        float *cr = C + (size_t)r * ldc;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+            __m512 x = c[r][v];
+            if (acc)
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * v));
+            _mm512_mask_storeu_ps(cr + 16 * v, m, x);
+        }
+    }
+}
+
+#define BBLOCK_NV(MR)                                                                  \
+    switch (nv) {                                                                      \
+    case 1: bblock(c, ldc, a, ars, acs, b, ldb, K2, acc, MR, 1, last); break;          \
+    case 2: bblock(c, ldc, a, ars, acs, b, ldb, K2, acc, MR, 2, last); break;          \
+    case 3: bblock(c, ldc, a, ars, acs, b, ldb, K2, acc, MR, 3, last); break;          \
+    default: bblock(c, ldc, a, ars, acs, b, ldb, K2, acc, MR, 4, last); break;         \
+    }
+
+CT_AVX512BF16 static void mm_bf16_avx512bf16(float *C, int ldc, const uint32_t *A, int ars,
+                                             int acs, const uint32_t *B, int ldb, int M, int N,
+                                             int K2, int acc)
+{
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        int w = N - n0 < 64 ? N - n0 : 64, nv = (w + 15) / 16;
+        __mmask16 last = lanes(w - 16 * (nv - 1));
+        const word *b = (const word *)B + n0;
+        int i = 0;
+        for (; i + 4 <= M; i += 4) {
+            float *c = C + (size_t)i * ldc + n0;
+            const word *a = (const word *)A + (size_t)i * ars;
+            BBLOCK_NV(4)
+        }
+        float *c = C + (size_t)i * ldc + n0;
+        const word *a = (const word *)A + (size_t)i * ars;
+        switch (M - i) {
+        case 3: BBLOCK_NV(3) break;
+        case 2: BBLOCK_NV(2) break;
+        case 1: BBLOCK_NV(1) break;
+        default: break;
+        }
+    }
+}
+
+/* Rows 2p and 2p+1 converted by one vcvtne2ps2bf16 (the rounding of
+ * f32_to_bf16 at this level) and interleaved into pairs by a permute. */
+CT_AVX512BF16 static void pack_pairs_avx512bf16(uint32_t *dst, int ldd, const float *src,
+                                                int ks, int K, int N)
+{
+    uint16_t ix[32];
+    for (int i = 0; i < 16; i++) {
+        ix[2 * i] = (uint16_t)i;
+        ix[2 * i + 1] = (uint16_t)(16 + i);
+    }
+    __m512i perm = _mm512_loadu_si512(ix);
+    for (int p = 0; 2 * p < K; p++) {
+        const float *r0 = src + (size_t)2 * p * ks, *r1 = r0 + ks;
+        int two = 2 * p + 1 < K;
+        word *d = (word *)dst + (size_t)p * ldd;
+        for (int n = 0; n < N; n += 16) {
+            __mmask16 m = lanes(N - n);
+            __m512 x0 = _mm512_maskz_loadu_ps(m, r0 + n);
+            __m512 x1 = two ? _mm512_maskz_loadu_ps(m, r1 + n) : _mm512_setzero_ps();
+            __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+            _mm512_mask_storeu_epi32(d + n, m, _mm512_permutexvar_epi16(perm, h));
+        }
+    }
+}
+
+const ct__attn_tiles ct__attn_tiles_avx512bf16 = {
+    "attn_avx512bf16", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    mm_bf16_avx512bf16, pack_pairs_avx512bf16,
 };
 
 #endif
