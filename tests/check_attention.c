@@ -12,6 +12,7 @@
 
 #include "core/cpu.h"
 #include "core/threadpool.h"
+#include "kernels/attn_tile.h"
 #include "kernels/kernels.h"
 #include "model/attention.h"
 #include "suites.h"
@@ -408,6 +409,23 @@ START_TEST(finite_differences)
 }
 END_TEST
 
+/* The levels above generic have their own tile kernels, and bf16 dot
+ * products where the CPU has them: otherwise the tests above would only
+ * ever see the fallback. */
+START_TEST(levels_use_their_kernels)
+{
+    ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_GENERIC)->mm_bf16);
+#if defined(__x86_64__)
+    ck_assert_str_eq(ct__attn_tiles_for(CT__ISA_AVX512)->name, "attn_avx512");
+    ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_AVX512)->mm_bf16);
+    for (int isa = CT__ISA_AVX512BF16; isa < CT__ISA_COUNT; isa++) {
+        ck_assert_ptr_nonnull(ct__attn_tiles_for((ct__isa)isa)->mm_bf16);
+        ck_assert_ptr_nonnull(ct__attn_tiles_for((ct__isa)isa)->pack_pairs);
+    }
+#endif
+}
+END_TEST
+
 START_TEST(bad_arguments_and_empty_batch)
 {
     static const int lens[] = {3, 2};
@@ -451,6 +469,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, head_size_64_sharp_scores);
     tcase_add_test(tc, thread_count_invariant);
     tcase_add_test(tc, finite_differences);
+    tcase_add_test(tc, levels_use_their_kernels);
     tcase_add_test(tc, bad_arguments_and_empty_batch);
     suite_add_tcase(s, tc);
     return s;

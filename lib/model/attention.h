@@ -27,7 +27,9 @@
  * rows. Each task writes only its own rows and head columns, so results are
  * bitwise the same for any pool size; columns [NH * HD, ld) of ctx, dq, dk,
  * dv are never written. The tile products run on the kernel level of
- * a->k->isa (kernels/attn_tile.h: generic, AVX-512), never through BLAS.
+ * a->k->isa (kernels/attn_tile.h: generic, AVX-512 fp32 FMAs, and with bf16
+ * on AVX512-BF16 and AMX levels vdpbf16ps on operands packed in bf16
+ * pairs), never through BLAS, whose own threads would fight the pool.
  * Scratch is ct__scratch slot 3 of the thread running the task, grown on
  * demand (ct__attn_scratch_bytes for the longest sequence); nothing else is
  * allocated. Two calls may run at once from different application threads
