@@ -5,7 +5,12 @@
  * pool. Best of repeats: on a shared machine the fastest run is the one
  * least disturbed by others, and the kernels' own speed is what is compared.
  *
- *   attn_bench [-l generic|avx512|avx512bf16|amx] [-t threads] [-r repeats]
+ *   attn_bench [-l generic|avx512|avx512bf16|amx] [-t threads] [-r repeats] [-c 1]
+ *
+ * -c 1 times with the process's CPU clock instead of the wall clock: on a
+ * machine shared with other jobs it leaves out the time slices they take.
+ * Meaningful with -t 1 and OPENBLAS_NUM_THREADS=1 only (a pool's spinning
+ * workers and BLAS threads would count too).
  *
  * Output: "attn <case> <impl> <fp32|bf16> <ms fwd+bwd> <GFLOP/s>", where
  * GFLOP/s counts the real tokens' useful products only: 12 T^2 HD per head
@@ -25,10 +30,12 @@
 
 enum { NH = 12, HD = 64, C = NH * HD, NSEQ = 12 };
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock_id, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -172,6 +179,8 @@ int main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-t"))
             threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-c"))
+            clock_id = atoi(argv[i + 1]) ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
         else if (!strcmp(argv[i], "-r"))
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-l")) {
@@ -192,8 +201,8 @@ int main(int argc, char **argv)
         threads = 1;
     if (ct__pool_create(threads, &pool) != CT_OK)
         return 1;
-    printf("# level %s, %d thread(s), NH %d HD %d, %d sequences\n", k->name, threads, NH, HD,
-           NSEQ);
+    printf("# level %s, %d thread(s), NH %d HD %d, %d sequences, %s clock\n", k->name, threads,
+           NH, HD, NSEQ, clock_id == CLOCK_MONOTONIC ? "wall" : "process CPU");
     /* ragged around 146 (real SQuAD features are), padded to their longest
      * and to run_qa's max_seq_length 384; then all 384 */
     static const int ragged[NSEQ] = {98, 176, 120, 160, 146, 131, 190, 110, 152, 140, 171, 158};
