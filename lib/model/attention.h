@@ -32,13 +32,13 @@
  * pairs), never through BLAS, whose own threads would fight the pool.
  * Scratch is ct__scratch slot 3 of the thread running the task, grown on
  * demand (ct__attn_scratch_bytes for the longest sequence); nothing else is
- * allocated. Two calls may run at once from different application threads
- * if they use different pools (or none) and distinct outputs.
+ * allocated. Calls from several application threads are safe (with
+ * distinct outputs; a shared pool serialises them).
  *
  * Errors: CT_ERR_INVALID_ARG (a NULL array with N > 0, NH or HD < 1,
  * ld < NH * HD, seq_start[0] != 0 or decreasing, dropout outside [0, 1),
  * non-finite scale; the text names it), CT_ERR_NOMEM (no scratch; outputs
- * then partly written). n_seq = 0 or N = 0 is CT_OK and reads nothing. */
+ * then partly written). n_seq = 0 or N = 0 is CT_OK and touches no array. */
 #ifndef CT_MODEL_ATTENTION_H
 #define CT_MODEL_ATTENTION_H
 

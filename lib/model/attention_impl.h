@@ -1,0 +1,45 @@
+/* Internal to model/attention*.c: what the fp32 path (attention.c) and the
+ * bf16 dot-product path (attention_dot.c) share. */
+#ifndef CT_MODEL_ATTENTION_IMPL_H
+#define CT_MODEL_ATTENTION_IMPL_H
+
+#include "kernels/attn_tile.h"
+#include "model/attention.h"
+
+/* Query rows per tile. A tile row spans every key of its sequence, so each
+ * row's softmax is exact within the tile and no online (running max)
+ * softmax across key tiles is needed: BERT's T <= 512 keeps a [TILE x T]
+ * score tile at 128 KB at most. */
+enum { TILE = 64 };
+
+static inline size_t up16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+/* One call's arguments, shared by its tasks. */
+typedef struct ct__attn_job {
+    const ct__attn *a;
+    const ct__attn_tiles *t;
+    float *ctx, *lse, *dq, *dk, *dv;
+    const float *q, *k, *v, *dctx, *ctx_in, *lse_in;
+    size_t bytes;
+    int failed; /* a task found no scratch; read after ct__pool_run */
+} ct__attn_job;
+
+/* The dropout counter of element (s, 0, 0, 0) (attention.h). */
+size_t ct__attn_counter_base(const ct__attn *a, int s);
+
+/* The bf16 dot-product path applies: bf16 on and the level has it. */
+static inline int ct__attn_use_dot(const ct__attn *a, const ct__attn_tiles *t)
+{
+    return a->bf16 && t->mm_bf16 && t->pack_pairs;
+}
+
+/* That path's scratch for sequences up to T, in 4-byte words, and the
+ * tasks of (sequence s, head h) with w that scratch. */
+size_t ct__attn_dot_words(const ct__attn *a, int T);
+void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h);
+void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h);
+
+#endif
