@@ -30,7 +30,7 @@ static ct_batch *make_batch(const ct_model *m)
         ids[i] = (int32_t)((i * 37 + 11) % V);
         types[i] = col >= T / 2;
         mask[i] = col < T - 2 * row;
-        labels[i] = i % 3 == 0 ? (int32_t)((i * 13) % V) : -100;
+        labels[i] = i % 3 == 0 && mask[i] ? (int32_t)((i * 13) % V) : -100;
     }
     OK(ct_batch_create(&b));
     OK(ct_batch_set_inputs(b, B, T, ids, types, mask));

@@ -50,7 +50,8 @@ static const struct option_row {
     ROW_SAMPLES(max_eval_samples, "Use only the first N evaluation examples."),
     ROW(n_best_size, INT, "Candidate answers kept per question (default 20)."),
     ROW(max_answer_length, INT, "Longest answer in tokens (default 30)."),
-    ROW(pad_to_max_length, FLAG, "Pad every window to max_seq_length (always done; default True)."),
+    ROW(pad_to_max_length, FLAG, "Pad every window to max_seq_length (always done; default "
+                                 "True). Padding costs nothing: only real tokens are computed."),
     ROW(version_2_with_negative, FLAG, "Some questions have no answer (SQuAD v2.0)."),
     ROW(null_score_diff_threshold, FLOAT, "Predict no answer when its score beats the best "
                                           "span by more than this (default 0.0)."),

@@ -411,6 +411,11 @@ public:
     void set_precision(ct_precision precision) { check(ct_model_set_precision(live(), precision)); }
     ct_precision precision() const { return ct_model_get_precision(live()); }
     void set_training(bool training) { check(ct_model_set_training(live(), training ? 1 : 0)); }
+    bool gradient_checkpointing() const { return ct_model_get_gradient_checkpointing(live()) != 0; }
+    void set_gradient_checkpointing(bool on)
+    {
+        check(ct_model_set_gradient_checkpointing(live(), on ? 1 : 0));
+    }
     void set_seed(std::uint64_t seed, std::uint64_t step = 0) {
         check(ct_model_set_seed(live(), seed, step));
     }

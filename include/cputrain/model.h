@@ -75,6 +75,12 @@ CT_API ct_precision ct_model_get_precision(const ct_model *model);
  * A new model is in training mode. */
 CT_API ct_status ct_model_set_training(ct_model *model, int training);
 CT_API int ct_model_get_training(const ct_model *model);
+/* Gradient checkpointing, as Transformers' gradient_checkpointing_enable():
+ * backward keeps only each layer's input and recomputes the layer from it,
+ * trading one more forward pass for activation memory. The gradients are
+ * the same, bit for bit. Off in a new model. */
+CT_API ct_status ct_model_set_gradient_checkpointing(ct_model *model, int enable);
+CT_API int ct_model_get_gradient_checkpointing(const ct_model *model);
 /* Seed of the dropout generator and the step counter it is combined with;
  * the counter advances by one with every training-mode forward pass. */
 CT_API ct_status ct_model_set_seed(ct_model *model, uint64_t seed, uint64_t step);

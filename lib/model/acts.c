@@ -32,53 +32,50 @@ static size_t head_outputs(const ct_model *m)
     }
 }
 
-/* Lay out every array; with cv->base NULL this only measures. `layers` is
- * L when activations are kept for backward, 1 for inference (then every
- * layer reuses the same slots and x ping-pongs between two). */
-static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int T, int bf16,
-                  int training)
+/* Lay out every array for B sequences of N tokens; with cv->base NULL
+ * this only measures. */
+static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int bf16,
+                  ct__keep keep)
 {
     const ct__config *c = &m->cfg;
-    size_t BT = (size_t)B * T, C = (size_t)c->hidden_size, FF = (size_t)c->intermediate_size;
-    size_t NH = (size_t)c->num_heads, L = training ? (size_t)c->num_layers : 1;
-    size_t X = training ? (size_t)c->num_layers + 1 : 2;
-    size_t att = (size_t)B * NH * T * T;
-    size_t rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B : BT;
+    size_t NT = (size_t)N, C = (size_t)c->hidden_size, FF = (size_t)c->intermediate_size;
+    size_t NH = (size_t)c->num_heads;
+    size_t L = keep == CT__KEEP_ALL ? (size_t)c->num_layers : 1;
+    size_t X = keep == CT__KEEP_NONE ? 2 : (size_t)c->num_layers + 1;
+    size_t rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B : NT;
     size_t nout = head_outputs(m);
-    int drop = training && c->attention_dropout > 0;
     size_t widest = C > FF ? C : FF;
+    int training = keep != CT__KEEP_NONE;
     if (nout > widest)
         widest = nout;
 
     memset(a, 0, sizeof *a);
-    a->emb = F(BT * C);
-    a->emb_mean = F(BT);
-    a->emb_rstd = F(BT);
-    a->x = F(X * BT * C);
-    a->q = F(L * BT * C);
-    a->k = F(L * BT * C);
-    a->v = F(L * BT * C);
-    a->probs = F(L * att);
-    a->probs_drop = drop ? F(L * att) : a->probs;
-    a->ctx = F(L * BT * C);
-    a->res1 = F(L * BT * C);
-    a->ln1_mean = F(L * BT);
-    a->ln1_rstd = F(L * BT);
-    a->h1 = F(L * BT * C);
-    a->ff_pre = F(L * BT * FF);
-    a->ff_act = F(L * BT * FF);
-    a->res2 = F(L * BT * C);
-    a->ln2_mean = F(L * BT);
-    a->ln2_rstd = F(L * BT);
+    a->seq_start = (int *)take(cv, (size_t)B + 1, sizeof(int));
+    a->tok = (int32_t *)take(cv, NT, sizeof(int32_t));
+    a->targets = (int32_t *)take(cv, NT > 2 * (size_t)B ? NT : 2 * (size_t)B, sizeof(int32_t));
+    a->emb = F(NT * C);
+    a->emb_mean = F(NT);
+    a->emb_rstd = F(NT);
+    a->x = F(X * NT * C);
+    a->q = F(L * NT * C);
+    a->k = F(L * NT * C);
+    a->v = F(L * NT * C);
+    a->lse = F(L * NH * NT);
+    a->ctx = F(L * NT * C);
+    a->res1 = F(L * NT * C);
+    a->ln1_mean = F(L * NT);
+    a->ln1_rstd = F(L * NT);
+    a->h1 = F(L * NT * C);
+    a->ff_pre = F(L * NT * FF);
+    a->ff_act = F(L * NT * FF);
+    a->res2 = F(L * NT * C);
+    a->ln2_mean = F(L * NT);
+    a->ln2_rstd = F(L * NT);
     if (bf16) {
-        a->x_b = H(X * BT * C);
-        a->q_b = H(L * BT * C);
-        a->k_b = H(L * BT * C);
-        a->v_b = H(L * BT * C);
-        a->probs_b = H(L * att);
-        a->ctx_b = H(L * BT * C);
-        a->h1_b = H(L * BT * C);
-        a->ff_act_b = H(L * BT * FF);
+        a->x_b = H(X * NT * C);
+        a->ctx_b = H(L * NT * C);
+        a->h1_b = H(L * NT * C);
+        a->ff_act_b = H(L * NT * FF);
         a->head_in_b = H(rows * C);
         a->head_out_b = H(rows * C);
     }
@@ -91,65 +88,101 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int T, int 
     a->logits = F(rows * nout);
     if (training) {
         a->dlogits = F(rows * nout);
-        a->dx = F(BT * C);
-        a->dx2 = F(BT * C);
-        a->da = F(BT * C);
-        a->db = F(BT * C);
-        a->dq = F(BT * C);
-        a->dk = F(BT * C);
-        a->dv = F(BT * C);
-        a->dff = F(BT * FF);
-        a->dp = F(att);
+        a->dx = F(NT * C);
+        a->dx2 = F(NT * C);
+        a->da = F(NT * C);
+        a->db = F(NT * C);
+        a->dq = F(NT * C);
+        a->dk = F(NT * C);
+        a->dv = F(NT * C);
+        a->dff = F(NT * FF);
         a->dhead = F(rows * C);
         a->dhead2 = F(rows * C);
-        if (bf16) {
-            a->dy_b = H(BT * widest);
-            a->dp_b = H(att);
-        }
+        if (bf16)
+            a->dy_b = H(NT * widest);
     }
-    a->B = B;
-    a->T = T;
+    a->cap_seqs = B;
+    a->cap_tokens = N;
     a->bf16 = bf16;
-    a->training = training;
+    a->keep = keep;
 }
 
 #undef F
 #undef H
 
-ct_status ct__acts_prepare(ct_model *m, int B, int T, int training)
+ct_status ct__acts_prepare(ct_model *m, int B, int N, ct__keep keep)
 {
     int bf16 = m->precision == CT_PRECISION_BF16;
     ct__acts *a = m->acts, probe;
     carver cv = {NULL, 0};
     void *block;
 
-    if (a && a->B == B && a->T == T && a->bf16 == bf16 && a->training == training)
+    if (a && a->block && a->cap_seqs >= B && a->cap_tokens >= N && a->bf16 == bf16 &&
+        a->keep == keep)
         return CT_OK;
-    carve(&probe, &cv, m, B, T, bf16, training);
+    /* Ragged batches vary in N from step to step: grow with headroom so the
+     * block is not remade for every slightly longer batch. */
+    if (a && a->block && a->bf16 == bf16 && a->keep == keep) {
+        if (B < a->cap_seqs)
+            B = a->cap_seqs;
+        if (N > a->cap_tokens)
+            N += N / 8;
+        if (N < a->cap_tokens)
+            N = a->cap_tokens;
+    }
+    carve(&probe, &cv, m, B, N, bf16, keep);
     if (!a && !(a = m->acts = calloc(1, sizeof *a)))
         return ct__error(CT_ERR_NOMEM, "out of memory for activations");
-    block = a->bytes >= cv.used ? a->block : NULL;
-    if (!block) {
-        free(a->block);
-        a->block = NULL;
-        a->bytes = 0;
-        m->logits = NULL;
-        if (posix_memalign(&block, 64, cv.used) != 0)
-            return ct__error(CT_ERR_NOMEM,
-                             "out of memory for activations of a %d x %d batch (%.1f MiB)", B, T,
-                             cv.used / 1048576.0);
-        a->bytes = cv.used;
-        if (m->placed)
-            ct__node_bind_os_index(m->numa_node, block, cv.used);
-    }
-    cv.base = block;
-    cv.used = 0;
+    free(a->block);
+    a->block = NULL;
+    a->bytes = 0;
+    m->logits = NULL;
+    if (posix_memalign(&block, 64, cv.used) != 0)
+        return ct__error(CT_ERR_NOMEM,
+                         "out of memory for activations of %d sequences, %d tokens (%.1f MiB)",
+                         B, N, cv.used / 1048576.0);
+    if (m->placed)
+        ct__node_bind_os_index(m->numa_node, block, cv.used);
     {
-        size_t bytes = a->bytes;
-        carve(a, &cv, m, B, T, bf16, training);
+        float *padded = a->padded_logits;
+        size_t cap = a->padded_cap;
+        cv.base = block;
+        cv.used = 0;
+        carve(a, &cv, m, B, N, bf16, keep);
         a->block = block;
-        a->bytes = bytes;
+        a->bytes = cv.used;
+        a->padded_logits = padded;
+        a->padded_cap = cap;
     }
+    return CT_OK;
+}
+
+ct_status ct__acts_padded_logits(ct_model *m, const float **out)
+{
+    ct__acts *a = m->acts;
+    size_t nout, need;
+    if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION) {
+        *out = a->logits;
+        return CT_OK;
+    }
+    nout = head_outputs(m);
+    need = (size_t)a->B * a->T * nout;
+    if (!a->padded_fresh) {
+        if (a->padded_cap < need) {
+            float *p = realloc(a->padded_logits, need * sizeof *p);
+            if (!p)
+                return ct__error(CT_ERR_NOMEM, "out of memory for [%d, %d, %zu] logits", a->B,
+                                 a->T, nout);
+            a->padded_logits = p;
+            a->padded_cap = need;
+        }
+        memset(a->padded_logits, 0, need * sizeof *a->padded_logits);
+        for (int i = 0; i < a->N; i++)
+            memcpy(a->padded_logits + (size_t)a->tok[i] * nout, a->logits + (size_t)i * nout,
+                   nout * sizeof *a->logits);
+        a->padded_fresh = 1;
+    }
+    *out = a->padded_logits;
     return CT_OK;
 }
 
@@ -158,5 +191,6 @@ void ct__acts_free(ct__acts *a)
     if (!a)
         return;
     free(a->block);
+    free(a->padded_logits);
     free(a);
 }

@@ -1,39 +1,57 @@
 /* Internal: activation buffers of one forward pass, kept for backward, and
- * backward's scratch. One allocation carved into named arrays, sized for a
- * batch shape [B, T] and grown when a larger batch comes. */
+ * backward's scratch. One allocation carved into named arrays.
+ *
+ * A batch is computed as its real tokens only: the positions its attention
+ * mask keeps, packed sequence after sequence (tok[i] is packed token i's
+ * index b * T + t in the caller's [B, T] arrays, seq_start[b] where row b's
+ * tokens begin). Every [N, .] array below has one row per packed token. The
+ * block is sized for a capacity of sequences and tokens and only grows. */
 #ifndef CT_MODEL_ACTS_H
 #define CT_MODEL_ACTS_H
 
 #include "model/model.h"
 
+/* What a pass keeps: everything (plain training), only each layer's input
+ * (gradient checkpointing: a layer is recomputed in backward), or nothing
+ * (inference: layers reuse one slot and x ping-pongs between two). */
+typedef enum { CT__KEEP_NONE, CT__KEEP_ALL, CT__KEEP_INPUTS } ct__keep;
+
 struct ct__acts {
-    int B, T;
-    int bf16;     /* bf16 copies of matmul inputs exist */
-    int training; /* layout includes backward scratch */
+    int cap_seqs, cap_tokens; /* what the block holds */
+    int bf16;
+    ct__keep keep;
     void *block;
     size_t bytes;
 
-    /* Per layer l (L layers); x has L + 1 entries: x[0] the embeddings'
-     * output, x[l + 1] layer l's output. Shapes per entry. */
-    float *emb;              /* [BT,C] word + position + type, LayerNorm input */
-    float *emb_mean, *emb_rstd; /* [BT] */
-    float *x;                /* [L+1][BT,C] */
-    float *q, *k, *v;        /* [L][BT,C] */
-    float *probs;            /* [L][B,NH,T,T] softmax output */
-    float *probs_drop;       /* [L][B,NH,T,T] after dropout (== probs when none) */
-    float *ctx;              /* [L][BT,C] attention output, input of Wo */
-    float *res1;             /* [L][BT,C] LayerNorm 1 input */
-    float *ln1_mean, *ln1_rstd; /* [L][BT] */
-    float *h1;               /* [L][BT,C] LayerNorm 1 output */
-    float *ff_pre;           /* [L][BT,FF] before the activation */
-    float *ff_act;           /* [L][BT,FF] after it */
-    float *res2;             /* [L][BT,C] LayerNorm 2 input */
-    float *ln2_mean, *ln2_rstd; /* [L][BT] */
+    /* The packing of the batch of the last pass. */
+    int B, T, N;
+    int *seq_start;           /* [B+1] */
+    int32_t *tok;             /* [N] */
+    int32_t *targets;         /* [N] MLM labels of the packed tokens, or [2B] QA
+                               * start/end as positions within their sequence
+                               * (-1: ignored) */
 
-    /* bf16 copies of what bf16 matmuls read (NULL in fp32 mode). */
-    ct__bf16 *x_b, *q_b, *k_b, *v_b, *probs_b, *ctx_b, *h1_b, *ff_act_b; /* as above */
+    /* Per layer l (L layers, or one slot when not kept); x has L + 1 entries
+     * (or two): x[0] the embeddings' output, x[l + 1] layer l's output. */
+    float *emb;                 /* [N,C] word + position + type, LayerNorm input */
+    float *emb_mean, *emb_rstd; /* [N] */
+    float *x;                   /* [L+1][N,C] */
+    float *q, *k, *v;           /* [L][N,C] */
+    float *lse;                 /* [L][NH,N] attention's row log-sum-exp */
+    float *ctx;                 /* [L][N,C] attention output, input of Wo */
+    float *res1;                /* [L][N,C] LayerNorm 1 input */
+    float *ln1_mean, *ln1_rstd; /* [L][N] */
+    float *h1;                  /* [L][N,C] LayerNorm 1 output */
+    float *ff_pre;              /* [L][N,FF] before the activation */
+    float *ff_act;              /* [L][N,FF] after it */
+    float *res2;                /* [L][N,C] LayerNorm 2 input */
+    float *ln2_mean, *ln2_rstd; /* [L][N] */
 
-    /* Heads. rows = B (classification: the [CLS] rows) or BT (QA, MLM). */
+    /* bf16 copies of what bf16 matmuls read (NULL in fp32 mode); attention
+     * rounds its own inputs. */
+    ct__bf16 *x_b, *ctx_b, *h1_b, *ff_act_b; /* as above */
+
+    /* Heads. rows = B (classification: the [CLS] rows) or N (QA, MLM). */
     float *head_in;   /* [rows,C] input of the first head matmul */
     float *head_pre;  /* [rows,C] classification/MLM dense output */
     float *head_act;  /* [rows,C] after tanh / ReLU / GELU */
@@ -44,17 +62,25 @@ struct ct__acts {
 
     /* Backward scratch. */
     float *dlogits;          /* [rows, n_out] */
-    float *dx, *dx2;         /* [BT,C] gradient flowing down, ping-pong */
-    float *da, *db;          /* [BT,C] */
-    float *dq, *dk, *dv;     /* [BT,C] */
-    float *dff;              /* [BT,FF] */
-    float *dp;               /* [B,NH,T,T] */
-    ct__bf16 *dy_b;          /* [BT, max(C, FF, n_out)] bf16 copy of an upstream gradient */
-    ct__bf16 *dp_b;          /* [B,NH,T,T] */
+    float *dx, *dx2;         /* [N,C] gradient flowing down, ping-pong */
+    float *da, *db;          /* [N,C] */
+    float *dq, *dk, *dv;     /* [N,C] */
+    float *dff;              /* [N,FF] */
+    ct__bf16 *dy_b;          /* [N, max(C, FF, n_out)] bf16 copy of an upstream gradient */
     float *dhead, *dhead2;   /* [rows,C] */
+
+    /* ct_model_logits' view: the packed logits scattered back to [B, T, .]
+     * (zeros where the mask excludes), made on first request. */
+    float *padded_logits;
+    size_t padded_cap;
+    int padded_fresh;
 };
 
-/* Make sure m->acts fits [B, T] for this precision/mode. */
-ct_status ct__acts_prepare(ct_model *m, int B, int T, int training);
+/* Make sure m->acts holds a pass over B sequences of N packed tokens. */
+ct_status ct__acts_prepare(ct_model *m, int B, int N, ct__keep keep);
+
+/* The logits of the last forward as the caller's [B, T, .] layout (QA and
+ * MLM; classification's [B, labels] is returned as is). */
+ct_status ct__acts_padded_logits(ct_model *m, const float **out);
 
 #endif

@@ -1,7 +1,13 @@
 /* BERT / DistilBERT forward and backward over the flat buffers: embeddings,
  * post-LN transformer layers, the three heads and their losses. fp32, or
- * bf16 matmul inputs with fp32 accumulation (everything else fp32). */
+ * bf16 matmul inputs with fp32 accumulation (everything else fp32).
+ *
+ * Only the tokens the attention mask keeps are computed (acts.h: packed,
+ * sequence after sequence); each sequence attends over its own tokens. No
+ * output at a kept position depends on the others, so this gives what a
+ * padded computation gives there, with no work spent on padding. */
 #include "model/acts.h"
+#include "model/attention.h"
 #include "model/batch.h"
 
 #include <math.h>
@@ -18,9 +24,10 @@ typedef struct pass {
     const ct__kernels *k;
     ct__pool *pool;
     int bf16;
-    int training; /* dropout on */
-    int keep;     /* activations kept per layer for backward */
-    int B, T, BT, C, NH, HD, FF, L;
+    int training;  /* dropout on */
+    int per_layer; /* activations have one slot per layer */
+    int all_x;     /* every layer's input is kept (x has L + 1 slots) */
+    int B, T, N, C, NH, HD, FF, L;
     uint64_t step;
 } pass;
 
@@ -29,9 +36,9 @@ static float *G(const pass *p, size_t off) { return p->m->grads + off; }
 static const ct__bf16 *PB(const pass *p, size_t off) { return p->m->params_bf16 + off; }
 
 /* Per-layer slot of an activation array: layer l when kept, else slot 0. */
-#define SLOT(p, base, l, per) ((base) + (size_t)((p)->keep ? (l) : 0) * (per))
+#define SLOT(p, base, l, per) ((base) + (size_t)((p)->per_layer ? (l) : 0) * (per))
 /* x[i] for i in [0, L]: all kept, or ping-pong between two. */
-#define XS(p, base, i, per) ((base) + (size_t)((p)->keep ? (i) : ((i) & 1)) * (per))
+#define XS(p, base, i, per) ((base) + (size_t)((p)->all_x ? (i) : ((i) & 1)) * (per))
 
 static uint64_t site_key(const pass *p, uint32_t site)
 {
@@ -111,101 +118,33 @@ static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
 
 /* ---- attention --------------------------------------------------------------- */
 
-/* One batched product over (batch, head): C_bh = alpha op(A_bh) op(B_bh).
- * Row-major strides: per batch item, per head. */
-typedef struct bmm {
-    int M, N, K, lda, ldb, ldc, flags;
-    ptrdiff_t sa[2], sb[2], sc[2];
-} bmm;
-
-static ct_status batched(const pass *p, float *Cm, const void *A, const void *Bm, const bmm *d,
-                         float alpha)
+static ct__attn attn_desc(const pass *p, int l)
 {
-    ct__gemm_desc g = {d->M, d->N, d->K, d->lda, d->ldb, d->ldc, d->flags, alpha,
-                       {p->B, p->NH}, {d->sa[0], d->sa[1]}, {d->sb[0], d->sb[1]},
-                       {d->sc[0], d->sc[1]}};
-    return p->bf16 ? p->k->gemm_bf16(Cm, A, Bm, &g, p->pool)
-                   : p->k->gemm_f32(Cm, A, Bm, &g, p->pool);
+    ct__attn at = {p->k, p->pool, p->B, p->a->seq_start, p->NH, p->HD, p->C,
+                   1.0f / sqrtf((float)p->HD), p->bf16,
+                   p->training ? p->m->cfg.attention_dropout : 0.0f,
+                   site_key(p, SITE(l, SITE_ATT_PROBS))};
+    return at;
 }
-
-/* Strides of a head's [T, HD] view inside a [BT, C] activation, and of a
- * [T, T] score matrix inside [B, NH, T, T]. */
-#define HEAD_VIEW(p) {(ptrdiff_t)(p)->T * (p)->C, (p)->HD}
-#define SCORE_VIEW(p) {(ptrdiff_t)(p)->NH * (p)->T * (p)->T, (ptrdiff_t)(p)->T * (p)->T}
 
 static ct_status attention_fwd(const pass *p, int l)
 {
     ct__acts *a = p->a;
-    size_t BTC = (size_t)p->BT * p->C, att = (size_t)p->B * p->NH * p->T * p->T;
-    float *q = SLOT(p, a->q, l, BTC), *k = SLOT(p, a->k, l, BTC), *v = SLOT(p, a->v, l, BTC);
-    float *probs = SLOT(p, a->probs, l, att), *pd = SLOT(p, a->probs_drop, l, att);
-    float *ctx = SLOT(p, a->ctx, l, BTC);
-    float scale = 1.0f / sqrtf((float)p->HD);
-    ct_status st;
-    bmm qk = {p->T, p->T, p->HD, p->C, p->C, p->T, CT__GEMM_TRANS_B,
-              HEAD_VIEW(p), HEAD_VIEW(p), SCORE_VIEW(p)};
-    bmm pv = {p->T, p->HD, p->T, p->T, p->C, p->C, 0, SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
-
-    /* scores = Q K^T / sqrt(HD), written into probs and softmaxed in place */
-    if (p->bf16)
-        st = batched(p, probs, SLOT(p, a->q_b, l, BTC), SLOT(p, a->k_b, l, BTC), &qk, scale);
-    else
-        st = batched(p, probs, q, k, &qk, scale);
-    if (st != CT_OK)
-        return st;
-    ct__p_softmax_forward(p->pool, probs, probs, p->batch->attention_mask, p->B, p->NH * p->T,
-                          p->T);
-    if (pd != probs) {
-        memcpy(pd, probs, att * sizeof *pd);
-        dropout(p, pd, att, p->m->cfg.attention_dropout, SITE(l, SITE_ATT_PROBS));
-    }
-    if (p->bf16) {
-        ct__bf16 *pb = SLOT(p, a->probs_b, l, att);
-        to_bf16(p, pb, pd, att);
-        return batched(p, ctx, pb, SLOT(p, a->v_b, l, BTC), &pv, 1.0f);
-    }
-    return batched(p, ctx, pd, v, &pv, 1.0f);
+    size_t NC = (size_t)p->N * p->C;
+    ct__attn at = attn_desc(p, l);
+    return ct__attn_forward(&at, SLOT(p, a->ctx, l, NC), SLOT(p, a->lse, l, (size_t)p->NH * p->N),
+                            SLOT(p, a->q, l, NC), SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC));
 }
 
 /* From dctx (in a->da) to dq, dk, dv (in a->dq/dk/dv). */
 static ct_status attention_bwd(const pass *p, int l)
 {
     ct__acts *a = p->a;
-    size_t BTC = (size_t)p->BT * p->C, att = (size_t)p->B * p->NH * p->T * p->T;
-    float *probs = SLOT(p, a->probs, l, att), *pd = SLOT(p, a->probs_drop, l, att);
-    float scale = 1.0f / sqrtf((float)p->HD);
-    const void *dctx = a->da, *q = SLOT(p, a->q, l, BTC), *k = SLOT(p, a->k, l, BTC);
-    const void *v = SLOT(p, a->v, l, BTC), *P_ = pd, *dS = a->dp;
-    ct_status st;
-    /* dP = dctx V^T, dV = Pdrop^T dctx, dQ = dS K, dK = dS^T Q */
-    bmm dpv = {p->T, p->T, p->HD, p->C, p->C, p->T, CT__GEMM_TRANS_B,
-               HEAD_VIEW(p), HEAD_VIEW(p), SCORE_VIEW(p)};
-    bmm dvv = {p->T, p->HD, p->T, p->T, p->C, p->C, CT__GEMM_TRANS_A,
-               SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
-    bmm dqv = {p->T, p->HD, p->T, p->T, p->C, p->C, 0, SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
-    bmm dkv = {p->T, p->HD, p->T, p->T, p->C, p->C, CT__GEMM_TRANS_A,
-               SCORE_VIEW(p), HEAD_VIEW(p), HEAD_VIEW(p)};
-
-    if (p->bf16) {
-        ct__bf16 *dctx_b = a->dy_b;
-        to_bf16(p, dctx_b, a->da, BTC);
-        dctx = dctx_b;
-        q = SLOT(p, a->q_b, l, BTC);
-        k = SLOT(p, a->k_b, l, BTC);
-        v = SLOT(p, a->v_b, l, BTC);
-        P_ = SLOT(p, a->probs_b, l, att);
-        dS = a->dp_b;
-    }
-    if ((st = batched(p, a->dp, dctx, v, &dpv, 1.0f)) != CT_OK ||
-        (st = batched(p, a->dv, P_, dctx, &dvv, 1.0f)) != CT_OK)
-        return st;
-    if (pd != probs)
-        dropout_back(p, a->dp, att, p->m->cfg.attention_dropout, SITE(l, SITE_ATT_PROBS));
-    ct__p_softmax_backward(p->pool, a->dp, a->dp, probs, p->B * p->NH * p->T, p->T, scale);
-    to_bf16(p, a->dp_b, a->dp, att);
-    if ((st = batched(p, a->dq, dS, k, &dqv, 1.0f)) != CT_OK)
-        return st;
-    return batched(p, a->dk, dS, q, &dkv, 1.0f);
+    size_t NC = (size_t)p->N * p->C;
+    ct__attn at = attn_desc(p, l);
+    return ct__attn_backward(&at, a->dq, a->dk, a->dv, a->da, SLOT(p, a->q, l, NC),
+                             SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC), SLOT(p, a->ctx, l, NC),
+                             SLOT(p, a->lse, l, (size_t)p->NH * p->N));
 }
 
 /* ---- one encoder layer ---------------------------------------------------------- */
@@ -228,96 +167,98 @@ static ct_status layer_fwd(const pass *p, int l)
 {
     ct__acts *a = p->a;
     const ct__layer_w *w = &p->m->w.layers[l];
-    size_t BTC = (size_t)p->BT * p->C, BTF = (size_t)p->BT * p->FF;
-    const float *x = XS(p, a->x, l, BTC);
-    const ct__bf16 *xb = p->bf16 ? XS(p, a->x_b, l, BTC) : NULL;
-    float *ctx = SLOT(p, a->ctx, l, BTC), *res1 = SLOT(p, a->res1, l, BTC);
-    float *h1 = SLOT(p, a->h1, l, BTC), *ff_pre = SLOT(p, a->ff_pre, l, BTF);
-    float *ff_act = SLOT(p, a->ff_act, l, BTF), *res2 = SLOT(p, a->res2, l, BTC);
-    float *out = XS(p, a->x, l + 1, BTC);
+    size_t NC = (size_t)p->N * p->C, NF = (size_t)p->N * p->FF;
+    const float *x = XS(p, a->x, l, NC);
+    const ct__bf16 *xb = p->bf16 ? XS(p, a->x_b, l, NC) : NULL;
+    float *ctx = SLOT(p, a->ctx, l, NC), *res1 = SLOT(p, a->res1, l, NC);
+    float *h1 = SLOT(p, a->h1, l, NC), *ff_pre = SLOT(p, a->ff_pre, l, NF);
+    float *ff_act = SLOT(p, a->ff_act, l, NF), *res2 = SLOT(p, a->res2, l, NC);
+    float *out = XS(p, a->x, l + 1, NC);
     float hdrop = p->m->cfg.hidden_dropout, eps = p->m->cfg.layer_norm_eps;
-    int BT = p->BT, C = p->C, FF = p->FF;
+    int N = p->N, C = p->C, FF = p->FF;
     ct_status st;
 
-    if ((st = linear_fwd(p, SLOT(p, a->q, l, BTC), x, xb, w->wq, w->bq, BT, C, C)) != CT_OK ||
-        (st = linear_fwd(p, SLOT(p, a->k, l, BTC), x, xb, w->wk, w->bk, BT, C, C)) != CT_OK ||
-        (st = linear_fwd(p, SLOT(p, a->v, l, BTC), x, xb, w->wv, w->bv, BT, C, C)) != CT_OK)
+    if ((st = linear_fwd(p, SLOT(p, a->q, l, NC), x, xb, w->wq, w->bq, N, C, C)) != CT_OK ||
+        (st = linear_fwd(p, SLOT(p, a->k, l, NC), x, xb, w->wk, w->bk, N, C, C)) != CT_OK ||
+        (st = linear_fwd(p, SLOT(p, a->v, l, NC), x, xb, w->wv, w->bv, N, C, C)) != CT_OK ||
+        (st = attention_fwd(p, l)) != CT_OK)
         return st;
-    to_bf16(p, SLOT(p, a->q_b, l, BTC), SLOT(p, a->q, l, BTC), BTC);
-    to_bf16(p, SLOT(p, a->k_b, l, BTC), SLOT(p, a->k, l, BTC), BTC);
-    to_bf16(p, SLOT(p, a->v_b, l, BTC), SLOT(p, a->v, l, BTC), BTC);
-    if ((st = attention_fwd(p, l)) != CT_OK)
-        return st;
-    to_bf16(p, SLOT(p, a->ctx_b, l, BTC), ctx, BTC);
+    to_bf16(p, SLOT(p, a->ctx_b, l, NC), ctx, NC);
     /* res1 = dropout(ctx Wo^T + bo) + x; h1 = LayerNorm(res1) */
-    if ((st = linear_fwd(p, res1, ctx, p->bf16 ? SLOT(p, a->ctx_b, l, BTC) : NULL, w->wo, w->bo,
-                         BT, C, C)) != CT_OK)
+    if ((st = linear_fwd(p, res1, ctx, p->bf16 ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo,
+                         N, C, C)) != CT_OK)
         return st;
-    dropout(p, res1, BTC, hdrop, SITE(l, SITE_ATT_OUT));
-    ct__p_map(p->pool, ct__add_inplace, res1, x, BTC);
-    ct__p_layernorm_forward(p->pool, h1, SLOT(p, a->ln1_mean, l, BT), SLOT(p, a->ln1_rstd, l, BT), res1,
-                          P(p, w->ln1_w), P(p, w->ln1_b), BT, C, eps);
-    to_bf16(p, SLOT(p, a->h1_b, l, BTC), h1, BTC);
+    dropout(p, res1, NC, hdrop, SITE(l, SITE_ATT_OUT));
+    ct__p_map(p->pool, ct__add_inplace, res1, x, NC);
+    ct__p_layernorm_forward(p->pool, h1, SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N),
+                            res1, P(p, w->ln1_w), P(p, w->ln1_b), N, C, eps);
+    to_bf16(p, SLOT(p, a->h1_b, l, NC), h1, NC);
     /* feed-forward */
-    if ((st = linear_fwd(p, ff_pre, h1, p->bf16 ? SLOT(p, a->h1_b, l, BTC) : NULL, w->w1, w->b1,
-                         BT, C, FF)) != CT_OK)
+    if ((st = linear_fwd(p, ff_pre, h1, p->bf16 ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1,
+                         N, C, FF)) != CT_OK)
         return st;
-    activation_fwd(p, ff_act, ff_pre, BTF);
-    to_bf16(p, SLOT(p, a->ff_act_b, l, BTF), ff_act, BTF);
-    if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? SLOT(p, a->ff_act_b, l, BTF) : NULL, w->w2,
-                         w->b2, BT, FF, C)) != CT_OK)
+    activation_fwd(p, ff_act, ff_pre, NF);
+    to_bf16(p, SLOT(p, a->ff_act_b, l, NF), ff_act, NF);
+    if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2,
+                         w->b2, N, FF, C)) != CT_OK)
         return st;
-    dropout(p, res2, BTC, hdrop, SITE(l, SITE_FFN_OUT));
-    ct__p_map(p->pool, ct__add_inplace, res2, h1, BTC);
-    ct__p_layernorm_forward(p->pool, out, SLOT(p, a->ln2_mean, l, BT), SLOT(p, a->ln2_rstd, l, BT), res2,
-                          P(p, w->ln2_w), P(p, w->ln2_b), BT, C, eps);
-    to_bf16(p, XS(p, a->x_b, l + 1, BTC), out, BTC);
+    dropout(p, res2, NC, hdrop, SITE(l, SITE_FFN_OUT));
+    ct__p_map(p->pool, ct__add_inplace, res2, h1, NC);
+    ct__p_layernorm_forward(p->pool, out, SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N),
+                            res2, P(p, w->ln2_w), P(p, w->ln2_b), N, C, eps);
+    to_bf16(p, XS(p, a->x_b, l + 1, NC), out, NC);
     return CT_OK;
 }
 
 /* dout: gradient of the layer output (a->dx); leaves the gradient of the
- * layer input in a->dx2 and swaps the two. */
+ * layer input in a->dx2 and swaps the two. With gradient checkpointing the
+ * layer's activations are first recomputed from its kept input: the same
+ * products in the same order and the same dropout masks, so the same bits. */
 static ct_status layer_bwd(pass *p, int l)
 {
     ct__acts *a = p->a;
     const ct__layer_w *w = &p->m->w.layers[l];
-    size_t BTC = (size_t)p->BT * p->C, BTF = (size_t)p->BT * p->FF;
-    int BT = p->BT, C = p->C, FF = p->FF, bf = p->bf16;
-    const float *x = a->x + (size_t)l * BTC;
-    const ct__bf16 *xb = bf ? a->x_b + (size_t)l * BTC : NULL;
+    size_t NC = (size_t)p->N * p->C, NF = (size_t)p->N * p->FF;
+    int N = p->N, C = p->C, FF = p->FF, bf = p->bf16;
+    const float *x = XS(p, a->x, l, NC);
+    const ct__bf16 *xb = bf ? XS(p, a->x_b, l, NC) : NULL;
     float *dout = a->dx, *dx_in = a->dx2, *dres = a->db, *dh1 = a->da;
     float hdrop = p->m->cfg.hidden_dropout;
     ct_status st;
 
+    /* (the recomputation also rewrites x[l + 1], layer l + 1's kept input,
+     * with the bits it holds; nothing reads it any more) */
+    if (!p->per_layer && (st = layer_fwd(p, l)) != CT_OK)
+        return st;
     /* out = LN2(res2), res2 = dropout(ff_act W2^T + b2) + h1 */
-    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln2_w), G(p, w->ln2_b), dout, a->res2 + (size_t)l * BTC,
-                           P(p, w->ln2_w), a->ln2_mean + (size_t)l * BT,
-                           a->ln2_rstd + (size_t)l * BT, BT, C);
-    memcpy(dh1, dres, BTC * sizeof *dh1); /* residual branch */
-    dropout_back(p, dres, BTC, hdrop, SITE(l, SITE_FFN_OUT));
-    if ((st = linear_bwd(p, p->a->dff, 0, dres, a->ff_act + (size_t)l * BTF,
-                         bf ? a->ff_act_b + (size_t)l * BTF : NULL, w->w2, w->b2, BT, FF, C)) !=
+    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln2_w), G(p, w->ln2_b), dout,
+                             SLOT(p, a->res2, l, NC), P(p, w->ln2_w), SLOT(p, a->ln2_mean, l, N),
+                             SLOT(p, a->ln2_rstd, l, N), N, C);
+    memcpy(dh1, dres, NC * sizeof *dh1); /* residual branch */
+    dropout_back(p, dres, NC, hdrop, SITE(l, SITE_FFN_OUT));
+    if ((st = linear_bwd(p, a->dff, 0, dres, SLOT(p, a->ff_act, l, NF),
+                         bf ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
         CT_OK)
         return st;
-    activation_bwd(p, a->dff, a->dff, a->ff_pre + (size_t)l * BTF, BTF);
-    if ((st = linear_bwd(p, dh1, 1, a->dff, a->h1 + (size_t)l * BTC,
-                         bf ? a->h1_b + (size_t)l * BTC : NULL, w->w1, w->b1, BT, C, FF)) != CT_OK)
+    activation_bwd(p, a->dff, a->dff, SLOT(p, a->ff_pre, l, NF), NF);
+    if ((st = linear_bwd(p, dh1, 1, a->dff, SLOT(p, a->h1, l, NC),
+                         bf ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, N, C, FF)) != CT_OK)
         return st;
     /* h1 = LN1(res1), res1 = dropout(ctx Wo^T + bo) + x */
-    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1, a->res1 + (size_t)l * BTC,
-                           P(p, w->ln1_w), a->ln1_mean + (size_t)l * BT,
-                           a->ln1_rstd + (size_t)l * BT, BT, C);
-    memcpy(dx_in, dres, BTC * sizeof *dx_in); /* residual branch */
-    dropout_back(p, dres, BTC, hdrop, SITE(l, SITE_ATT_OUT));
+    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1,
+                             SLOT(p, a->res1, l, NC), P(p, w->ln1_w), SLOT(p, a->ln1_mean, l, N),
+                             SLOT(p, a->ln1_rstd, l, N), N, C);
+    memcpy(dx_in, dres, NC * sizeof *dx_in); /* residual branch */
+    dropout_back(p, dres, NC, hdrop, SITE(l, SITE_ATT_OUT));
     /* dctx into a->da (dh1 is no longer needed) */
-    if ((st = linear_bwd(p, a->da, 0, dres, a->ctx + (size_t)l * BTC,
-                         bf ? a->ctx_b + (size_t)l * BTC : NULL, w->wo, w->bo, BT, C, C)) != CT_OK)
+    if ((st = linear_bwd(p, a->da, 0, dres, SLOT(p, a->ctx, l, NC),
+                         bf ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo, N, C, C)) != CT_OK)
         return st;
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
-    if ((st = linear_bwd(p, dx_in, 1, a->dq, x, xb, w->wq, w->bq, BT, C, C)) != CT_OK ||
-        (st = linear_bwd(p, dx_in, 1, a->dk, x, xb, w->wk, w->bk, BT, C, C)) != CT_OK ||
-        (st = linear_bwd(p, dx_in, 1, a->dv, x, xb, w->wv, w->bv, BT, C, C)) != CT_OK)
+    if ((st = linear_bwd(p, dx_in, 1, a->dq, x, xb, w->wq, w->bq, N, C, C)) != CT_OK ||
+        (st = linear_bwd(p, dx_in, 1, a->dk, x, xb, w->wk, w->bk, N, C, C)) != CT_OK ||
+        (st = linear_bwd(p, dx_in, 1, a->dv, x, xb, w->wv, w->bv, N, C, C)) != CT_OK)
         return st;
     a->dx = dx_in;
     a->dx2 = dout;
@@ -333,14 +274,15 @@ static void embeddings_fwd_task(void *ctx, int task, int thread)
     const ct__model_w *w = &p->m->w;
     const ct_batch *b = p->batch;
     int C = p->C, ntasks = ct__pool_nthreads(p->pool);
-    size_t lo = (size_t)p->BT * task / ntasks, hi = (size_t)p->BT * (task + 1) / ntasks;
+    size_t lo = (size_t)p->N * task / ntasks, hi = (size_t)p->N * (task + 1) / ntasks;
     (void)thread;
     for (size_t i = lo; i < hi; i++) {
+        size_t at = (size_t)p->a->tok[i]; /* position ids count padding, as Transformers' do */
         float *e = p->a->emb + i * C;
-        const float *we = P(p, w->wte) + (size_t)b->input_ids[i] * C;
-        const float *pe = P(p, w->wpe) + (i % (size_t)p->T) * C;
+        const float *we = P(p, w->wte) + (size_t)b->input_ids[at] * C;
+        const float *pe = P(p, w->wpe) + (at % (size_t)p->T) * C;
         const float *te = w->wtt != CT__NO_TENSOR
-                              ? P(p, w->wtt) + (size_t)b->token_type_ids[i] * C
+                              ? P(p, w->wtt) + (size_t)b->token_type_ids[at] * C
                               : NULL;
         for (int c = 0; c < C; c++)
             e[c] = we[c] + pe[c] + (te ? te[c] : 0.0f);
@@ -354,10 +296,10 @@ static void embeddings_fwd(const pass *p)
     ct__acts *a = p->a;
     ct__pool_run(p->pool, embeddings_fwd_task, (void *)p, ct__pool_nthreads(p->pool));
     ct__p_layernorm_forward(p->pool, a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
-                            P(p, w->emb_ln_b), p->BT, p->C,
+                            P(p, w->emb_ln_b), p->N, p->C,
                             m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
-    dropout(p, a->x, (size_t)p->BT * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
-    to_bf16(p, a->x_b, a->x, (size_t)p->BT * p->C);
+    dropout(p, a->x, (size_t)p->N * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
+    to_bf16(p, a->x_b, a->x, (size_t)p->N * p->C);
 }
 
 /* Scatter-adding rows into the embedding gradients: different rows may hit
@@ -373,9 +315,10 @@ static void embeddings_bwd_task(void *ctx, int task, int thread)
     int C = p->C, ntasks = ct__pool_nthreads(p->pool);
     int c0 = (int)((size_t)C * task / ntasks), c1 = (int)((size_t)C * (task + 1) / ntasks);
     (void)thread;
-    for (int i = 0; i < p->BT; i++) {
+    for (int i = 0; i < p->N; i++) {
         const float *d = demb + (size_t)i * C;
-        int id = b->input_ids[i];
+        size_t at = (size_t)p->a->tok[i];
+        int id = b->input_ids[at];
         /* nn.Embedding(padding_idx=...) gives the padding row no gradient. */
         if (id != m->cfg.pad_token_id) {
             float *gw = G(p, w->wte) + (size_t)id * C;
@@ -383,12 +326,12 @@ static void embeddings_bwd_task(void *ctx, int task, int thread)
                 gw[c] += d[c];
         }
         if (w->wtt != CT__NO_TENSOR) {
-            float *gt = G(p, w->wtt) + (size_t)b->token_type_ids[i] * C;
+            float *gt = G(p, w->wtt) + (size_t)b->token_type_ids[at] * C;
             for (int c = c0; c < c1; c++)
                 gt[c] += d[c];
         }
         if (!m->cfg.sinusoidal_pos) { /* fixed sinusoids are not trained */
-            float *gp = G(p, w->wpe) + (size_t)(i % p->T) * C;
+            float *gp = G(p, w->wpe) + (at % (size_t)p->T) * C;
             for (int c = c0; c < c1; c++)
                 gp[c] += d[c];
         }
@@ -400,9 +343,9 @@ static void embeddings_bwd(const pass *p)
     const ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
-    dropout_back(p, a->dx, (size_t)p->BT * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
+    dropout_back(p, a->dx, (size_t)p->N * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
     ct__p_layernorm_backward(p->pool, a->db, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx,
-                             a->emb, P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->BT, p->C);
+                             a->emb, P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->N, p->C);
     ct__pool_run(p->pool, embeddings_bwd_task, (void *)p, ct__pool_nthreads(p->pool));
 }
 
@@ -425,10 +368,10 @@ static ct_status head_fwd(pass *p)
     ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
-    size_t BTC = (size_t)p->BT * p->C;
-    float *xL = XS(p, a->x, p->L, BTC);
-    ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, BTC) : NULL;
-    int C = p->C, B = p->B, BT = p->BT;
+    size_t NC = (size_t)p->N * p->C;
+    float *xL = XS(p, a->x, p->L, NC);
+    ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, NC) : NULL;
+    int C = p->C, B = p->B, N = p->N;
     ct_status st;
 
     switch (m->task) {
@@ -436,13 +379,13 @@ static ct_status head_fwd(pass *p)
         const float *in = xL;
         const ct__bf16 *inb = xLb;
         if (m->cfg.arch == CT__ARCH_DISTILBERT && p->training && m->cfg.qa_dropout > 0) {
-            memcpy(a->head_in, xL, BTC * sizeof *xL);
-            dropout(p, a->head_in, BTC, m->cfg.qa_dropout, SITE_HEAD(p));
-            to_bf16(p, a->head_in_b, a->head_in, BTC);
+            memcpy(a->head_in, xL, NC * sizeof *xL);
+            dropout(p, a->head_in, NC, m->cfg.qa_dropout, SITE_HEAD(p));
+            to_bf16(p, a->head_in_b, a->head_in, NC);
             in = a->head_in;
             inb = a->head_in_b;
         }
-        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, BT, C, 2);
+        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, N, C, 2);
         m->logits_ndim = 3;
         m->logits_shape[0] = B;
         m->logits_shape[1] = p->T;
@@ -452,7 +395,8 @@ static ct_status head_fwd(pass *p)
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
         int NL = m->cfg.num_labels;
         for (int b = 0; b < B; b++) /* the [CLS] token of each sequence */
-            memcpy(a->head_in + (size_t)b * C, xL + (size_t)b * p->T * C, (size_t)C * sizeof *xL);
+            memcpy(a->head_in + (size_t)b * C, xL + (size_t)a->seq_start[b] * C,
+                   (size_t)C * sizeof *xL);
         to_bf16(p, a->head_in_b, a->head_in, (size_t)B * C);
         if ((st = linear_fwd(p, a->head_pre, a->head_in, a->head_in_b, w->pre_w, w->pre_b, B, C,
                              C)) != CT_OK)
@@ -471,13 +415,13 @@ static ct_status head_fwd(pass *p)
         break;
     }
     default: { /* masked LM: dense, activation, LayerNorm, decoder tied to wte */
-        if ((st = linear_fwd(p, a->head_pre, xL, xLb, w->pre_w, w->pre_b, BT, C, C)) != CT_OK)
+        if ((st = linear_fwd(p, a->head_pre, xL, xLb, w->pre_w, w->pre_b, N, C, C)) != CT_OK)
             return st;
-        activation_fwd(p, a->head_act, a->head_pre, BTC);
+        activation_fwd(p, a->head_act, a->head_pre, NC);
         ct__p_layernorm_forward(p->pool, a->head_out, a->head_mean, a->head_rstd, a->head_act,
-                              P(p, w->head_ln_w), P(p, w->head_ln_b), BT, C, head_ln_eps(m));
-        to_bf16(p, a->head_out_b, a->head_out, BTC);
-        st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->wte, w->out_b, BT, C,
+                              P(p, w->head_ln_w), P(p, w->head_ln_b), N, C, head_ln_eps(m));
+        to_bf16(p, a->head_out_b, a->head_out, NC);
+        st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->wte, w->out_b, N, C,
                         m->cfg.vocab_size);
         m->logits_ndim = 3;
         m->logits_shape[0] = B;
@@ -497,35 +441,32 @@ static float head_loss(pass *p, float scale, float *dlogits)
     ct_model *m = p->m;
     const ct_batch *b = p->batch;
     ct__acts *a = p->a;
-    int B = p->B, T = p->T;
+    int B = p->B;
 
     if (m->task == CT_TASK_QUESTION_ANSWERING) {
-        /* Two cross-entropies over the T positions, start and end; a
-         * position clamped to T is ignored; the loss is their mean. */
-        float *col = a->head_pre, *dcol = a->dhead; /* [B,T] scratch each */
-        const int32_t *pos[2] = {b->start_positions, b->end_positions};
-        int32_t target[1];
+        /* Two cross-entropies over each sequence's kept positions, start
+         * and end (a->targets: -1 is ignored); the loss is their mean. */
+        float *col = a->head_pre, *dcol = a->dhead; /* [N] scratch each */
         double total = 0;
         for (int which = 0; which < 2; which++) {
+            const int32_t *target = a->targets + (size_t)which * B;
             double sum = 0;
             int count = 0;
-            for (int i = 0; i < B * T; i++)
+            for (int i = 0; i < p->N; i++)
                 col[i] = a->logits[2 * (size_t)i + which];
             for (int r = 0; r < B; r++) {
-                int c = 0;
-                int32_t t = pos[which][r] < 0 ? 0 : pos[which][r] > T ? T : pos[which][r];
-                target[0] = t;
-                sum += ct__cross_entropy_forward(col + (size_t)r * T, T, target, 1, T, T, &c);
+                int c = 0, at = a->seq_start[r], len = a->seq_start[r + 1] - at;
+                sum += ct__cross_entropy_forward(col + at, len, target + r, 1, len, -1, &c);
                 count += c;
             }
             total += 0.5 * sum / count; /* NaN when every example is ignored, as in torch */
             if (dlogits) {
                 for (int r = 0; r < B; r++) {
-                    int32_t t = pos[which][r] < 0 ? 0 : pos[which][r] > T ? T : pos[which][r];
-                    ct__cross_entropy_backward(dcol + (size_t)r * T, T, col + (size_t)r * T, T, &t,
-                                               1, T, T, count ? 0.5f * scale / count : 0.0f);
+                    int at = a->seq_start[r], len = a->seq_start[r + 1] - at;
+                    ct__cross_entropy_backward(dcol + at, len, col + at, len, target + r, 1, len,
+                                               -1, count ? 0.5f * scale / count : 0.0f);
                 }
-                for (int i = 0; i < B * T; i++)
+                for (int i = 0; i < p->N; i++)
                     dlogits[2 * (size_t)i + which] = dcol[i];
             }
         }
@@ -545,14 +486,13 @@ static float head_loss(pass *p, float scale, float *dlogits)
     }
     {
         /* Cross-entropy over classes or vocabulary; -100 is ignored. */
-        int rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? B : B * T;
-        int V = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? m->cfg.num_labels
-                                                           : m->cfg.vocab_size;
-        int count;
+        int cls = m->task == CT_TASK_SEQUENCE_CLASSIFICATION;
+        int rows = cls ? B : p->N, V = cls ? m->cfg.num_labels : m->cfg.vocab_size, count;
+        const int32_t *labels = cls ? b->labels : a->targets;
         double sum =
-            ct__p_cross_entropy_forward(p->pool, a->logits, b->labels, rows, V, -100, &count);
+            ct__p_cross_entropy_forward(p->pool, a->logits, labels, rows, V, -100, &count);
         if (dlogits)
-            ct__p_cross_entropy_backward(p->pool, dlogits, a->logits, b->labels, rows, V, -100,
+            ct__p_cross_entropy_backward(p->pool, dlogits, a->logits, labels, rows, V, -100,
                                          count ? scale / count : 0.0f);
         return (float)(sum / count);
     }
@@ -564,19 +504,19 @@ static ct_status head_bwd(pass *p)
     ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
-    size_t BTC = (size_t)p->BT * p->C;
-    float *xL = a->x + (size_t)p->L * BTC;
-    ct__bf16 *xLb = p->bf16 ? a->x_b + (size_t)p->L * BTC : NULL;
-    int C = p->C, B = p->B, BT = p->BT;
+    size_t NC = (size_t)p->N * p->C;
+    float *xL = XS(p, a->x, p->L, NC);
+    ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, NC) : NULL;
+    int C = p->C, B = p->B, N = p->N;
     ct_status st;
 
     switch (m->task) {
     case CT_TASK_QUESTION_ANSWERING: {
         int dropped = m->cfg.arch == CT__ARCH_DISTILBERT && p->training && m->cfg.qa_dropout > 0;
         st = linear_bwd(p, a->dx, 0, a->dlogits, dropped ? a->head_in : xL,
-                        dropped ? a->head_in_b : xLb, w->out_w, w->out_b, BT, C, 2);
+                        dropped ? a->head_in_b : xLb, w->out_w, w->out_b, N, C, 2);
         if (st == CT_OK && dropped)
-            dropout_back(p, a->dx, BTC, m->cfg.qa_dropout, SITE_HEAD(p));
+            dropout_back(p, a->dx, NC, m->cfg.qa_dropout, SITE_HEAD(p));
         return st;
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
@@ -592,21 +532,21 @@ static ct_status head_bwd(pass *p)
         if ((st = linear_bwd(p, a->dhead, 0, a->dhead2, a->head_in, a->head_in_b, w->pre_w,
                              w->pre_b, B, C, C)) != CT_OK)
             return st;
-        memset(a->dx, 0, BTC * sizeof *a->dx);
+        memset(a->dx, 0, NC * sizeof *a->dx);
         for (int b = 0; b < B; b++)
-            memcpy(a->dx + (size_t)b * p->T * C, a->dhead + (size_t)b * C,
+            memcpy(a->dx + (size_t)a->seq_start[b] * C, a->dhead + (size_t)b * C,
                    (size_t)C * sizeof *a->dx);
         return CT_OK;
     }
     default:
         if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->wte,
-                             w->out_b, BT, C, m->cfg.vocab_size)) != CT_OK)
+                             w->out_b, N, C, m->cfg.vocab_size)) != CT_OK)
             return st;
         ct__p_layernorm_backward(p->pool, a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b), a->dhead,
-                               a->head_act, P(p, w->head_ln_w), a->head_mean, a->head_rstd, BT,
+                               a->head_act, P(p, w->head_ln_w), a->head_mean, a->head_rstd, N,
                                C);
-        activation_bwd(p, a->dhead, a->dhead2, a->head_pre, BTC);
-        return linear_bwd(p, a->dx, 0, a->dhead, xL, xLb, w->pre_w, w->pre_b, BT, C, C);
+        activation_bwd(p, a->dhead, a->dhead2, a->head_pre, NC);
+        return linear_bwd(p, a->dx, 0, a->dhead, xL, xLb, w->pre_w, w->pre_b, N, C, C);
     }
 }
 
@@ -624,10 +564,52 @@ static ct_status check_classes(const ct_batch *b, int classes)
     return CT_OK;
 }
 
-static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labels)
+/* Where the attention mask of row `row` keeps position t, or -1. */
+static int kept_rank(const ct_batch *b, int row, int t)
+{
+    const int32_t *mask = b->attention_mask + (size_t)row * b->T;
+    int rank = 0;
+    if (!mask[t])
+        return -1;
+    for (int i = 0; i < t; i++)
+        rank += mask[i] != 0;
+    return rank;
+}
+
+/* Labels must lie where tokens are computed: a QA position or an MLM label
+ * the attention mask excludes has no logit to score. */
+static ct_status check_label_positions(const ct_model *m, const ct_batch *b)
+{
+    size_t n = (size_t)b->B * b->T;
+    if (m->task == CT_TASK_QUESTION_ANSWERING) {
+        const int32_t *pos[2] = {b->start_positions, b->end_positions};
+        static const char *names[2] = {"start_positions", "end_positions"};
+        for (int which = 0; which < 2; which++)
+            for (int r = 0; r < b->B; r++) {
+                int t = pos[which][r] < 0 ? 0 : pos[which][r];
+                if (t < b->T && kept_rank(b, r, t) < 0)
+                    return ct__error(CT_ERR_INVALID_ARG,
+                                     "%s[%d] = %d is a position the attention mask excludes "
+                                     "(padding has no logit to score)",
+                                     names[which], r, (int)pos[which][r]);
+            }
+    } else if (m->task == CT_TASK_MASKED_LM) {
+        for (size_t i = 0; i < n; i++)
+            if (!b->attention_mask[i] && b->labels[i] != -100)
+                return ct__error(CT_ERR_INVALID_ARG,
+                                 "labels[%zu][%zu] = %d is at a position the attention mask "
+                                 "excludes; label padding -100",
+                                 i / b->T, i % b->T, (int)b->labels[i]);
+    }
+    return CT_OK;
+}
+
+/* Checks the batch and counts the tokens its mask keeps. */
+static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labels, int *kept)
 {
     const ct__config *c = &m->cfg;
     size_t n;
+    ct_status st;
     if (!b->input_ids)
         return ct__error(CT_ERR_STATE, "the batch has no inputs (ct_batch_set_inputs)");
     if (b->T > c->max_position)
@@ -645,6 +627,20 @@ static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labe
             return ct__error(CT_ERR_INVALID_ARG,
                              "token_type_ids[%zu][%zu] = %d is outside [0, %d)", i / b->T,
                              i % b->T, (int)b->token_type_ids[i], c->type_vocab_size);
+    }
+    *kept = 0;
+    for (int r = 0; r < b->B; r++) {
+        int row = 0;
+        for (int t = 0; t < b->T; t++)
+            row += b->attention_mask[(size_t)r * b->T + t] != 0;
+        if (row == 0)
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "attention_mask[%d] keeps no token: a sequence needs at least one", r);
+        if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION && !b->attention_mask[(size_t)r * b->T])
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "attention_mask[%d][0] is 0, but the classification head reads "
+                             "position 0 ([CLS]); pad on the right", r);
+        *kept += row;
     }
     if (!need_labels)
         return CT_OK;
@@ -666,9 +662,41 @@ static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labe
         if (!b->labels || b->n_labels != n)
             return ct__error(CT_ERR_STATE, "masked LM needs %zu labels, one per token "
                                            "(ct_batch_set_labels)", n);
-        return check_classes(b, c->vocab_size);
+        if ((st = check_classes(b, c->vocab_size)) != CT_OK)
+            return st;
+        break;
     }
-    return CT_OK;
+    return check_label_positions(m, b);
+}
+
+/* The packing of a checked batch (acts.h), and its targets in packed terms. */
+static void pack_batch(ct__acts *a, const ct_model *m, const ct_batch *b, int labels)
+{
+    int n = 0;
+    a->B = b->B;
+    a->T = b->T;
+    for (int r = 0; r < b->B; r++) {
+        a->seq_start[r] = n;
+        for (int t = 0; t < b->T; t++)
+            if (b->attention_mask[(size_t)r * b->T + t])
+                a->tok[n++] = r * b->T + t;
+    }
+    a->seq_start[b->B] = a->N = n;
+    a->padded_fresh = 0;
+    if (!labels)
+        return;
+    if (m->task == CT_TASK_QUESTION_ANSWERING) {
+        /* positions clamped to [0, T], T ignored, as Transformers does */
+        const int32_t *pos[2] = {b->start_positions, b->end_positions};
+        for (int which = 0; which < 2; which++)
+            for (int r = 0; r < b->B; r++) {
+                int t = pos[which][r] < 0 ? 0 : pos[which][r];
+                a->targets[which * b->B + r] = t >= b->T ? -1 : kept_rank(b, r, t);
+            }
+    } else if (m->task == CT_TASK_MASKED_LM) {
+        for (int i = 0; i < n; i++)
+            a->targets[i] = b->labels[a->tok[i]];
+    }
 }
 
 /* Tell a listener which gradients backward has finished: all from layer
@@ -694,13 +722,15 @@ static void grads_final(const pass *p, int from)
 static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, float *loss)
 {
     const ct__config *c = &m->cfg;
+    ct__keep keep = !backward ? CT__KEEP_NONE
+                    : m->gradient_checkpointing ? CT__KEEP_INPUTS : CT__KEEP_ALL;
     pass p;
     ct_status st;
-    int want_loss = backward || loss;
+    int want_loss = backward || loss, kept = 0;
 
-    if ((st = check_batch(m, b, want_loss)) != CT_OK)
+    if ((st = check_batch(m, b, want_loss, &kept)) != CT_OK)
         return st;
-    if ((st = ct__acts_prepare(m, b->B, b->T, backward)) != CT_OK)
+    if ((st = ct__acts_prepare(m, b->B, kept, keep)) != CT_OK)
         return st;
     ct__model_refresh_bf16(m);
     memset(&p, 0, sizeof p);
@@ -711,16 +741,18 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
     p.pool = m->pool;
     p.bf16 = m->precision == CT_PRECISION_BF16;
     p.training = m->training;
-    p.keep = backward;
+    p.per_layer = keep == CT__KEEP_ALL;
+    p.all_x = keep != CT__KEEP_NONE;
     p.B = b->B;
     p.T = b->T;
-    p.BT = b->B * b->T;
+    p.N = kept;
     p.C = c->hidden_size;
     p.NH = c->num_heads;
     p.HD = c->hidden_size / c->num_heads;
     p.FF = c->intermediate_size;
     p.L = c->num_layers;
     p.step = m->dropout_step;
+    pack_batch(p.a, m, b, want_loss);
 
     embeddings_fwd(&p);
     for (int l = 0; l < p.L && st == CT_OK; l++)

@@ -1,5 +1,6 @@
 /* ct_model: creation, settings, the flat buffers and named-tensor access. */
 #include "model/model.h"
+#include "model/acts.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -175,6 +176,18 @@ int ct_model_get_training(const ct_model *m)
     return m ? m->training : 0;
 }
 
+ct_status ct_model_set_gradient_checkpointing(ct_model *m, int enable)
+{
+    CT__CHECK_ARG(m);
+    m->gradient_checkpointing = enable != 0;
+    return CT_OK;
+}
+
+int ct_model_get_gradient_checkpointing(const ct_model *m)
+{
+    return m ? m->gradient_checkpointing : 0;
+}
+
 ct_status ct_model_set_seed(ct_model *m, uint64_t seed, uint64_t step)
 {
     CT__CHECK_ARG(m);
@@ -262,11 +275,15 @@ ct_status ct_model_params_changed(ct_model *m)
 
 ct_status ct_model_logits(const ct_model *m, const float **data, int *ndim, int64_t *shape)
 {
+    ct_status st;
     CT__CHECK_ARG(m);
     CT__CHECK_ARG(data);
     if (!m->logits)
         return ct__error(CT_ERR_STATE, "ct_model_logits: no forward pass has run yet");
-    *data = m->logits;
+    /* the padded view is made on request: a training step that never
+     * reads its logits does not pay for [B, T, vocab] */
+    if ((st = ct__acts_padded_logits((ct_model *)m, data)) != CT_OK)
+        return st;
     if (ndim)
         *ndim = m->logits_ndim;
     if (shape)

@@ -56,6 +56,7 @@ struct ct_model {
     ct_task task;
     ct_precision precision;
     int training;
+    int gradient_checkpointing;
     uint64_t dropout_seed, dropout_step;
 
     ct__tensor *tensors;

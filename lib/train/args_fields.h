@@ -91,7 +91,8 @@
     X(run_name, STRING, 1, "None", "", "Name of the run in logs; defaults to output_dir.")    \
     X(disable_tqdm, BOOL, 0, "False", "", "Do not draw progress bars.")                      \
     X(gradient_checkpointing, BOOL, 0, "False", "",                                          \
-      "Recompute activations in backward to save memory (not implemented yet: refused).")                                  \
+      "Keep only each layer's input and recompute the layer in backward: less memory, one "  \
+      "more forward pass, the same gradients.")                                              \
     X(resume_from_checkpoint, STRING, 1, "None", "",                                         \
       "Checkpoint folder to resume from, or true for the latest one in output_dir.")        \
     X(ddp_backend, CHOICE, 1, "None", CT_DDP_BACKENDS,                                       \

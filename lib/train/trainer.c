@@ -622,9 +622,9 @@ ct_status ct_trainer_train(ct_trainer *t)
                                        "(ct_trainer_set_train_dataset)");
     if (!A_STR(output_dir))
         return ct__error(CT_ERR_INVALID_ARG, "output_dir: training needs one");
+    /* as Trainer calls model.gradient_checkpointing_enable() */
     if (A_BOOL(gradient_checkpointing))
-        return ct__error(CT_ERR_UNSUPPORTED, "gradient_checkpointing: not implemented yet "
-                                             "(activations are kept for backward)");
+        ct_model_set_gradient_checkpointing(t->model, 1);
     if (!t->eval && !strategy_is(t, CT_A_eval_strategy, "no"))
         return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but no evaluation callback is set "
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));

@@ -447,10 +447,26 @@ class HeadEdgeCaseTest(unittest.TestCase):
         for config in ("bert-test", "distilbert-test"):
             with self.subTest(config=config):
                 # -3 clamps to 0 (counted); T and beyond clamp to T (ignored);
-                # a row may be ignored for its start and counted for its end.
+                # a row may be ignored for its start and counted for its end
+                # (row 2's last kept position: padding is never an answer).
+                mask = ref.example_batch(config, batch_size=3, seq_len=T)["attention_mask"]
+                last = int(mask[2].sum()) - 1
                 self.compare(config, "question-answering",
                              start_positions=np.array([-3, T, T + 7], dtype=np.int32),
-                             end_positions=np.array([2, 1000, T - 1], dtype=np.int32))
+                             end_positions=np.array([2, 1000, last], dtype=np.int32))
+
+    def test_qa_position_on_padding_is_refused(self):
+        T = 12
+        model, reference, _ = created_pair("bert-test", "question-answering")
+        with model:
+            batch = batch_for(reference, "question-answering")
+            pad = int(np.argmin(batch["attention_mask"][1]))
+            self.assertEqual(batch["attention_mask"][1][pad], 0, "row 1 needs padding")
+            batch.update(end_positions=np.array([1, pad, 2], dtype=np.int32))
+            with self.assertRaisesRegex(CputrainError, r"end_positions\[1\] = %d is a position "
+                                        "the attention mask excludes" % pad):
+                c_run(model, batch)
+            self.assertLess(pad, T)
 
     def test_qa_every_position_ignored(self):
         # Transformers' loss is then 0/0 = NaN for both terms; the library
@@ -476,9 +492,17 @@ class HeadEdgeCaseTest(unittest.TestCase):
                 model.close()
                 labels = batch_for(reference, "masked-lm")["labels"].copy()
                 labels[1, :] = -100           # a row with nothing to predict
-                labels[2, -1] = 5             # a label on a padded position counts
                 labels[0, 0] = reference.config.pad_token_id  # the pad id as a target
                 self.compare(config, "masked-lm", labels=labels)
+                # a label on a padded position has no logit: refused, by name
+                mask = batch_for(reference, "masked-lm")["attention_mask"]
+                self.assertEqual(mask[2, -1], 0, "row 2 needs padding")
+                labels[2, -1] = 5
+                with Model.create(config, task="masked-lm", seed=1) as model:
+                    with self.assertRaisesRegex(CputrainError, r"labels\[2\]\[%d\] = 5 is at a "
+                                                "position the attention mask excludes"
+                                                % (mask.shape[1] - 1)):
+                        c_run(model, batch_for(reference, "masked-lm", labels=labels))
 
     def test_classification_label_counts(self):
         for config in ("bert-3-labels", "distilbert-3-labels"):
@@ -776,8 +800,10 @@ class TrainModeTest(unittest.TestCase):
     def setUp(self):
         self.model = Model.create("bert-test", task="masked-lm", seed=4)
         ids = [[(7 * b + 3 * t) % 120 + 5 for t in range(10)] for b in range(2)]
-        labels = [[ids[b][t] if t % 3 == 1 else -100 for t in range(10)] for b in range(2)]
-        self.batch = dict(input_ids=ids, attention_mask=[[1] * 10, [1] * 7 + [0] * 3],
+        mask = [[1] * 10, [1] * 7 + [0] * 3]
+        labels = [[ids[b][t] if t % 3 == 1 and mask[b][t] else -100 for t in range(10)]
+                  for b in range(2)]
+        self.batch = dict(input_ids=ids, attention_mask=mask,
                           labels=labels)
 
     def tearDown(self):

@@ -181,7 +181,8 @@ def make_batches(count, seed):
         mask = np.ones((B, T), np.int32)
         mask[0, T - 3:] = 0
         starts = rng.integers(0, T - 3, size=B, dtype=np.int32)
-        ends = np.minimum(starts + rng.integers(0, 4, size=B, dtype=np.int32), T - 1)
+        # row 0 keeps T - 3 positions; an answer is never padding
+        ends = np.minimum(starts + rng.integers(0, 4, size=B, dtype=np.int32), T - 4)
         batches.append((ids, types, mask, starts, ends))
     return batches
 

@@ -733,10 +733,19 @@ class DistilBertModel(nn.Module):
 # (start, end), the layout of qa_outputs' output before the split)
 # ---------------------------------------------------------------------------
 
-def qa_loss(logits, start_positions, end_positions):
+def qa_loss(logits, start_positions, end_positions, attention_mask=None):
     """BertForQuestionAnswering's loss: positions clamped to [0, T], T
-    ignored, the mean of the start and end cross-entropies."""
+    ignored, the mean of the start and end cross-entropies.
+
+    One difference, the library's: positions the attention mask excludes
+    are not candidates (their logits are -inf here). Transformers scores
+    padding positions too; the library never computes them (it runs the
+    real tokens only), so it cannot, and an answer is never padding."""
     start_logits, end_logits = (t.squeeze(-1).contiguous() for t in logits.split(1, dim=-1))
+    if attention_mask is not None:
+        pad = attention_mask == 0
+        start_logits = start_logits.masked_fill(pad, float("-inf"))
+        end_logits = end_logits.masked_fill(pad, float("-inf"))
     ignored = start_logits.size(1)
     start = start_positions.clamp(0, ignored)
     end = end_positions.clamp(0, ignored)
@@ -802,7 +811,7 @@ class BertForQuestionAnswering(_Head):
         logits = self.qa_outputs(h)
         loss = None
         if start_positions is not None and end_positions is not None:
-            loss = qa_loss(logits, start_positions, end_positions)
+            loss = qa_loss(logits, start_positions, end_positions, attention_mask)
         return loss, logits
 
 
@@ -890,7 +899,7 @@ class DistilBertForQuestionAnswering(_Head):
         logits = self.qa_outputs(h)
         loss = None
         if start_positions is not None and end_positions is not None:
-            loss = qa_loss(logits, start_positions, end_positions)
+            loss = qa_loss(logits, start_positions, end_positions, attention_mask)
         return loss, logits
 
 
@@ -1120,8 +1129,12 @@ def run_batch(model, input_ids, token_type_ids=None, attention_mask=None,
         grads[name] = (g.detach().to(out_dtype).numpy().copy() if g is not None
                        else np.zeros(tuple(p.shape), dtype=np.float64 if out_dtype == torch.float64
                                      else np.float32))
-    return Result(None if loss is None else float(loss),
-                  logits.detach().to(out_dtype).numpy().copy(), grads)
+    logits = logits.detach().to(out_dtype).numpy().copy()
+    if attention_mask is not None and logits.ndim == 3:
+        # the library computes only the positions the mask keeps and reads 0
+        # elsewhere
+        logits[np.asarray(attention_mask) == 0] = 0
+    return Result(None if loss is None else float(loss), logits, grads)
 
 
 def example_batch(config, batch_size=3, seq_len=12, seed=0, task=None, pad_rows=(0, 4, 7)):

@@ -548,6 +548,19 @@ class Model(OwnedHandle):
         check(lib.ct_model_set_training(self._live(), int(value)))
         self._training = value
 
+    @property
+    def gradient_checkpointing(self):
+        """True: backward recomputes each layer from its input instead of
+        keeping its activations (Transformers' gradient_checkpointing)."""
+        return bool(lib.ct_model_get_gradient_checkpointing(self._live()))
+
+    @gradient_checkpointing.setter
+    def gradient_checkpointing(self, value):
+        if not isinstance(value, bool):
+            raise TypeError("gradient_checkpointing must be True or False, not %s"
+                            % type(value).__name__)
+        check(lib.ct_model_set_gradient_checkpointing(self._live(), int(value)))
+
     def train(self, mode=True):
         """torch-style: training mode on (or off); returns the model."""
         self.training = bool(mode)
