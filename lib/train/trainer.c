@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -422,6 +423,32 @@ static ct_status count_lengths(ct_trainer *t)
 
 /* ---- the loop -------------------------------------------------------------------- */
 
+/* One INFO line of what the run holds, after its first optimizer step. */
+static void log_memory(const ct_trainer *t)
+{
+    char line[512];
+    size_t used = 0, bytes, total = 0;
+    struct rusage ru;
+    for (size_t i = 0; ct_model_memory_category(i); i++) {
+        const char *name = ct_model_memory_category(i);
+        if (ct_model_memory_bytes(t->model, name, &bytes) != CT_OK)
+            continue;
+        total += bytes;
+        used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0,
+                                 "%s %.1f MiB, ", name, (double)bytes / (1 << 20));
+        if (i == 1 && ct_optim_memory_bytes(t->optim, "optimizer_moments", &bytes) == CT_OK) {
+            total += bytes; /* after the gradients, what the optimizer adds */
+            used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0,
+                                     "optimizer_moments %.1f MiB, ", (double)bytes / (1 << 20));
+        }
+    }
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        ru.ru_maxrss = 0;
+    ct__log(CT_LOG_INFO, "memory after the first step: %stotal %.1f MiB; peak RSS %.1f MiB",
+            used < sizeof line ? line : "", (double)total / (1 << 20),
+            (double)ru.ru_maxrss / 1024.0);
+}
+
 static ct_status plan(ct_trainer *t)
 {
     size_t n = t->shard_n = (t->train->n + (size_t)t->world - 1) / (size_t)t->world;
@@ -789,8 +816,11 @@ static ct_status train_run(ct_trainer *t)
             t->global_step++;
             t->epoch = (double)t->epoch_index +
                        (double)t->batch_in_epoch / (double)t->batches_per_epoch;
-            if (st == CT_OK && t->global_step == first_step + 1)
+            if (st == CT_OK && t->global_step == first_step + 1) {
                 ct__model_recheck_placement(m); /* other libraries have started by now */
+                if (t->rank == 0)
+                    log_memory(t); /* activations exist only after a step */
+            }
             if (st == CT_OK)
                 st = notify(t, CT_EVENT_STEP_END, NULL);
             if (st == CT_OK)
