@@ -190,6 +190,7 @@ int main(int argc, char **argv)
                                  task == CT_TASK_MASKED_LM ? (size_t)B * T : (size_t)B);
     flops = forward_flops(m, B, T) * (eval ? 1.0 : 3.0);
 
+    printf("kernels: %s\n", ct_kernel_isa());
     printf("model %s (%s), %zu parameters, batch %d x seq %d, %s, %s, %d threads\n", model_name,
            ct_model_architecture(m), ct_model_num_parameters(m), B, T,
            precision == CT_PRECISION_BF16 ? "bf16" : "fp32",

@@ -47,6 +47,8 @@ inline void check(ct_status status) {
 }
 
 inline std::string version() { return ct_version_string(); }
+// The kernel level in use: "generic", "avx512", "avx512bf16" or "amx".
+inline std::string kernel_isa() { return ct_kernel_isa(); }
 
 // One row of the training-argument table.
 struct field_info {

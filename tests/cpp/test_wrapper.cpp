@@ -72,6 +72,7 @@ static void test_errors() {
     }
     cputrain::check(CT_OK);  // does not throw
     CHECK(cputrain::version() == CT_VERSION_STRING);
+    CHECK(cputrain::kernel_isa() == ct_kernel_isa());
 }
 
 static void test_typed_and_text_access() {

@@ -39,6 +39,7 @@ PROTOTYPES = {
     "ct_last_error": (_str, []),
     "ct_version_number": (_uint, []),
     "ct_version_string": (_str, []),
+    "ct_kernel_isa": (_str, []),
     "ct_log_set_callback": (None, [LOG_FN, ctypes.c_void_p]),
     "ct_log_get_callback": (None, [ctypes.POINTER(LOG_FN), ctypes.POINTER(ctypes.c_void_p)]),
     "ct_log_set_level": (None, [_int]),
