@@ -2,6 +2,7 @@
 #   make [all]        shared + static library, tools, examples
 #   make check        build and run every test (needs scripts/install-deps.sh)
 #   make demo         the main job on its built-in default
+#   make bench-squad  SQuAD training throughput and memory against PyTorch
 #   make install      PREFIX, DESTDIR, LIBDIR, INCLUDEDIR, BINDIR honoured
 #   make abi-check    compare the exported ABI with abi/libcputrain.abi
 #   make abi-baseline regenerate that baseline (an intentional ABI change)
@@ -52,7 +53,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 # door in the build tree and after install alike).
 TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 
-.PHONY: all check check-asan demo bench install uninstall clean abi-check abi-baseline deps
+.PHONY: all check check-asan demo bench bench-squad install uninstall clean abi-check abi-baseline deps
 all: $(SHARED) $(B)/lib/$(SONAME) $(B)/lib/libcputrain.so $(STATIC) $(EXAMPLES) $(TOOLS)
 
 deps:
@@ -175,6 +176,11 @@ bench: all $(BENCHES)
 	sh bench/compare_gemm.sh $(B)/bench/gemm_bench
 	sh bench/compare_bert.sh $(B)
 	sh bench/allreduce.sh $(B)
+
+# SQuAD fine-tuning throughput and peak RSS, cputrain-qa against PyTorch
+# (about 20 minutes on 2 cores; STEPS, ROUNDS, ... in bench/compare_squad.sh).
+bench-squad: all
+	sh bench/compare_squad.sh $(B)
 
 # ---- mpi plugin ------------------------------------------------------------
 # The mpi backend is a plugin (dlopened by ct_dist) so that the library has no

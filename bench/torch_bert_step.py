@@ -5,10 +5,17 @@ in fp32 and under CPU autocast bf16 (what Trainer does with --bf16 --use_cpu),
 and prints one line per precision: "torch <precision> median <seconds>".
 A benchmark: it prints figures and judges nothing.
 
+With --optimizer each step is Trainer's whole optimizer step: zero_grad,
+forward under autocast, backward, clip_grad_norm_(max_grad_norm 1.0),
+torch.optim.AdamW and the linear schedule; the line then adds samples/s
+over the timed steps and the process's peak RSS (getrusage).
+
 usage: torch_bert_step.py [--model NAME] [--batch B] [--seq T] [--steps N]
-                          [--warmup W] [--threads N] [--precision fp32|bf16 ...]"""
+                          [--warmup W] [--threads N] [--precision fp32|bf16 ...]
+                          [--optimizer]"""
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -28,6 +35,7 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--precision", nargs="+", default=["bf16", "fp32"])
+    p.add_argument("--optimizer", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     model = torch_bert.build_model(a.model, "question-answering", seed=0)
@@ -38,6 +46,10 @@ def main():
     mask = torch.ones_like(ids)
     start = torch.randint(0, a.seq, (a.batch,), generator=g)
     end = torch.clamp(start + 3, max=a.seq - 1)
+    if a.optimizer:
+        for prec in a.precision:
+            optimizer_steps(a, model, prec, ids, mask, start, end)
+        return
     for prec in a.precision:
         mode = {"bf16": "bf16-autocast", "fp32": "fp32"}[prec]
         times = []
@@ -49,6 +61,35 @@ def main():
                 times.append(time.perf_counter() - t0)
         print("torch %s median %.4f s (min %.4f) over %d steps, %d threads"
               % (prec, statistics.median(times), min(times), a.steps, a.threads), flush=True)
+
+
+def optimizer_steps(a, model, prec, ids, mask, start, end):
+    """Trainer's training_step + optimizer step, as run_qa.py's Trainer does
+    it with --bf16 --use_cpu (Trainer defaults: AdamW, lr 5e-5, weight
+    decay 0, linear schedule, max_grad_norm 1.0)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=5e-5, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    total = a.warmup + a.steps
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, (total - s) / total))
+    times = []
+    for i in range(total):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        if prec == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss, _ = model(ids, None, mask, start, end)
+        else:
+            loss, _ = model(ids, None, mask, start, end)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        if i >= a.warmup:
+            times.append(time.perf_counter() - t0)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print("torch %s median %.4f s (min %.4f) over %d steps, %d threads; %.3f samples/s; "
+          "peak RSS %.1f MiB" % (prec, statistics.median(times), min(times), a.steps, a.threads,
+                                 a.batch * len(times) / sum(times), rss), flush=True)
 
 
 if __name__ == "__main__":

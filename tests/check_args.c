@@ -56,6 +56,7 @@ START_TEST(defaults_are_huggingface_defaults)
         {"optim", "adamw_torch"}, {"disable_tqdm", "False"}, {"save_only_model", "False"},
         {"resume_from_checkpoint", "None"}, {"gradient_checkpointing", "False"},
         {"dataloader_drop_last", "False"}, {"eval_steps", "None"},
+        {"group_by_length", "False"}, {"length_column_name", "length"},
     };
     size_t i;
     for (i = 0; i < sizeof expect / sizeof expect[0]; i++)

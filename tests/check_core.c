@@ -10,6 +10,7 @@
 
 #include <cputrain/cputrain.h>
 
+#include "core/cpu.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "suites.h"
@@ -55,6 +56,17 @@ START_TEST(version_matches_header)
              CT_VERSION_PATCH);
     ck_assert_str_eq(ct_version_string(), expect);
     ck_assert_uint_eq(ct_version_number() / 10000, CT_VERSION_MAJOR);
+}
+END_TEST
+
+/* The level the kernels run at, by the names CPUTRAIN_ISA takes. */
+START_TEST(kernel_isa_is_the_chosen_level)
+{
+    const char *isa = ct_kernel_isa();
+    ck_assert_ptr_nonnull(isa);
+    ck_assert_str_eq(isa, ct__isa_name(ct__cpu_isa()));
+    ck_assert(!strcmp(isa, "generic") || !strcmp(isa, "avx512") || !strcmp(isa, "avx512bf16") ||
+              !strcmp(isa, "amx"));
 }
 END_TEST
 
@@ -268,6 +280,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, status_names_match_the_list);
     tcase_add_test(tc, status_values_are_pinned);
     tcase_add_test(tc, version_matches_header);
+    tcase_add_test(tc, kernel_isa_is_the_chosen_level);
     tcase_add_test(tc, null_arguments_are_errors_not_crashes);
     tcase_add_test(tc, log_callback_and_level);
     tcase_add_test(tc, error_text_may_quote_itself);

@@ -12,6 +12,7 @@
 
 #include <cputrain/cputrain.h>
 
+#include "kernels/kernels.h"
 #include "suites.h"
 
 enum { B = 3, T = 11 };
@@ -478,12 +479,93 @@ START_TEST(bad_batches_are_clear_errors)
 }
 END_TEST
 
+/* ct_model_memory_bytes and ct_optim_memory_bytes against the model's
+ * sizes: parameters and gradients 4 bytes per scalar (plus at most 64
+ * bytes of alignment per tensor), the bf16 copy half that, AdamW's two
+ * moments twice the parameters, activations 0 before the first pass and
+ * grown by a larger batch, kernel scratch held after a pass. */
+START_TEST(memory_accounted_for)
+{
+    ct_model *m;
+    ct_batch *b;
+    ct_optim *o;
+    ct_args *a;
+    size_t params, grads, bf16, packed, acts, acts2, scratch, moments, n = 0, tensors;
+    float loss;
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    tensors = ct_model_tensor_count(m);
+    OK(ct_model_memory_bytes(m, "parameters", &params));
+    OK(ct_model_memory_bytes(m, "gradients", &grads));
+    OK(ct_model_memory_bytes(m, "bf16_weights", &bf16));
+    OK(ct_model_memory_bytes(m, "packed_weights", &packed));
+    OK(ct_model_memory_bytes(m, "activations", &acts));
+    ck_assert_uint_ge(params, 4 * ct_model_num_parameters(m));
+    ck_assert_uint_le(params, 4 * ct_model_num_parameters(m) + 64 * tensors);
+    ck_assert_uint_eq(params % 64, 0);
+    ck_assert_uint_eq(grads, params);
+    ck_assert_uint_eq(bf16, params / 2);
+    ck_assert_uint_eq(packed, 0);
+    ck_assert_uint_eq(acts, 0);
+    b = make_batch(m);
+    OK(ct_model_forward_backward(m, b, 1.0f, &loss));
+    OK(ct_model_memory_bytes(m, "activations", &acts));
+    ck_assert_uint_gt(acts, 0);
+    {
+        /* the process-wide count follows a thread's scratch up and down */
+        size_t grown, released;
+        OK(ct_model_memory_bytes(m, "kernel_scratch", &scratch));
+        ck_assert_ptr_nonnull(ct__scratch(0, 1 << 20));
+        OK(ct_model_memory_bytes(m, "kernel_scratch", &grown));
+        ck_assert_uint_ge(grown, scratch + (1 << 20));
+        ct__scratch_release();
+        OK(ct_model_memory_bytes(m, "kernel_scratch", &released));
+        ck_assert_uint_le(released, scratch);
+    }
+    {
+        /* a batch of twice the rows grows the activations */
+        int32_t ids[2 * B * T];
+        for (int i = 0; i < 2 * B * T; i++)
+            ids[i] = (int32_t)(i % 100 + 1);
+        OK(ct_batch_set_inputs(b, 2 * B, T, ids, NULL, NULL));
+        OK(ct_model_forward(m, b, NULL));
+        OK(ct_model_memory_bytes(m, "activations", &acts2));
+        ck_assert_uint_ge(acts2, acts);
+    }
+    for (size_t i = 0; ct_model_memory_category(i); i++) {
+        size_t v;
+        OK(ct_model_memory_bytes(m, ct_model_memory_category(i), &v));
+        n++;
+    }
+    ck_assert_uint_eq(n, 6);
+    ck_assert_str_eq(ct_model_memory_category(0), "parameters");
+    ck_assert_ptr_null(ct_model_memory_category(6));
+    ASSERT_ERROR_HAS(ct_model_memory_bytes(m, "optimizer_moments", &n), CT_ERR_NOT_FOUND,
+                     "ct_optim_memory_bytes");
+    ASSERT_ERROR_HAS(ct_model_memory_bytes(NULL, "parameters", &n), CT_ERR_INVALID_ARG, "model");
+    ASSERT_ERROR_HAS(ct_model_memory_bytes(m, NULL, &n), CT_ERR_INVALID_ARG, "category");
+    ASSERT_ERROR_HAS(ct_model_memory_bytes(m, "parameters", NULL), CT_ERR_INVALID_ARG, "bytes");
+
+    OK(ct_args_create(&a));
+    OK(ct_optim_create(m, a, &o));
+    OK(ct_optim_memory_bytes(o, "optimizer_moments", &moments));
+    ck_assert_uint_eq(moments, 2 * params);
+    ASSERT_ERROR_HAS(ct_optim_memory_bytes(o, "parameters", &n), CT_ERR_NOT_FOUND, "parameters");
+    ASSERT_ERROR_HAS(ct_optim_memory_bytes(NULL, "optimizer_moments", &n), CT_ERR_INVALID_ARG,
+                     "optim");
+    ct_optim_free(o);
+    ct_args_free(a);
+    ct_batch_free(b);
+    ct_model_free(m);
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, parameter_counts);
+    tcase_add_test(tc, memory_accounted_for);
     tcase_add_test(tc, tensor_table);
     tcase_add_test(tc, gradients_bert_qa);
     tcase_add_test(tc, gradients_bert_cls);

@@ -20,6 +20,7 @@
 #include <cputrain/cputrain.h>
 
 #include "suites.h"
+#include "train/sampler.h"
 
 enum { T = 12, N_EXAMPLES = 24 };
 
@@ -729,6 +730,105 @@ START_TEST(dataset_and_trainer_input_checks)
 }
 END_TEST
 
+/* ---- group_by_length ------------------------------------------------------- */
+
+/* Transformers' get_length_grouped_indices: a permutation; megabatches of
+ * mult x batch cut from the epoch's shuffle, each the same examples as its
+ * chunk of the shuffle, sorted longest first; the longest example of all
+ * first; the same for a seed and epoch, another for another. */
+START_TEST(length_grouped_order_is_transformers)
+{
+    enum { N = 1003, BATCH = 4 };
+    static int32_t len[N];
+    static int64_t order[N], again[N], shuffle[N], other[N];
+    static unsigned char seen[N];
+    size_t mega = 50 * BATCH;
+    int32_t max_len = 0;
+    uint32_t x = 12345;
+    ck_assert_int_eq(ct__mega_batch_mult(N, BATCH), 50);
+    ck_assert_int_eq(ct__mega_batch_mult(100, 8), 3); /* 100 // 32 */
+    ck_assert_int_eq(ct__mega_batch_mult(10, 8), 1);
+    ck_assert_int_eq(ct__mega_batch_mult(0, 8), 1);
+    for (int i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        len[i] = 1 + (int32_t)((x >> 8) % 384);
+        if (len[i] > max_len)
+            max_len = len[i];
+    }
+    OK(ct__length_grouped_order(order, len, N, BATCH, 7, 0));
+    ct__epoch_order(shuffle, N, 7, 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert(order[i] >= 0 && order[i] < N);
+        ck_assert_msg(!seen[order[i]], "example %lld twice", (long long)order[i]);
+        seen[order[i]] = 1;
+    }
+    ck_assert_int_eq(len[order[0]], max_len);
+    for (size_t first = 0; first < N; first += mega) {
+        size_t m = N - first < mega ? N - first : mega;
+        /* sorted descending after its first element (the one the swap
+         * may have replaced) */
+        for (size_t i = first + 2; i < first + m; i++)
+            ck_assert_int_ge(len[order[i - 1]], len[order[i]]);
+    }
+    /* every megabatch holds its chunk of the shuffle, but for the swap */
+    for (size_t first = 0; first < N; first += mega) {
+        size_t m = N - first < mega ? N - first : mega, outside = 0;
+        for (size_t i = first; i < first + m; i++) {
+            int found = 0;
+            for (size_t j = first; j < first + m && !found; j++)
+                found = order[i] == shuffle[j];
+            outside += !found;
+        }
+        ck_assert_uint_le(outside, 1);
+    }
+    /* within a megabatch, ties keep their shuffled order (a stable sort) */
+    for (size_t i = 2; i < mega; i++)
+        if (len[order[i - 1]] == len[order[i]]) {
+            size_t a = 0, b = 0;
+            while (shuffle[a] != order[i - 1])
+                a++;
+            while (shuffle[b] != order[i])
+                b++;
+            ck_assert_uint_lt(a, b);
+        }
+    OK(ct__length_grouped_order(again, len, N, BATCH, 7, 0));
+    ck_assert_mem_eq(order, again, sizeof order);
+    OK(ct__length_grouped_order(other, len, N, BATCH, 8, 0));
+    ck_assert(memcmp(order, other, sizeof order) != 0);
+    OK(ct__length_grouped_order(other, len, N, BATCH, 7, 1));
+    ck_assert(memcmp(order, other, sizeof order) != 0);
+    /* one example, and a batch larger than the set */
+    OK(ct__length_grouped_order(other, len, 1, BATCH, 7, 0));
+    ck_assert_int_eq(other[0], 0);
+    OK(ct__length_grouped_order(other, len, 10, 64, 7, 0));
+    for (int i = 1; i < 10; i++)
+        ck_assert_int_ge(len[other[i - 1]], len[other[i]]);
+}
+END_TEST
+
+/* Off by default; on, a run trains, the same for the same seed. */
+START_TEST(group_by_length_trains)
+{
+    const char *on[] = {"--group_by_length"};
+    ct_args *a;
+    int v = -1;
+    size_t n1, n2;
+    float *p_on, *p_again;
+    OK(ct_args_create(&a));
+    OK(ct_args_get_bool(a, "group_by_length", &v));
+    ck_assert_int_eq(v, 0);
+    ct_args_free(a);
+    make_root();
+    p_on = train_params(at("on"), on, 1, CT_OK, &n1);
+    p_again = train_params(at("again"), on, 1, CT_OK, &n2);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert_mem_eq(p_on, p_again, n1 * sizeof *p_on);
+    free(p_on);
+    free(p_again);
+    remove_root();
+}
+END_TEST
+
 Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -752,6 +852,8 @@ Suite *train_suite(void)
     tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);
     tcase_add_test(tc, a_run_that_cannot_learn_fails);
     tcase_add_test(tc, negative_seed_resumes);
+    tcase_add_test(tc, length_grouped_order_is_transformers);
+    tcase_add_test(tc, group_by_length_trains);
     suite_add_tcase(s, tc);
     return s;
 }

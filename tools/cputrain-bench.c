@@ -28,8 +28,9 @@ static void usage(void)
     fprintf(stderr,
             "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm]\n"
             "                      [--batch B] [--seq T] [--precision fp32|bf16]\n"
-            "                      [--steps N] [--warmup W] [--threads N] [--eval]\n"
-            "defaults: bert-base-uncased qa, batch 8, seq 128, bf16, 10 steps, 2 warm-up\n");
+            "                      [--steps N] [--warmup W] [--threads N] [--eval] [--optimizer]\n"
+            "defaults: bert-base-uncased qa, batch 8, seq 128, bf16, 10 steps, 2 warm-up\n"
+            "--optimizer: each step also clips and applies AdamW (a whole training step)\n");
 }
 
 /* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
@@ -53,12 +54,36 @@ static double forward_flops(const ct_model *m, int B, int T)
     return 2.0 * (L * layer + head);
 }
 
+/* The library's own account of what it holds, by category. */
+static void print_memory(const ct_model *m, const ct_optim *opt)
+{
+    size_t bytes, total = 0;
+    printf("memory accounted for:\n");
+    for (size_t i = 0; ct_model_memory_category(i); i++) {
+        const char *name = ct_model_memory_category(i);
+        if (ct_model_memory_bytes(m, name, &bytes) != CT_OK)
+            continue;
+        printf("  %-18s %10.1f MiB\n", name, bytes / 1048576.0);
+        total += bytes;
+        if (i == 1) { /* after the gradients */
+            if (opt && ct_optim_memory_bytes(opt, "optimizer_moments", &bytes) == CT_OK) {
+                printf("  %-18s %10.1f MiB\n", "optimizer_moments", bytes / 1048576.0);
+                total += bytes;
+            } else {
+                printf("  %-18s %10s     (no --optimizer)\n", "optimizer_moments", "-");
+            }
+        }
+    }
+    printf("  %-18s %10.1f MiB\n", "total", total / 1048576.0);
+}
+
 int main(int argc, char **argv)
 {
     const char *model_name = "bert-base-uncased";
     ct_task task = CT_TASK_QUESTION_ANSWERING;
     ct_precision precision = CT_PRECISION_BF16;
-    int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0;
+    int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0, use_optim = 0;
+    ct_optim *opt = NULL;
     ct_model *m;
     ct_batch *batch;
     ct_status st;
@@ -71,6 +96,10 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--eval") == 0) {
             eval = 1;
+            continue;
+        }
+        if (strcmp(a, "--optimizer") == 0) {
+            use_optim = 1;
             continue;
         }
         if (!v || strncmp(a, "--", 2) != 0) {
@@ -113,6 +142,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
         return 1;
     }
+    if (use_optim && !eval) {
+        ct_args *args = NULL;
+        if ((st = ct_args_create(&args)) != CT_OK || (st = ct_optim_create(m, args, &opt)) != CT_OK ||
+            (st = ct_optim_set_total_steps(opt, warmup + steps)) != CT_OK) {
+            fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
+            return 1;
+        }
+        ct_args_free(args);
+    }
+    if (use_optim && !eval) {
+        ct_args *args = NULL;
+        if ((st = ct_args_create(&args)) != CT_OK || (st = ct_optim_create(m, args, &opt)) != CT_OK ||
+            (st = ct_optim_set_total_steps(opt, warmup + steps)) != CT_OK) {
+            fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
+            return 1;
+        }
+        ct_args_free(args);
+    }
     ct_model_config_int(m, "vocab_size", &V);
     ids = malloc((size_t)B * T * sizeof *ids);
     mask = malloc((size_t)B * T * sizeof *mask);
@@ -143,15 +190,19 @@ int main(int argc, char **argv)
                                  task == CT_TASK_MASKED_LM ? (size_t)B * T : (size_t)B);
     flops = forward_flops(m, B, T) * (eval ? 1.0 : 3.0);
 
+    printf("kernels: %s\n", ct_kernel_isa());
     printf("model %s (%s), %zu parameters, batch %d x seq %d, %s, %s, %d threads\n", model_name,
            ct_model_architecture(m), ct_model_num_parameters(m), B, T,
            precision == CT_PRECISION_BF16 ? "bf16" : "fp32",
-           eval ? "forward only" : "forward+backward", ct_model_get_threads(m));
+           eval ? "forward only" : opt ? "forward+backward+AdamW" : "forward+backward",
+           ct_model_get_threads(m));
     for (int i = 0; i < warmup + steps && st == CT_OK; i++) {
         float loss;
         double t0 = now();
         st = eval ? ct_model_forward(m, batch, &loss)
                   : ct_model_forward_backward(m, batch, 1.0f, &loss);
+        if (st == CT_OK && opt)
+            st = ct_optim_step(opt, NULL);
         if (i >= warmup)
             times[i - warmup] = now() - t0;
     }
@@ -168,9 +219,11 @@ int main(int argc, char **argv)
         printf("throughput: %.1f samples/s, %.0f tokens/s\n", B / med, (double)B * T / med);
         printf("matmul work: %.1f GFLOP per step, %.1f GFLOP/s achieved\n", flops / 1e9,
                flops / med / 1e9);
+        print_memory(m, opt);
         printf("peak memory (max RSS): %.1f MiB\n", ru.ru_maxrss / 1024.0);
     }
     ct_batch_free(batch);
+    ct_optim_free(opt);
     ct_model_free(m);
     free(ids);
     free(mask);

@@ -47,6 +47,8 @@ inline void check(ct_status status) {
 }
 
 inline std::string version() { return ct_version_string(); }
+// The kernel level in use: "generic", "avx512", "avx512bf16" or "amx".
+inline std::string kernel_isa() { return ct_kernel_isa(); }
 
 // One row of the training-argument table.
 struct field_info {
@@ -465,6 +467,21 @@ public:
     // ---- parameters ----------------------------------------------------------
 
     std::size_t num_parameters() const { return ct_model_num_parameters(live()); }
+    // Bytes held now in one memory category ("parameters", "gradients",
+    // "bf16_weights", "packed_weights", "activations", "kernel_scratch");
+    // throws CT_ERR_NOT_FOUND naming an unknown one.
+    std::size_t memory_bytes(const std::string &category) const {
+        std::size_t out = 0;
+        check(ct_model_memory_bytes(live(), category.c_str(), &out));
+        return out;
+    }
+    // Those categories, in the library's order.
+    static std::vector<std::string> memory_categories() {
+        std::vector<std::string> names;
+        for (std::size_t i = 0; ct_model_memory_category(i); i++)
+            names.emplace_back(ct_model_memory_category(i));
+        return names;
+    }
     std::size_t tensor_count() const { return ct_model_tensor_count(live()); }
     // Throws CT_ERR_NOT_FOUND naming an unknown tensor.
     std::size_t tensor_index(const std::string &name) const {
@@ -599,6 +616,12 @@ public:
     // The rate the next step will use, and the schedule at any step.
     double lr() const { return ct_optim_get_lr(live()); }
     double lr_at(std::int64_t step) const { return ct_optim_lr_at(live(), step); }
+    // Bytes of the optimizer's state: "optimizer_moments" (AdamW's moments).
+    std::size_t memory_bytes(const std::string &category = "optimizer_moments") const {
+        std::size_t out = 0;
+        check(ct_optim_memory_bytes(live(), category.c_str(), &out));
+        return out;
+    }
     void save(const std::string &path) const { check(ct_optim_save(live(), path.c_str())); }
     void load(const std::string &path) { check(ct_optim_load(live(), path.c_str())); }
 

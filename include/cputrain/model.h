@@ -139,6 +139,27 @@ CT_API float *ct_model_tensor_grad(ct_model *model, size_t index);
 /* 1 if the AdamW weight decay applies (not biases, not LayerNorm weights). */
 CT_API int ct_model_tensor_decays(const ct_model *model, size_t index);
 
+/* ---- memory ----------------------------------------------------------------------- */
+
+/* Bytes held now, by category (string keys, so that categories can be
+ * added without changing the ABI):
+ *   "parameters"      fp32 master weights: 4 x ct_model_num_parameters, plus
+ *                     the 64-byte alignment padding between tensors
+ *   "gradients"       fp32 gradients, the same layout
+ *   "bf16_weights"    the bf16 copy of the weights that bf16 matmuls read
+ *   "packed_weights"  weights repacked for the matmul kernels (0: none)
+ *   "activations"     what a forward pass keeps for backward, and backward's
+ *                     scratch: grown on demand to the largest batch run so
+ *                     far (0 before the first pass)
+ *   "kernel_scratch"  the kernels' per-thread scratch (packing buffers) of
+ *                     the whole process, every model's together
+ * The optimizer's moments are ct_optim_memory_bytes'. CT_ERR_NOT_FOUND
+ * names an unknown category. */
+CT_API ct_status ct_model_memory_bytes(const ct_model *model, const char *category,
+                                       size_t *bytes);
+/* The categories above in that order; NULL past the last. */
+CT_API const char *ct_model_memory_category(size_t index);
+
 /* ---- batches ---------------------------------------------------------------------- */
 
 CT_API ct_status ct_batch_create(ct_batch **out);

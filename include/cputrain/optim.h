@@ -49,6 +49,13 @@ CT_API double ct_optim_get_lr(const ct_optim *optim);
 /* The schedule's learning rate at any step (for plotting and tests). */
 CT_API double ct_optim_lr_at(const ct_optim *optim, int64_t step);
 
+/* Bytes of the optimizer's state by category: "optimizer_moments" (AdamW's
+ * exp_avg and exp_avg_sq, fp32, each as large as the model's "parameters").
+ * CT_ERR_NOT_FOUND names an unknown category. The model's own memory is
+ * ct_model_memory_bytes's. */
+CT_API ct_status ct_optim_memory_bytes(const ct_optim *optim, const char *category,
+                                       size_t *bytes);
+
 /* Optimizer and scheduler state (moments, step, schedule) as one
  * safetensors file, written atomically; loading checks that the file
  * belongs to a model of the same tensor names and shapes. */

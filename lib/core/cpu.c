@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <cputrain/cputrain.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define CT_X86 1
@@ -171,4 +173,9 @@ const char *ct__cpu_isa_warning(void)
 {
     pthread_once(&isa_once, choose_isa);
     return isa_warning;
+}
+
+const char *ct_kernel_isa(void)
+{
+    return ct__isa_name(ct__cpu_isa());
 }

@@ -65,12 +65,20 @@ typedef struct scratch_set {
 
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static size_t scratch_held; /* bytes of every thread's scratch, atomically */
+
+size_t ct__scratch_bytes(void)
+{
+    return __atomic_load_n(&scratch_held, __ATOMIC_RELAXED);
+}
 
 static void scratch_free(void *p)
 {
     scratch_set *s = p;
-    for (int i = 0; i < CT__SCRATCH_SLOTS; i++)
+    for (int i = 0; i < CT__SCRATCH_SLOTS; i++) {
         free(s->ptr[i]);
+        __atomic_fetch_sub(&scratch_held, s->cap[i], __ATOMIC_RELAXED);
+    }
     free(s);
 }
 
@@ -100,6 +108,7 @@ void *ct__scratch(int slot, size_t bytes)
         if (posix_memalign(&p, 64, cap) != 0)
             return NULL;
         free(s->ptr[slot]);
+        __atomic_fetch_add(&scratch_held, cap - s->cap[slot], __ATOMIC_RELAXED);
         s->ptr[slot] = p;
         s->cap[slot] = cap;
     }

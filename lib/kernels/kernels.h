@@ -156,6 +156,8 @@ enum { CT__SCRATCH_SLOTS = 4 };
 void *ct__scratch(int slot, size_t bytes);
 /* Frees the calling thread's scratch now (tests, long-lived idle threads). */
 void ct__scratch_release(void);
+/* Bytes of scratch every thread of the process holds now. */
+size_t ct__scratch_bytes(void);
 
 /* ---- variants ----------------------------------------------------------- */
 

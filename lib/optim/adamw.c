@@ -104,6 +104,20 @@ double ct_optim_get_lr(const ct_optim *o)
     return o ? ct_optim_lr_at(o, o->step) : 0.0;
 }
 
+ct_status ct_optim_memory_bytes(const ct_optim *o, const char *category, size_t *bytes)
+{
+    CT__CHECK_ARG(o);
+    CT__CHECK_ARG(category);
+    CT__CHECK_ARG(bytes);
+    *bytes = 0;
+    if (strcmp(category, "optimizer_moments") != 0)
+        return ct__error(CT_ERR_NOT_FOUND, "ct_optim_memory_bytes: no memory category '%s' "
+                                           "(optimizer_moments)", category);
+    /* exp_avg and exp_avg_sq, each as long as the model's flat buffer */
+    *bytes = 2 * o->model->n_floats * sizeof(float);
+    return CT_OK;
+}
+
 int64_t ct_optim_get_step(const ct_optim *o)
 {
     return o ? o->step : 0;

@@ -88,6 +88,12 @@
     X(bf16_full_eval, BOOL, 0, "False", "", "Evaluate in bf16 too.")                         \
     X(dataloader_drop_last, BOOL, 0, "False", "",                                            \
       "Drop the last incomplete batch of each epoch.")                                      \
+    X(group_by_length, BOOL, 0, "False", "",                                                 \
+      "Batch examples of similar length together (Trainer's LengthGroupedSampler: "         \
+      "megabatches of 50 steps sorted longest first), keeping some randomness.")           \
+    X(length_column_name, STRING, 0, "length", "",                                           \
+      "Column of precomputed lengths for group_by_length; accepted for compatibility: "     \
+      "lengths are the real tokens (attention mask) of each example.")                     \
     X(run_name, STRING, 1, "None", "", "Name of the run in logs; defaults to output_dir.")    \
     X(disable_tqdm, BOOL, 0, "False", "", "Do not draw progress bars.")                      \
     X(gradient_checkpointing, BOOL, 0, "False", "",                                          \

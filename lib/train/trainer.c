@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -19,6 +20,7 @@
 #include "train/ddp.h"
 #include "train/dataset.h"
 #include "train/outdir_lock.h"
+#include "train/sampler.h"
 
 double ct__now(void)
 {
@@ -68,6 +70,7 @@ void ct_trainer_free(ct_trainer *t)
     ct__ddp_free(t->ddp);
     ct_optim_free(t->optim);
     ct_args_free(t->args);
+    free(t->lengths);
     ct__sb_free(&t->history);
     clear_metrics(t);
     free(t->history_text);
@@ -366,34 +369,85 @@ static ct_status after_epoch(ct_trainer *t, double grad_norm)
 
 /* ---- data order ------------------------------------------------------------------ */
 
-/* The order of epoch e: a Fisher-Yates shuffle drawn from (data_seed, e)
- * alone, so any epoch can be rebuilt on resume. */
-static void epoch_order(int64_t *order, size_t n, uint64_t seed, int64_t epoch)
-{
-    uint64_t key = ct__mix64(seed ^ 0x5851f42d4c957f2dull) + (uint64_t)epoch * 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < n; i++)
-        order[i] = (int64_t)i;
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(ct__mix64(key + i) % i);
-        int64_t tmp = order[i - 1];
-        order[i - 1] = order[j];
-        order[j] = tmp;
-    }
-}
-
 /* This rank's examples of epoch e, dealt as PyTorch's DistributedSampler
  * does: the epoch's order padded to a multiple of the world size by
  * repeating its start, then every world-th example from position `rank`.
- * With one rank, the epoch's order itself. */
-static void rank_order(const ct_trainer *t, int64_t *order, int64_t *mine, int64_t epoch)
+ * With one rank, the epoch's order itself. Global batch k (every rank's
+ * k-th micro-batch) is then positions [k·b·world, (k+1)·b·world) of the
+ * epoch's order whatever the split, so N ranks x batch b see the batches
+ * of 1 rank x N·b.
+ *
+ * group_by_length: the epoch's order is Transformers' length-grouped one
+ * (LengthGroupedSampler), with megabatches of 50 optimizer steps' worth of
+ * examples of the whole job (per_device_train_batch_size x world x
+ * gradient_accumulation_steps; Trainer's train_batch_size x accumulation
+ * with one process). Sizing them by the job's batch, not the rank's, keeps
+ * the rank-count invariance above. */
+static ct_status rank_order(const ct_trainer *t, int64_t *order, int64_t *mine, int64_t epoch)
 {
     size_t n = t->train->n;
-    epoch_order(order, n, t->data_seed, epoch);
+    if (t->lengths) {
+        int64_t batch = A_INT(per_device_train_batch_size) * t->world *
+                        A_INT(gradient_accumulation_steps);
+        ct_status st = ct__length_grouped_order(order, t->lengths, n, batch, t->data_seed, epoch);
+        if (st != CT_OK)
+            return st;
+    } else {
+        ct__epoch_order(order, n, t->data_seed, epoch);
+    }
     for (size_t i = 0; i < t->shard_n; i++)
         mine[i] = order[((size_t)t->rank + (size_t)t->world * i) % n];
+    return CT_OK;
+}
+
+/* group_by_length: each example's length, its real tokens (the attention
+ * mask's sum, as the packed batch computes them). */
+static ct_status count_lengths(ct_trainer *t)
+{
+    const ct_dataset *d = t->train;
+    free(t->lengths);
+    t->lengths = NULL;
+    if (!A_BOOL(group_by_length))
+        return CT_OK;
+    if (!(t->lengths = malloc((d->n ? d->n : 1) * sizeof *t->lengths)))
+        return ct__error(CT_ERR_NOMEM, "out of memory counting the lengths of %zu examples",
+                         d->n);
+    for (size_t i = 0; i < d->n; i++) {
+        int32_t len = 0;
+        for (int j = 0; j < d->T; j++)
+            len += d->mask[i * (size_t)d->T + (size_t)j] != 0;
+        t->lengths[i] = len;
+    }
+    return CT_OK;
 }
 
 /* ---- the loop -------------------------------------------------------------------- */
+
+/* One INFO line of what the run holds, after its first optimizer step. */
+static void log_memory(const ct_trainer *t)
+{
+    char line[512];
+    size_t used = 0, bytes, total = 0;
+    struct rusage ru;
+    for (size_t i = 0; ct_model_memory_category(i); i++) {
+        const char *name = ct_model_memory_category(i);
+        if (ct_model_memory_bytes(t->model, name, &bytes) != CT_OK)
+            continue;
+        total += bytes;
+        used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0,
+                                 "%s %.1f MiB, ", name, (double)bytes / (1 << 20));
+        if (i == 1 && ct_optim_memory_bytes(t->optim, "optimizer_moments", &bytes) == CT_OK) {
+            total += bytes; /* after the gradients, what the optimizer adds */
+            used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0,
+                                     "optimizer_moments %.1f MiB, ", (double)bytes / (1 << 20));
+        }
+    }
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        ru.ru_maxrss = 0;
+    ct__log(CT_LOG_INFO, "memory after the first step: %stotal %.1f MiB; peak RSS %.1f MiB",
+            used < sizeof line ? line : "", (double)total / (1 << 20),
+            (double)ru.ru_maxrss / 1024.0);
+}
 
 static ct_status plan(ct_trainer *t)
 {
@@ -579,11 +633,11 @@ static ct_status start_ddp(ct_trainer *t)
     {
         /* Ranks that would run different step counts would wait on each
          * other at the end until the timeout: refuse at once instead. */
-        int64_t plan[4] = {t->max_steps, t->batches_per_epoch, t->global_step,
-                           A_INT(gradient_accumulation_steps)};
+        int64_t plan[5] = {t->max_steps, t->batches_per_epoch, t->global_step,
+                           A_INT(gradient_accumulation_steps), A_BOOL(group_by_length)};
         if ((st = ct__ddp_same_everywhere(t->ddp, ct__fnv1a(CT__FNV_OFFSET, plan, sizeof plan),
                                           "training plan (steps, batches per epoch, "
-                                          "accumulation or resumed step)")) != CT_OK)
+                                          "accumulation, resumed step or group_by_length)")) != CT_OK)
             return st;
     }
     return ct__ddp_sync_params(t->ddp);
@@ -680,7 +734,7 @@ static ct_status train_run(ct_trainer *t)
     resume = A_STR(resume_from_checkpoint);
     if (resume && (st = ct__checkpoint_resume(t)) != CT_OK)
         return st;
-    if ((st = start_ddp(t)) != CT_OK)
+    if ((st = start_ddp(t)) != CT_OK || (st = count_lengths(t)) != CT_OK)
         return st;
 
     if (!(order = malloc(t->train->n * sizeof *order)) ||
@@ -701,7 +755,8 @@ static ct_status train_run(ct_trainer *t)
     st = notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
 
     while (st == CT_OK && t->epoch_index < t->num_epochs && t->global_step < t->max_steps) {
-        rank_order(t, order, mine, t->epoch_index);
+        if ((st = rank_order(t, order, mine, t->epoch_index)) != CT_OK)
+            break;
         for (; st == CT_OK && t->batch_in_epoch < t->batches_per_epoch &&
                t->global_step < t->max_steps;) {
             int64_t first = t->batch_in_epoch * b;
@@ -761,8 +816,11 @@ static ct_status train_run(ct_trainer *t)
             t->global_step++;
             t->epoch = (double)t->epoch_index +
                        (double)t->batch_in_epoch / (double)t->batches_per_epoch;
-            if (st == CT_OK && t->global_step == first_step + 1)
+            if (st == CT_OK && t->global_step == first_step + 1) {
                 ct__model_recheck_placement(m); /* other libraries have started by now */
+                if (t->rank == 0)
+                    log_memory(t); /* activations exist only after a step */
+            }
             if (st == CT_OK)
                 st = notify(t, CT_EVENT_STEP_END, NULL);
             if (st == CT_OK)

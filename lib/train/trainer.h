@@ -33,6 +33,7 @@ struct ct_trainer {
     int64_t batches_per_epoch; /* micro-batches of per_device_train_batch_size */
     int64_t updates_per_epoch;
     uint64_t data_seed;
+    int32_t *lengths;          /* group_by_length: real tokens per example, else NULL */
 
     /* where training is: what a checkpoint records */
     int64_t global_step;

@@ -72,6 +72,7 @@ static void test_errors() {
     }
     cputrain::check(CT_OK);  // does not throw
     CHECK(cputrain::version() == CT_VERSION_STRING);
+    CHECK(cputrain::kernel_isa() == ct_kernel_isa());
 }
 
 static void test_typed_and_text_access() {
@@ -399,6 +400,12 @@ static void test_optimizer() {
     args.set_float("max_grad_norm", 1.0);
     cputrain::optimizer opt(m, args);
     CHECK(opt.owns() && opt.step_count() == 0);
+    CHECK(opt.memory_bytes() == 2 * m.memory_bytes("parameters"));
+    CHECK(m.memory_bytes("parameters") >= 4 * m.num_parameters());
+    CHECK(m.memory_bytes("gradients") == m.memory_bytes("parameters"));
+    CHECK(cputrain::model::memory_categories().size() == 6);
+    CHECK(cputrain::model::memory_categories().front() == "parameters");
+    EXPECT_ERROR(m.memory_bytes("moments"), CT_ERR_NOT_FOUND, "moments");
     cputrain::batch b(MB, MT, IDS, TYPES, MASK);
     b.set_positions({1, 2}, {3, 2});
     m.forward_backward(b);

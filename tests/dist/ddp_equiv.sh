@@ -90,6 +90,19 @@ else
     bad "shm: 2 ranks x batch 2 x accumulation 2 = 1 x 8"
 fi
 
+# group_by_length groups over the job's batch (batch x ranks x accumulation),
+# so 2 ranks x 4 still train as 1 x 8: 120 examples give megabatches of 24.
+if "$qa" $args --max_train_samples 120 --group_by_length --per_device_train_batch_size 8 \
+    --output_dir "$dir/grouped-one" > "$dir/grouped-one.log" 2>&1 &&
+    ranks shm 2 grouped-2 --max_train_samples 120 --group_by_length \
+        --per_device_train_batch_size 4 &&
+    "$PYTHON" tests/dist/compare_models.py "$dir/grouped-one/model.safetensors" \
+        "$dir/grouped-2/model.safetensors" 1e-6; then
+    ok "shm: group_by_length, 2 ranks x batch 4 = 1 x 8"
+else
+    bad "shm: group_by_length, 2 ranks x batch 4 = 1 x 8"
+fi
+
 # Resuming a 2-rank run from its checkpoint-5 ends bit-identical to the
 # uninterrupted run (rank 0 wrote the checkpoint; both ranks read it).
 if ranks shm 2 saving --per_device_train_batch_size 4 --save_strategy steps --save_steps 5 &&

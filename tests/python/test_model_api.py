@@ -123,6 +123,25 @@ class CreateTest(unittest.TestCase):
             self.assertEqual(len(m.parameters()), len(infos))
             self.assertEqual(m.new_tensors(), [])
 
+    def test_memory_bytes(self):
+        with qa_model() as m, cputrain.TrainingArgs() as args:
+            names = Model.memory_categories()
+            self.assertEqual(names[:2], ["parameters", "gradients"])
+            self.assertIn("packed_weights", names)
+            mem = m.memory_bytes()
+            self.assertEqual(list(mem), names)
+            self.assertGreaterEqual(mem["parameters"], 4 * m.num_parameters())
+            self.assertEqual(mem["gradients"], mem["parameters"])
+            self.assertEqual(mem["bf16_weights"], mem["parameters"] // 2)
+            self.assertEqual(mem["activations"], 0)
+            self.assertEqual(m.memory_bytes("parameters"), mem["parameters"])
+            with self.assertRaises(CputrainError) as cm:
+                m.memory_bytes("moments")
+            self.assertEqual(cm.exception.status, Status.ERR_NOT_FOUND)
+            self.assertIn("moments", cm.exception.message)
+            with cputrain.Optimizer(m, args) as opt:
+                self.assertEqual(opt.memory_bytes(), 2 * mem["parameters"])
+
     def test_bert_base_parameter_count(self):
         # The number model.h states (and Transformers prints).
         with Model.create("bert-base-uncased", task="question-answering") as m:

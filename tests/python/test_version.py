@@ -22,6 +22,10 @@ class VersionTest(unittest.TestCase):
         self.assertEqual(_lib.format_version(number), cputrain.__version__)
         self.assertEqual(number // 10000, cputrain.API_MAJOR)
 
+    def test_kernel_isa(self):
+        self.assertIn(cputrain.kernel_isa(), ("generic", "avx512", "avx512bf16", "amx"))
+        self.assertEqual(cputrain.kernel_isa(), _lib.lib.ct_kernel_isa().decode())
+
     def test_same_major_is_accepted(self):
         _lib.check_version(_lib.API_MAJOR * 10000 + 99 * 100 + 3, "lib")
         _lib.check_version(_lib.API_MIN_VERSION, "lib")

@@ -32,12 +32,19 @@ from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postpr
 # The version of the library actually loaded, which is what runs.
 __version__ = _c.ct_version_string().decode()
 
+
+def kernel_isa():
+    """The kernel level this process runs: "generic", "avx512", "avx512bf16"
+    or "amx" (the best the CPU supports, or CPUTRAIN_ISA's supported choice)."""
+    return _c.ct_kernel_isa().decode()
+
+
 __all__ = [
     "API_MAJOR", "ArgType", "Batch", "CputrainError", "DType", "Dataset", "Event", "Field",
     "LOG_TO_STDERR", "LogLevel", "Model", "Optimizer", "PROGRESS_TO_TERMINAL", "Precision",
     "Status", "Task", "TensorInfo", "Tokenizer", "TokenizerOption", "TrainOutput", "Trainer",
     "TrainingArgs", "Truncation", "__version__",
-    "get_log_level", "library_path", "log_to_python_logging", "set_log_callback",
+    "get_log_level", "kernel_isa", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist",

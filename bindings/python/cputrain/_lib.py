@@ -39,6 +39,7 @@ PROTOTYPES = {
     "ct_last_error": (_str, []),
     "ct_version_number": (_uint, []),
     "ct_version_string": (_str, []),
+    "ct_kernel_isa": (_str, []),
     "ct_log_set_callback": (None, [LOG_FN, ctypes.c_void_p]),
     "ct_log_get_callback": (None, [ctypes.POINTER(LOG_FN), ctypes.POINTER(ctypes.c_void_p)]),
     "ct_log_set_level": (None, [_int]),
@@ -117,6 +118,9 @@ PROTOTYPES = {
     "ct_model_tensor_data": (_ptr(_f32), [Handle, _size]),
     "ct_model_tensor_grad": (_ptr(_f32), [Handle, _size]),
     "ct_model_tensor_decays": (_int, [Handle, _size]),
+    # model.h: memory
+    "ct_model_memory_bytes": (_status, [Handle, _str, _ptr(_size)]),
+    "ct_model_memory_category": (_str, [_size]),
     # model.h: batches
     "ct_batch_create": (_status, [_ptr(Handle)]),
     "ct_batch_free": (None, [Handle]),
@@ -136,6 +140,7 @@ PROTOTYPES = {
     "ct_optim_get_step": (_i64, [Handle]),
     "ct_optim_get_lr": (_f64, [Handle]),
     "ct_optim_lr_at": (_f64, [Handle, _i64]),
+    "ct_optim_memory_bytes": (_status, [Handle, _str, _ptr(_size)]),
     "ct_optim_save": (_status, [Handle, _str]),
     "ct_optim_load": (_status, [Handle, _str]),
     # train.h: datasets

@@ -511,6 +511,25 @@ class Model(OwnedHandle):
         """Trainable scalars; tied weights count once."""
         return lib.ct_model_num_parameters(self._live())
 
+    def memory_bytes(self, category=None):
+        """Bytes the model holds now in one category ("parameters",
+        "gradients", "bf16_weights", "packed_weights", "activations",
+        "kernel_scratch": see memory_categories()), or with no category a
+        dict of them all. The optimizer's moments: Optimizer.memory_bytes()."""
+        if category is None:
+            return {name: self.memory_bytes(name) for name in Model.memory_categories()}
+        out = ctypes.c_size_t()
+        check(lib.ct_model_memory_bytes(self._live(), _encode(category), ctypes.byref(out)))
+        return out.value
+
+    @staticmethod
+    def memory_categories():
+        """The categories memory_bytes() knows, in the library's order."""
+        names = []
+        while lib.ct_model_memory_category(len(names)) is not None:
+            names.append(_decode(lib.ct_model_memory_category(len(names))))
+        return names
+
     def new_tensors(self):
         """Names of the tensors load() had to initialise."""
         handle = self._live()

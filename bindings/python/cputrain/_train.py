@@ -162,6 +162,13 @@ class Optimizer(OwnedHandle):
         get_last_lr() after step_count scheduler steps)."""
         return lib.ct_optim_get_lr(self._live())
 
+    def memory_bytes(self, category="optimizer_moments"):
+        """Bytes of the optimizer's state: "optimizer_moments" (AdamW's two
+        fp32 moments)."""
+        out = ctypes.c_size_t()
+        check(lib.ct_optim_memory_bytes(self._live(), _encode(category), ctypes.byref(out)))
+        return out.value
+
     def lr_at(self, step):
         """The schedule's learning rate at optimizer step `step`."""
         return lib.ct_optim_lr_at(self._live(), _int64(step, "step"))
