@@ -29,8 +29,10 @@ static void usage(void)
             "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm]\n"
             "                      [--batch B] [--seq T] [--precision fp32|bf16]\n"
             "                      [--steps N] [--warmup W] [--threads N] [--eval] [--optimizer]\n"
+            "                      [--gradient_checkpointing]\n"
             "defaults: bert-base-uncased qa, batch 8, seq 128, bf16, 10 steps, 2 warm-up\n"
-            "--optimizer: each step also clips and applies AdamW (a whole training step)\n");
+            "--optimizer: each step also clips and applies AdamW (a whole training step)\n"
+            "--gradient_checkpointing: backward recomputes each layer from its input\n");
 }
 
 /* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
@@ -82,7 +84,7 @@ int main(int argc, char **argv)
     const char *model_name = "bert-base-uncased";
     ct_task task = CT_TASK_QUESTION_ANSWERING;
     ct_precision precision = CT_PRECISION_BF16;
-    int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0, use_optim = 0;
+    int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0, use_optim = 0, checkpointing = 0;
     ct_optim *opt = NULL;
     ct_model *m;
     ct_batch *batch;
@@ -100,6 +102,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--optimizer") == 0) {
             use_optim = 1;
+            continue;
+        }
+        if (strcmp(a, "--gradient_checkpointing") == 0) {
+            checkpointing = 1;
             continue;
         }
         if (!v || strncmp(a, "--", 2) != 0) {
@@ -138,18 +144,10 @@ int main(int argc, char **argv)
     if ((st = ct_model_create(model_name, task, 42, &m)) != CT_OK ||
         (st = ct_model_set_precision(m, precision)) != CT_OK ||
         (st = ct_model_set_threads(m, threads)) != CT_OK ||
-        (st = ct_model_set_training(m, !eval)) != CT_OK) {
+        (st = ct_model_set_training(m, !eval)) != CT_OK ||
+        (st = ct_model_set_gradient_checkpointing(m, checkpointing)) != CT_OK) {
         fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
         return 1;
-    }
-    if (use_optim && !eval) {
-        ct_args *args = NULL;
-        if ((st = ct_args_create(&args)) != CT_OK || (st = ct_optim_create(m, args, &opt)) != CT_OK ||
-            (st = ct_optim_set_total_steps(opt, warmup + steps)) != CT_OK) {
-            fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
-            return 1;
-        }
-        ct_args_free(args);
     }
     if (use_optim && !eval) {
         ct_args *args = NULL;

@@ -116,6 +116,27 @@ else
     bad "shm: 2 ranks resumed from checkpoint-5 = uninterrupted"
 fi
 
+# Everything on (dropout, bf16, gradient checkpointing, group_by_length, 2
+# ranks): recomputing layers in backward changes no bit, and a run resumed
+# from checkpoint-5 ends bit-identical to the uninterrupted one.
+plain_args=$args
+args=$(echo "$args" | sed "s|config_no_dropout.json|config.json|")
+all="--bf16 --group_by_length --max_train_samples 120 --per_device_train_batch_size 4
+--save_strategy steps --save_steps 5"
+if ranks shm 2 all-plain $all && ranks shm 2 all-ckpt $all --gradient_checkpointing &&
+    "$PYTHON" tests/dist/compare_models.py "$dir/all-plain/model.safetensors" \
+        "$dir/all-ckpt/model.safetensors" 0 &&
+    rm -rf "$dir/all-ckpt/checkpoint-10" &&
+    ranks shm 2 all-ckpt $all --gradient_checkpointing \
+        --resume_from_checkpoint "$dir/all-ckpt/checkpoint-5" &&
+    "$PYTHON" tests/dist/compare_models.py "$dir/all-plain/model.safetensors" \
+        "$dir/all-ckpt/model.safetensors" 0; then
+    ok "shm: dropout+bf16+group_by_length: checkpointed = plain, and resumed = uninterrupted"
+else
+    bad "shm: dropout+bf16+group_by_length: checkpointed = plain, and resumed = uninterrupted"
+fi
+args=$plain_args
+
 # Only rank 0 writes: one log entry per step in rank 0's log alone.
 if grep -q '"step": 10' "$dir/shm-2.rank0.log" && ! grep -q '"step": 10' "$dir/shm-2.rank1.log"; then
     ok "only rank 0 logs"
