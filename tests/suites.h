@@ -42,7 +42,8 @@ Suite *core_suite(void);
     X(ddp_suite)              \
     X(launcher_suite)         \
     X(dist_suite)             \
-    X(secret_suite)
+    X(secret_suite)           \
+    X(packed_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)
