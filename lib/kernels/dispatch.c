@@ -114,11 +114,8 @@ static void warn(void)
     const char *w = ct__cpu_isa_warning();
     if (w[0])
         ct__log(CT_LOG_WARNING, "%s", w);
-    if (ct__cpu_isa() < CT__ISA_AVX512BF16)
-        ct__log(CT_LOG_WARNING,
-                "kernels: %s level, no AVX512-BF16 in use: bf16 matrix products "
-                "are emulated in fp32 and will be slower than fp32 training",
-                ct__isa_name(ct__cpu_isa()));
+    /* What bf16 means without AVX512-BF16 is said by ct_model_set_precision,
+     * once, and only when bf16 is chosen: fp32-only runs hear nothing. */
 }
 
 const ct__kernels *ct__kernels_get(void)

@@ -141,6 +141,26 @@ const char *ct_model_new_tensor_name(const ct_model *m, size_t index)
 
 /* ---- settings ---------------------------------------------------------- */
 
+/* Once per process, on the first switch to bf16: what bf16 is on a level
+ * without bf16 dot products. Same numerics (bf16 inputs, fp32 sums), no
+ * speed-up over fp32, and no slow-down: the weights are widened once per
+ * step and each product is the fp32 one. */
+static void note_bf16_level(const ct__kernels *k)
+{
+    static int said;
+    if (k->isa >= CT__ISA_AVX512BF16 || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        return;
+    if (k->isa == CT__ISA_GENERIC)
+        ct__log(CT_LOG_WARNING, "bf16 on the generic kernel level: matrix products run "
+                                "on the reference kernel with bf16 inputs and fp32 sums, "
+                                "no faster than fp32");
+    else
+        ct__log(CT_LOG_WARNING, "bf16 on the %s kernel level (no AVX512-BF16 in use): "
+                                "matrix products are fp32 GEMMs of bf16-rounded inputs "
+                                "(the same numerics), at fp32 speed, no faster",
+                ct__isa_name(k->isa));
+}
+
 ct_status ct_model_set_precision(ct_model *m, ct_precision precision)
 {
     CT__CHECK_ARG(m);
@@ -148,6 +168,8 @@ ct_status ct_model_set_precision(ct_model *m, ct_precision precision)
         return ct__error(CT_ERR_INVALID_ARG,
                          "precision %d is not CT_PRECISION_FP32 (0) or CT_PRECISION_BF16 (1)",
                          (int)precision);
+    if (precision == CT_PRECISION_BF16)
+        note_bf16_level(m->k);
     /* The packs exist only in bf16 mode: fp32 training does not pay for them. */
     if (precision == CT_PRECISION_BF16) {
         ct_status st = ct__model_wpack_prepare(m);
