@@ -454,7 +454,8 @@ public:
         return v;
     }
     void zero_grad() { check(ct_model_zero_grad(live())); }
-    // After writing parameters through data(): refreshes the bf16 copy.
+    // After writing parameters through data(): the bf16 form of the weights
+    // is rebuilt from them by the next forward.
     void params_changed() { check(ct_model_params_changed(live())); }
 
     // ---- parameters ----------------------------------------------------------

@@ -110,7 +110,8 @@ CT_API ct_status ct_model_logits(const ct_model *model, const float **data, int 
 /* Set every gradient to zero (one memset over the flat buffer). */
 CT_API ct_status ct_model_zero_grad(ct_model *model);
 /* Call after changing parameters through the pointers below (a custom
- * optimizer): refreshes the bf16 copy of the weights. */
+ * optimizer): the bf16 form of the weights is rebuilt from them, once, by
+ * the next forward. */
 CT_API ct_status ct_model_params_changed(ct_model *model);
 
 /* ---- parameters ------------------------------------------------------------------- */
