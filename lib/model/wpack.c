@@ -94,11 +94,12 @@ ct_status ct__model_wpack_prepare(ct_model *m)
     for (size_t i = 0; i < n; i++) {
         const ct__tensor *t = tensor_at(m, offs[i]);
         if (!t) {
+            size_t bad = offs[i];
             free(offs);
             free(wp->e);
             free(wp);
             return ct__error(CT_ERR_INTERNAL, "packed weights: no 2-D tensor at offset %zu",
-                             offs[i]);
+                             bad);
         }
         wp->e[i].w_off = offs[i];
         wp->e[i].out = (int)t->dim[0];
