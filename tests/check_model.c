@@ -496,14 +496,22 @@ START_TEST(memory_accounted_for)
     tensors = ct_model_tensor_count(m);
     OK(ct_model_memory_bytes(m, "parameters", &params));
     OK(ct_model_memory_bytes(m, "gradients", &grads));
-    OK(ct_model_memory_bytes(m, "bf16_weights", &bf16));
     OK(ct_model_memory_bytes(m, "packed_weights", &packed));
     OK(ct_model_memory_bytes(m, "activations", &acts));
     ck_assert_uint_ge(params, 4 * ct_model_num_parameters(m));
     ck_assert_uint_le(params, 4 * ct_model_num_parameters(m) + 64 * tensors);
     ck_assert_uint_eq(params % 64, 0);
     ck_assert_uint_eq(grads, params);
-    ck_assert_uint_eq(bf16, params / 2);
+    ck_assert_uint_eq(packed, 0); /* fp32: no bf16 weights */
+    ASSERT_ERROR_HAS(ct_model_memory_bytes(m, "bf16_weights", &bf16), CT_ERR_NOT_FOUND,
+                     "'bf16_weights'");
+    OK(ct_model_set_precision(m, CT_PRECISION_BF16));
+    OK(ct_model_memory_bytes(m, "packed_weights", &packed));
+    /* at least a bf16 copy of the Linear weights, at most two fp32 ones */
+    ck_assert_uint_gt(packed, 0);
+    ck_assert_uint_le(packed, 2 * params);
+    OK(ct_model_set_precision(m, CT_PRECISION_FP32));
+    OK(ct_model_memory_bytes(m, "packed_weights", &packed));
     ck_assert_uint_eq(packed, 0);
     ck_assert_uint_eq(acts, 0);
     b = make_batch(m);

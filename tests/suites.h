@@ -43,7 +43,8 @@ Suite *core_suite(void);
     X(launcher_suite)         \
     X(dist_suite)             \
     X(secret_suite)           \
-    X(attention_suite)
+    X(attention_suite)        \
+    X(packed_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

@@ -461,14 +461,15 @@ public:
         return v;
     }
     void zero_grad() { check(ct_model_zero_grad(live())); }
-    // After writing parameters through data(): refreshes the bf16 copy.
+    // After writing parameters through data(): the bf16 form of the weights
+    // is rebuilt from them by the next forward.
     void params_changed() { check(ct_model_params_changed(live())); }
 
     // ---- parameters ----------------------------------------------------------
 
     std::size_t num_parameters() const { return ct_model_num_parameters(live()); }
     // Bytes held now in one memory category ("parameters", "gradients",
-    // "bf16_weights", "packed_weights", "activations", "kernel_scratch");
+    // "packed_weights", "activations", "kernel_scratch");
     // throws CT_ERR_NOT_FOUND naming an unknown one.
     std::size_t memory_bytes(const std::string &category) const {
         std::size_t out = 0;

@@ -116,7 +116,8 @@ CT_API ct_status ct_model_logits(const ct_model *model, const float **data, int 
 /* Set every gradient to zero (one memset over the flat buffer). */
 CT_API ct_status ct_model_zero_grad(ct_model *model);
 /* Call after changing parameters through the pointers below (a custom
- * optimizer): refreshes the bf16 copy of the weights. */
+ * optimizer): the bf16 form of the weights is rebuilt from them, once, by
+ * the next forward. */
 CT_API ct_status ct_model_params_changed(ct_model *model);
 
 /* ---- parameters ------------------------------------------------------------------- */
@@ -146,8 +147,9 @@ CT_API int ct_model_tensor_decays(const ct_model *model, size_t index);
  *   "parameters"      fp32 master weights: 4 x ct_model_num_parameters, plus
  *                     the 64-byte alignment padding between tensors
  *   "gradients"       fp32 gradients, the same layout
- *   "bf16_weights"    the bf16 copy of the weights that bf16 matmuls read
- *   "packed_weights"  weights repacked for the matmul kernels (0: none)
+ *   "packed_weights"  in bf16 mode, the weights of every Linear rounded to
+ *                     bf16 and laid out for the matrix kernels, remade once
+ *                     after each change of the parameters (0 in fp32)
  *   "activations"     what a forward pass keeps for backward, and backward's
  *                     scratch: grown on demand to the largest batch run so
  *                     far (0 before the first pass)

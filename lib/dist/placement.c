@@ -242,7 +242,8 @@ ct_status ct_model_set_placement(ct_model *model, ct_placement *placement)
 
     ct__node_bind(&p->plan, m->params, m->n_floats * sizeof(float));
     ct__node_bind(&p->plan, m->grads, m->n_floats * sizeof(float));
-    ct__node_bind(&p->plan, m->params_bf16, m->n_floats * sizeof(ct__bf16));
+    if (m->wpack_mem != NULL)
+        ct__node_bind(&p->plan, m->wpack_mem, m->wpack_bytes);
     if (m->acts != NULL)
         ct__node_bind(&p->plan, m->acts->block, m->acts->bytes);
     m->placed = 1;

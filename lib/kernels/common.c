@@ -38,6 +38,42 @@ ct_status ct__gemm_check(const ct__gemm_desc *d, const void *A, const void *B,
     return CT_OK;
 }
 
+ct_status ct__packb_check(const void *mem, const ct__bf16 *B, int K, int N, int ldb,
+                          int flags, const char *who)
+{
+    int tb = (flags & CT__GEMM_TRANS_B) != 0;
+    int need = tb ? K : N;
+    if (flags & ~CT__GEMM_TRANS_B)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: flags 0x%x (only CT__GEMM_TRANS_B "
+                         "applies to packing)", who, (unsigned)flags);
+    if (K < 0 || N < 0)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: negative size N=%d K=%d", who, N, K);
+    if (K > 0 && N > 0 && ldb < need)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: ldb %d < %d (%s)", who, ldb, need,
+                         tb ? "K, B is [N,K]" : "N, B is [K,N]");
+    if (mem == NULL || (K > 0 && N > 0 && B == NULL))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: NULL matrix (B %p memory %p)", who,
+                         (const void *)B, mem);
+    if ((uintptr_t)mem % 64 != 0)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: packing memory %p is not 64-byte "
+                         "aligned", who, mem);
+    return CT_OK;
+}
+
+ct_status ct__gemm_packed_check(const float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                int M, int lda, int ldc, int flags, const char *who)
+{
+    if (B == NULL || B->data == NULL)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: no packed B", who);
+    if (flags & ~(CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: flags 0x%x (B is packed: no "
+                         "CT__GEMM_TRANS_B)", who, (unsigned)flags);
+    /* lda/ldc as an unpacked call with B's sizes would check them */
+    ct__gemm_desc d = {M, B->N, B->K, lda, B->N > B->K ? B->N : B->K, ldc, flags, 1.0f,
+                       {1, 1}, {0, 0}, {0, 0}, {0, 0}};
+    return ct__gemm_check(&d, A, B->data, C, who);
+}
+
 int ct__gemm_batch_count(const ct__gemm_desc *d)
 {
     int b0 = d->batch[0], b1 = d->batch[1];

@@ -19,6 +19,10 @@ static void build_tables(void)
     t->bf16_to_f32 = ct__bf16_to_f32_generic;
     t->gemm_bf16 = ct__gemm_bf16_generic;
     t->gemm_f32 = ct__gemm_f32_generic;
+    t->packb_bytes = ct__packb_bytes_generic;
+    t->packb = ct__packb_generic;
+    t->gemm_bf16_packed = ct__gemm_bf16_packed_generic;
+    t->packb_transposable = 1;
     t->layernorm_forward = ct__layernorm_forward_generic;
     t->layernorm_backward_input = ct__layernorm_backward_input_generic;
     t->layernorm_backward_params = ct__layernorm_backward_params_generic;
@@ -47,6 +51,10 @@ static void build_tables(void)
     t->bf16_to_f32 = ct__bf16_to_f32_avx512;
     t->gemm_bf16 = ct__gemm_bf16_blas;
     t->gemm_f32 = ct__gemm_f32_blas;
+    t->packb_bytes = ct__packb_bytes_blas;
+    t->packb = ct__packb_blas;
+    t->gemm_bf16_packed = ct__gemm_bf16_packed_blas;
+    t->packb_transposable = 1;
     t->layernorm_forward = ct__layernorm_forward_avx512;
     t->layernorm_backward_input = ct__layernorm_backward_input_avx512;
     t->layernorm_backward_params = ct__layernorm_backward_params_avx512;
@@ -72,10 +80,17 @@ static void build_tables(void)
     *t = tables[CT__ISA_AVX512];
     t->f32_to_bf16 = ct__f32_to_bf16_avx512bf16;
     t->gemm_bf16 = ct__gemm_bf16_avx512bf16;
+    t->packb_bytes = ct__packb_bytes_avx512bf16;
+    t->packb = ct__packb_avx512bf16;
+    t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512bf16;
+    t->packb_transposable = 0;
 
     t = &tables[CT__ISA_AMX];
     *t = tables[CT__ISA_AVX512BF16];
     t->gemm_bf16 = ct__gemm_bf16_amx;
+    t->packb_bytes = ct__packb_bytes_amx;
+    t->packb = ct__packb_amx;
+    t->gemm_bf16_packed = ct__gemm_bf16_packed_amx;
     max_isa = ct__cpu_max_isa(ct__cpu_features_get());
 #else
     max_isa = CT__ISA_GENERIC;
@@ -99,11 +114,8 @@ static void warn(void)
     const char *w = ct__cpu_isa_warning();
     if (w[0])
         ct__log(CT_LOG_WARNING, "%s", w);
-    if (ct__cpu_isa() < CT__ISA_AVX512BF16)
-        ct__log(CT_LOG_WARNING,
-                "kernels: %s level, no AVX512-BF16 in use: bf16 matrix products "
-                "are emulated in fp32 and will be slower than fp32 training",
-                ct__isa_name(ct__cpu_isa()));
+    /* What bf16 means without AVX512-BF16 is said by ct_model_set_precision,
+     * once, and only when bf16 is chosen: fp32-only runs hear nothing. */
 }
 
 const ct__kernels *ct__kernels_get(void)

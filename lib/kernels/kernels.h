@@ -69,6 +69,36 @@ typedef ct_status (*ct__gemm_bf16_fn)(float *C, const ct__bf16 *A,
 typedef ct_status (*ct__gemm_f32_fn)(float *C, const float *A, const float *B,
                                      const ct__gemm_desc *d, ct__pool *pool);
 
+/* ---- packed B: a weight laid out once for a level's kernel ---------------
+ *
+ * A weight used by many products is packed once (per optimizer step) into
+ * the form this level's GEMM reads, so no product repacks it:
+ *   blocked AVX512-BF16 / AMX: the VNNI panels of gemm_x86.h (block count
+ *     rounded up to the variant's block_n), one pack per orientation;
+ *   OpenBLAS: the fp32 widening of the bf16 matrix as stored, so the product
+ *     is one sgemm (bf16 inputs, fp32 sums, exactly);
+ *   generic: the bf16 matrix as stored, dense.
+ * A product with a pack gives bitwise the sums of the unpacked call with the
+ * same flags: same microkernel, same blocking. */
+typedef struct ct__packed_b {
+    void *data; /* packb_bytes(K, N) bytes of caller memory, 64-byte aligned */
+    int K, N;   /* op(B) is [K, N] */
+    int trans;  /* levels that keep B as stored: it is stored [N, K] */
+} ct__packed_b;
+
+/* Bytes a packed op(B) [K, N] needs (a multiple of 64). */
+typedef size_t (*ct__packb_bytes_fn)(int K, int N);
+/* Packs op(B) [K, N] (B stored [K, N] with ldb >= N, or [N, K] with
+ * ldb >= K under CT__GEMM_TRANS_B) into `mem`, filling *out. The pool may
+ * be NULL. CT_ERR_INVALID_ARG on inconsistent sizes. */
+typedef ct_status (*ct__packb_fn)(ct__packed_b *out, void *mem, const ct__bf16 *B,
+                                  int K, int N, int ldb, int flags, ct__pool *pool);
+/* C[M, N] = alpha * op(A)[M, K] . B + (ACCUMULATE ? C : 0), B packed;
+ * flags CT__GEMM_TRANS_A and CT__GEMM_ACCUMULATE as for gemm_bf16. */
+typedef ct_status (*ct__gemm_packed_fn)(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                        int M, int lda, int ldc, int flags, float alpha,
+                                        ct__pool *pool);
+
 /* ---- conversions ------------------------------------------------------------
  * fp32 -> bf16 rounds to nearest even, as vcvtne2ps2bf16 does (so every
  * variant is bit-exact with the generic one): NaN keeps sign and top payload
@@ -85,6 +115,13 @@ typedef struct ct__kernels {
     ct__bf16_to_f32_fn bf16_to_f32;
     ct__gemm_bf16_fn gemm_bf16;
     ct__gemm_f32_fn gemm_f32;
+    ct__packb_bytes_fn packb_bytes;
+    ct__packb_fn packb;
+    ct__gemm_packed_fn gemm_bf16_packed;
+    /* The pack keeps B as stored: the pack of op(B) read transposed
+     * (ct__packed_b_transpose) serves op(B)^T too, so one copy covers both
+     * orientations of a weight. */
+    int packb_transposable;
     /* Element-wise kernels of ops.h (their semantics are documented there). */
     ct__layernorm_forward_fn layernorm_forward;
     ct__layernorm_backward_input_fn layernorm_backward_input;
@@ -140,6 +177,19 @@ static inline ct_status ct__gemm_f32(const ct__kernels *k, float *C,
 
 /* ---- shared helpers (kernels/common.c) ---------------------------------- */
 
+/* The same pack read as op(B)^T; only for levels with packb_transposable. */
+static inline ct__packed_b ct__packed_b_transpose(const ct__packed_b *p)
+{
+    ct__packed_b t = {p->data, p->N, p->K, !p->trans};
+    return t;
+}
+/* Checks of a packb / gemm_bf16_packed call (CT_ERR_INVALID_ARG naming the
+ * field); `who` prefixes the message. */
+ct_status ct__packb_check(const void *mem, const ct__bf16 *B, int K, int N, int ldb,
+                          int flags, const char *who);
+ct_status ct__gemm_packed_check(const float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                int M, int lda, int ldc, int flags, const char *who);
+
 /* Validates sizes and leading dimensions; CT_ERR_INVALID_ARG with a message
  * naming the field otherwise. `who` prefixes the message. */
 ct_status ct__gemm_check(const ct__gemm_desc *d, const void *A, const void *B,
@@ -173,6 +223,18 @@ ct_status ct__gemm_f32_blas(float *C, const float *A, const float *B,
                             const ct__gemm_desc *d, ct__pool *pool);
 ct_status ct__gemm_bf16_blas(float *C, const ct__bf16 *A, const ct__bf16 *B,
                              const ct__gemm_desc *d, ct__pool *pool);
+size_t ct__packb_bytes_generic(int K, int N);
+ct_status ct__packb_generic(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                            int ldb, int flags, ct__pool *pool);
+ct_status ct__gemm_bf16_packed_generic(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                       int M, int lda, int ldc, int flags, float alpha,
+                                       ct__pool *pool);
+size_t ct__packb_bytes_blas(int K, int N);
+ct_status ct__packb_blas(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                         int ldb, int flags, ct__pool *pool);
+ct_status ct__gemm_bf16_packed_blas(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                    int M, int lda, int ldc, int flags, float alpha,
+                                    ct__pool *pool);
 
 #if defined(__x86_64__)
 void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n);
@@ -183,6 +245,17 @@ ct_status ct__gemm_bf16_avx512bf16(float *C, const ct__bf16 *A,
                                    ct__pool *pool);
 ct_status ct__gemm_bf16_amx(float *C, const ct__bf16 *A, const ct__bf16 *B,
                             const ct__gemm_desc *d, ct__pool *pool);
+size_t ct__packb_bytes_avx512bf16(int K, int N);
+ct_status ct__packb_avx512bf16(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                               int ldb, int flags, ct__pool *pool);
+ct_status ct__gemm_bf16_packed_avx512bf16(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                          int M, int lda, int ldc, int flags, float alpha,
+                                          ct__pool *pool);
+size_t ct__packb_bytes_amx(int K, int N);
+ct_status ct__packb_amx(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                        int ldb, int flags, ct__pool *pool);
+ct_status ct__gemm_bf16_packed_amx(float *C, const ct__bf16 *A, const ct__packed_b *B, int M,
+                                   int lda, int ldc, int flags, float alpha, ct__pool *pool);
 #endif
 
 #endif

@@ -33,7 +33,6 @@ typedef struct pass {
 
 static float *P(const pass *p, size_t off) { return p->m->params + off; }
 static float *G(const pass *p, size_t off) { return p->m->grads + off; }
-static const ct__bf16 *PB(const pass *p, size_t off) { return p->m->params_bf16 + off; }
 
 /* Per-layer slot of an activation array: layer l when kept, else slot 0. */
 #define SLOT(p, base, l, per) ((base) + (size_t)((p)->per_layer ? (l) : 0) * (per))
@@ -69,9 +68,8 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__b
                             size_t w_off, size_t b_off, int N, int IN, int OUT)
 {
     ct_status st;
-    if (p->bf16)
-        st = ct__gemm_bf16(p->k, y, xb, PB(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
-                           1.0f, p->pool);
+    if (p->bf16) /* W packed once per parameter change (wpack.c) */
+        st = ct__model_gemm_w(p->m, y, xb, N, w_off, 0, 0, p->pool);
     else
         st = ct__gemm_f32(p->k, y, x, P(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
                           1.0f, p->pool);
@@ -92,8 +90,8 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
         ct__bf16 *dyb = p->a->dy_b;
         ct__p_to_bf16(p->pool, p->k, dyb, dy, (size_t)N * OUT);
         if (dx)
-            st = ct__gemm_bf16(p->k, dx, dyb, PB(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
-                               p->pool);
+            st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, 1, acc_dx, p->pool);
+        /* dW: both operands are activations, so no pack */
         if (st == CT_OK)
             st = ct__gemm_bf16(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
                                CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);

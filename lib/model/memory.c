@@ -7,21 +7,12 @@
 #include "model/acts.h"
 #include "model/model.h"
 
-static const char *const categories[] = {"parameters",     "gradients",   "bf16_weights",
-                                         "packed_weights", "activations", "kernel_scratch"};
+static const char *const categories[] = {"parameters", "gradients", "packed_weights",
+                                         "activations", "kernel_scratch"};
 
 const char *ct_model_memory_category(size_t index)
 {
     return index < sizeof categories / sizeof *categories ? categories[index] : NULL;
-}
-
-/* Weights repacked for the matmul kernels: none yet. When the packed
- * weights land, this is the one line to change:
- *     return ct__model_packed_bytes(m);                                   */
-static size_t packed_weights_bytes(const ct_model *m)
-{
-    (void)m;
-    return 0;
 }
 
 ct_status ct_model_memory_bytes(const ct_model *model, const char *category, size_t *bytes)
@@ -32,10 +23,8 @@ ct_status ct_model_memory_bytes(const ct_model *model, const char *category, siz
     *bytes = 0;
     if (!strcmp(category, "parameters") || !strcmp(category, "gradients"))
         *bytes = model->n_floats * sizeof(float);
-    else if (!strcmp(category, "bf16_weights"))
-        *bytes = model->n_floats * sizeof(ct__bf16);
     else if (!strcmp(category, "packed_weights"))
-        *bytes = packed_weights_bytes(model);
+        *bytes = ct__model_packed_bytes(model);
     else if (!strcmp(category, "activations"))
         *bytes = model->acts ? model->acts->bytes : 0;
     else if (!strcmp(category, "kernel_scratch"))
@@ -43,7 +32,7 @@ ct_status ct_model_memory_bytes(const ct_model *model, const char *category, siz
     else
         return ct__error(CT_ERR_NOT_FOUND,
                          "ct_model_memory_bytes: no memory category '%s' (parameters, gradients, "
-                         "bf16_weights, packed_weights, activations, kernel_scratch; the "
+                         "packed_weights, activations, kernel_scratch; the "
                          "optimizer's moments are ct_optim_memory_bytes')", category);
     return CT_OK;
 }

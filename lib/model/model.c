@@ -21,14 +21,12 @@ ct_status ct__model_alloc(ct_model *m)
 {
     m->params = alloc_aligned(m->n_floats * sizeof(float));
     m->grads = alloc_aligned(m->n_floats * sizeof(float));
-    m->params_bf16 = alloc_aligned(m->n_floats * sizeof(ct__bf16));
-    if (!m->params || !m->grads || !m->params_bf16)
+    if (!m->params || !m->grads)
         return ct__error(CT_ERR_NOMEM, "out of memory for %zu parameters (%.1f MiB)",
-                         m->n_params, m->n_floats * 10.0 / (1 << 20));
-    /* Padding between tensors stays zero in all three buffers. */
+                         m->n_params, m->n_floats * 8.0 / (1 << 20));
+    /* Padding between tensors stays zero in both buffers. */
     memset(m->params, 0, m->n_floats * sizeof(float));
     memset(m->grads, 0, m->n_floats * sizeof(float));
-    memset(m->params_bf16, 0, m->n_floats * sizeof(ct__bf16));
     m->bf16_stale = 1;
     return CT_OK;
 }
@@ -37,8 +35,9 @@ void ct__model_refresh_bf16(ct_model *m)
 {
     if (m->precision != CT_PRECISION_BF16 || !m->bf16_stale)
         return;
-    m->k->f32_to_bf16(m->params_bf16, m->params, m->n_floats);
-    m->bf16_stale = 0;
+    m->wpack_status = ct__model_wpack_refresh(m);
+    if (m->wpack_status == CT_OK)
+        m->bf16_stale = 0;
 }
 
 static int default_threads(void)
@@ -121,7 +120,7 @@ void ct_model_free(ct_model *m)
     ct__pool_free(m->pool);
     free(m->params);
     free(m->grads);
-    free(m->params_bf16);
+    ct__model_wpack_free(m);
     free(m->tensors);
     free(m->w.layers);
     for (size_t i = 0; i < m->n_new_tensors; i++)
@@ -143,6 +142,26 @@ const char *ct_model_new_tensor_name(const ct_model *m, size_t index)
 
 /* ---- settings ---------------------------------------------------------- */
 
+/* Once per process, on the first switch to bf16: what bf16 is on a level
+ * without bf16 dot products. Same numerics (bf16 inputs, fp32 sums), no
+ * speed-up over fp32, and no slow-down: the weights are widened once per
+ * step and each product is the fp32 one. */
+static void note_bf16_level(const ct__kernels *k)
+{
+    static int said;
+    if (k->isa >= CT__ISA_AVX512BF16 || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        return;
+    if (k->isa == CT__ISA_GENERIC)
+        ct__log(CT_LOG_WARNING, "bf16 on the generic kernel level: matrix products run "
+                                "on the reference kernel with bf16 inputs and fp32 sums, "
+                                "no faster than fp32");
+    else
+        ct__log(CT_LOG_WARNING, "bf16 on the %s kernel level (no AVX512-BF16 in use): "
+                                "matrix products are fp32 GEMMs of bf16-rounded inputs "
+                                "(the same numerics), at fp32 speed, no faster",
+                ct__isa_name(k->isa));
+}
+
 ct_status ct_model_set_precision(ct_model *m, ct_precision precision)
 {
     CT__CHECK_ARG(m);
@@ -150,9 +169,16 @@ ct_status ct_model_set_precision(ct_model *m, ct_precision precision)
         return ct__error(CT_ERR_INVALID_ARG,
                          "precision %d is not CT_PRECISION_FP32 (0) or CT_PRECISION_BF16 (1)",
                          (int)precision);
-    if (precision == CT_PRECISION_BF16 && m->k->isa < CT__ISA_AVX512BF16)
-        ct__log(CT_LOG_WARNING, "this CPU has no AVX512-BF16: bf16 matrix products are "
-                                "emulated and will be slower than fp32");
+    if (precision == CT_PRECISION_BF16)
+        note_bf16_level(m->k);
+    /* The packs exist only in bf16 mode: fp32 training does not pay for them. */
+    if (precision == CT_PRECISION_BF16) {
+        ct_status st = ct__model_wpack_prepare(m);
+        if (st != CT_OK)
+            return st;
+    } else {
+        ct__model_wpack_free(m);
+    }
     if (precision != m->precision)
         m->bf16_stale = 1;
     m->precision = precision;

@@ -1,6 +1,6 @@
-/* Internal: the ct_model handle. Parameters, gradients and the bf16 weight
- * copy are flat buffers carved by one table of named tensors; every weight
- * is addressed by its offset, which indexes all three buffers alike. */
+/* Internal: the ct_model handle. Parameters and gradients are flat buffers
+ * carved by one table of named tensors; every weight is addressed by its
+ * offset, which indexes both alike (and names its packed bf16 form). */
 #ifndef CT_MODEL_MODEL_H
 #define CT_MODEL_MODEL_H
 
@@ -67,8 +67,13 @@ struct ct_model {
     size_t n_params;  /* trainable scalars */
     float *params;
     float *grads;
-    ct__bf16 *params_bf16; /* bf16 copy of the weights, used by bf16 matmuls */
-    int bf16_stale;        /* params changed since the copy was made */
+    /* wpack.c: in bf16 mode, every Linear weight rounded to bf16 and packed
+     * for this level's GEMM (both orientations), in one allocation. */
+    struct ct__wpack *wpack;
+    void *wpack_mem;
+    size_t wpack_bytes;
+    ct_status wpack_status; /* the last repacking's failure, CT_OK if none */
+    int bf16_stale;         /* params changed since the packs were made */
 
     char **new_tensors; /* names ct_model_load initialised */
     size_t n_new_tensors;
@@ -109,8 +114,24 @@ ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, in
  * tensor table built and buffers allocated, parameters not yet set. */
 ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out);
 ct_status ct__model_alloc(ct_model *m);
-/* Bring the bf16 weight copy up to date if bf16 matmuls will run. */
+/* Bring the packed bf16 weights up to date if bf16 matmuls will run; a
+ * failure is kept in wpack_status and reported by ct__model_gemm_w. */
 void ct__model_refresh_bf16(ct_model *m);
+/* wpack.c: the packed weights. prepare allocates them (bound to the model's
+ * node when placed) without filling them; refresh repacks from params. */
+ct_status ct__model_wpack_prepare(ct_model *m);
+ct_status ct__model_wpack_refresh(ct_model *m);
+void ct__model_wpack_free(ct_model *m);
+/* A bf16 product with the Linear weight W [OUT, IN] at w_off, A [M, K] dense:
+ *   backward 0: C[M, OUT] = A W^T           (K = IN)
+ *   backward 1: C[M, IN] (+)= A W           (K = OUT; += with accumulate)
+ * C dense. Bitwise the unpacked ct__gemm_bf16 of the same product.
+ * CT_ERR_STATE outside bf16 mode, CT_ERR_INTERNAL for a w_off that is no
+ * Linear weight. */
+ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M, size_t w_off,
+                           int backward, int accumulate, ct__pool *pool);
+/* Bytes of the packed weights (0 outside bf16 mode). */
+size_t ct__model_packed_bytes(const ct_model *m);
 /* placement.c: after start-up, warn when the calling thread no longer has
  * the affinity ct_model_set_placement gave it (nothing without one). */
 void ct__model_recheck_placement(const ct_model *m);

@@ -144,7 +144,6 @@ typedef struct step_job {
     float decay_mul;  /* 1 - lr * weight_decay */
     float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
     double step_size, bc2_sqrt;
-    int refresh_bf16;
 } step_job;
 
 static size_t make_chunks(const ct_model *m, chunk **out)
@@ -211,8 +210,6 @@ static void update_task(void *ctx, int task, int thread)
         es[i] = vi;
         g[i] = 0.0f;
     }
-    if (j->refresh_bf16)
-        m->k->f32_to_bf16(m->params_bf16 + off, p, n);
 }
 
 static void zero_task(void *ctx, int task, int thread)
@@ -301,11 +298,9 @@ ct_status ct_optim_step(ct_optim *o, double *grad_norm_out)
     j.eps = (float)o->eps;
     j.step_size = lr / (1.0 - pow(o->beta1, t));
     j.bc2_sqrt = sqrt(1.0 - pow(o->beta2, t));
-    j.refresh_bf16 = m->precision == CT_PRECISION_BF16;
     ct__pool_run(m->pool, update_task, &j, (int)j.n_chunks);
-    /* Updated in the same pass, or stale when bf16 is off (refreshed when
-     * it is switched on). */
-    m->bf16_stale = !j.refresh_bf16;
+    /* The packed bf16 weights are rebuilt, once, by the next forward. */
+    m->bf16_stale = 1;
     o->step++;
     free(j.partial);
     free(chunks);

@@ -132,7 +132,7 @@ class CreateTest(unittest.TestCase):
             self.assertEqual(list(mem), names)
             self.assertGreaterEqual(mem["parameters"], 4 * m.num_parameters())
             self.assertEqual(mem["gradients"], mem["parameters"])
-            self.assertEqual(mem["bf16_weights"], mem["parameters"] // 2)
+            self.assertEqual(mem["packed_weights"], 0)  # fp32
             self.assertEqual(mem["activations"], 0)
             self.assertEqual(m.memory_bytes("parameters"), mem["parameters"])
             with self.assertRaises(CputrainError) as cm:

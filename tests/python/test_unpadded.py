@@ -164,8 +164,10 @@ class CheckpointingTest(unittest.TestCase):
                                 # accumulation: a second micro-batch adds on
                                 m.forward_backward(**ragged(config, task, seed=1))
                                 runs.append((first, {n: np.array(g, copy=True)
-                                                     for n, g in m.grads().items()}))
-                        ((l0, g0, d0), acc0), ((l1, g1, d1), acc1) = runs
+                                                     for n, g in m.grads().items()},
+                                             m.memory_bytes("activations")))
+                        ((l0, g0, d0), acc0, mem0), ((l1, g1, d1), acc1, mem1) = runs
+                        self.assertLess(mem1, mem0, "checkpointing keeps less")
                         self.assertEqual(l0, l1)
                         np.testing.assert_array_equal(g0, g1)
                         for name in d0:

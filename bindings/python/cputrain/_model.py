@@ -513,7 +513,7 @@ class Model(OwnedHandle):
 
     def memory_bytes(self, category=None):
         """Bytes the model holds now in one category ("parameters",
-        "gradients", "bf16_weights", "packed_weights", "activations",
+        "gradients", "packed_weights", "activations",
         "kernel_scratch": see memory_categories()), or with no category a
         dict of them all. The optimizer's moments: Optimizer.memory_bytes()."""
         if category is None:

@@ -84,3 +84,46 @@ ct_status ct__gemm_f32_generic(float *C, const float *A, const float *B,
 {
     return gemm_generic(C, A, B, d, pool, 0, "gemm_f32_generic");
 }
+
+/* ---- packed B: the bf16 matrix as stored, dense (the oracle reads any
+ * layout in the same k order, so this gives the unpacked call's sums) ---- */
+
+size_t ct__packb_bytes_generic(int K, int N)
+{
+    size_t bytes = (size_t)(K > 0 ? K : 0) * (size_t)(N > 0 ? N : 0) * sizeof(ct__bf16);
+    return (bytes + 63) & ~(size_t)63;
+}
+
+ct_status ct__packb_generic(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                            int ldb, int flags, ct__pool *pool)
+{
+    ct_status st = ct__packb_check(mem, B, K, N, ldb, flags, "packb_generic");
+    int tb = (flags & CT__GEMM_TRANS_B) != 0;
+    int rows = tb ? N : K, cols = tb ? K : N;
+    (void)pool;
+    if (st != CT_OK)
+        return st;
+    for (int r = 0; r < rows && cols > 0; r++)
+        memcpy((ct__bf16 *)mem + (size_t)r * cols, B + (size_t)r * ldb,
+               (size_t)cols * sizeof *B);
+    out->data = mem;
+    out->K = K;
+    out->N = N;
+    out->trans = tb;
+    return CT_OK;
+}
+
+ct_status ct__gemm_bf16_packed_generic(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                       int M, int lda, int ldc, int flags, float alpha,
+                                       ct__pool *pool)
+{
+    ct_status st = ct__gemm_packed_check(C, A, B, M, lda, ldc, flags, "gemm_bf16_packed_generic");
+    if (st != CT_OK)
+        return st;
+    ct__gemm_desc d = {M, B->N, B->K, lda, B->trans ? B->K : B->N, ldc,
+                       flags | (B->trans ? CT__GEMM_TRANS_B : 0), alpha, {1, 1},
+                       {0, 0}, {0, 0}, {0, 0}};
+    if (d.ldb < 1)
+        d.ldb = 1;
+    return ct__gemm_bf16_generic(C, A, (const ct__bf16 *)B->data, &d, pool);
+}

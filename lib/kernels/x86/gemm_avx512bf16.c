@@ -90,4 +90,22 @@ ct_status ct__gemm_bf16_avx512bf16(float *C, const ct__bf16 *A,
 {
     return ct__gemm_bf16_blocked(&avx512bf16_variant, C, A, B, d, pool);
 }
+
+size_t ct__packb_bytes_avx512bf16(int K, int N)
+{
+    return ct__blocked_packb_bytes(&avx512bf16_variant, K, N);
+}
+
+ct_status ct__packb_avx512bf16(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                        int ldb, int flags, ct__pool *pool)
+{
+    return ct__blocked_packb(&avx512bf16_variant, out, mem, B, K, N, ldb, flags, pool);
+}
+
+ct_status ct__gemm_bf16_packed_avx512bf16(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                   int M, int lda, int ldc, int flags, float alpha,
+                                   ct__pool *pool)
+{
+    return ct__gemm_bf16_blocked_packed(&avx512bf16_variant, C, A, B, M, lda, ldc, flags, alpha, pool);
+}
 #endif

@@ -155,6 +155,7 @@ typedef struct job {
     const ct__gemm_desc *d;
     float *C;
     const ct__bf16 *A, *B;
+    const ct__packed_b *packed; /* B packed by the caller: nothing to pack */
     product pr;      /* the product being split (split mode) */
     int tm, tn;      /* thread grid (split mode) */
     int pack_chunk;  /* 16-col blocks per packing task */
@@ -190,6 +191,10 @@ static void item_task(void *ctx, int task, int thread)
     (void)thread;
     make_product(&pr, j, task);
     size_t elems = packed_b_elems(j->v, d, &pr.nblk16);
+    if (j->packed) {
+        pr.Bp = j->packed->data;
+        goto compute;
+    }
     ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
     if (!bp) {
         set_status(j, CT_ERR_NOMEM);
@@ -198,6 +203,7 @@ static void item_task(void *ctx, int task, int thread)
     ct__pack_vnni16(bp, pr.B, d->ldb, (d->flags & CT__GEMM_TRANS_B) == 0 ? 0 : 1,
                     d->K, d->N, pr.KT, 0, pr.nblk16);
     pr.Bp = bp;
+compute:
     if (j->v->begin)
         j->v->begin();
     set_status(j, compute_region(j->v, &pr, 0, d->M, 0, d->N));
@@ -255,14 +261,15 @@ static void choose_grid(int T, int mblocks, int nblocks, int *tm, int *tn)
     }
 }
 
-ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
-                                const ct__bf16 *A, const ct__bf16 *B,
-                                const ct__gemm_desc *d, ct__pool *pool)
+/* The product of a checked desc; B packed already when `packed` is set
+ * (then one item). Both ways take the same decisions, so give the same sums. */
+static ct_status run(const ct__gemm_variant *v, float *C, const ct__bf16 *A,
+                     const ct__bf16 *B, const ct__packed_b *packed,
+                     const ct__gemm_desc *d, ct__pool *pool)
 {
-    ct_status st = ct__gemm_check(d, A, B, C, v->name);
     int items = ct__gemm_batch_count(d);
-    if (st != CT_OK || d->M == 0 || d->N == 0 || items == 0)
-        return st;
+    if (d->M == 0 || d->N == 0 || items == 0)
+        return CT_OK;
     job j;
     memset(&j, 0, sizeof j);
     j.v = v;
@@ -270,6 +277,7 @@ ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
     j.C = C;
     j.A = A;
     j.B = B;
+    j.packed = packed;
     if (d->K == 0) {
         for (int i = 0; i < items; i++) {
             make_product(&j.pr, &j, i);
@@ -290,14 +298,18 @@ ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
     for (int i = 0; i < items && j.status == 0; i++) {
         make_product(&j.pr, &j, i);
         size_t elems = packed_b_elems(v, d, &j.pr.nblk16);
-        ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
-        if (!bp) {
-            j.status = CT_ERR_NOMEM;
-            break;
+        if (packed) {
+            j.pr.Bp = packed->data;
+        } else {
+            ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
+            if (!bp) {
+                j.status = CT_ERR_NOMEM;
+                break;
+            }
+            j.pr.Bp = bp;
+            j.pack_chunk = cdiv(j.pr.nblk16, 4 * T);
+            ct__pool_run(pool, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
         }
-        j.pr.Bp = bp;
-        j.pack_chunk = cdiv(j.pr.nblk16, 4 * T);
-        ct__pool_run(pool, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
         choose_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n), &j.tm, &j.tn);
         ct__pool_run(pool, region_task, &j, j.tm * j.tn);
     }
@@ -306,5 +318,72 @@ done:
         return ct__error((ct_status)j.status, "%s: out of memory for packing "
                          "buffers (M=%d N=%d K=%d)", v->name, d->M, d->N, d->K);
     return CT_OK;
+}
+
+ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
+                                const ct__bf16 *A, const ct__bf16 *B,
+                                const ct__gemm_desc *d, ct__pool *pool)
+{
+    ct_status st = ct__gemm_check(d, A, B, C, v->name);
+    if (st != CT_OK)
+        return st;
+    return run(v, C, A, B, NULL, d, pool);
+}
+
+/* ---- B packed once by the caller ------------------------------------------ */
+
+size_t ct__blocked_packb_bytes(const ct__gemm_variant *v, int K, int N)
+{
+    ct__gemm_desc d;
+    int nblk16;
+    memset(&d, 0, sizeof d);
+    d.K = K > 0 ? K : 0;
+    d.N = N > 0 ? N : 0;
+    return packed_b_elems(v, &d, &nblk16) * sizeof(ct__bf16);
+}
+
+ct_status ct__blocked_packb(const ct__gemm_variant *v, ct__packed_b *out, void *mem,
+                            const ct__bf16 *B, int K, int N, int ldb, int flags,
+                            ct__pool *pool)
+{
+    ct_status st = ct__packb_check(mem, B, K, N, ldb, flags, v->name);
+    ct__gemm_desc d;
+    job j;
+    if (st != CT_OK)
+        return st;
+    memset(&d, 0, sizeof d);
+    memset(&j, 0, sizeof j);
+    d.K = K;
+    d.N = N;
+    d.ldb = ldb;
+    d.flags = flags;
+    j.d = &d;
+    j.pr.B = B;
+    j.pr.Bp = mem;
+    j.pr.KT = cdiv(K, CT__KTILE);
+    packed_b_elems(v, &d, &j.pr.nblk16);
+    if (K > 0 && j.pr.nblk16 > 0) {
+        int T = ct__pool_nthreads(pool);
+        j.pack_chunk = cdiv(j.pr.nblk16, 4 * T);
+        ct__pool_run(T > 1 ? pool : NULL, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
+    }
+    out->data = mem;
+    out->K = K;
+    out->N = N;
+    out->trans = 0; /* VNNI panels are op(B) itself */
+    return CT_OK;
+}
+
+ct_status ct__gemm_bf16_blocked_packed(const ct__gemm_variant *v, float *C,
+                                       const ct__bf16 *A, const ct__packed_b *B, int M,
+                                       int lda, int ldc, int flags, float alpha,
+                                       ct__pool *pool)
+{
+    ct_status st = ct__gemm_packed_check(C, A, B, M, lda, ldc, flags, v->name);
+    if (st != CT_OK)
+        return st;
+    ct__gemm_desc d = {M, B->N, B->K, lda, B->N, ldc, flags, alpha, {1, 1},
+                       {0, 0}, {0, 0}, {0, 0}};
+    return run(v, C, A, B->data, B, &d, pool);
 }
 #endif

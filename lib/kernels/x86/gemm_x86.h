@@ -52,6 +52,16 @@ ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
                                 const ct__bf16 *A, const ct__bf16 *B,
                                 const ct__gemm_desc *d, ct__pool *pool);
 
+/* The packed-B entries of kernels.h for a variant: its VNNI panels. */
+size_t ct__blocked_packb_bytes(const ct__gemm_variant *v, int K, int N);
+ct_status ct__blocked_packb(const ct__gemm_variant *v, ct__packed_b *out, void *mem,
+                            const ct__bf16 *B, int K, int N, int ldb, int flags,
+                            ct__pool *pool);
+ct_status ct__gemm_bf16_blocked_packed(const ct__gemm_variant *v, float *C,
+                                       const ct__bf16 *A, const ct__packed_b *B, int M,
+                                       int lda, int ldc, int flags, float alpha,
+                                       ct__pool *pool);
+
 /* Packs 16-column blocks j0 <= j < j1 of X (K x N) in VNNI order, KT k-tiles
  * each, block j at dst + j*KT*512. X(k,n) = trans ? src[n*ld+k] : src[k*ld+n]. */
 void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld, int trans,
