@@ -544,7 +544,7 @@ START_TEST(memory_accounted_for)
         OK(ct_model_memory_bytes(m, ct_model_memory_category(i), &v));
         n++;
     }
-    ck_assert_uint_eq(n, 6);
+    ck_assert_uint_eq(n, 5);
     ck_assert_str_eq(ct_model_memory_category(0), "parameters");
     ck_assert_ptr_null(ct_model_memory_category(6));
     ASSERT_ERROR_HAS(ct_model_memory_bytes(m, "optimizer_moments", &n), CT_ERR_NOT_FOUND,

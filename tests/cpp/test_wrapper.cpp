@@ -403,7 +403,7 @@ static void test_optimizer() {
     CHECK(opt.memory_bytes() == 2 * m.memory_bytes("parameters"));
     CHECK(m.memory_bytes("parameters") >= 4 * m.num_parameters());
     CHECK(m.memory_bytes("gradients") == m.memory_bytes("parameters"));
-    CHECK(cputrain::model::memory_categories().size() == 6);
+    CHECK(cputrain::model::memory_categories().size() == 5);
     CHECK(cputrain::model::memory_categories().front() == "parameters");
     EXPECT_ERROR(m.memory_bytes("moments"), CT_ERR_NOT_FOUND, "moments");
     cputrain::batch b(MB, MT, IDS, TYPES, MASK);
