@@ -698,6 +698,64 @@ END_TEST
 
 /* ---- table and entry points ----------------------------------------------------------- */
 
+/* ---- the optimizer: every level gives the generic's bits ------------------------------- */
+
+START_TEST(adamw_and_sum_squares_bit_identical)
+{
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    enum { NMAX = 1000 };
+    ct__adamw_hyper hs[2] = {{1.0f, 1.0f, 0.9f, 0.1f, 0.999f, 0.001f, -1e-3f, 0.03f, 1e-8f},
+                             {0.37f, 0.9999f, 0.8f, 0.2f, 0.99f, 0.01f, -3e-5f, 0.7f, 1e-6f}};
+    float *p0 = rand_f(NMAX, 1.0f, 0.0f), *g0 = rand_f(NMAX, 0.1f, 0.0f);
+    float *m0 = rand_f(NMAX, 0.01f, 0.0f), *v0 = rand_f(NMAX, 1e-4f, 0.0f);
+    float *bufs[2][4];
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            bufs[b][i] = alloc_f(NMAX);
+    for (size_t i = 0; i < NMAX; i++)
+        v0[i] = fabsf(v0[i]); /* second moments are never negative */
+    for (int v = 0; v < nv; v++)
+        for (int hi = 0; hi < 2; hi++)
+            for (size_t n = 1; n <= NMAX; n += n < 37 ? 1 : 321) {
+                for (int b = 0; b < 2; b++) {
+                    memcpy(bufs[b][0], p0, n * sizeof *p0);
+                    memcpy(bufs[b][1], g0, n * sizeof *g0);
+                    memcpy(bufs[b][2], m0, n * sizeof *m0);
+                    memcpy(bufs[b][3], v0, n * sizeof *v0);
+                }
+                generic()->adamw_update(bufs[0][0], bufs[0][1], bufs[0][2], bufs[0][3], n, &hs[hi]);
+                vs[v]->adamw_update(bufs[1][0], bufs[1][1], bufs[1][2], bufs[1][3], n, &hs[hi]);
+                CHECK_BITS(bufs[1][0], bufs[0][0], n, "adamw p", vs[v]);
+                CHECK_BITS(bufs[1][2], bufs[0][2], n, "adamw m", vs[v]);
+                CHECK_BITS(bufs[1][3], bufs[0][3], n, "adamw v", vs[v]);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert(bufs[1][1][i] == 0.0f); /* gradients zeroed */
+                {
+                    double a = generic()->sum_squares(g0, n), b = vs[v]->sum_squares(g0, n);
+                    ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s sum_squares n=%zu: %.17g "
+                                  "vs %.17g", vs[v]->name, n, b, a);
+                }
+            }
+    /* the update itself, one element by hand: p = p * decay + step * m / (sqrt(v) / bc2 + eps) */
+    {
+        float p = 2.0f, g = 0.5f, m = 0.0f, v = 0.0f;
+        ct__adamw_hyper h = {1.0f, 0.5f, 0.9f, 0.1f, 0.999f, 0.001f, -0.1f, 1.0f, 0.0f};
+        ct__kernels_get()->adamw_update(&p, &g, &m, &v, 1, &h);
+        /* m = 0.05, v = 0.00025, sqrt(v) = 0.0158..., m / that = 3.1623 */
+        ck_assert(fabsf(m - 0.05f) < 1e-7f && fabsf(v - 0.00025f) < 1e-9f);
+        ck_assert_msg(fabsf(p - (1.0f - 0.1f * 3.16227766f)) < 1e-5f, "p = %g", p);
+    }
+    free(p0);
+    free(g0);
+    free(m0);
+    free(v0);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            free(bufs[b][i]);
+}
+END_TEST
+
 START_TEST(table_complete_and_entry_points_dispatch)
 {
     for (int i = 0; i < CT__ISA_COUNT; i++) {
@@ -706,7 +764,7 @@ START_TEST(table_complete_and_entry_points_dispatch)
             continue;
         /* every pointer of the table set, at every level */
         void *const *fp = (void *const *)&k->layernorm_forward;
-        void *const *end = (void *const *)(&k->cross_entropy_backward + 1);
+        void *const *end = (void *const *)(&k->sum_squares + 1);
         for (; fp < end; fp++)
             ck_assert_ptr_nonnull(*fp);
     }
@@ -869,6 +927,7 @@ Suite *ops_suite(void)
     tcase_add_test(tc, softmax_backward_matches_generic);
     tcase_add_test(tc, dropout_bit_identical);
     tcase_add_test(tc, cross_entropy_matches_generic);
+    tcase_add_test(tc, adamw_and_sum_squares_bit_identical);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("parallel");

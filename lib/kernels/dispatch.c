@@ -43,6 +43,8 @@ static void build_tables(void)
     t->dropout_backward = ct__dropout_backward_generic;
     t->cross_entropy_forward = ct__cross_entropy_forward_generic;
     t->cross_entropy_backward = ct__cross_entropy_backward_generic;
+    t->adamw_update = ct__adamw_update_generic;
+    t->sum_squares = ct__sum_squares_generic;
 
 #if defined(__x86_64__)
     t = &tables[CT__ISA_AVX512];
@@ -75,6 +77,8 @@ static void build_tables(void)
     t->dropout_backward = ct__dropout_backward_avx512;
     t->cross_entropy_forward = ct__cross_entropy_forward_avx512;
     t->cross_entropy_backward = ct__cross_entropy_backward_avx512;
+    t->adamw_update = ct__adamw_update_avx512;
+    t->sum_squares = ct__sum_squares_avx512;
 
     t = &tables[CT__ISA_AVX512BF16];
     *t = tables[CT__ISA_AVX512];

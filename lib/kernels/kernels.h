@@ -143,6 +143,8 @@ typedef struct ct__kernels {
     ct__dropout_fn dropout_backward;
     ct__cross_entropy_forward_fn cross_entropy_forward;
     ct__cross_entropy_backward_fn cross_entropy_backward;
+    ct__adamw_update_fn adamw_update;
+    ct__sum_squares_fn sum_squares;
     /* More kernels (adamw, ...) join here; a NULL entry in a variant's table
      * falls back to the level below it. */
 } ct__kernels;

@@ -114,6 +114,24 @@ void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, in
                                 const int32_t *target, int N, int V, int32_t ignore,
                                 float scale);
 
+/* ---- the optimizer -----------------------------------------------------------
+ * One chunk of torch.optim.AdamW's step, operation by operation in fp32 as
+ * adamw.c documents it, the gradients zeroed after use; every variant gives
+ * the same bits (separate multiplies and adds, IEEE sqrt and division).
+ * sum_squares: the sum of x[i]^2 in double, over 8 interleaved partial sums
+ * (element i into sum i % 8) added in a fixed tree, in every variant. */
+typedef struct ct__adamw_hyper {
+    float clip;            /* gradient multiplier (1: no clipping) */
+    float decay;           /* 1 - lr * weight_decay, or 1 */
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float step_size;       /* -lr / (1 - beta1^t) */
+    float bc2_sqrt;        /* sqrt(1 - beta2^t) */
+    float eps;
+} ct__adamw_hyper;
+typedef void (*ct__adamw_update_fn)(float *p, float *g, float *m, float *v, size_t n,
+                                    const ct__adamw_hyper *h);
+typedef double (*ct__sum_squares_fn)(const float *x, size_t n);
+
 /* ---- variants ------------------------------------------------------------- */
 
 void ct__layernorm_forward_generic(float *out, float *mean, float *rstd, const float *inp,
@@ -148,6 +166,9 @@ double ct__cross_entropy_forward_generic(const float *logits, int ld, const int3
 void ct__cross_entropy_backward_generic(float *dlogits, int ldd, const float *logits, int ld,
                                         const int32_t *target, int N, int V, int32_t ignore,
                                         float scale);
+void ct__adamw_update_generic(float *p, float *g, float *m, float *v, size_t n,
+                              const ct__adamw_hyper *h);
+double ct__sum_squares_generic(const float *x, size_t n);
 
 #if defined(__x86_64__)
 /* x86/ops_avx512.c. Bit-identical with the generic: relu, bias_add,
@@ -188,6 +209,9 @@ double ct__cross_entropy_forward_avx512(const float *logits, int ld, const int32
 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const float *logits, int ld,
                                        const int32_t *target, int N, int V, int32_t ignore,
                                        float scale);
+void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, size_t n,
+                             const ct__adamw_hyper *h);
+double ct__sum_squares_avx512(const float *x, size_t n);
 #endif
 
 #endif

@@ -139,11 +139,7 @@ typedef struct step_job {
     const chunk *chunks;
     size_t n_chunks;
     double *partial;
-    /* update */
-    float clip;       /* multiplier of the gradients (1: no clipping) */
-    float decay_mul;  /* 1 - lr * weight_decay */
-    float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
-    double step_size, bc2_sqrt;
+    ct__adamw_hyper hyper; /* the update's; decay applies to decaying tensors */
 } step_job;
 
 static size_t make_chunks(const ct_model *m, chunk **out)
@@ -172,13 +168,9 @@ static void norm_task(void *ctx, int task, int thread)
     const ct_model *m = j->o->model;
     const chunk *c = &j->chunks[task];
     const ct__tensor *t = &m->tensors[c->tensor];
-    const float *g = m->grads + t->offset;
-    double s = 0;
     (void)thread;
-    if (!t->frozen)
-        for (size_t i = c->begin; i < c->end; i++)
-            s += (double)g[i] * g[i];
-    j->partial[task] = s;
+    j->partial[task] =
+        t->frozen ? 0.0 : m->k->sum_squares(m->grads + t->offset + c->begin, c->end - c->begin);
 }
 
 static void update_task(void *ctx, int task, int thread)
@@ -190,26 +182,18 @@ static void update_task(void *ctx, int task, int thread)
     const ct__tensor *t = &m->tensors[c->tensor];
     size_t off = t->offset + c->begin, n = c->end - c->begin;
     float *p = m->params + off, *g = m->grads + off;
-    float *ea = o->exp_avg + off, *es = o->exp_avg_sq + off;
-    float decay = o->decays[c->tensor] ? j->decay_mul : 1.0f;
-    float step_size = (float)-j->step_size, bc2 = (float)j->bc2_sqrt;
+    ct__adamw_hyper h = j->hyper;
     (void)thread;
     if (t->frozen) {
         memset(g, 0, n * sizeof *g);
         return;
     }
-    /* torch.optim.AdamW, operation by operation in fp32. */
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i] * j->clip;
-        float pi = p[i] * decay;
-        float mi = ea[i] * j->beta1 + j->one_minus_beta1 * gi;
-        float vi = es[i] * j->beta2 + j->one_minus_beta2 * gi * gi;
-        float denom = sqrtf(vi) / bc2 + j->eps;
-        p[i] = pi + step_size * (mi / denom);
-        ea[i] = mi;
-        es[i] = vi;
-        g[i] = 0.0f;
-    }
+    if (!o->decays[c->tensor])
+        h.decay = 1.0f;
+    /* torch.optim.AdamW, operation by operation in fp32:
+     *   g *= clip; p *= 1 - lr * wd; m = b1 m + (1 - b1) g;
+     *   v = b2 v + (1 - b2) g g; p += -step_size * m / (sqrt(v) / bc2 + eps) */
+    m->k->adamw_update(p, g, o->exp_avg + off, o->exp_avg_sq + off, n, &h);
 }
 
 static void zero_task(void *ctx, int task, int thread)
@@ -283,21 +267,21 @@ ct_status ct_optim_step(ct_optim *o, double *grad_norm_out)
     }
     lr = ct_optim_get_lr(o);
     t = (double)(o->step + 1);
-    j.clip = 1.0f;
+    j.hyper.clip = 1.0f;
     if (o->max_grad_norm > 0) {
         /* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), at most 1 */
         double coef = o->max_grad_norm / (norm + 1e-6);
         if (coef < 1.0)
-            j.clip = (float)coef;
+            j.hyper.clip = (float)coef;
     }
-    j.decay_mul = (float)(1.0 - lr * o->weight_decay);
-    j.beta1 = (float)o->beta1;
-    j.one_minus_beta1 = (float)(1.0 - o->beta1);
-    j.beta2 = (float)o->beta2;
-    j.one_minus_beta2 = (float)(1.0 - o->beta2);
-    j.eps = (float)o->eps;
-    j.step_size = lr / (1.0 - pow(o->beta1, t));
-    j.bc2_sqrt = sqrt(1.0 - pow(o->beta2, t));
+    j.hyper.decay = (float)(1.0 - lr * o->weight_decay);
+    j.hyper.beta1 = (float)o->beta1;
+    j.hyper.one_minus_beta1 = (float)(1.0 - o->beta1);
+    j.hyper.beta2 = (float)o->beta2;
+    j.hyper.one_minus_beta2 = (float)(1.0 - o->beta2);
+    j.hyper.eps = (float)o->eps;
+    j.hyper.step_size = (float)-(lr / (1.0 - pow(o->beta1, t)));
+    j.hyper.bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, t));
     ct__pool_run(m->pool, update_task, &j, (int)j.n_chunks);
     /* The packed bf16 weights are rebuilt, once, by the next forward. */
     m->bf16_stale = 1;

@@ -266,3 +266,29 @@ void ct__cross_entropy_backward_generic(float *dlogits, int ldd, const float *lo
         dz[target[i]] -= scale;
     }
 }
+
+/* ---- the optimizer ------------------------------------------------------------------ */
+
+void ct__adamw_update_generic(float *p, float *g, float *m, float *v, size_t n,
+                              const ct__adamw_hyper *h)
+{
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * h->clip;
+        float pi = p[i] * h->decay;
+        float mi = m[i] * h->beta1 + h->one_minus_beta1 * gi;
+        float vi = v[i] * h->beta2 + h->one_minus_beta2 * gi * gi;
+        float denom = sqrtf(vi) / h->bc2_sqrt + h->eps;
+        p[i] = pi + h->step_size * (mi / denom);
+        m[i] = mi;
+        v[i] = vi;
+        g[i] = 0.0f;
+    }
+}
+
+double ct__sum_squares_generic(const float *x, size_t n)
+{
+    double s[8] = {0};
+    for (size_t i = 0; i < n; i++)
+        s[i % 8] += (double)x[i] * x[i];
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}

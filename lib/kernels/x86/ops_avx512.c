@@ -682,4 +682,51 @@ OPS_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const
         dz[target[i]] -= scale;
     }
 }
+/* ---- the optimizer ------------------------------------------------------------------ */
+
+/* The explicit-rounding forms are builtins GCC never fuses into FMAs, so
+ * each product and sum rounds as the generic's does. */
+#define RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define MUL(a, b) _mm512_mul_round_ps((a), (b), RN)
+#define ADD(a, b) _mm512_add_round_ps((a), (b), RN)
+
+OPS_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, size_t n,
+                                        const ct__adamw_hyper *h)
+{
+    __m512 clip = splat(h->clip), decay = splat(h->decay), b1 = splat(h->beta1);
+    __m512 omb1 = splat(h->one_minus_beta1), b2 = splat(h->beta2);
+    __m512 omb2 = splat(h->one_minus_beta2), bc2 = splat(h->bc2_sqrt), eps = splat(h->eps);
+    __m512 step = splat(h->step_size);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = lanes(n - i);
+        __m512 gi = MUL(_mm512_maskz_loadu_ps(k, g + i), clip);
+        __m512 pi = MUL(_mm512_maskz_loadu_ps(k, p + i), decay);
+        __m512 mi = ADD(MUL(_mm512_maskz_loadu_ps(k, m + i), b1), MUL(omb1, gi));
+        __m512 vi = ADD(MUL(_mm512_maskz_loadu_ps(k, v + i), b2), MUL(MUL(omb2, gi), gi));
+        __m512 denom = ADD(_mm512_div_round_ps(_mm512_sqrt_round_ps(vi, RN), bc2, RN), eps);
+        _mm512_mask_storeu_ps(p + i, k, ADD(pi, MUL(step, _mm512_div_round_ps(mi, denom, RN))));
+        _mm512_mask_storeu_ps(m + i, k, mi);
+        _mm512_mask_storeu_ps(v + i, k, vi);
+        _mm512_mask_storeu_ps(g + i, k, _mm512_setzero_ps());
+    }
+}
+
+OPS_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
+{
+    __m512d s = _mm512_setzero_pd();
+    double t[8];
+    for (size_t i = 0; i < n; i += 8) {
+        __mmask8 k = (__mmask8)lanes(n - i);
+        /* a float's square is exact in double, so the FMA rounds as the
+         * generic's add does */
+        __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, x + i));
+        s = _mm512_fmadd_pd(d, d, s);
+    }
+    _mm512_storeu_pd(t, s);
+    return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+}
+
+#undef RN
+#undef MUL
+#undef ADD
 #endif
