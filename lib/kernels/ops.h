@@ -118,8 +118,8 @@ void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, in
  * One chunk of torch.optim.AdamW's step, operation by operation in fp32 as
  * adamw.c documents it, the gradients zeroed after use; every variant gives
  * the same bits (separate multiplies and adds, IEEE sqrt and division).
- * sum_squares: the sum of x[i]^2 in double, over 8 interleaved partial sums
- * (element i into sum i % 8) added in a fixed tree, in every variant. */
+ * sum_squares: the sum of x[i]^2 in double, over 32 interleaved partial
+ * sums (element i into sum i % 32) added in a fixed tree, in every variant. */
 typedef struct ct__adamw_hyper {
     float clip;            /* gradient multiplier (1: no clipping) */
     float decay;           /* 1 - lr * weight_decay, or 1 */

@@ -287,8 +287,10 @@ void ct__adamw_update_generic(float *p, float *g, float *m, float *v, size_t n,
 
 double ct__sum_squares_generic(const float *x, size_t n)
 {
-    double s[8] = {0};
+    double s[32] = {0}, t[8];
     for (size_t i = 0; i < n; i++)
-        s[i % 8] += (double)x[i] * x[i];
-    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+        s[i % 32] += (double)x[i] * x[i];
+    for (int j = 0; j < 8; j++)
+        t[j] = (s[j] + s[j + 8]) + (s[j + 16] + s[j + 24]);
+    return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }

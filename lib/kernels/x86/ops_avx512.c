@@ -711,18 +711,23 @@ OPS_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, 
     }
 }
 
+/* Four accumulators, so that the FMA latency does not bound a stream that
+ * memory could feed faster. */
 OPS_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
 {
-    __m512d s = _mm512_setzero_pd();
+    __m512d s[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
+                    _mm512_setzero_pd()};
     double t[8];
-    for (size_t i = 0; i < n; i += 8) {
-        __mmask8 k = (__mmask8)lanes(n - i);
-        /* a float's square is exact in double, so the FMA rounds as the
-         * generic's add does */
-        __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, x + i));
-        s = _mm512_fmadd_pd(d, d, s);
-    }
-    _mm512_storeu_pd(t, s);
+    for (size_t i = 0; i < n; i += 32)
+        for (int a = 0; a < 4; a++) {
+            size_t at = i + 8 * (size_t)a;
+            __mmask8 k = at < n ? (__mmask8)lanes(n - at) : 0;
+            /* a float's square is exact in double, so the FMA rounds as the
+             * generic's add does */
+            __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, x + at));
+            s[a] = _mm512_fmadd_pd(d, d, s[a]);
+        }
+    _mm512_storeu_pd(t, _mm512_add_pd(_mm512_add_pd(s[0], s[1]), _mm512_add_pd(s[2], s[3])));
     return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
 
