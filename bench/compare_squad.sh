@@ -18,7 +18,7 @@
 # Configurations: max_seq_length 384 / doc_stride 128 at per-device batch 4
 # and 12, and max_seq_length 128 / doc_stride 32 at batch 8; then a row for
 # bert-large-uncased at 384 x 12 with --gradient_checkpointing (ours only;
-# "skipped: <reason>" while the library refuses it). Each configuration runs
+# "skipped: <reason>" when it fails to train). Each configuration runs
 # STEPS optimizer steps; rounds alternate ours and torch (the machine is
 # shared and noisy) and the figures are the means over the rounds.
 #
