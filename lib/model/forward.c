@@ -540,9 +540,9 @@ static ct_status head_bwd(pass *p)
         if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->wte,
                              w->out_b, N, C, m->cfg.vocab_size)) != CT_OK)
             return st;
-        ct__p_layernorm_backward(p->pool, a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b), a->dhead,
-                               a->head_act, P(p, w->head_ln_w), a->head_mean, a->head_rstd, N,
-                               C);
+        ct__p_layernorm_backward(p->pool, a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b),
+                                 a->dhead, a->head_act, P(p, w->head_ln_w), a->head_mean,
+                                 a->head_rstd, N, C);
         activation_bwd(p, a->dhead, a->dhead2, a->head_pre, NC);
         return linear_bwd(p, a->dx, 0, a->dhead, xL, xLb, w->pre_w, w->pre_b, N, C, C);
     }

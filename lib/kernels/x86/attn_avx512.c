@@ -5,6 +5,7 @@
 #if defined(__x86_64__)
 #include <math.h>
 
+#include "kernels/x86/exp_avx512.h"
 #include "kernels/x86/x86.h"
 
 #define INLINE __attribute__((always_inline)) inline
@@ -19,24 +20,6 @@ static INLINE __mmask16 lanes(int left)
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-/* e^x as ops_avx512.c's exp16 (<= 1 ulp; its comment has the derivation),
- * copied because that one is private to the element-wise kernels. */
-CT_AVX512 static INLINE __m512 exp16(__m512 x)
-{
-    x = _mm512_min_ps(splat(89.0f), _mm512_max_ps(splat(-104.0f), x));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, splat(1.44269502f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, splat(0.693115234375f), x);
-    r = _mm512_fnmadd_ps(k, splat(3.19461833e-05f), r);
-    __m512 p = splat(1.374530373e-03f);
-    p = _mm512_fmadd_ps(p, r, splat(8.368944749e-03f));
-    p = _mm512_fmadd_ps(p, r, splat(4.166964814e-02f));
-    p = _mm512_fmadd_ps(p, r, splat(1.666651815e-01f));
-    p = _mm512_fmadd_ps(p, r, splat(4.999998808e-01f));
-    p = _mm512_fmadd_ps(p, r, splat(1.0f));
-    p = _mm512_fmadd_ps(p, r, splat(1.0f));
-    return _mm512_scalef_ps(p, k);
-}
 
 /* MR rows x NV 16-column vectors of C, the last vector masked to `last`.
  * MR and NV are constants at every call, so c[][] lives in registers
@@ -128,7 +111,7 @@ CT_AVX512 static void probs_avx512(float *P, const float *lse, const float *S, i
         for (int j = 0; j < T; j += 16) {
             __mmask16 m = lanes(T - j);
             __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), l);
-            _mm512_mask_storeu_ps(p + j, m, exp16(x));
+            _mm512_mask_storeu_ps(p + j, m, ct__exp16_avx512(x));
         }
     }
 }
@@ -149,7 +132,7 @@ CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int l
         for (int j = 0; j < T; j += 16) {
             __mmask16 m = lanes(T - j);
             __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), mx);
-            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, exp16(x)));
+            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, ct__exp16_avx512(x)));
         }
         lse[r] = _mm512_cvtss_f32(mx) + logf(_mm512_reduce_add_ps(sum));
     }

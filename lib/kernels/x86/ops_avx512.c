@@ -8,6 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/x86/exp_avx512.h"
+
 /* The AVX-512 level exactly as cpu.c checks it. */
 #define OPS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 
@@ -46,30 +48,6 @@ OPS_AVX512 static inline void sum_pd(__m512d *lo, __m512d *hi, __m512 x)
  * absorb that rounding. Errors below are measured over every float input in
  * range against double-precision libm. */
 
-/* e^x, <= 1 ulp from the correctly rounded result (0.9 ulp measured).
- * x = k ln2 + r with |r| <= ln2/2: ln2_hi has 13 significant bits, so
- * x - k ln2_hi is exact and r carries one rounding. e^r is a degree-6
- * polynomial (3.7e-9 relative); vscalefps applies 2^k with a single
- * rounding, which gives correctly rounded denormals, 0 below -103.97 and
- * inf above 88.72 (the clamp only keeps infinite inputs out of the
- * reduction). NaN propagates: max/min return their second operand when one
- * is NaN. */
-OPS_AVX512 static inline __m512 exp16(__m512 x)
-{
-    x = _mm512_min_ps(splat(89.0f), _mm512_max_ps(splat(-104.0f), x));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, splat(1.44269502f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, splat(0.693115234375f), x);
-    r = _mm512_fnmadd_ps(k, splat(3.19461833e-05f), r);
-    __m512 p = splat(1.374530373e-03f);
-    p = _mm512_fmadd_ps(p, r, splat(8.368944749e-03f));
-    p = _mm512_fmadd_ps(p, r, splat(4.166964814e-02f));
-    p = _mm512_fmadd_ps(p, r, splat(1.666651815e-01f));
-    p = _mm512_fmadd_ps(p, r, splat(4.999998808e-01f));
-    p = _mm512_fmadd_ps(p, r, splat(1.0f));
-    p = _mm512_fmadd_ps(p, r, splat(1.0f));
-    return _mm512_scalef_ps(p, k);
-}
 
 /* 1/d to ~1 ulp for normal finite d: rcp14 (2^-14) and one Newton step. */
 OPS_AVX512 static inline __m512 recip16(__m512 d)
@@ -116,7 +94,7 @@ OPS_AVX512 static inline __m512 erfc_tail16(__m512 a)
     p = _mm512_fmadd_ps(p, t, splat(2.823625207e-01f));
     p = _mm512_fmadd_ps(p, t, splat(2.820851803e-01f));
     __m512 hi = _mm512_mul_ps(a, a), lo = _mm512_fmsub_ps(a, a, hi);
-    __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), hi));
+    __m512 e = ct__exp16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), hi));
     e = _mm512_fnmadd_ps(e, lo, e); /* e^(-hi-lo) = e^-hi (1 - lo), |lo| <= 2^-17 */
     return _mm512_mul_ps(e, _mm512_mul_ps(t, p));
 }
@@ -152,7 +130,7 @@ OPS_AVX512 static inline __m512 tanh16(__m512 x)
     p = _mm512_mul_ps(s, p);
     __m512 small = _mm512_fmadd_ps(a, p, a);
     __m512 ac = _mm512_min_ps(splat(9.1f), a);
-    __m512 e = exp16(_mm512_add_ps(ac, ac));
+    __m512 e = ct__exp16_avx512(_mm512_add_ps(ac, ac));
     __m512 y = recip16(_mm512_add_ps(e, splat(1.0f)));
     __m512 large = _mm512_fnmadd_ps(splat(2.0f), y, splat(1.0f));
     __mmask16 is_small = _mm512_cmp_ps_mask(a, splat(0.625f), _CMP_LT_OQ);
@@ -331,8 +309,8 @@ OPS_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const f
         __mmask16 k = lanes(n - i);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
         __m512 cdf = phi16(_mm512_mul_ps(x, splat((float)M_SQRT1_2)));
-        __m512 pdf = _mm512_mul_ps(splat(0.3989422804014327f),
-                                   exp16(_mm512_mul_ps(_mm512_mul_ps(x, splat(-0.5f)), x)));
+        __m512 e = ct__exp16_avx512(_mm512_mul_ps(_mm512_mul_ps(x, splat(-0.5f)), x));
+        __m512 pdf = _mm512_mul_ps(splat(0.3989422804014327f), e);
         __m512 d = _mm512_fmadd_ps(x, pdf, cdf);
         _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), d));
     }
@@ -359,7 +337,7 @@ OPS_AVX512 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_
         __mmask16 k = lanes(n - i);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
         __m512 u = gelu_tanh_arg(x);
-        __m512 e = exp16(_mm512_mul_ps(splat(-2.0f), u));
+        __m512 e = ct__exp16_avx512(_mm512_mul_ps(splat(-2.0f), u));
         __m512 s = _mm512_div_ps(splat(1.0f), _mm512_add_ps(splat(1.0f), e));
         _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, s));
     }
@@ -376,7 +354,7 @@ OPS_AVX512 void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, co
         __mmask16 k = lanes(n - i);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
         __m512 u = gelu_tanh_arg(x);
-        __m512 e = exp16(_mm512_mul_ps(splat(-2.0f), u));
+        __m512 e = ct__exp16_avx512(_mm512_mul_ps(splat(-2.0f), u));
         __m512 s = _mm512_div_ps(splat(1.0f), _mm512_add_ps(splat(1.0f), e));
         __mmask16 e_small = _mm512_cmp_ps_mask(e, splat(1.0f), _CMP_LT_OQ);
         __m512 oms = _mm512_mask_mul_ps(_mm512_sub_ps(splat(1.0f), s), e_small, e, s);
@@ -522,8 +500,8 @@ OPS_AVX512 void ct__softmax_forward_avx512(float *probs, const float *scores,
         __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
         for (int j = 0; j < T; j += 16) {
             __mmask16 k = kept_lanes(key_mask, j, T);
-            __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j),
-                                                                  vmx)));
+            __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vmx);
+            __m512 e = _mm512_maskz_mov_ps(k, ct__exp16_avx512(x));
             _mm512_mask_storeu_ps(p + j, lanes((size_t)(T - j)), e);
             sum_pd(&lo, &hi, e);
         }
@@ -628,7 +606,7 @@ OPS_AVX512 static inline double row_sum_exp(const float *z, int V, float *max_ou
     for (int j = 0; j < V; j += 16) {
         __mmask16 k = lanes((size_t)(V - j));
         sum_pd(&lo, &hi,
-               _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmx))));
+               _mm512_maskz_mov_ps(k, ct__exp16_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmx))));
     }
     *max_out = mx;
     return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
@@ -676,7 +654,7 @@ OPS_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const
         __m512 vmx = splat(mx), c = splat((float)(scale / sum));
         for (int j = 0; j < V; j += 16) {
             __mmask16 k = lanes((size_t)(V - j));
-            __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmx));
+            __m512 e = ct__exp16_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmx));
             _mm512_mask_storeu_ps(dz + j, k, _mm512_mul_ps(e, c));
         }
         dz[target[i]] -= scale;
