@@ -530,6 +530,25 @@ START_TEST(memory_accounted_for)
         ck_assert_uint_le(released, scratch);
     }
     {
+        /* activations follow the real tokens: the same rows unpadded need
+         * more, and a padded batch after them adds nothing */
+        int32_t ids[B * T];
+        size_t full, again;
+        for (int i = 0; i < B * T; i++)
+            ids[i] = (int32_t)(i % 100 + 1);
+        ct_batch *dense;
+        OK(ct_batch_create(&dense));
+        OK(ct_batch_set_inputs(dense, B, T, ids, NULL, NULL));
+        OK(ct_batch_set_positions(dense, (int32_t[B]){0}, (int32_t[B]){0}));
+        OK(ct_model_forward_backward(m, dense, 1.0f, &loss));
+        OK(ct_model_memory_bytes(m, "activations", &full));
+        ck_assert_uint_gt(full, acts);
+        OK(ct_model_forward_backward(m, b, 1.0f, &loss));
+        OK(ct_model_memory_bytes(m, "activations", &again));
+        ck_assert_uint_eq(again, full);
+        ct_batch_free(dense);
+    }
+    {
         /* a batch of twice the rows grows the activations */
         int32_t ids[2 * B * T];
         for (int i = 0; i < 2 * B * T; i++)

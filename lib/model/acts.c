@@ -110,27 +110,45 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
 #undef F
 #undef H
 
-ct_status ct__acts_prepare(ct_model *m, int B, int N, ct__keep keep)
+/* Bytes of the block a pass over B sequences of N tokens touches: each
+ * array's first N rows. */
+static size_t touched(const ct_model *m, int B, int N, int bf16, ct__keep keep)
+{
+    ct__acts probe;
+    carver cv = {NULL, 0};
+    carve(&probe, &cv, m, B, N, bf16, keep);
+    return cv.used;
+}
+
+ct_status ct__acts_prepare(ct_model *m, int B, int T, int N, ct__keep keep)
 {
     int bf16 = m->precision == CT_PRECISION_BF16;
     ct__acts *a = m->acts, probe;
     carver cv = {NULL, 0};
     void *block;
+    int cap = B * T; /* no batch keeps more tokens than its B x T */
 
     if (a && a->block && a->cap_seqs >= B && a->cap_tokens >= N && a->bf16 == bf16 &&
-        a->keep == keep)
+        a->keep == keep) {
+        if (N > a->peak_tokens) {
+            a->peak_tokens = N;
+            a->touched_bytes = touched(m, a->cap_seqs, N, bf16, keep);
+        }
         return CT_OK;
-    /* Ragged batches vary in N from step to step: grow with headroom so the
-     * block is not remade for every slightly longer batch. */
+    }
+    /* The block holds B x T tokens, so ragged batches never remake it, but
+     * only the rows a pass writes become resident: the pages of a large
+     * allocation are mapped on first touch, and every array is used from
+     * its start. Memory follows the longest batch seen, in real tokens. */
     if (a && a->block && a->bf16 == bf16 && a->keep == keep) {
         if (B < a->cap_seqs)
             B = a->cap_seqs;
-        if (N > a->cap_tokens)
-            N += N / 8;
-        if (N < a->cap_tokens)
-            N = a->cap_tokens;
+        if (cap < a->cap_tokens)
+            cap = a->cap_tokens;
     }
-    carve(&probe, &cv, m, B, N, bf16, keep);
+    if (cap < N)
+        cap = N;
+    carve(&probe, &cv, m, B, cap, bf16, keep);
     if (!a && !(a = m->acts = calloc(1, sizeof *a)))
         return ct__error(CT_ERR_NOMEM, "out of memory for activations");
     free(a->block);
@@ -140,19 +158,21 @@ ct_status ct__acts_prepare(ct_model *m, int B, int N, ct__keep keep)
     if (posix_memalign(&block, 64, cv.used) != 0)
         return ct__error(CT_ERR_NOMEM,
                          "out of memory for activations of %d sequences, %d tokens (%.1f MiB)",
-                         B, N, cv.used / 1048576.0);
+                         B, cap, cv.used / 1048576.0);
     if (m->placed)
         ct__node_bind_os_index(m->numa_node, block, cv.used);
     {
         float *padded = a->padded_logits;
-        size_t cap = a->padded_cap;
+        size_t padded_cap = a->padded_cap;
         cv.base = block;
         cv.used = 0;
-        carve(a, &cv, m, B, N, bf16, keep);
+        carve(a, &cv, m, B, cap, bf16, keep);
         a->block = block;
         a->bytes = cv.used;
+        a->peak_tokens = N;
+        a->touched_bytes = touched(m, B, N, bf16, keep);
         a->padded_logits = padded;
-        a->padded_cap = cap;
+        a->padded_cap = padded_cap;
     }
     return CT_OK;
 }

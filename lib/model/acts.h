@@ -5,7 +5,8 @@
  * mask keeps, packed sequence after sequence (tok[i] is packed token i's
  * index b * T + t in the caller's [B, T] arrays, seq_start[b] where row b's
  * tokens begin). Every [N, .] array below has one row per packed token. The
- * block is sized for a capacity of sequences and tokens and only grows. */
+ * block is sized for a capacity of sequences and tokens (B x T) and only
+ * grows; pages past the rows used are never touched, so never resident. */
 #ifndef CT_MODEL_ACTS_H
 #define CT_MODEL_ACTS_H
 
@@ -18,6 +19,8 @@ typedef enum { CT__KEEP_NONE, CT__KEEP_ALL, CT__KEEP_INPUTS } ct__keep;
 
 struct ct__acts {
     int cap_seqs, cap_tokens; /* what the block holds */
+    int peak_tokens;          /* the most tokens a pass has used */
+    size_t touched_bytes;     /* of the block, what passes so far have written */
     int bf16;
     ct__keep keep;
     void *block;
@@ -76,8 +79,9 @@ struct ct__acts {
     int padded_fresh;
 };
 
-/* Make sure m->acts holds a pass over B sequences of N packed tokens. */
-ct_status ct__acts_prepare(ct_model *m, int B, int N, ct__keep keep);
+/* Make sure m->acts holds a pass over B sequences of N packed tokens out of
+ * a B x T batch. */
+ct_status ct__acts_prepare(ct_model *m, int B, int T, int N, ct__keep keep);
 
 /* The logits of the last forward as the caller's [B, T, .] layout (QA and
  * MLM; classification's [B, labels] is returned as is). */

@@ -728,7 +728,7 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
 
     if ((st = check_batch(m, b, want_loss, &kept)) != CT_OK)
         return st;
-    if ((st = ct__acts_prepare(m, b->B, kept, keep)) != CT_OK)
+    if ((st = ct__acts_prepare(m, b->B, b->T, kept, keep)) != CT_OK)
         return st;
     ct__model_refresh_bf16(m);
     memset(&p, 0, sizeof p);

@@ -26,7 +26,7 @@ ct_status ct_model_memory_bytes(const ct_model *model, const char *category, siz
     else if (!strcmp(category, "packed_weights"))
         *bytes = ct__model_packed_bytes(model);
     else if (!strcmp(category, "activations"))
-        *bytes = model->acts ? model->acts->bytes : 0;
+        *bytes = model->acts ? model->acts->touched_bytes : 0;
     else if (!strcmp(category, "kernel_scratch"))
         *bytes = ct__scratch_bytes();
     else
