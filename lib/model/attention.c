@@ -290,20 +290,8 @@ static void bwd_task(void *ctx, int task, int thread)
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm(dP, (int)Tp, da, ldd, 1, vt, (int)Tp, R, T, HD, 0);
         t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, 1);
-        /* D = rowsum(dctx * ctx), which equals rowsum(dP * P) with or
-         * without dropout and needs no pass over the T columns */
-        for (int r = 0; r < R; r++) {
-            const float *x = J->dctx + off + (size_t)(i0 + r) * ld;
-            const float *y = ctxo + (size_t)(i0 + r) * ld;
-            float sum = 0;
-            for (int d = 0; d < HD; d++)
-                sum += x[d] * y[d];
-            D[r] = sum;
-            if (drop)
-                a->k->dropout_backward(dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T,
-                                       a->dropout, a->dropout_key,
-                                       base + ((size_t)h * T + i0 + r) * T);
-        }
+        ct__attn_row_terms(a, D, dP, Tp, J->dctx + off + (size_t)i0 * ld,
+                           ctxo + (size_t)i0 * ld, R, T, base + ((size_t)h * T + i0) * T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T);
         if (bf)
             for (int r = 0; r < R; r++)

@@ -156,17 +156,8 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
         t->mm_bf16(dP, (int)Tp, db, H2, 1, vt, (int)Tp, R, T, H2, 0);
         t->pack_pairs(tv, (int)Tp, Pd, (int)Tp, R, T);
         t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, 1);
-        for (int r = 0; r < R; r++) {
-            const float *x = da + (size_t)r * ld, *y = ctxo + (size_t)(i0 + r) * ld;
-            float sum = 0;
-            for (int d = 0; d < HD; d++)
-                sum += x[d] * y[d];
-            D[r] = sum;
-            if (drop)
-                a->k->dropout_backward(dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T,
-                                       a->dropout, a->dropout_key,
-                                       base + ((size_t)h * T + i0 + r) * T);
-        }
+        ct__attn_row_terms(a, D, dP, Tp, da, ctxo + (size_t)i0 * ld, R, T,
+                           base + ((size_t)h * T + i0) * T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T);
         /* dQ = scale dS K; dK += dS^T Q */
         float *dqt = dq + (size_t)i0 * ld;

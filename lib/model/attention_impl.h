@@ -27,6 +27,26 @@ typedef struct ct__attn_job {
     int failed; /* a task found no scratch; read after ct__pool_run */
 } ct__attn_job;
 
+/* Backward's row terms of R query rows: D[r] = dctx_r . ctx_r, which equals
+ * rowsum(dP * P) with or without dropout and needs no pass over the T
+ * columns; then dP's rows through dropout's backward (`first`: the counter
+ * of row 0's first key). */
+static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, size_t ldp,
+                                      const float *dctx, const float *ctx, int R, int T,
+                                      size_t first)
+{
+    for (int r = 0; r < R; r++) {
+        const float *x = dctx + (size_t)r * a->ld, *y = ctx + (size_t)r * a->ld;
+        float sum = 0;
+        for (int d = 0; d < a->HD; d++)
+            sum += x[d] * y[d];
+        D[r] = sum;
+        if (a->dropout > 0)
+            a->k->dropout_backward(dP + (size_t)r * ldp, dP + (size_t)r * ldp, (size_t)T,
+                                   a->dropout, a->dropout_key, first + (size_t)r * T);
+    }
+}
+
 /* The dropout counter of element (s, 0, 0, 0) (attention.h). */
 size_t ct__attn_counter_base(const ct__attn *a, int s);
 
