@@ -143,6 +143,15 @@ static int max_len(const ct__attn *a)
     return T;
 }
 
+/* This thread's scratch for a task, or NULL with the job marked failed. */
+static float *task_scratch(ct__attn_job *J)
+{
+    float *w = ct__scratch(SLOT, J->bytes);
+    if (!w)
+        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+    return w;
+}
+
 /* ---- forward ------------------------------------------------------------------ */
 
 static void fwd_task(void *ctx, int task, int thread)
@@ -155,11 +164,9 @@ static void fwd_task(void *ctx, int task, int thread)
     (void)thread;
     if (T <= 0)
         return;
-    float *w = ct__scratch(SLOT, J->bytes);
-    if (!w) {
-        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+    float *w = task_scratch(J);
+    if (!w)
         return;
-    }
     if (ct__attn_use_dot(a, t)) {
         ct__attn_dot_forward(J, w, s, h);
         return;
@@ -230,11 +237,9 @@ static void bwd_task(void *ctx, int task, int thread)
     (void)thread;
     if (T <= 0)
         return;
-    float *w = ct__scratch(SLOT, J->bytes);
-    if (!w) {
-        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+    float *w = task_scratch(J);
+    if (!w)
         return;
-    }
     if (ct__attn_use_dot(a, t)) {
         ct__attn_dot_backward(J, w, s, h);
         return;

@@ -21,6 +21,24 @@ static INLINE __mmask16 lanes(int left)
 }
 
 
+/* C (=|+=) the MR x NV accumulators, the last vector masked to `last`. */
+CT_AVX512 static INLINE void store_block(float *C, int ldc, __m512 c[4][4], int acc,
+                                         const int MR, const int NV, __mmask16 last)
+{
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; r++) {
+        float *cr = C + (size_t)r * ldc;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+            __m512 x = c[r][v];
+            if (acc)
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * v));
+            _mm512_mask_storeu_ps(cr + 16 * v, m, x);
+        }
+    }
+}
+
 /* MR rows x NV 16-column vectors of C, the last vector masked to `last`.
  * MR and NV are constants at every call, so c[][] lives in registers
  * (16 accumulators at 4x4, which keeps the FMA units busier than the loads:
@@ -50,18 +68,7 @@ CT_AVX512 static INLINE void block(float *C, int ldc, const float *A, int ars, i
                 c[r][v] = _mm512_fmadd_ps(av, bv[v], c[r][v]);
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; r++) {
-        float *cr = C + (size_t)r * ldc;
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
-            __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
-            __m512 x = c[r][v];
-            if (acc)
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * v));
-            _mm512_mask_storeu_ps(cr + 16 * v, m, x);
-        }
-    }
+    store_block(C, ldc, c, acc, MR, NV, last);
 }
 
 #define BLOCK_NV(MR)                                                                   \
@@ -189,18 +196,7 @@ CT_AVX512BF16 static INLINE void bblock(float *C, int ldc, const word *A, int ar
                 c[r][v] = _mm512_dpbf16_ps(c[r][v], av, bv[v]);
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; r++) {
-        float *cr = C + (size_t)r * ldc;
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
-            __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
-            __m512 x = c[r][v];
-            if (acc)
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * v));
-            _mm512_mask_storeu_ps(cr + 16 * v, m, x);
-        }
-    }
+    store_block(C, ldc, c, acc, MR, NV, last);
 }
 
 #define BBLOCK_NV(MR)                                                                  \
