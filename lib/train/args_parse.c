@@ -181,9 +181,9 @@ static ct_status keep_json_member(ct_args *args, const ct__json_member *m)
     return st;
 }
 
-/* report_to as Transformers' training_args.json holds it: the resolved
- * list, [] for none. ["tensorboard"] reads back as tensorboard; a list of
- * several names is refused by the first that is not tensorboard. */
+/* report_to as Transformers' training_args.json holds it: a list, [] for
+ * none; ["tensorboard"] reads back as tensorboard, ["all"] as all. A list
+ * of several names is refused by the first that is not tensorboard. */
 static ct_status apply_report_to_list(ct_args *args, int f, const ct__json *v)
 {
     const char *name = v->n ? NULL : "none";
@@ -317,10 +317,13 @@ ct_status ct_args_save_json(const ct_args *args, const char *path)
         ct__sb_puts(&sb, f ? ",\n  " : "\n  ");
         ct__json_write_string(&sb, ct__arg_fields[f].name, strlen(ct__arg_fields[f].name));
         ct__sb_puts(&sb, ": ");
-        if (f == CT_A_report_to) {
-            /* the list Transformers resolves it to: None and all mean every
-             * integration available, here tensorboard */
-            ct__sb_puts(&sb, v->set && !strcmp(v->s, "none") ? "[]" : "[\n    \"tensorboard\"\n  ]");
+        if (f == CT_A_report_to && v->set) {
+            /* a list, as Transformers writes it ([] for none); a trainer has
+             * resolved None and all to ["tensorboard"] by then */
+            if (!strcmp(v->s, "none"))
+                ct__sb_puts(&sb, "[]");
+            else
+                ct__sb_printf(&sb, "[\n    \"%s\"\n  ]", v->s);
             continue;
         }
         if (!v->set) {

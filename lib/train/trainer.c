@@ -690,12 +690,16 @@ static ct_status resolve_logging_dir(ct_trainer *t)
     return st;
 }
 
-/* report_to: None and all mean every integration available, tensorboard. */
+/* report_to None and all mean every integration available: tensorboard,
+ * resolved as TrainingArguments resolves them (training_args.json then
+ * holds ["tensorboard"], as Transformers'). */
 static ct_status open_tensorboard(ct_trainer *t)
 {
     const char *to = A_STR(report_to);
     ct_status st = resolve_logging_dir(t);
-    if (st != CT_OK || t->rank != 0 || (to && !strcmp(to, "none")))
+    if (st == CT_OK && (!to || !strcmp(to, "all")))
+        st = ct_args_set_string(t->args, "report_to", "tensorboard");
+    if (st != CT_OK || t->rank != 0 || !strcmp(A_STR(report_to), "none"))
         return st;
     ct__tb_close(t->tb);
     t->tb = NULL;
