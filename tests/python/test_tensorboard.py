@@ -5,7 +5,9 @@ format, and the scalars compared with trainer_state.json's log_history
 (float32, as SummaryWriter.add_scalar stores them, at each entry's step,
 tagged as Transformers' TensorBoardCallback tags them). Where TensorBoard
 itself is installed (it is not a Debian package, so only a developer who
-installed it by hand has it), its own event loader reads the files too."""
+installed it by hand has it), its own event loader reads the files too;
+Debian's python3-protobuf parses every record and writes it back byte for
+byte."""
 
 import glob
 import json
@@ -334,6 +336,60 @@ class TensorBoardTest(unittest.TestCase):
             self.assertIsNone(args.report_to)  # None: all, Transformers 4's default
             args.parse(["--report_to", "all"])
             self.assertEqual(args.report_to, "all")
+
+    def test_protobufs_own_parser(self):
+        """Debian's python3-protobuf, given the Event, Summary and Value
+        fields of TensorBoard's event.proto and summary.proto: each record
+        parses, and serializes back to exactly its bytes (the encoding is
+        protobuf's canonical one)."""
+        try:
+            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        except ImportError:
+            self.skipTest("python3-protobuf is not installed (scripts/install-deps.sh installs "
+                          "it)")
+        F = descriptor_pb2.FieldDescriptorProto
+        proto = descriptor_pb2.FileDescriptorProto(name="cputrain_tb_test.proto",
+                                                   package="cputrain_tb_test", syntax="proto3")
+        summary = proto.message_type.add(name="Summary")
+        value = summary.nested_type.add(name="Value")
+        value.field.add(name="tag", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+        value.oneof_decl.add(name="value")
+        value.field.add(name="simple_value", number=2, type=F.TYPE_FLOAT,
+                        label=F.LABEL_OPTIONAL, oneof_index=0)
+        summary.field.add(name="value", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+                          type_name=".cputrain_tb_test.Summary.Value")
+        event = proto.message_type.add(name="Event")
+        event.field.add(name="wall_time", number=1, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL)
+        event.field.add(name="step", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+        event.oneof_decl.add(name="what")
+        event.field.add(name="file_version", number=3, type=F.TYPE_STRING,
+                        label=F.LABEL_OPTIONAL, oneof_index=0)
+        event.field.add(name="summary", number=5, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                        type_name=".cputrain_tb_test.Summary", oneof_index=0)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(proto)
+        descriptor = pool.FindMessageTypeByName("cputrain_tb_test.Event")
+        if hasattr(message_factory, "GetMessageClass"):
+            Message = message_factory.GetMessageClass(descriptor)
+        else:
+            Message = message_factory.MessageFactory(pool).GetPrototype(descriptor)
+
+        history = self.run_training()
+        path = glob.glob(os.path.join(self.saved_args()["logging_dir"], "events.out.tfevents.*"))
+        records = read_records(path[0])
+        self.assertGreater(len(records), len(history))
+        for data in records:
+            message = Message()
+            message.ParseFromString(data)
+            self.assertEqual(message.SerializeToString(), data)
+            mine = decode_event(data)
+            self.assertEqual((message.wall_time, message.step), (mine["wall_time"], mine["step"]))
+            if message.WhichOneof("what") == "file_version":
+                self.assertEqual(message.file_version, "brain.Event:2")
+                continue
+            self.assertEqual(message.WhichOneof("what"), "summary")
+            self.assertEqual([(v.tag, f32(v.simple_value)) for v in message.summary.value],
+                             [(v["tag"], v["simple_value"]) for v in mine["values"]])
 
     def test_tensorboards_own_loader(self):
         try:
