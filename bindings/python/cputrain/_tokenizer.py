@@ -45,6 +45,8 @@ _TRUNCATION_NAMES = {
 }
 
 _SPECIAL = {"unk": 0, "sep": 1, "pad": 2, "cls": 3, "mask": 4}
+_SAVED_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+                "tokenizer.json")
 
 
 def _text(value, what):
@@ -141,6 +143,23 @@ class Tokenizer(OwnedHandle):
         if not os.path.isdir(folder):
             raise NotADirectoryError("%s is not a folder" % folder)
         return cls(folder)
+
+    def save(self, folder):
+        """Write vocab.txt, tokenizer_config.json, special_tokens_map.json
+        and tokenizer.json into `folder` (which must exist), as
+        BertTokenizerFast.save_pretrained does: Transformers, the tokenizers
+        library and Tokenizer(folder) read back a tokenizer that encodes
+        alike. All four files or none are replaced. Returns the file paths."""
+        if not isinstance(folder, (str, bytes, os.PathLike)):
+            raise TypeError("folder must be a str or path, not %s" % type(folder).__name__)
+        folder = os.fspath(folder)
+        raw = folder.encode("utf-8", "surrogateescape") if isinstance(folder, str) else folder
+        if b"\0" in raw:
+            raise ValueError("embedded NUL character in the path")
+        check(lib.ct_tokenizer_save(self._live(), raw))
+        return tuple(os.path.join(folder, name) for name in _SAVED_FILES)
+
+    save_pretrained = save
 
     # ---- lifetime -------------------------------------------------------
 
