@@ -378,6 +378,14 @@ START_TEST(a_failed_save_names_the_path_and_changes_nothing)
         ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("out")), CT_ERR_IO, at("out/"));
         chmod(at("out"), 0755);
     }
+    /* A folder where tokenizer.json belongs: refused before any rename. */
+    ck_assert_int_eq(mkdir(at("out/tokenizer.json"), 0755), 0);
+    ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("out")), CT_ERR_IO, "tokenizer.json: is a folder");
+    text = slurp(at("out/vocab.txt"));
+    ck_assert_str_eq(text, "old\n");
+    free(text);
+    ck_assert(!exists(at("out/tokenizer_config.json")));
+    ck_assert_int_eq(rmdir(at("out/tokenizer.json")), 0);
     /* And the same save, unhindered, goes through. */
     OK(ct_tokenizer_save(t, at("out")));
     ck_assert(exists(at("out/tokenizer.json")));

@@ -81,9 +81,9 @@ CT_API void ct_tokenizer_free(ct_tokenizer *tok);
  * ct_tokenizer_load, Transformers' from_pretrained and the tokenizers
  * library's Tokenizer.from_file read back a tokenizer that encodes alike.
  * Files are written to temporary names first and renamed into place only
- * when all four are written; on error (CT_ERR_IO naming the path, or
- * CT_ERR_FORMAT for a vocabulary token that is not UTF-8, which JSON cannot
- * hold) nothing in `dir` has changed. */
+ * when all four are written: on an error writing them (CT_ERR_IO naming the
+ * path: an unwritable folder, a full disk, a folder where a file belongs)
+ * nothing in `dir` has changed and no temporary file remains. */
 CT_API ct_status ct_tokenizer_save(const ct_tokenizer *tok, const char *dir);
 
 /* Change a setting (CT_ERR_INVALID_ARG for a value out of range;

@@ -341,6 +341,12 @@ ct_status ct_tokenizer_save(const ct_tokenizer *tok, const char *dir)
         memcpy(path[f], dir, a);
         path[f][a] = '/';
         memcpy(path[f] + a + 1, file_names[f], b + 1);
+        /* A folder in a file's place would fail its rename after others
+         * were renamed; found now, nothing is replaced. */
+        if (lstat(path[f], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            st = ct__error(CT_ERR_IO, "%s: is a folder, not a file", path[f]);
+            break;
+        }
         if ((st = ct__open_temp_beside(path[f], &fd[f], &tmp[f])) != CT_OK)
             break;
         for (size_t done = 0; done < text[f].len;) {

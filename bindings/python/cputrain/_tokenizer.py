@@ -5,6 +5,7 @@ the tokens, offsets and overflow windows of Transformers' BertTokenizerFast.
     tok.encode("Hello, world!")["input_ids"]            # [101, 7592, 1010, 2088, 999, 102]
     windows = tok.encode_pair(question, context, max_length=384, stride=128)
     windows[0]["offset_mapping"], windows[0]["sequence_ids"]
+    tok.save("out")     # vocab.txt, tokenizer_config.json, special_tokens_map.json, tokenizer.json
 
 Offsets count characters (code points) of the Python str, as Transformers'
 offset_mapping does: text[start:end] is the token's span."""
