@@ -327,11 +327,10 @@ ct_status ct_tokenizer_save(const ct_tokenizer *tok, const char *dir)
     for (f = 0; f < N_FILES && st == CT_OK; f++) {
         size_t a = strlen(dir), b = strlen(file_names[f]);
         if (text[f].failed) {
-            /* the JSON writer refuses a token that is not UTF-8 */
-            st = ct__error((ct_status)text[f].failed, "%s/%s: cannot be written: %s", dir,
-                           file_names[f],
-                           text[f].failed == CT_ERR_NOMEM ? "no memory"
-                                                          : "a token is not valid UTF-8");
+            /* out of memory (the loader admits only UTF-8 tokens, which
+             * the JSON writer takes) */
+            st = ct__error((ct_status)text[f].failed, "%s/%s: cannot be built: %s", dir,
+                           file_names[f], ct_status_description((ct_status)text[f].failed));
             break;
         }
         if (!(path[f] = malloc(a + b + 2))) {
