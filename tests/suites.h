@@ -32,6 +32,7 @@ Suite *core_suite(void);
     X(model_suite)            \
     X(train_suite)            \
     X(tokenizer_suite)        \
+    X(tokenizer_save_suite)   \
     X(ops_suite)              \
     X(squad_suite)            \
     X(qa_suite)               \

@@ -81,6 +81,14 @@ CT_API ct_status ct_trainer_set_dist(ct_trainer *trainer, ct_dist *dist);
 CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
                                                   void *user);
 CT_API ct_status ct_trainer_set_eval_callback(ct_trainer *trainer, ct_eval_fn fn, void *user);
+/* The tokenizer to save beside the model, as Trainer does with its
+ * processing_class: every checkpoint and the final save then hold its
+ * files too (ct_tokenizer_save: vocab.txt, tokenizer_config.json,
+ * special_tokens_map.json, tokenizer.json), so either folder can be loaded
+ * as a whole model again. Borrowed: `tok` must stay alive (and unchanged
+ * while training runs) until ct_trainer_free or another call here; NULL
+ * means none. */
+CT_API ct_status ct_trainer_set_tokenizer(ct_trainer *trainer, const ct_tokenizer *tok);
 /* A ready-made progress callback drawing a one-line bar (steps, rate, ETA,
  * loss) on stderr — only when stderr is a terminal and disable_tqdm is off;
  * `user` must be the ct_args the trainer was created with. The library

@@ -117,6 +117,13 @@ ct_status ct_trainer_set_eval_callback(ct_trainer *t, ct_eval_fn fn, void *user)
     return CT_OK;
 }
 
+ct_status ct_trainer_set_tokenizer(ct_trainer *t, const ct_tokenizer *tok)
+{
+    CT__CHECK_ARG(t);
+    t->tokenizer = tok;
+    return CT_OK;
+}
+
 int64_t ct_trainer_global_step(const ct_trainer *t) { return t ? t->global_step : 0; }
 int64_t ct_trainer_max_steps(const ct_trainer *t) { return t ? t->max_steps : 0; }
 ct_optim *ct_trainer_optim(ct_trainer *t) { return t ? t->optim : NULL; }
@@ -531,7 +538,8 @@ static ct_status final_save(ct_trainer *t, double runtime)
     ct_status st;
     int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
                       A_INT(gradient_accumulation_steps) * t->world;
-    if ((st = ct_model_save(t->model, dir, CT_DTYPE_F32)) != CT_OK)
+    if ((st = ct_model_save(t->model, dir, CT_DTYPE_F32)) != CT_OK ||
+        (t->tokenizer && (st = ct_tokenizer_save(t->tokenizer, dir)) != CT_OK))
         return st;
     {
         char path[4096];

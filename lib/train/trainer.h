@@ -19,6 +19,7 @@ struct ct_trainer {
     void *progress_user;
     ct_eval_fn eval;
     void *eval_user;
+    const ct_tokenizer *tokenizer; /* borrowed; saved beside the model, or NULL */
 
     /* data parallelism (world 1 without a ct_dist) */
     ct_dist *dist;

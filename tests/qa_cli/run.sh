@@ -125,6 +125,18 @@ check "  ... with no answer_start warning" [ $? -eq 0 ]
 for f in config.json model.safetensors train_results.json trainer_state.json; do
     check "  ... writes $f" [ -s "$dir/trained/$f" ]
 done
+for f in vocab.txt tokenizer_config.json special_tokens_map.json tokenizer.json; do
+    check "  ... saves the tokenizer's $f" [ -s "$dir/trained/$f" ]
+done
+check "  ... vocab.txt as given" cmp -s "$dir/tok/vocab.txt" "$dir/trained/vocab.txt"
+check "  ... tokenizer_config.json keeps the settings" "$PYTHON" -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+ok = c["do_lower_case"] is True and c["model_max_length"] == 64
+ok = ok and c["tokenizer_class"] == "BertTokenizer" and t["model"]["vocab"]["paris"] == 12
+sys.exit(0 if ok else print(c) or 1)' "$dir/trained/tokenizer_config.json" \
+    "$dir/trained/tokenizer.json"
 check "  ... ran 2 steps" "$PYTHON" -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
