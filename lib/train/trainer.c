@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
+#include "train/metrics_file.h"
 #include "train/outdir_lock.h"
 #include "train/sampler.h"
 
@@ -589,11 +590,11 @@ static CT__MUST_USE ct_status write_text(const char *dir, const char *name, cons
     return ct__write_file_atomic(path, text, strlen(text));
 }
 
-/* output_dir/train_results.json, trainer_state.json and the model. */
+/* output_dir/train_results.json (merged into all_results.json),
+ * trainer_state.json and the model. */
 static ct_status final_save(ct_trainer *t, double runtime)
 {
     const char *dir = A_STR(output_dir);
-    ct__strbuf sb = {0};
     char *text;
     ct_status st;
     int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
@@ -606,27 +607,21 @@ static ct_status final_save(ct_trainer *t, double runtime)
         if ((st = ct_args_save_json(t->args, path)) != CT_OK)
             return st;
     }
-    ct__sb_puts(&sb, "{\n    \"epoch\": ");
-    ct__json_write_double(&sb, t->epoch);
-    ct__sb_puts(&sb, ",\n    \"total_flos\": ");
-    ct__json_write_double(&sb, t->total_flos);
-    ct__sb_puts(&sb, ",\n    \"train_loss\": ");
-    ct__json_write_double(&sb, ct_trainer_train_loss(t));
-    ct__sb_puts(&sb, ",\n    \"train_runtime\": ");
-    ct__json_write_double(&sb, round_to(runtime, 4));
-    ct__sb_printf(&sb, ",\n    \"train_samples\": %zu", t->train->n);
-    ct__sb_puts(&sb, ",\n    \"train_samples_per_second\": ");
-    ct__json_write_double(&sb, round_to((double)samples / runtime, 3));
-    ct__sb_puts(&sb, ",\n    \"train_steps_per_second\": ");
-    ct__json_write_double(&sb, round_to((double)t->global_step / runtime, 3));
-    ct__sb_puts(&sb, "\n}\n");
-    text = ct__sb_take(&sb);
-    if (!text)
-        return ct__error(CT_ERR_NOMEM, "out of memory writing train_results.json");
-    st = write_text(dir, "train_results.json", text);
-    free(text);
-    if (st != CT_OK)
-        return st;
+    {
+        /* run_qa.py's trainer.save_metrics("train", metrics), with
+         * train_samples added as it does. */
+        ct__metric m[7] = {
+            {"epoch", t->epoch, 0},
+            {"total_flos", t->total_flos, 0},
+            {"train_loss", ct_trainer_train_loss(t), 0},
+            {"train_runtime", round_to(runtime, 4), 0},
+            {"train_samples", (double)t->train->n, 1},
+            {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
+            {"train_steps_per_second", round_to((double)t->global_step / runtime, 3), 0},
+        };
+        if ((st = ct__save_metrics(dir, "train", m, 7)) != CT_OK)
+            return st;
+    }
     if (!(text = ct__trainer_state_json(t)))
         return ct__error(CT_ERR_NOMEM, "out of memory writing trainer_state.json");
     st = write_text(dir, "trainer_state.json", text);
