@@ -21,7 +21,8 @@
     X(output_dir, STRING, 1, "None", "",                                                     \
       "Folder for checkpoints, the final model and result files.")                          \
     X(overwrite_output_dir, BOOL, 0, "False", "",                                            \
-      "Start over in an output_dir of an earlier run (its checkpoint-* are deleted).")     \
+      "Start over in an output_dir of an earlier run (its checkpoint-* and "                 \
+      "all_results.json are deleted).")                                                      \
     X(do_train, BOOL, 0, "False", "", "Run training.")                                       \
     X(do_eval, BOOL, 0, "False", "", "Evaluate on the validation set.")                      \
     X(do_predict, BOOL, 0, "False", "", "Predict on the test set.")                          \

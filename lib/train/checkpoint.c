@@ -158,6 +158,19 @@ ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t)
         }
     }
     closedir(d);
+    if (st == CT_OK && overwrite && !resuming) {
+        /* Trainer.save_metrics merges into all_results.json: an earlier
+         * run's eval_ / predict_ entries would pass for this run's. */
+        char path[4200];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/all_results.json", out);
+        if (lstat(path, &sb) == 0) {
+            ct__log(CT_LOG_INFO, "overwrite_output_dir: deleting %s of an earlier run", path);
+            if (remove(path) != 0)
+                st = ct__error(CT_ERR_IO, "overwrite_output_dir: cannot delete %s: %s", path,
+                               strerror(errno));
+        }
+    }
     if (st == CT_OK && *old)
         st = ct__error(CT_ERR_INVALID_ARG,
                        "output_dir %s already holds %s of an earlier run: set "

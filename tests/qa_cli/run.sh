@@ -171,6 +171,130 @@ ok = all(k in m for k in ("eval_exact", "eval_f1", "eval_total", "eval_HasAns_ex
                           "eval_NoAns_exact", "eval_best_f1", "eval_samples"))
 sys.exit(0 if ok and m["eval_total"] == 2 else print(m) or 1)' "$dir/eval_v2/eval_results.json"
 
+# ---- do_predict, all_results.json, the model card, torch_dtype (issue 12) ------------
+# A test set without answers (run_qa.py's test split of an unlabelled set).
+cat > "$dir/data/test_noans.json" <<'JSON'
+{"version": "1.1", "data": [{"title": "x", "paragraphs": [
+ {"context": "bo did live in lima . ana did go to paris .", "qas": [
+  {"id": "x1", "question": "where did bo live", "answers": []},
+  {"id": "x2", "question": "where did ana go", "answers": []},
+  {"id": "x3", "question": "what city did bo live in", "answers": []}]}
+]}]}
+JSON
+# shellcheck disable=SC2086
+"$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train --max_steps 2 --bf16 --do_eval \
+    --validation_file "$dir/squad/validation.json" --do_predict \
+    --test_file "$dir/squad/validation.json" $common --output_dir "$dir/pred" \
+    > "$dir/pred.txt" 2>&1
+rc=$?
+check "--do_train --do_eval --do_predict --test_file" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/pred.txt"
+check "  ... writes predict_predictions.json for every test question" "$PYTHON" -c '
+import json, sys
+p = json.load(open(sys.argv[1] + "/predict_predictions.json"))
+n = json.load(open(sys.argv[1] + "/predict_nbest_predictions.json"))
+ok = sorted(p) == ["v1", "v2"] and sorted(n) == ["v1", "v2"]
+ok = ok and all(isinstance(v, str) for v in p.values())
+ok = ok and all(p[k] == n[k][0]["text"] for k in p)  # the prediction is the best of the n-best
+sys.exit(0 if ok else print(p, n) or 1)' "$dir/pred"
+check "  ... but no predict_null_odds.json (v1)" [ ! -e "$dir/pred/predict_null_odds.json" ]
+check "  ... and predict_results.json with the squad metric, as run_qa.py names it" "$PYTHON" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+ok = sorted(m) == ["predict_samples", "test_exact_match", "test_f1"]
+ok = ok and m["predict_samples"] == 2 and isinstance(m["predict_samples"], int)
+ok = ok and 0 <= m["test_f1"] <= 100
+sys.exit(0 if ok else print(m) or 1)' "$dir/pred/predict_results.json"
+check "  ... the same predictions and metrics as evaluating on that file" "$PYTHON" -c '
+import json, sys
+d = sys.argv[1]
+e = json.load(open(d + "/eval_results.json")); p = json.load(open(d + "/predict_results.json"))
+same = json.load(open(d + "/eval_predictions.json")) == json.load(open(d + "/predict_predictions.json"))
+sys.exit(0 if same and e["eval_f1"] == p["test_f1"] else 1)' "$dir/pred"
+check "  ... all_results.json: the train, eval and predict results together" "$PYTHON" -c '
+import json, sys
+d = sys.argv[1]
+a = json.load(open(d + "/all_results.json"))
+parts = {}
+for split in ("train", "eval", "predict"):
+    parts.update(json.load(open(d + "/%s_results.json" % split)))
+ok = a == parts and "train_loss" in a and "eval_f1" in a and "test_f1" in a
+sys.exit(0 if ok else print(sorted(a), sorted(parts)) or 1)' "$dir/pred"
+check "  ... config.json says float32, the dtype of model.safetensors, after --bf16" "$PYTHON" -c '
+import json, struct, sys
+d = sys.argv[1]
+c = json.load(open(d + "/config.json"))
+with open(d + "/model.safetensors", "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = json.loads(f.read(n))
+dtypes = {v["dtype"] for k, v in h.items() if k != "__metadata__"}
+sys.exit(0 if c["torch_dtype"] == "float32" and dtypes == {"F32"} else print(c, dtypes) or 1)' \
+    "$dir/pred"
+check "  ... a model card README.md, saying how it was trained" contains "$dir/pred/README.md" \
+    "Trained on the CPU with libcputrain"
+check "  ... with the hyperparameters" contains "$dir/pred/README.md" "- train_batch_size: 2"
+check "  ... and the evaluation results" contains "$dir/pred/README.md" "- F1: "
+check "  ... trainer_state.json's step fields are integers" "$PYTHON" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+bad = [k for k in ("logging_steps", "eval_steps", "save_steps", "global_step", "max_steps",
+                   "train_batch_size", "num_train_epochs") if type(s[k]) is not int]
+sys.exit(0 if not bad else print(bad, s) or 1)' "$dir/pred/trainer_state.json"
+
+# The saved model predicts alone, on a test set without answers, limited
+# by --max_predict_samples: predictions, no metrics.
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/pred" --do_predict --test_file "$dir/data/test_noans.json" \
+    --max_predict_samples 2 $common --output_dir "$dir/pred2" > "$dir/pred2.txt" 2>&1
+rc=$?
+check "--do_predict alone on a test set without answers" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/pred2.txt"
+check "  ... predicts the first --max_predict_samples 2 questions" "$PYTHON" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+sys.exit(0 if sorted(p) == ["x1", "x2"] else print(p) or 1)' "$dir/pred2/predict_predictions.json"
+check "  ... says there are no metrics" contains "$dir/pred2.txt" "no reference answers, so no metrics"
+check "  ... and writes no predict_results.json" [ ! -e "$dir/pred2/predict_results.json" ]
+check "  ... nor a model card (nothing was trained)" [ ! -e "$dir/pred2/README.md" ]
+
+# --dataset_name: the folder's test split, and a clear refusal without one.
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/pred" --dataset_name squad --dataset_dir "$dir/squad" \
+    --do_predict $common --output_dir "$dir/pred3" > "$dir/pred3.txt" 2>&1
+rc=$?
+check "--dataset_name without a test split and --do_predict fails" [ "$rc" -ne 0 ]
+check "  ... as run_qa.py does" contains "$dir/pred3.txt" "--do_predict requires a test dataset"
+check "  ... naming the files looked for" contains "$dir/pred3.txt" "test.json, test.jsonl"
+mkdir -p "$dir/squad_test"
+cp "$dir/data/validation_v2.json" "$dir/squad_test/test.json"
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/pred" --dataset_name squad_v2 --dataset_dir "$dir/squad_test" \
+    --do_predict $common --output_dir "$dir/pred4" > "$dir/pred4.txt" 2>&1
+rc=$?
+check "--dataset_name squad_v2 with test.json predicts" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/pred4.txt"
+check "  ... writing predict_null_odds.json for both questions" "$PYTHON" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+sys.exit(0 if sorted(p) == ["w1", "w2"] else print(p) or 1)' "$dir/pred4/predict_null_odds.json"
+check "  ... and the squad_v2 metrics prefixed test_" "$PYTHON" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+ok = m["test_total"] == 2 and "test_HasAns_exact" in m and m["predict_samples"] == 2
+sys.exit(0 if ok else print(m) or 1)' "$dir/pred4/predict_results.json"
+check "  ... all_results.json holds them" "$PYTHON" -c '
+import json, sys
+d = sys.argv[1]
+sys.exit(0 if json.load(open(d + "/all_results.json")) == json.load(open(d + "/predict_results.json")) else 1)' \
+    "$dir/pred4"
+"$qa" --do_predict --model_name_or_path "$dir/pred" --output_dir "$dir/pred5" \
+    > "$dir/pred5.txt" 2>&1
+rc=$?
+check "--do_predict without --test_file exits 2" [ "$rc" -eq 2 ]
+check "  ... saying what it needs" contains "$dir/pred5.txt" \
+    "--do_predict requires a test dataset: --test_file or --dataset_name with a test split"
+
 # ---- hardening (issue 10) ---------------------------------------------------------
 train_args="--train_file $dir/squad/train.json --config_name $dir/data/config.json \
 --tokenizer_name $dir/tok --do_train"
