@@ -723,18 +723,21 @@ static ct_status train_run(ct_trainer *t);
 
 /* load_best_model_at_end: the best checkpoint's weights replace the last
  * step's before the final save (Trainer's _load_best_model; the optimizer
- * state is not loaded). The writing ranks hold the checkpoint; the others
- * take rank 0's weights. */
+ * state is not loaded). The writing ranks hold the checkpoint; then every
+ * rank takes rank 0's weights — always, with several ranks, so that no rank
+ * waits in a collective another skipped. */
 static ct_status load_best_model(ct_trainer *t)
 {
     ct_status st = CT_OK;
-    if (!A_BOOL(load_best_model_at_end) || !t->best_model_checkpoint)
+    if (!A_BOOL(load_best_model_at_end))
         return CT_OK;
-    if (t->rank == 0)
-        ct__log(CT_LOG_INFO, "loading best model from %s (score: %g)", t->best_model_checkpoint,
-                t->best_metric);
-    if (writes_files(t))
-        st = ct__model_load_weights(t->model, t->best_model_checkpoint, 0, 1);
+    if (t->best_model_checkpoint) {
+        if (t->rank == 0)
+            ct__log(CT_LOG_INFO, "loading best model from %s (score: %g)",
+                    t->best_model_checkpoint, t->best_metric);
+        if (writes_files(t))
+            st = ct__model_load_weights(t->model, t->best_model_checkpoint, 0, 1);
+    }
     if ((st = all_agree(t, st, "load the best checkpoint")) != CT_OK)
         return ct__error_prefix(st, "load_best_model_at_end");
     return t->ddp ? ct__ddp_sync_params(t->ddp) : CT_OK;

@@ -89,7 +89,9 @@ for a in model_name_or_path config_name tokenizer_name dataset_name train_file v
     max_seq_length doc_stride max_train_samples max_eval_samples n_best_size \
     max_answer_length version_2_with_negative null_score_diff_threshold pad_to_max_length \
     output_dir do_train do_eval num_train_epochs max_steps learning_rate \
-    per_device_train_batch_size per_device_eval_batch_size seed save_strategy; do
+    per_device_train_batch_size per_device_eval_batch_size seed save_strategy \
+    test_file max_predict_samples do_predict load_best_model_at_end metric_for_best_model \
+    greater_is_better; do
     grep -q -- "--$a\b" "$dir/help.txt" || missing="$missing $a"
 done
 check "--help lists run_qa's arguments and TrainingArguments" [ -z "$missing" ]
@@ -294,6 +296,42 @@ rc=$?
 check "--do_predict without --test_file exits 2" [ "$rc" -eq 2 ]
 check "  ... saying what it needs" contains "$dir/pred5.txt" \
     "--do_predict requires a test dataset: --test_file or --dataset_name with a test split"
+
+# load_best_model_at_end through cputrain-qa: a metric the evaluation does
+# not report is refused before anything is read; the best checkpoint is
+# the final model and survives save_total_limit 1.
+# shellcheck disable=SC2086
+"$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train --do_eval --validation_file "$dir/squad/validation.json" \
+    --eval_strategy steps --load_best_model_at_end $common --save_strategy steps \
+    --output_dir "$dir/best0" \
+    > "$dir/best0.txt" 2>&1
+rc=$?
+check "--load_best_model_at_end with the default metric (loss) exits 2" [ "$rc" -eq 2 ]
+check "  ... naming the metrics there are" contains "$dir/best0.txt" \
+    "the evaluation reports eval_exact_match, eval_f1 (no loss, as in run_qa.py)"
+check "  ... before writing anything" [ ! -e "$dir/best0" ]
+# shellcheck disable=SC2086
+"$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train --do_eval --validation_file "$dir/squad/validation.json" \
+    --max_steps 3 --learning_rate 1e-2 $common --save_strategy steps --save_steps 1 \
+    --eval_strategy steps --eval_steps 1 --load_best_model_at_end --metric_for_best_model f1 \
+    --greater_is_better false --save_total_limit 1 --output_dir "$dir/best" > "$dir/best.txt" 2>&1
+rc=$?
+check "--load_best_model_at_end --metric_for_best_model f1 --save_total_limit 1" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/best.txt"
+check "  ... the final model is the best checkpoint's, the only one left" "$PYTHON" -c '
+import json, os, sys
+d = sys.argv[1]
+s = json.load(open(d + "/trainer_state.json"))
+best = s["best_model_checkpoint"]
+f1 = {e["step"]: e["eval_f1"] for e in s["log_history"] if "eval_f1" in e}
+ok = best == d + "/checkpoint-%d" % s["best_global_step"] and s["best_metric"] == min(f1.values())
+ok = ok and f1[s["best_global_step"]] == s["best_metric"]
+ok = ok and sorted(n for n in os.listdir(d) if n.startswith("checkpoint-")) == [os.path.basename(best)]
+ok = ok and open(best + "/model.safetensors", "rb").read() == open(d + "/model.safetensors", "rb").read()
+sys.exit(0 if ok else print(best, f1, s["best_metric"], os.listdir(d)) or 1)' "$dir/best"
+check "  ... saying it loaded it" contains "$dir/best.txt" "loading best model from $dir/best/checkpoint-"
 
 # ---- hardening (issue 10) ---------------------------------------------------------
 train_args="--train_file $dir/squad/train.json --config_name $dir/data/config.json \
