@@ -293,13 +293,18 @@ int ct__checkpoint_is_complete(const char *dir)
     return is_complete(dir);
 }
 
-/* Index of the best checkpoint in list, or n when it is not there. */
+/* Index of the best checkpoint in list, or n when it is not there. The
+ * folder is compared, not its spelling (a resumed run may write output_dir
+ * as ./out where the state says out), as Trainer compares resolved paths. */
 static size_t best_index(const ct_trainer *t, const found *list, size_t n)
 {
-    for (size_t i = 0; t->best_model_checkpoint && i < n; i++) {
+    struct stat best, sb;
+    if (!t->best_model_checkpoint || stat(t->best_model_checkpoint, &best) != 0)
+        return n;
+    for (size_t i = 0; i < n; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", A_STR(output_dir), list[i].name);
-        if (strcmp(path, t->best_model_checkpoint) == 0)
+        if (stat(path, &sb) == 0 && sb.st_dev == best.st_dev && sb.st_ino == best.st_ino)
             return i;
     }
     return n;

@@ -164,11 +164,16 @@ class BestModelTest(unittest.TestCase):
                                   load_best_model_at_end=True, metric_for_best_model="score")
         with self.assertRaises(CputrainError):
             trainer.train()
+        # Resumed with output_dir spelled otherwise and a limit of 1: the
+        # best is recognised as the same folder, kept and loaded.
         _, trainer = self.trainer(load_best_model_at_end=True, metric_for_best_model="score",
-                                  resume_from_checkpoint="true")
+                                  resume_from_checkpoint="true", save_total_limit=1,
+                                  output_dir=os.path.join(self.dir, ".", "out"))
         trainer.train()
         state = read_json(os.path.join(self.out, "trainer_state.json"))
-        self.assertEqual(state["best_model_checkpoint"], os.path.join(self.out, "checkpoint-2"))
+        self.assertEqual(os.path.normpath(state["best_model_checkpoint"]),
+                         os.path.join(self.out, "checkpoint-2"))
+        self.assertEqual(self.checkpoints(), [2])
         self.assertEqual(read_bytes(os.path.join(self.out, "model.safetensors")),
                          read_bytes(os.path.join(self.out, "checkpoint-2", "model.safetensors")))
 
