@@ -44,7 +44,8 @@ Suite *core_suite(void);
     X(dist_suite)             \
     X(secret_suite)           \
     X(attention_suite)        \
-    X(packed_suite)
+    X(packed_suite)           \
+    X(tb_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

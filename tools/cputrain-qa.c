@@ -65,8 +65,7 @@ static const struct option_row {
  * nothing here (no cache, no hub, one tokenizer kind). */
 static const char *const ignored[] = {"overwrite_cache", "preprocessing_num_workers",
                                       "cache_dir", "use_fast_tokenizer", "model_revision",
-                                      "token", "trust_remote_code", "dataset_config_name",
-                                      "report_to"};
+                                      "token", "trust_remote_code", "dataset_config_name"};
 
 static void usage(void)
 {

@@ -97,7 +97,13 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
  * earlier run is refused (CT_ERR_INVALID_ARG), or with overwrite_output_dir
  * those folders are deleted first. A run that skipped more than half of its
  * optimizer steps for non-finite loss or gradients fails with
- * CT_ERR_NUMERIC naming the first skipped step, and saves no final model. */
+ * CT_ERR_NUMERIC naming the first skipped step, and saves no final model.
+ * With report_to tensorboard (also all, and None, the default), rank 0
+ * writes every log entry's values as TensorBoard scalars to a new
+ * events.out.tfevents.* file in logging_dir (default
+ * output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>), each entry on disk as
+ * soon as it is logged; a logging_dir that cannot be made fails the run
+ * before its first step (CT_ERR_IO naming it). */
 CT_API ct_status ct_trainer_train(ct_trainer *trainer);
 /* From an evaluation callback: add "name": value to the evaluation's log
  * entry (Transformers prefixes eval metrics with "eval_"; pass the full

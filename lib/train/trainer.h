@@ -60,6 +60,7 @@ struct ct_trainer {
     char *best_model_checkpoint;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
+    struct ct__tb_writer *tb; /* report_to tensorboard, on rank 0 while training */
 };
 
 /* checkpoint.c */

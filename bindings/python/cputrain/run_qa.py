@@ -26,7 +26,7 @@ PROG = "python3 -m cputrain.run_qa"
 # Accepted for compatibility with run_qa.py command lines; they change
 # nothing here (no cache, no hub, one tokenizer kind).
 IGNORED = ("overwrite_cache", "preprocessing_num_workers", "cache_dir", "use_fast_tokenizer",
-           "model_revision", "token", "trust_remote_code", "dataset_config_name", "report_to")
+           "model_revision", "token", "trust_remote_code", "dataset_config_name")
 
 
 def _bool(text):
