@@ -464,7 +464,9 @@ if command -v valgrind > /dev/null 2>&1; then
     for case in "--help" "--no_such_argument 3 --output_dir $dir/x" \
         "--max_seq_length 4294967328 --output_dir $dir/x" \
         "--dataset_name squad --dataset_dir $dir/empty --do_train --output_dir $dir/x" \
-        "--do_train --output_dir $dir/x" "--output_dir $latin1"; do
+        "--do_train --output_dir $dir/x" "--output_dir $latin1" \
+        "--do_predict --model_name_or_path $dir/pred --output_dir $dir/x" \
+        "--do_predict --dataset_name squad --dataset_dir $dir/squad --output_dir $dir/x"; do
         # shellcheck disable=SC2086
         valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --error-exitcode=99 "$qa" $case > "$dir/leak.txt" 2>&1
