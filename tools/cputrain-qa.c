@@ -155,9 +155,11 @@ static int find_split(const qa_options *o, const char *split, char *out, size_t 
     int v2 = strcmp(o->dataset_name, "squad_v2") == 0;
     const char *names[] = {"json", "jsonl", NULL};
     /* SQuAD publishes no test set: a test split is only test.json(l). */
-    const char *official = strcmp(split, "train") == 0        ? (v2 ? "train-v2.0.json" : "train-v1.1.json")
-                           : strcmp(split, "validation") == 0 ? (v2 ? "dev-v2.0.json" : "dev-v1.1.json")
-                                                              : NULL;
+    const char *official = NULL;
+    if (strcmp(split, "train") == 0)
+        official = v2 ? "train-v2.0.json" : "train-v1.1.json";
+    else if (strcmp(split, "validation") == 0)
+        official = v2 ? "dev-v2.0.json" : "dev-v1.1.json";
     if (!dir) {
         fprintf(stderr, "cputrain-qa: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
                         "nothing is downloaded\n", o->dataset_name);
