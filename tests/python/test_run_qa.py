@@ -292,6 +292,25 @@ class RunQATest(unittest.TestCase):
             with open(os.path.join(out, name), "rb") as a, open(os.path.join(c_out, name),
                                                                 "rb") as b:
                 self.assertEqual(a.read(), b.read(), name)
+        # all_results.json: train_ and eval_ results alike, but for the timings.
+        merged = []
+        for folder in (out, c_out):
+            with open(os.path.join(folder, "all_results.json")) as f:
+                merged.append({k: v for k, v in json.load(f).items()
+                               if not (k.endswith("_per_second") or k.endswith("_runtime"))})
+        self.assertEqual(merged[0], merged[1])
+        self.assertIn("train_loss", merged[0])
+        self.assertEqual(merged[0]["eval_f1"], metrics["eval_f1"])
+        # The model card: the same text but for the folder's name.
+        with open(os.path.join(out, "README.md")) as a, \
+                open(os.path.join(c_out, "README.md")) as b:
+            card, c_card = a.read(), b.read()
+        self.assertEqual(card, c_card.replace("c-out", "out"))
+        for text in ("# out\n", "Trained on the CPU with libcputrain ", "- learning_rate: 0.001\n",
+                     "- training_steps: 30\n", "- lr_scheduler_warmup_ratio: 0.1\n",
+                     "- mixed_precision_training: bf16", "- Exact Match: ", "- F1: ",
+                     "This model was trained from scratch"):
+            self.assertIn(text, card)
 
     def test_predict_matches_the_c_tool(self):
         """--do_predict --test_file --max_predict_samples: run_qa and
