@@ -97,13 +97,21 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
                                    double epoch, const char *log_json);
 
 /* Run training as Trainer.train() does (resuming when resume_from_checkpoint
- * says so), then save the model, train_results.json and trainer_state.json
- * into output_dir. One run at a time uses an output_dir: the writing ranks
+ * says so), then save the model, train_results.json (its entries merged
+ * into all_results.json, as Trainer.save_metrics) and trainer_state.json
+ * into output_dir. With metric_for_best_model, each evaluation's
+ * "eval_<metric>" (an error naming the metrics reported when absent) is
+ * compared with the best so far (greater_is_better), and trainer_state.json
+ * records best_metric, best_global_step and best_model_checkpoint;
+ * save_total_limit never deletes that checkpoint, and with
+ * load_best_model_at_end its weights are loaded before the final save
+ * (with save_total_limit 1 it is the only checkpoint left). One run at a
+ * time uses an output_dir: the writing ranks
  * hold an advisory lock on output_dir/.lock (released when the run ends or
  * its process dies), and a second run gets CT_ERR_BUSY naming the holder's
  * pid. Unless resuming, an output_dir holding checkpoint-* folders of an
  * earlier run is refused (CT_ERR_INVALID_ARG), or with overwrite_output_dir
- * those folders are deleted first. A run that skipped more than half of its
+ * those folders and all_results.json are deleted first. A run that skipped more than half of its
  * optimizer steps for non-finite loss or gradients fails with
  * CT_ERR_NUMERIC naming the first skipped step, and saves no final model.
  * With report_to tensorboard (also all, and None, the default), rank 0

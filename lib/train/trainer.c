@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
+#include "train/metrics_file.h"
 #include "train/outdir_lock.h"
 #include "train/sampler.h"
 #include "train/tb_events.h"
@@ -36,6 +37,28 @@ double ct__now(void)
 #define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
 #define A_STR(f) ct__args_string(t->args, CT_A_##f)
 
+/* TrainingArguments.__post_init__'s defaults for the best model, set in
+ * the trainer's copy so that training_args.json shows them as Transformers'
+ * does: metric_for_best_model "loss" with load_best_model_at_end, and
+ * greater_is_better True unless the metric's name ends in "loss". */
+static ct_status best_model_defaults(ct_trainer *t)
+{
+    const char *metric = A_STR(metric_for_best_model);
+    ct_status st;
+    if (A_BOOL(load_best_model_at_end) && !metric) {
+        if ((st = ct_args_set(t->args, "metric_for_best_model", "loss")) != CT_OK)
+            return st;
+        metric = A_STR(metric_for_best_model);
+    }
+    if (metric && !ct__args_is_set(t->args, CT_A_greater_is_better)) {
+        size_t n = strlen(metric);
+        int loss = n >= 4 && strcmp(metric + n - 4, "loss") == 0;
+        if ((st = ct_args_set_bool(t->args, "greater_is_better", !loss)) != CT_OK)
+            return st;
+    }
+    return CT_OK;
+}
+
 ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **out)
 {
     ct_trainer *t;
@@ -50,7 +73,8 @@ ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **o
         return ct__error(CT_ERR_NOMEM, "out of memory creating a trainer");
     t->model = model;
     t->world = 1;
-    if ((st = ct_args_copy(args, &t->args)) != CT_OK) {
+    if ((st = ct_args_copy(args, &t->args)) != CT_OK || (st = best_model_defaults(t)) != CT_OK) {
+        ct_args_free(t->args);
         free(t);
         return st;
     }
@@ -77,6 +101,7 @@ void ct_trainer_free(ct_trainer *t)
     ct__sb_free(&t->history);
     clear_metrics(t);
     free(t->history_text);
+    free(t->best_model_checkpoint);
     free(t);
 }
 
@@ -146,6 +171,11 @@ const char *ct_trainer_log_history(const ct_trainer *t)
     free(mut->history_text);
     mut->history_text = ct__sb_take(&sb);
     return mut->history_text ? mut->history_text : "[]";
+}
+
+static int strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what)
+{
+    return strcmp(ct__args_string(t->args, f), what) == 0;
 }
 
 /* ---- the log history ---------------------------------------------------------- */
@@ -289,6 +319,45 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
     return CT_OK;
 }
 
+/* Trainer's _determine_best_metric, on the metrics just reported: the
+ * metric_for_best_model ("eval_" added when missing) compared with the best
+ * so far; a new best records this step when checkpoints are saved (its
+ * folder becomes best_model_checkpoint once written). NaN is never better. */
+static ct_status update_best(ct_trainer *t)
+{
+    const char *metric = A_STR(metric_for_best_model);
+    char name[256];
+    double v;
+    int i, greater = A_BOOL(greater_is_better);
+    if (!metric)
+        return CT_OK;
+    snprintf(name, sizeof name, "%s%s", strncmp(metric, "eval_", 5) ? "eval_" : "", metric);
+    for (i = 0; i < t->n_metrics && strcmp(t->metric_names[i], name); i++)
+        ;
+    if (i == t->n_metrics) {
+        ct__strbuf have = {0};
+        char *list;
+        ct_status st;
+        for (int k = 0; k < t->n_metrics; k++)
+            ct__sb_printf(&have, "%s%s", k ? ", " : "", t->metric_names[k]);
+        list = ct__sb_take(&have);
+        st = ct__error(CT_ERR_INVALID_ARG,
+                       "metric_for_best_model is '%s', which is not among the evaluation "
+                       "metrics (%s); set metric_for_best_model to one of them",
+                       name, list && *list ? list : "none were reported");
+        free(list);
+        return st;
+    }
+    v = t->metric_values[i];
+    if (t->has_best ? (greater ? v > t->best_metric : v < t->best_metric) : !isnan(v)) {
+        t->has_best = 1;
+        t->best_metric = v;
+        if (!strategy_is(t, CT_A_save_strategy, "no"))
+            t->best_global_step = t->global_step;
+    }
+    return CT_OK;
+}
+
 static ct_status evaluate(ct_trainer *t)
 {
     entry_kv kv[32];
@@ -299,6 +368,10 @@ static ct_status evaluate(ct_trainer *t)
     st = t->eval(t->eval_user, t);
     t->in_eval = 0;
     if (st != CT_OK) {
+        clear_metrics(t);
+        return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
+    }
+    if ((st = update_best(t)) != CT_OK) {
         clear_metrics(t);
         return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
     }
@@ -328,6 +401,19 @@ static ct_status save_checkpoint(ct_trainer *t)
     char path[4096], *json;
     ct__strbuf sb = {0};
     ct_status st;
+    /* _save_checkpoint: the best step's folder, once it exists (now, when
+     * this step is the best), is best_model_checkpoint; every rank keeps
+     * it, so that all load the same weights at the end. */
+    if (t->best_global_step > 0) {
+        ct__checkpoint_path(t, t->best_global_step, path, sizeof path);
+        if (t->best_global_step == t->global_step || ct__checkpoint_is_complete(path)) {
+            char *copy = strdup(path);
+            if (!copy)
+                return ct__error(CT_ERR_NOMEM, "out of memory");
+            free(t->best_model_checkpoint);
+            t->best_model_checkpoint = copy;
+        }
+    }
     if (!writes_files(t))
         return CT_OK;
     if ((st = ct__checkpoint_save(t, path, sizeof path)) != CT_OK)
@@ -350,10 +436,6 @@ static int64_t interval(const ct_trainer *t, double steps)
     return n > 0 ? n : 1;
 }
 
-static int strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what)
-{
-    return strcmp(ct__args_string(t->args, f), what) == 0;
-}
 
 /* What Trainer's _maybe_log_save_evaluate does after an optimizer step. */
 static ct_status after_step(ct_trainer *t, double grad_norm)
@@ -529,11 +611,11 @@ static CT__MUST_USE ct_status write_text(const char *dir, const char *name, cons
     return ct__write_file_atomic(path, text, strlen(text));
 }
 
-/* output_dir/train_results.json, trainer_state.json and the model. */
+/* output_dir/train_results.json (merged into all_results.json),
+ * trainer_state.json and the model. */
 static ct_status final_save(ct_trainer *t, double runtime)
 {
     const char *dir = A_STR(output_dir);
-    ct__strbuf sb = {0};
     char *text;
     ct_status st;
     int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
@@ -547,27 +629,21 @@ static ct_status final_save(ct_trainer *t, double runtime)
         if ((st = ct_args_save_json(t->args, path)) != CT_OK)
             return st;
     }
-    ct__sb_puts(&sb, "{\n    \"epoch\": ");
-    ct__json_write_double(&sb, t->epoch);
-    ct__sb_puts(&sb, ",\n    \"total_flos\": ");
-    ct__json_write_double(&sb, t->total_flos);
-    ct__sb_puts(&sb, ",\n    \"train_loss\": ");
-    ct__json_write_double(&sb, ct_trainer_train_loss(t));
-    ct__sb_puts(&sb, ",\n    \"train_runtime\": ");
-    ct__json_write_double(&sb, round_to(runtime, 4));
-    ct__sb_printf(&sb, ",\n    \"train_samples\": %zu", t->train->n);
-    ct__sb_puts(&sb, ",\n    \"train_samples_per_second\": ");
-    ct__json_write_double(&sb, round_to((double)samples / runtime, 3));
-    ct__sb_puts(&sb, ",\n    \"train_steps_per_second\": ");
-    ct__json_write_double(&sb, round_to((double)t->global_step / runtime, 3));
-    ct__sb_puts(&sb, "\n}\n");
-    text = ct__sb_take(&sb);
-    if (!text)
-        return ct__error(CT_ERR_NOMEM, "out of memory writing train_results.json");
-    st = write_text(dir, "train_results.json", text);
-    free(text);
-    if (st != CT_OK)
-        return st;
+    {
+        /* run_qa.py's trainer.save_metrics("train", metrics), with
+         * train_samples added as it does. */
+        ct__metric m[7] = {
+            {"epoch", t->epoch, 0},
+            {"total_flos", t->total_flos, 0},
+            {"train_loss", ct_trainer_train_loss(t), 0},
+            {"train_runtime", round_to(runtime, 4), 0},
+            {"train_samples", (double)t->train->n, 1},
+            {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
+            {"train_steps_per_second", round_to((double)t->global_step / runtime, 3), 0},
+        };
+        if ((st = ct__save_metrics(dir, "train", m, 7)) != CT_OK)
+            return st;
+    }
     if (!(text = ct__trainer_state_json(t)))
         return ct__error(CT_ERR_NOMEM, "out of memory writing trainer_state.json");
     st = write_text(dir, "trainer_state.json", text);
@@ -666,6 +742,28 @@ static ct_status start_ddp(ct_trainer *t)
 }
 
 static ct_status train_run(ct_trainer *t);
+
+/* load_best_model_at_end: the best checkpoint's weights replace the last
+ * step's before the final save (Trainer's _load_best_model; the optimizer
+ * state is not loaded). The writing ranks hold the checkpoint; then every
+ * rank takes rank 0's weights — always, with several ranks, so that no rank
+ * waits in a collective another skipped. */
+static ct_status load_best_model(ct_trainer *t)
+{
+    ct_status st = CT_OK;
+    if (!A_BOOL(load_best_model_at_end))
+        return CT_OK;
+    if (t->best_model_checkpoint) {
+        if (t->rank == 0)
+            ct__log(CT_LOG_INFO, "loading best model from %s (score: %g)",
+                    t->best_model_checkpoint, t->best_metric);
+        if (writes_files(t))
+            st = ct__model_load_weights(t->model, t->best_model_checkpoint, 0, 1);
+    }
+    if ((st = all_agree(t, st, "load the best checkpoint")) != CT_OK)
+        return ct__error_prefix(st, "load_best_model_at_end");
+    return t->ddp ? ct__ddp_sync_params(t->ddp) : CT_OK;
+}
 
 /* TrainingArguments' default logging_dir, output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>
  * (default_logdir(): datetime.now().strftime("%b%d_%H-%M-%S") and the host
@@ -803,6 +901,10 @@ static ct_status train_run(ct_trainer *t)
     t->global_step = t->epoch_index = t->batch_in_epoch = 0;
     t->epoch = t->total_flos = t->loss_sum_all = t->loss_since_log = 0;
     t->steps_counted = t->last_logged_step = 0;
+    t->has_best = 0;
+    t->best_global_step = 0;
+    free(t->best_model_checkpoint);
+    t->best_model_checkpoint = NULL;
     ct__sb_free(&t->history);
     ct_model_zero_grad(m);
 
@@ -911,6 +1013,8 @@ static ct_status train_run(ct_trainer *t)
     }
     if (st == CT_OK)
         st = check_learned(t, t->global_step - first_step, skipped, first_skipped);
+    if (st == CT_OK)
+        st = load_best_model(t);
     if (st == CT_OK) {
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
@@ -930,6 +1034,8 @@ static ct_status train_run(ct_trainer *t)
         free(json);
         if (st == CT_OK)
             st = final_save_all(t, runtime);
+        if (st == CT_OK && writes_files(t) && A_BOOL(load_best_model_at_end))
+            ct__checkpoint_keep_only_best(t);
         if (st == CT_OK)
             st = notify(t, CT_EVENT_TRAIN_END, NULL);
     }

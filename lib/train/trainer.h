@@ -53,6 +53,12 @@ struct ct_trainer {
     char *metric_names[32];
     double metric_values[32];
     int n_metrics;
+    /* metric_for_best_model: Trainer's state.best_metric (has_best 0: None),
+     * best_global_step (0: None) and best_model_checkpoint (NULL: None). */
+    int has_best;
+    double best_metric;
+    int64_t best_global_step;
+    char *best_model_checkpoint;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
     struct ct__tb_writer *tb; /* report_to tensorboard, on rank 0 while training */
@@ -71,6 +77,14 @@ char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
  * holds checkpoints of an earlier run, or with overwrite_output_dir delete
  * them so the new run's checkpoints are not mixed with the old ones. */
 ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t) CT__MUST_USE;
+
+/* A checkpoint folder under output_dir: "<output_dir>/checkpoint-<step>". */
+void ct__checkpoint_path(const ct_trainer *t, int64_t step, char *out, size_t size);
+/* Whether dir holds a whole checkpoint (its completeness marker). */
+int ct__checkpoint_is_complete(const char *dir);
+/* save_total_limit 1 with load_best_model_at_end, after the final save:
+ * delete every checkpoint but the best (Trainer does so at the end). */
+void ct__checkpoint_keep_only_best(const ct_trainer *t);
 
 double ct__now(void);
 

@@ -220,6 +220,7 @@ PROTOTYPES = {
     "ct_squad_scores_set": (_status, [Handle, _str, _f64, _int]),
     "ct_squad_scores_add_prefix": (_status, [Handle, _str]),
     "ct_squad_scores_save": (_status, [Handle, _str]),
+    "ct_squad_scores_save_metrics": (_status, [Handle, _str, _str]),
     "ct_squad_postprocess": (_status, [_ptr(_str), _ptr(_str), _size, _ptr(_i64), _size, _size, _ptr(_f32), _ptr(_f32), _ptr(_i32), _int, _size, _size, _f64, _ptr(Handle)]),
     "ct_squad_preds_free": (None, [Handle]),
     "ct_squad_preds_count": (_size, [Handle]),
