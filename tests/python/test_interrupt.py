@@ -240,7 +240,7 @@ class PredictTest(unittest.TestCase):
             c = model.logits(copy=True)
             seen.append((model.training, bytes(memoryview(b).cast("B")) ==
                          bytes(memoryview(c).cast("B"))))
-            return {"eval_first_logit": float(a[0][0][0])}
+            return {"eval_first_logit": float(a[0, 0, 0])}
 
         args = TrainingArgs(output_dir=self.dir, per_device_train_batch_size=4, max_steps=2,
                             eval_strategy="steps", eval_steps=1, save_strategy="no")

@@ -346,6 +346,8 @@ class Dataset(OwnedHandle):
         dims = (count,) if self._task == Task.SEQUENCE_CLASSIFICATION else (count, per)
         if _np is not None:
             return _np.frombuffer(out, dtype=_np.int32, count=count * per).reshape(dims)
+        if count * per == 0:  # memoryview cannot take a shape with a 0 in it
+            return memoryview(b"").cast("i")
         return memoryview(out).cast("B")[:4 * count * per].cast("i", list(dims))
 
     def batch(self, indices, batch=None):
@@ -839,6 +841,8 @@ class Trainer(OwnedHandle):
         check(lib.ct_trainer_predict(handle, dataset._live(), out, n, None, None))
         if _np is not None:
             return _np.frombuffer(out, dtype=_np.float32, count=n).reshape(dims)
+        if n == 0:  # memoryview cannot take a shape with a 0 in it
+            return memoryview(b"").cast("f")
         return memoryview(out).cast("B")[:4 * n].cast("f", list(dims))
 
     # ---- state ---------------------------------------------------------------
