@@ -78,12 +78,15 @@ def args(out, *extra):
             "--logging_steps", "1", "--disable_tqdm", "--use_cpu", "--output_dir", out] + list(extra)
 
 
-def start(out, pause_ms, *extra):
+def start(out, pause_ms, *extra, python=False):
     env = dict(os.environ)
     if pause_ms:
         env["CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS"] = str(pause_ms)
     log = open(out + ".log", "w")
-    return subprocess.Popen(args(out, *extra), stdout=log, stderr=subprocess.STDOUT, env=env), log
+    command = args(out, *extra)
+    if python:  # the same run through python3 -m cputrain.run_qa
+        command = [sys.executable, "-m", "cputrain.run_qa"] + command[1:]
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log
 
 
 def wait_for(proc, path, what):
@@ -158,6 +161,26 @@ for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
     check("%s: the resumed model equals the uninterrupted one byte for byte" % name,
           rc == 0 and same_bytes(os.path.join(full, "model.safetensors"),
                                  os.path.join(out, "model.safetensors")), resumed)
+
+# python3 -m cputrain.run_qa takes the same path (Trainer.train() turns the
+# interrupt into a cancel; run_qa sends SIGTERM down the SIGINT path).
+if os.environ.get("CPUTRAIN_LIBRARY"):
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        name = "run_qa.py " + signal.Signals(sig).name
+        out = os.path.join(WORK, "py-" + signal.Signals(sig).name)
+        p, log = start(out, 150, python=True)
+        reached = wait_for(p, os.path.join(out, "checkpoint-2"), "checkpoint-2")
+        p.send_signal(sig)
+        rc = p.wait()
+        log.close()
+        said = text(out + ".log")
+        saved = complete_checkpoints(out)
+        check("%s: exits %d with a checkpoint past step 2" % (name, code),
+              reached and rc == code and saved and saved[-1] > 2,
+              "exit status %s, checkpoints %s\n%s" % (rc, saved, said))
+        check("%s: says where the checkpoint is" % name,
+              saved and ("checkpoint saved to %s/checkpoint-%d" % (out, saved[-1])) in said, said)
+        check("%s: no traceback" % name, "Traceback" not in said, said)
 
 # A second SIGINT while the first one's checkpoint is being written: the
 # tool dies of the signal at once, and no half checkpoint looks whole.
