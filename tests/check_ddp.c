@@ -296,6 +296,72 @@ START_TEST(test_cancel_on_one_rank)
 }
 END_TEST
 
+static uint32_t hash_floats(const float *x, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t bits;
+        memcpy(&bits, x + k, 4);
+        h = (h ^ bits) * 16777619u;
+    }
+    return h;
+}
+
+/* ct_trainer_predict on `world` ranks (world 1: alone, no dist), `arg`
+ * the per_device_eval_batch_size as text: every rank gets the logits of
+ * all examples; counter[rank] is their hash. */
+static int predict_rank(int rank, int world, void *arg)
+{
+    ct_dist *dist = NULL;
+    ct_model *m = NULL;
+    ct_dataset *d = make_dataset();
+    ct_args *a = NULL;
+    ct_trainer *t = NULL;
+    const char *argv[] = {"--output_dir", root, "--per_device_eval_batch_size", arg};
+    size_t n = (size_t)N_EXAMPLES * T * 2;
+    float *logits = malloc(n * sizeof *logits);
+    ct_status st;
+    if ((st = make_model(rank, 2, 16, &m)) != CT_OK || (st = ct_args_create(&a)) != CT_OK ||
+        (st = ct_args_parse(a, 4, argv)) != CT_OK ||
+        (world > 1 && (st = join(rank, world, "predict", 0, &dist)) != CT_OK) ||
+        (st = ct_trainer_create(m, a, &t)) != CT_OK ||
+        (world > 1 && (st = ct_trainer_set_dist(t, dist)) != CT_OK) ||
+        (st = ct_trainer_predict(t, d, logits, n, NULL, NULL)) != CT_OK)
+        note(rank, "predict: %s", ct_last_error());
+    else
+        out_area->counter[rank] = (int)hash_floats(logits, n);
+    free(logits);
+    ct_trainer_free(t);
+    ct_dist_free(dist);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    return st == CT_OK ? 0 : 1;
+}
+
+/* Each rank predicts one block; all receive every example's logits, the
+ * same bits as one process predicting alone: 2 ranks x 16 examples in
+ * batches of 8 (the batches of one process), and 3 uneven blocks (11, 11,
+ * 10) one example at a time (batches of one, whatever the split). */
+START_TEST(test_predict_gathers)
+{
+    static const struct {
+        int world;
+        char batch[4];
+    } cases[] = {{2, "8"}, {3, "1"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int alone;
+        ck_assert_int_eq(fork_group(1, predict_rank, (void *)cases[c].batch, NULL), 0);
+        alone = out_area->counter[0];
+        ck_assert_msg(fork_group(cases[c].world, predict_rank, (void *)cases[c].batch, NULL) == 0,
+                      "rank 0: %s / rank 1: %s", out_area->msg[0], out_area->msg[1]);
+        for (int r = 0; r < cases[c].world; r++)
+            ck_assert_msg(out_area->counter[r] == alone, "%d ranks: rank %d's logits differ",
+                          cases[c].world, r);
+    }
+}
+END_TEST
+
 /* Rank 0 cannot create output_dir (or finds it locked by another run, or
  * holding old checkpoints): every rank learns it at the start, rank 0 with
  * its own error, the others naming rank 0, and none waits for it. */
@@ -349,6 +415,7 @@ Suite *ddp_suite(void)
     tcase_add_test(tc, test_plans_differ);
     tcase_add_test(tc, test_stop_on_one_rank);
     tcase_add_test(tc, test_cancel_on_one_rank);
+    tcase_add_test(tc, test_predict_gathers);
     tcase_add_test(tc, test_rank_fails_at_start);
     tcase_add_test(tc, test_save_on_each_node);
     suite_add_tcase(s, tc);

@@ -1199,7 +1199,7 @@ ct_status ct_trainer_predict(ct_trainer *t, const ct_dataset *d, float *logits, 
             st = ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model gave logits of "
                                             "another shape than its head's");
         if (st == CT_OK)
-            memcpy((mine ? mine + (first - begin) : logits + first * per), out,
+            memcpy((mine ? mine + (first - begin) * per : logits + first * per), out,
                    (size_t)n * per * sizeof *out);
     }
     ct_model_set_training(t->model, was_training);
