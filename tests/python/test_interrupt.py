@@ -3,7 +3,8 @@ and 8): a SIGINT delivered while training (from a callback, or from another
 thread with no callback at all) stops at the next step with a checkpoint
 that resumes to the uninterrupted run's parameters, raises
 KeyboardInterrupt, and puts the previous handler back; a second one stops
-without the save; Trainer.predict() is the model in eval mode;
+without the save; Trainer.cancel() from another thread does the same with
+CputrainError; Trainer.predict() is the model in eval mode;
 Dataset.labels() is what was added; the evaluation callback runs without
 dropout."""
 
@@ -16,7 +17,8 @@ import time
 import unittest
 from unittest import mock
 
-from cputrain import Dataset, Event, Model, Task, Trainer, TrainingArgs
+from cputrain import (CputrainError, Dataset, Event, Model, Status, Task, Trainer,
+                      TrainingArgs)
 
 try:
     import numpy as np
@@ -157,6 +159,30 @@ class InterruptTest(unittest.TestCase):
         self.assertEqual(trainer.global_step, 2)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "twice", "checkpoint-2")))
         self.assertIs(signal.getsignal(signal.SIGINT), self.sentinel)
+
+    def test_cancel_from_another_thread(self):
+        out = os.path.join(self.dir, "cancel")
+        trainer = self.trainer("cancel")
+        done = threading.Event()
+
+        def cancel():
+            while not done.is_set() and not os.path.exists(os.path.join(out, "checkpoint-5")):
+                time.sleep(0.01)
+            trainer.cancel()
+
+        thread = threading.Thread(target=cancel)
+        with mock.patch.dict(os.environ, {"CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS": "100"}):
+            thread.start()
+            try:
+                with self.assertRaises(CputrainError) as cm:
+                    trainer.train()
+            finally:
+                done.set()
+                thread.join()
+        self.assertEqual(cm.exception.status, Status.ERR_CANCELLED)
+        step = trainer.global_step
+        self.assertIn("after step %d of 12; checkpoint saved to" % step, cm.exception.message)
+        self.assertTrue(5 <= step < 12 and complete(os.path.join(out, "checkpoint-%d" % step)))
 
     def test_handler_restored_after_an_error_and_untouched_in_a_thread(self):
         trainer = self.trainer("err", max_steps=2)

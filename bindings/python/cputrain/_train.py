@@ -724,6 +724,15 @@ class Trainer(OwnedHandle):
                 break
         return TrainOutput(self.global_step, self.train_loss, metrics)
 
+    def cancel(self):
+        """Ask train() to stop at the next optimizer step and save a
+        checkpoint to resume from; train() then raises CputrainError with
+        status ERR_CANCELLED naming the step and the checkpoint. Safe from
+        any thread and from the trainer's callbacks (it only sets a flag in
+        the library). A request before train() stops it before its first
+        step; train() clears it when it returns."""
+        lib.ct_trainer_cancel(self._live())
+
     def _forward_interrupts(self):
         """From a trampoline: pass interrupts counted by the SIGINT handler
         on to the library. True when training must stop at once."""
