@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- run_qa.py's ModelArguments and DataTrainingArguments -------------- */
 
@@ -190,6 +192,93 @@ static int find_split(const qa_options *o, const char *split, char *out, size_t 
             "--validation_file\n",
             o->dataset_name, split, dir, dir, o->dataset_name, split, split, official);
     return -1;
+}
+
+/* ---- Ctrl-C and SIGTERM ------------------------------------------------------------ */
+
+/* Kubernetes stops a pod with SIGTERM, a terminal with SIGINT. While the
+ * trainer runs, the first one asks it to stop at the next step boundary and
+ * save a checkpoint (ct_trainer_cancel only sets a flag, so it is safe
+ * here); outside training there is nothing to save and the tool exits at
+ * once. A second signal takes the default action: exit now. */
+static ct_trainer *volatile training; /* set while ct_trainer_train runs */
+static volatile sig_atomic_t got_signal, quiet_signals;
+
+static void say(const char *text, size_t len)
+{
+    if (!quiet_signals && write(STDERR_FILENO, text, len) < 0)
+        return; /* nothing to do about it in a handler */
+}
+#define SAY(literal) say(literal, sizeof literal - 1)
+
+static void on_signal(int sig)
+{
+    ct_trainer *t = training;
+    if (got_signal) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        raise(sig); /* delivered when this handler returns */
+        return;
+    }
+    got_signal = sig;
+    if (sig == SIGINT)
+        SAY("\ncputrain-qa: SIGINT received");
+    else
+        SAY("\ncputrain-qa: SIGTERM received");
+    if (!t) {
+        SAY(": exiting (no training running, nothing to save)\n");
+        _exit(128 + sig);
+    }
+    SAY(": stopping after this step and saving a checkpoint (once more to exit at once)\n");
+    ct_trainer_cancel(t);
+}
+
+/* A signal ignored when the tool started (nohup, `cmd &` in a script)
+ * stays ignored, as the shell meant. */
+static void catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time */
+    sigaddset(&sa.sa_mask, SIGTERM);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+/* After ct_trainer_train returned `st` with a signal received: say what
+ * happened and where to resume from; the exit status is 128 + signal, as a
+ * shell reports a process the signal stopped (130, 143). */
+static int stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir, int rank)
+{
+    long long step = (long long)ct_trainer_global_step(t);
+    if (rank != 0) /* rank 0 speaks for the job */
+        return 128 + got_signal;
+    if (st == CT_OK)
+        fprintf(stderr, "cputrain-qa: %s came as training ended: the model is saved in %s; "
+                        "evaluation skipped\n", signal_name(got_signal), output_dir);
+    else if (st == CT_ERR_CANCELLED && strstr(ct_last_error(), "before its first step"))
+        fprintf(stderr, "cputrain-qa: %s: stopped before the first step; nothing saved\n",
+                signal_name(got_signal));
+    else if (st == CT_ERR_CANCELLED)
+        fprintf(stderr, "cputrain-qa: %s: stopping after step %lld; checkpoint saved to "
+                        "%s/checkpoint-%lld (resume with --resume_from_checkpoint %s/checkpoint-%lld"
+                        " or --resume_from_checkpoint true)\n",
+                signal_name(got_signal), step, output_dir, step, output_dir, step);
+    else
+        fprintf(stderr, "cputrain-qa: %s: training stopped, but: %s: %s\n",
+                signal_name(got_signal), ct_status_name(st), ct_last_error());
+    return 128 + got_signal;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -666,6 +755,7 @@ int main(int argc, char **argv)
 
     ct_log_set_callback(ct_log_to_stderr, NULL);
     ct_log_set_level(CT_LOG_INFO);
+    catch_signals();
     if ((st = ct_args_create(&r.args)) != CT_OK)
         return fail("arguments", st);
     /* From here every exit goes through `done`, which frees what exists. */
@@ -784,8 +874,10 @@ int main(int argc, char **argv)
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
         goto done;
-    if (r.rank != 0)
+    if (r.rank != 0) {
         ct_log_set_level(CT_LOG_WARNING);
+        quiet_signals = 1;
+    }
 
     /* Model: pre-trained weights from a folder, else a fresh one. */
     {
@@ -883,8 +975,20 @@ int main(int argc, char **argv)
             (r.rank == 0 &&
              (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
                  CT_OK) ||
-            (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK) ||
-            (st = ct_trainer_train(trainer)) != CT_OK) {
+            (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK)) {
+            fail("training", st);
+            goto done;
+        }
+        training = trainer;
+        if (got_signal) /* came while the trainer was being made */
+            ct_trainer_cancel(trainer);
+        st = ct_trainer_train(trainer);
+        training = NULL;
+        if (got_signal) {
+            rc = stopped_by_signal(trainer, st, r.output_dir, r.rank);
+            goto done;
+        }
+        if (st != CT_OK) {
             fail("training", st);
             goto done;
         }

@@ -3,6 +3,7 @@
 #ifndef CT_TRAIN_TRAINER_H
 #define CT_TRAIN_TRAINER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cputrain/cputrain.h>
@@ -26,6 +27,10 @@ struct ct_trainer {
     struct ct__ddp *ddp;
     int rank, world, local_rank;
     int stop_requested; /* a progress callback asked to stop (world > 1) */
+    /* ct_trainer_cancel's request: set from signal handlers and other
+     * threads, so a lock-free atomic and nothing else. */
+    atomic_int cancel_requested;
+    int64_t saved_step; /* step of this run's newest checkpoint (-1: none) */
 
     /* the plan */
     int64_t max_steps;

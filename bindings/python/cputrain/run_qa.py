@@ -15,7 +15,9 @@ data-parallel job (--ddp_backend, --ddp_timeout), as tools/cputrain-qa."""
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from . import (__version__, LOG_TO_STDERR, PROGRESS_TO_TERMINAL, CputrainError, Dist, LogLevel, Model,
                Placement, QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer,
@@ -326,7 +328,40 @@ def check_output_dir(args, output_dir):
     return None
 
 
+# Kubernetes stops a pod with SIGTERM: it takes the path of Ctrl-C (a
+# checkpoint at the next step during training), and the exit status says
+# which signal it was, as tools/cputrain-qa: 130 (SIGINT), 143 (SIGTERM).
+_terminated = []
+
+
+def _sigterm_as_interrupt(signum, frame):
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, None):
+        # no Python SIGINT path to take (nohup, `cmd &`): the default end
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+        return
+    _terminated.append(signum)
+    signal.raise_signal(signal.SIGINT)
+
+
 def main(argv=None):
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    else:
+        previous = None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as e:
+        name = "SIGTERM" if _terminated else "SIGINT"
+        print("%s: %s: %s" % (PROG, name, e or "interrupted (nothing to save: no training "
+                              "running)"), file=sys.stderr)
+        return 143 if _terminated else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     set_log_callback(LOG_TO_STDERR)
     set_log_level(LogLevel.INFO)
