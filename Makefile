@@ -93,6 +93,14 @@ $(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
 	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
 	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
 
+# cputrain-plot reads only trainer_state.json, with its own JSON reader
+# (tools/plot/), and needs nothing from the library.
+PLOT_SRCS := $(wildcard tools/plot/*.c)
+$(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Itools $(CFLAGS) -o $@ tools/cputrain-plot.c \
+	    $(PLOT_SRCS) -lm
+
 # ---- tests -----------------------------------------------------------------
 
 $(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)

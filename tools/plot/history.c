@@ -1,0 +1,229 @@
+/* log_history to series (see history.h). Every field that is read is
+ * checked for its type, and a problem names the entry and the field. */
+#include "plot/history.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The training curves, always first and in this order. */
+static const char *const TRAIN_KEYS[] = {"loss", "learning_rate", "grad_norm"};
+
+/* eval_* entries that time the evaluation rather than measure the model
+ * (Trainer's speed_metrics and preparation timings): not drawn. */
+static const char *const EVAL_TIMINGS[] = {"eval_runtime", "eval_samples_per_second",
+                                           "eval_steps_per_second", "eval_model_preparation_time",
+                                           "eval_jit_compilation_time"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int plotted_key(const char *key)
+{
+    for (size_t i = 0; i < COUNT(TRAIN_KEYS); i++)
+        if (strcmp(key, TRAIN_KEYS[i]) == 0)
+            return 1;
+    if (strncmp(key, "eval_", 5) != 0 || key[5] == '\0')
+        return 0;
+    for (size_t i = 0; i < COUNT(EVAL_TIMINGS); i++)
+        if (strcmp(key, EVAL_TIMINGS[i]) == 0)
+            return 0;
+    return 1;
+}
+
+static plot_series *find_or_add(plot_history *h, const char *name)
+{
+    for (size_t i = 0; i < h->count; i++)
+        if (strcmp(h->series[i].name, name) == 0)
+            return &h->series[i];
+    if (h->count == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 8;
+        plot_series *grown = realloc(h->series, cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        h->series = grown;
+        h->cap = cap;
+    }
+    memset(&h->series[h->count], 0, sizeof h->series[0]);
+    if ((h->series[h->count].name = strdup(name)) == NULL)
+        return NULL;
+    return &h->series[h->count++];
+}
+
+static int append(plot_point **points, size_t *count, size_t *cap, plot_point p)
+{
+    if (*count == *cap) {
+        size_t cap2 = *cap ? *cap * 2 : 16;
+        plot_point *grown = realloc(*points, cap2 * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        *points = grown;
+        *cap = cap2;
+    }
+    (*points)[(*count)++] = p;
+    return 0;
+}
+
+/* A member that must be a number when present: 1 and *out, 0 when absent,
+ * -1 (err set) otherwise. */
+static int number_field(const pj_value *entry, size_t i, const char *key, double *out, char *err,
+                        size_t errlen)
+{
+    const pj_value *v = pj_get(entry, key);
+    if (v == NULL)
+        return 0;
+    if (v->type != PJ_NUMBER)
+        return fail(err, errlen, "log_history[%zu].%s: expected a number, found %s", i, key,
+                    pj_type_name(v->type));
+    *out = v->number;
+    return 1;
+}
+
+static int read_entry(const pj_value *entry, size_t i, plot_history *h, char *err, size_t errlen)
+{
+    plot_point p;
+    int has_value = 0, got;
+    if (entry->type != PJ_OBJECT)
+        return fail(err, errlen, "log_history[%zu]: expected an object, found %s", i,
+                    pj_type_name(entry->type));
+    for (size_t k = 0; k < entry->count && !has_value; k++)
+        has_value = plotted_key(entry->keys[k]);
+    if (!has_value)
+        return 0; /* e.g. the final train_runtime / train_loss summary */
+
+    got = number_field(entry, i, "step", &p.step, err, errlen);
+    if (got < 0)
+        return -1;
+    if (got == 0)
+        return fail(err, errlen, "log_history[%zu].step: missing (every logged value needs one)",
+                    i);
+    if (!isfinite(p.step))
+        return fail(err, errlen, "log_history[%zu].step: not a finite number", i);
+    p.epoch = NAN;
+    if (number_field(entry, i, "epoch", &p.epoch, err, errlen) < 0)
+        return -1;
+    if (!isnan(p.epoch) && !isfinite(p.epoch))
+        return fail(err, errlen, "log_history[%zu].epoch: not a finite number", i);
+
+    for (size_t t = 0; t < COUNT(TRAIN_KEYS) + entry->count; t++) {
+        const char *key = t < COUNT(TRAIN_KEYS) ? TRAIN_KEYS[t] : entry->keys[t - COUNT(TRAIN_KEYS)];
+        plot_series *s;
+        if (t >= COUNT(TRAIN_KEYS) && (!plotted_key(key) || strncmp(key, "eval_", 5) != 0))
+            continue;
+        /* A key given twice counts once: pj_get reads the last. */
+        if (t >= COUNT(TRAIN_KEYS) && pj_get(entry, key) != &entry->items[t - COUNT(TRAIN_KEYS)])
+            continue;
+        got = number_field(entry, i, key, &p.value, err, errlen);
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            continue;
+        if ((s = find_or_add(h, key)) == NULL)
+            return fail(err, errlen, "out of memory");
+        if (isfinite(p.value) ? append(&s->points, &s->count, &s->cap, p)
+                              : append(&s->skipped, &s->nskipped, &s->skipped_cap, p))
+            return fail(err, errlen, "out of memory");
+    }
+    if (isnan(h->first_step) || p.step < h->first_step)
+        h->first_step = p.step;
+    if (isnan(h->last_step) || p.step > h->last_step)
+        h->last_step = p.step;
+    if (!isnan(p.epoch) && (isnan(h->last_epoch) || p.epoch > h->last_epoch))
+        h->last_epoch = p.epoch;
+    return 0;
+}
+
+/* The training curves first in TRAIN_KEYS' order (an evaluation at step 0
+ * would otherwise come first), then the eval metrics as they appeared. */
+static size_t rank_of(const plot_series *s, size_t index)
+{
+    for (size_t i = 0; i < COUNT(TRAIN_KEYS); i++)
+        if (strcmp(s->name, TRAIN_KEYS[i]) == 0)
+            return i;
+    return COUNT(TRAIN_KEYS) + index;
+}
+
+static void order_series(plot_history *h)
+{
+    /* Insertion sort on (rank, first appearance): stable, and a handful. */
+    size_t *rank = malloc((h->count ? h->count : 1) * sizeof *rank);
+    if (rank == NULL)
+        return; /* the order is cosmetic */
+    for (size_t i = 0; i < h->count; i++)
+        rank[i] = rank_of(&h->series[i], i);
+    for (size_t i = 1; i < h->count; i++) {
+        plot_series s = h->series[i];
+        size_t r = rank[i], j = i;
+        for (; j > 0 && rank[j - 1] > r; j--) {
+            h->series[j] = h->series[j - 1];
+            rank[j] = rank[j - 1];
+        }
+        h->series[j] = s;
+        rank[j] = r;
+    }
+    free(rank);
+}
+
+int plot_history_read(const pj_value *state, plot_history *out, char *err, size_t errlen)
+{
+    const pj_value *log;
+    memset(out, 0, sizeof *out);
+    out->first_step = out->last_step = out->last_epoch = NAN;
+    if (state->type != PJ_OBJECT)
+        return fail(err, errlen, "expected a JSON object at the top, found %s",
+                    pj_type_name(state->type));
+    if ((log = pj_get(state, "log_history")) == NULL)
+        return fail(err, errlen, "log_history: missing (is this a trainer_state.json?)");
+    if (log->type != PJ_ARRAY)
+        return fail(err, errlen, "log_history: expected an array, found %s",
+                    pj_type_name(log->type));
+    if (log->count == 0)
+        return fail(err, errlen, "log_history: empty, nothing to plot (did the run log at all? "
+                                 "it logs every logging_steps steps)");
+    out->entries = log->count;
+    for (size_t i = 0; i < log->count; i++) {
+        if (read_entry(&log->items[i], i, out, err, errlen) != 0) {
+            plot_history_free(out);
+            return -1;
+        }
+    }
+    order_series(out);
+    if (out->count == 0) {
+        size_t n = log->count;
+        plot_history_free(out);
+        return fail(err, errlen, "log_history: none of its %zu entr%s holds loss, learning_rate, "
+                                 "grad_norm or an eval_* metric",
+                    n, n == 1 ? "y" : "ies");
+    }
+    return 0;
+}
+
+void plot_history_free(plot_history *h)
+{
+    for (size_t i = 0; i < h->count; i++) {
+        free(h->series[i].name);
+        free(h->series[i].points);
+        free(h->series[i].skipped);
+    }
+    free(h->series);
+    memset(h, 0, sizeof *h);
+    h->first_step = h->last_step = h->last_epoch = NAN;
+}
+
+size_t plot_history_skipped(const plot_history *h)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->count; i++)
+        n += h->series[i].nskipped;
+    return n;
+}
