@@ -171,45 +171,13 @@ static int write_svg(const char *path, const plot_history *h, const char *source
     return failed ? -1 : 0;
 }
 
-int main(int argc, char **argv)
+/* Read, check, draw; the exit status. */
+static int draw(const char *dir, const char *state_path, const char *svg_path)
 {
-    const char *dir = NULL, *output = NULL;
-    char *state_path, *svg_path, *text, err[512];
+    char *text, err[512];
     size_t len, skipped;
     pj_value state;
     plot_history h;
-    int options_done = 0;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options_done && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!options_done && strcmp(a, "-o") == 0) {
-            if (i + 1 == argc)
-                return usage_error("%s needs a file name", a);
-            if (output != NULL)
-                return usage_error("%s given twice", a);
-            output = argv[++i];
-            if (*output == '\0')
-                return usage_error("%s: the file name is empty", "-o");
-        } else if (!options_done && strcmp(a, "--") == 0) {
-            options_done = 1;
-        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option %s", a);
-        } else if (dir != NULL) {
-            return usage_error("one OUTPUT_DIR only; '%s' is a second", a);
-        } else {
-            dir = a;
-        }
-    }
-    if (dir == NULL)
-        return usage_error("%s", "which OUTPUT_DIR? (the folder with trainer_state.json)");
-    if (*dir == '\0')
-        return usage_error("%s", "OUTPUT_DIR is empty");
-
-    state_path = join(dir, "trainer_state.json");
-    svg_path = output ? strdup(output) : join(dir, "training_curves.svg");
     if (state_path == NULL || svg_path == NULL) {
         fprintf(stderr, "cputrain-plot: out of memory\n");
         return 1;
@@ -246,7 +214,47 @@ int main(int argc, char **argv)
                         "curves (marked in red)\n",
                 state_path, skipped, skipped == 1 ? "" : "s");
     plot_history_free(&h);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL, *output = NULL;
+    char *state_path, *svg_path;
+    int options_done = 0, status;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!options_done && strcmp(a, "-o") == 0) {
+            if (i + 1 == argc)
+                return usage_error("%s needs a file name", a);
+            if (output != NULL)
+                return usage_error("%s given twice", a);
+            output = argv[++i];
+            if (*output == '\0')
+                return usage_error("%s: the file name is empty", "-o");
+        } else if (!options_done && strcmp(a, "--") == 0) {
+            options_done = 1;
+        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option %s", a);
+        } else if (dir != NULL) {
+            return usage_error("one OUTPUT_DIR only; '%s' is a second", a);
+        } else {
+            dir = a;
+        }
+    }
+    if (dir == NULL)
+        return usage_error("%s", "which OUTPUT_DIR? (the folder with trainer_state.json)");
+    if (*dir == '\0')
+        return usage_error("%s", "OUTPUT_DIR is empty");
+
+    state_path = join(dir, "trainer_state.json");
+    svg_path = output ? strdup(output) : join(dir, "training_curves.svg");
+    status = draw(dir, state_path, svg_path);
     free(state_path);
     free(svg_path);
-    return 0;
+    return status;
 }

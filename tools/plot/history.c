@@ -89,6 +89,22 @@ static int number_field(const pj_value *entry, size_t i, const char *key, double
     return 1;
 }
 
+/* entry[key], when present, into its series (or its skipped values). */
+static int add_value(plot_history *h, const pj_value *entry, size_t i, const char *key,
+                     plot_point p, char *err, size_t errlen)
+{
+    plot_series *s;
+    int got = number_field(entry, i, key, &p.value, err, errlen);
+    if (got <= 0)
+        return got;
+    if ((s = find_or_add(h, key)) == NULL)
+        return fail(err, errlen, "out of memory");
+    if (isfinite(p.value) ? append(&s->points, &s->count, &s->cap, p)
+                          : append(&s->skipped, &s->nskipped, &s->skipped_cap, p))
+        return fail(err, errlen, "out of memory");
+    return 0;
+}
+
 static int read_entry(const pj_value *entry, size_t i, plot_history *h, char *err, size_t errlen)
 {
     plot_point p;
@@ -115,24 +131,18 @@ static int read_entry(const pj_value *entry, size_t i, plot_history *h, char *er
     if (!isnan(p.epoch) && !isfinite(p.epoch))
         return fail(err, errlen, "log_history[%zu].epoch: not a finite number", i);
 
-    for (size_t t = 0; t < COUNT(TRAIN_KEYS) + entry->count; t++) {
-        const char *key = t < COUNT(TRAIN_KEYS) ? TRAIN_KEYS[t] : entry->keys[t - COUNT(TRAIN_KEYS)];
-        plot_series *s;
-        if (t >= COUNT(TRAIN_KEYS) && (!plotted_key(key) || strncmp(key, "eval_", 5) != 0))
-            continue;
-        /* A key given twice counts once: pj_get reads the last. */
-        if (t >= COUNT(TRAIN_KEYS) && pj_get(entry, key) != &entry->items[t - COUNT(TRAIN_KEYS)])
-            continue;
-        got = number_field(entry, i, key, &p.value, err, errlen);
-        if (got < 0)
+    /* The training values by name, then the eval metrics in entry order;
+     * a key written twice counts once, with its last value (as pj_get). */
+    for (size_t t = 0; t < COUNT(TRAIN_KEYS); t++)
+        if (add_value(h, entry, i, TRAIN_KEYS[t], p, err, errlen) != 0)
             return -1;
-        if (got == 0)
+    for (size_t k = 0; k < entry->count; k++) {
+        const char *key = entry->keys[k];
+        if (strncmp(key, "eval_", 5) != 0 || !plotted_key(key) ||
+            pj_get(entry, key) != &entry->items[k])
             continue;
-        if ((s = find_or_add(h, key)) == NULL)
-            return fail(err, errlen, "out of memory");
-        if (isfinite(p.value) ? append(&s->points, &s->count, &s->cap, p)
-                              : append(&s->skipped, &s->nskipped, &s->skipped_cap, p))
-            return fail(err, errlen, "out of memory");
+        if (add_value(h, entry, i, key, p, err, errlen) != 0)
+            return -1;
     }
     if (isnan(h->first_step) || p.step < h->first_step)
         h->first_step = p.step;

@@ -28,6 +28,8 @@ static const char *const COLORS[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
                                      "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
 #define SKIP_COLOR "#d62728"
 #define FONT "font-family=\"sans-serif\""
+/* A note after a panel's title, in the title's <text>. */
+#define NOTE "dx=\"6\" font-weight=\"normal\" font-size=\"11\""
 
 typedef struct out {
     FILE *f;
@@ -43,19 +45,22 @@ static void put(out *o, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Length of a well-formed UTF-8 sequence at p whose code point XML 1.0
- * allows (tab, newline, CR, U+0020 and up, no U+FFFE / U+FFFF), else 0. */
-static size_t xml_char(const unsigned char *p)
+/* Length of the well-formed UTF-8 sequence at p (0 when it is not one),
+ * and in *allowed whether XML 1.0 may hold its character: tab, newline,
+ * CR, U+0020 and up, but not U+FFFE / U+FFFF. */
+static size_t utf8_char(const unsigned char *p, int *allowed)
 {
-    if (p[0] < 0x80)
-        return p[0] >= 0x20 || p[0] == '\t' || p[0] == '\n' || p[0] == '\r';
+    *allowed = 1;
+    if (p[0] < 0x80) {
+        *allowed = p[0] >= 0x20 || p[0] == '\t' || p[0] == '\n' || p[0] == '\r';
+        return 1;
+    }
     if (p[0] >= 0xC2 && p[0] <= 0xDF && (p[1] & 0xC0) == 0x80)
         return 2;
     if (p[0] >= 0xE0 && p[0] <= 0xEF && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80) {
         if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0))
             return 0;
-        if (p[0] == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF))
-            return 0;
+        *allowed = !(p[0] == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF));
         return 3;
     }
     if (p[0] >= 0xF0 && p[0] <= 0xF4 && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80 &&
@@ -76,14 +81,15 @@ static void put_text(out *o, const char *s, size_t limit)
     const unsigned char *p = (const unsigned char *)s;
     size_t shown = 0;
     while (*p) {
-        size_t n = xml_char(p);
+        int allowed;
+        size_t n = utf8_char(p, &allowed);
         if (shown++ == limit) {
             put(o, "\xE2\x80\xA6");
             return;
         }
-        if (n == 0) {
+        if (n == 0 || !allowed) {
             put(o, "\xEF\xBF\xBD");
-            p++;
+            p += n ? n : 1; /* a stray byte, or one whole character */
             continue;
         }
         switch (*p) {
@@ -272,11 +278,10 @@ static void put_panel(out *o, const plot_series *s, size_t index, double x, doub
            "x=\"%.1f\" y=\"22\" fill=\"#222\">",
         PLOT_LEFT);
     put_text(o, s->name, MAX_NAME_SHOWN);
-    put(o, "<tspan dx=\"6\" font-weight=\"normal\" font-size=\"11\" fill=\"#666\">(%zu value%s)</tspan>",
-        s->count, s->count == 1 ? "" : "s");
+    put(o, "<tspan " NOTE " fill=\"#666\">(%zu value%s)</tspan>", s->count,
+        s->count == 1 ? "" : "s");
     if (s->nskipped > 0)
-        put(o, "<tspan dx=\"6\" font-weight=\"normal\" font-size=\"11\" fill=\"" SKIP_COLOR "\">%zu "
-               "non-finite skipped</tspan>",
+        put(o, "<tspan " NOTE " fill=\"" SKIP_COLOR "\">%zu non-finite skipped</tspan>",
             s->nskipped);
     put(o, "</text>\n");
     put_axes(o, &fr, xa, &ya);
