@@ -162,7 +162,8 @@ fuzz-check: fuzz-build
 	@sh tests/fuzz/run.sh check $(FUZZ_B)/fuzz 3
 
 # The main job on its built-in default: generate the demo SQuAD set, train a
-# small BERT from scratch in bf16 with cputrain-qa, evaluate EM/F1.
+# small BERT from scratch in bf16 with cputrain-qa, evaluate EM/F1, and draw
+# the run's curves into $(DEMO)/out/training_curves.svg.
 DEMO := $(B)/demo
 DEMO_ARGS := --per_device_train_batch_size 32 --learning_rate 1e-3 --warmup_ratio 0.1 \
     --max_seq_length 96 --doc_stride 32 --bf16 --use_cpu --logging_steps 50 \
@@ -173,6 +174,7 @@ demo: all
 	    --tokenizer_name $(DEMO)/data --train_file $(DEMO)/data/train.json \
 	    --validation_file $(DEMO)/data/validation.json --do_train --do_eval \
 	    --num_train_epochs 5 $(DEMO_ARGS) --overwrite_output_dir --output_dir $(DEMO)/out
+	$(B)/bin/cputrain-plot $(DEMO)/out
 
 # Figures, not tests: our training step and GEMM against PyTorch's, same run.
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
@@ -245,6 +247,13 @@ abi-baseline: $(SHARED)
 
 # ---- install ---------------------------------------------------------------
 
+# $(call install_pc,NAME): NAME.pc from NAME.pc.in with this install's paths.
+# cputrain.pc links the shared library; cputrain-static.pc the archive (a
+# program that must not need libcputrain.so at run time).
+install_pc = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@REQUIRES_PRIVATE@|$(DEP_PKGS)|g' $(1).pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$(1).pc
+
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/cputrain $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 include/cputrain/*.h bindings/cpp/cputrain.hpp $(DESTDIR)$(INCLUDEDIR)/cputrain/
@@ -254,16 +263,45 @@ install: all
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@REQUIRES_PRIVATE@|$(DEP_PKGS)|g' libcputrain.pc.in \
-	    > $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc
+	$(call install_pc,libcputrain)
 	ln -sf libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
+	$(call install_pc,libcputrain-static)
+	ln -sf libcputrain-static.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain-static.pc
+
+# The Python package, into the folder $(PYTHON) reads packages from under
+# PREFIX (scripts/python_install.py; PYTHON_SITEDIR=DIR chooses another),
+# with _installed.py naming LIBDIR so that it loads this install's library.
+# Without a working $(PYTHON) it is left out, and said so.
+PY_PKG_SRCS := $(wildcard bindings/python/cputrain/*.py)
+PYTHON_SITEDIR ?= $(shell $(PYTHON) -E scripts/python_install.py sitedir $(abspath $(PREFIX)) \
+    2>/dev/null)
+.PHONY: install-python uninstall-python
+install: install-python
+uninstall: uninstall-python
+install-python:
+	@site='$(PYTHON_SITEDIR)'; \
+	if [ -z "$$site" ]; then \
+	    echo "install: Python package left out: $(PYTHON) does not run (PYTHON=... or PYTHON_SITEDIR=DIR)"; \
+	    exit 0; fi; \
+	set -ex; \
+	install -d "$(DESTDIR)$$site/cputrain"; \
+	install -m 644 $(PY_PKG_SRCS) "$(DESTDIR)$$site/cputrain/"; \
+	$(PYTHON) -E scripts/python_install.py installed $(abspath $(LIBDIR)) "$$site/cputrain" \
+	    > "$(DESTDIR)$$site/cputrain/_installed.py"
+
+uninstall-python:
+	@site='$(PYTHON_SITEDIR)'; \
+	if [ -z "$$site" ]; then \
+	    echo "uninstall: Python package not looked for: $(PYTHON) does not run (PYTHON_SITEDIR=DIR)"; \
+	    exit 0; fi; \
+	set -x; rm -rf "$(DESTDIR)$$site/cputrain"
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libcputrain.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libcputrain.so $(DESTDIR)$(LIBDIR)/libcputrain.a \
-	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
+	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc \
+	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain-static.pc \
+	      $(DESTDIR)$(PKGCONFIGDIR)/cputrain-static.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/cputrain
 	rm -f $(patsubst $(B)/bin/%,$(DESTDIR)$(BINDIR)/%,$(TOOLS))
 

@@ -86,7 +86,8 @@ mpi_plugin_tests() {
 }
 run "mpi plugin under mpirun -n 2, 3, 4: collectives, and a stuck rank's timeout" \
     mpi_plugin_tests
-run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
+run "install + pkg-config (shared, rpath, static beside the .so), Python package, uninstall" \
+    env PYTHON="$PYTHON" sh tests/pkgconfig/run.sh
 
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"
 [ -z "$skipped_names" ] || echo "skipped groups:$skipped_names"

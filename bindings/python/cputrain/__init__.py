@@ -11,9 +11,10 @@
                                progress=lambda event, step, max_steps, epoch, log: False)
     trainer.train()
 
-The shared library is found through CPUTRAIN_LIBRARY, else this source
-tree's build/, else the system; its major version must be the one this
-package was written for (checked at import).
+The shared library is found through CPUTRAIN_LIBRARY, else the LIBDIR of
+the `make install` that installed this package (or this source tree's
+build/), else the system; its major version must be the one this package
+was written for (checked at import).
 """
 
 from ._lib import API_MAJOR, library_path, lib as _c

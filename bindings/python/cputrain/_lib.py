@@ -272,17 +272,39 @@ PROTOTYPES = {
 }
 
 
+def installed_paths(here, soname):
+    """The library that `make install` put beside this package, when it
+    installed it: _installed.py (written by make install, absent in the
+    source tree) holds its LIBDIR, also relative to this folder, which is
+    tried first so that a DESTDIR staging tree or a moved prefix still
+    loads its own copy, not another one on the system."""
+    try:
+        from . import _installed
+    except ImportError:
+        return None
+    paths = []
+    for folder in (os.path.join(here, _installed.LIBDIR_FROM_PACKAGE), _installed.LIBDIR):
+        path = os.path.normpath(os.path.join(folder, soname))
+        if os.path.exists(path) and path not in paths:
+            paths.append(path)
+    return paths
+
+
 def candidate_paths():
     """Where to look, in order: CPUTRAIN_LIBRARY alone when set (an explicit
-    choice must not silently fall back to another copy), else this source
-    tree's build, else the system by SONAME, else whatever ldconfig knows."""
+    choice must not silently fall back to another copy), else the LIBDIR of
+    the `make install` that installed this package, or (from the source
+    tree) its build, else the system by SONAME, else whatever ldconfig
+    knows."""
     explicit = os.environ.get("CPUTRAIN_LIBRARY")
     if explicit:
         return [explicit]
     soname = "libcputrain.so.%d" % API_MAJOR
     here = os.path.dirname(os.path.abspath(__file__))
-    build = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
-    paths = [build] if os.path.exists(build) else []
+    paths = installed_paths(here, soname)
+    if paths is None:
+        build = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
+        paths = [build] if os.path.exists(build) else []
     paths.append(soname)
     found = ctypes.util.find_library("cputrain")
     if found and found not in paths:
