@@ -98,7 +98,7 @@ $(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
 PLOT_SRCS := $(wildcard tools/plot/*.c)
 $(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Itools $(CFLAGS) -o $@ tools/cputrain-plot.c \
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) $(CFLAGS) -o $@ tools/cputrain-plot.c \
 	    $(PLOT_SRCS) -lm
 
 # ---- tests -----------------------------------------------------------------
@@ -153,6 +153,13 @@ $(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcpu
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
 	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
+
+# cputrain-plot's reader and writer, against the library's JSON reader.
+$(FUZZ_B)/fuzz/fuzz_plot: tests/fuzz/fuzz_plot.c tests/fuzz/fuzz_common.h $(PLOT_SRCS) \
+    $(wildcard tools/plot/*.h) $(FUZZ_B)/lib/libcputrain.a
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(BASE_CFLAGS) -Itools -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
+	    $(PLOT_SRCS) $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
 
 fuzz-lib:
 fuzz-build: $(FUZZ_BINS)

@@ -233,7 +233,7 @@ class PlotTest(unittest.TestCase):
                              ('{"log_history": []} []', "after the end of the document"),
                              ('{"log_history": [{"loss": 01}]}', "may not start with 0"),
                              ('{"log_history": "\xff"}', "invalid UTF-8"),
-                             ("[" * 100000, "nested more than 256 levels"),
+                             ("[" * 100000, "nested more than 512 levels"),
                              ("", "found the end of the file")):
             with open(os.path.join(self.dir, "trainer_state.json"), "wb") as f:
                 f.write(text.encode("latin-1"))

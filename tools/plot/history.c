@@ -1,6 +1,6 @@
 /* log_history to series (see history.h). Every field that is read is
  * checked for its type, and a problem names the entry and the field. */
-#include "plot/history.h"
+#include "history.h"
 
 #include <math.h>
 #include <stdarg.h>

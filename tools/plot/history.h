@@ -5,7 +5,7 @@
 #ifndef CPUTRAIN_PLOT_HISTORY_H
 #define CPUTRAIN_PLOT_HISTORY_H
 
-#include "plot/json.h"
+#include "json.h"
 
 #include <stddef.h>
 

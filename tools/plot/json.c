@@ -1,7 +1,7 @@
 /* cputrain-plot's strict JSON parser (see json.h): recursive descent over a
  * bounded buffer, numbers by the RFC grammar then strtod, strings decoded
  * to UTF-8 with surrogate pairs joined and raw bytes validated. */
-#include "plot/json.h"
+#include "json.h"
 
 #include <math.h>
 #include <stdarg.h>

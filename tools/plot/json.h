@@ -23,8 +23,9 @@ struct pj_value {
     char **keys;    /* OBJECT: keys[count], decoded UTF-8, in document order */
 };
 
-/* Nesting deeper than this is refused (the parser recurses). */
-#define PJ_MAX_DEPTH 256
+/* Nesting deeper than this is refused (the parser recurses); the same cap
+ * as the library's own reader. */
+#define PJ_MAX_DEPTH 512
 
 /* Parse text[0..len) into *out. Returns 0, or -1 with "line L, column C:
  * problem" written to err[errlen]. On failure *out is left empty. */

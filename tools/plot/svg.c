@@ -3,7 +3,7 @@
  * frame, "nice" ticks (1, 2 or 5 times a power of ten) and labels, the
  * curve as one polyline, and red marks where non-finite values were left
  * out. Every text from the input is escaped and made valid UTF-8 / XML. */
-#include "plot/svg.h"
+#include "svg.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -130,8 +130,8 @@ static axis make_axis(double lo, double hi, int integral)
     axis a;
     double big = fmax(fabs(lo), fabs(hi));
     /* Beyond this, hi - lo could overflow; such values are clipped. */
-    lo = fmax(lo, -1e300);
-    hi = fmin(hi, 1e300);
+    lo = fmin(fmax(lo, -1e300), 1e300);
+    hi = fmin(fmax(hi, -1e300), 1e300);
     if (!(hi - lo > big * 1e-12) || hi - lo < 1e-300) {
         double d = fabs(lo) > 1e-300 ? fabs(lo) * 0.1 : 1.0;
         if (integral && d < 1.0)
@@ -146,6 +146,10 @@ static axis make_axis(double lo, double hi, int integral)
     a.hi = ceil(hi / a.step) * a.step;
     if (!(a.hi > a.lo)) /* rounding at extreme magnitudes */
         a.hi = a.lo + a.step;
+    if (!isfinite(a.lo) || !isfinite(a.hi) || !(a.step > 0.0) || !(a.hi > a.lo)) {
+        a.lo = -1.0; /* unreachable for clipped input; a sane frame anyway */
+        a.hi = a.step = 1.0;
+    }
     big = fmax(fabs(a.lo), fabs(a.hi));
     /* Plain decimals in the usual range, else d.ddde-05: as many digits as
      * tell two neighbouring ticks apart. */
@@ -202,7 +206,7 @@ static double py(const frame *fr, const axis *ya, double v)
 
 static void put_point_title(out *o, const char *name, const plot_point *p, const char *value)
 {
-    put(o, "<title>step %.17g", p->step);
+    put(o, "<title>step %.15g", p->step);
     if (!isnan(p->epoch))
         put(o, " (epoch %.4g)", p->epoch);
     put(o, ": ");
@@ -391,7 +395,7 @@ int plot_svg_write(FILE *f, const plot_history *h, const char *source)
         MARGIN, MARGIN + 12);
     put_text(&o, source, 80);
     put(&o, "</text>\n<text class=\"subtitle\" " FONT " font-size=\"12\" fill=\"#555\" "
-            "x=\"%.1f\" y=\"%.1f\">%zu log entr%s, steps %.17g to %.17g",
+            "x=\"%.1f\" y=\"%.1f\">%zu log entr%s, steps %.15g to %.15g",
         MARGIN, MARGIN + 32, h->entries, h->entries == 1 ? "y" : "ies", h->first_step,
         h->last_step);
     if (!isnan(h->last_epoch))

@@ -5,7 +5,7 @@
 #ifndef CPUTRAIN_PLOT_SVG_H
 #define CPUTRAIN_PLOT_SVG_H
 
-#include "plot/history.h"
+#include "history.h"
 
 #include <stdio.h>
 
