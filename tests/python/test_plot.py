@@ -52,7 +52,8 @@ def make_history():
                         "eval_f1": 40 + step / 5, "eval_runtime": 1.25,
                         "eval_samples_per_second": 80.0, "eval_steps_per_second": 2.5,
                         "step": step})
-    log.append({"epoch": 2.0, "step": 200, "total_flos": 1e12, "train_loss": 1.0,
+    # (An epoch beyond the last logging entry's: the subtitle takes it.)
+    log.append({"epoch": 2.5, "step": 200, "total_flos": 1e12, "train_loss": 1.0,
                 "train_runtime": 3.5})
     return log
 
@@ -128,6 +129,10 @@ class PlotTest(unittest.TestCase):
         ys = [y for _, y in lines["loss"]]
         self.assertEqual(ys, sorted(ys))
         self.assertAlmostEqual(lines["loss"][-1][0], lines["eval_f1"][-1][0], places=2)
+
+        subtitle = [t for t in root.iter(SVG + "text") if t.get("class") == "subtitle"][0]
+        self.assertEqual(subtitle.text, "%d log entries, steps 10 to 200, up to epoch 2.5"
+                         % len(log))
 
         # The skipped values are said so: in the document's title, in the
         # legend, and marked at their steps in their panels.

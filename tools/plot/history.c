@@ -112,6 +112,15 @@ static int read_entry(const pj_value *entry, size_t i, plot_history *h, char *er
     if (entry->type != PJ_OBJECT)
         return fail(err, errlen, "log_history[%zu]: expected an object, found %s", i,
                     pj_type_name(entry->type));
+    /* Every entry's epoch counts, the final summary's (the run's end) too. */
+    p.epoch = NAN;
+    if (number_field(entry, i, "epoch", &p.epoch, err, errlen) < 0)
+        return -1;
+    if (!isnan(p.epoch) && !isfinite(p.epoch))
+        return fail(err, errlen, "log_history[%zu].epoch: not a finite number", i);
+    if (!isnan(p.epoch) && (isnan(h->last_epoch) || p.epoch > h->last_epoch))
+        h->last_epoch = p.epoch;
+
     for (size_t k = 0; k < entry->count && !has_value; k++)
         has_value = plotted_key(entry->keys[k]);
     if (!has_value)
@@ -125,11 +134,6 @@ static int read_entry(const pj_value *entry, size_t i, plot_history *h, char *er
                     i);
     if (!isfinite(p.step))
         return fail(err, errlen, "log_history[%zu].step: not a finite number", i);
-    p.epoch = NAN;
-    if (number_field(entry, i, "epoch", &p.epoch, err, errlen) < 0)
-        return -1;
-    if (!isnan(p.epoch) && !isfinite(p.epoch))
-        return fail(err, errlen, "log_history[%zu].epoch: not a finite number", i);
 
     /* The training values by name, then the eval metrics in entry order;
      * a key written twice counts once, with its last value (as pj_get). */
@@ -148,8 +152,6 @@ static int read_entry(const pj_value *entry, size_t i, plot_history *h, char *er
         h->first_step = p.step;
     if (isnan(h->last_step) || p.step > h->last_step)
         h->last_step = p.step;
-    if (!isnan(p.epoch) && (isnan(h->last_epoch) || p.epoch > h->last_epoch))
-        h->last_epoch = p.epoch;
     return 0;
 }
 

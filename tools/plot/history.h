@@ -26,7 +26,7 @@ typedef struct plot_history {
     size_t count, cap;
     size_t entries;               /* log_history's length */
     double first_step, last_step; /* over the entries with a plotted value */
-    double last_epoch;            /* NaN when no entry has one */
+    double last_epoch;            /* over all entries; NaN when none has one */
 } plot_history;
 
 /* Fill *out from the parsed trainer_state.json. Returns 0, or -1 with the

@@ -399,7 +399,7 @@ int plot_svg_write(FILE *f, const plot_history *h, const char *source)
         MARGIN, MARGIN + 32, h->entries, h->entries == 1 ? "y" : "ies", h->first_step,
         h->last_step);
     if (!isnan(h->last_epoch))
-        put(&o, ", epoch %.4g", h->last_epoch);
+        put(&o, ", up to epoch %.4g", h->last_epoch);
     put(&o, "</text>\n");
     put(&o, "<text class=\"legend\" " FONT " font-size=\"12\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\">",
         skipped ? SKIP_COLOR : "#555", MARGIN, MARGIN + 50);
