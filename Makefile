@@ -277,8 +277,9 @@ install: all
 
 # The Python package, into the folder $(PYTHON) reads packages from under
 # PREFIX (scripts/python_install.py; PYTHON_SITEDIR=DIR chooses another),
-# with _installed.py naming LIBDIR so that it loads this install's library.
-# Without a working $(PYTHON) it is left out, and said so.
+# with _installed.py naming LIBDIR so that it loads this install's library;
+# an older copy there is replaced as a whole (no stale modules). Without a
+# working $(PYTHON) it is left out, and said so.
 PY_PKG_SRCS := $(wildcard bindings/python/cputrain/*.py)
 PYTHON_SITEDIR ?= $(shell $(PYTHON) -E scripts/python_install.py sitedir $(abspath $(PREFIX)) \
     2>/dev/null)
@@ -291,6 +292,7 @@ install-python:
 	    echo "install: Python package left out: $(PYTHON) does not run (PYTHON=... or PYTHON_SITEDIR=DIR)"; \
 	    exit 0; fi; \
 	set -ex; \
+	rm -rf "$(DESTDIR)$$site/cputrain"; \
 	install -d "$(DESTDIR)$$site/cputrain"; \
 	install -m 644 $(PY_PKG_SRCS) "$(DESTDIR)$$site/cputrain/"; \
 	$(PYTHON) -E scripts/python_install.py installed $(abspath $(LIBDIR)) "$$site/cputrain" \
