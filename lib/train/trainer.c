@@ -538,6 +538,10 @@ static ct_status final_save(ct_trainer *t, double runtime)
     ct__json_write_double(&sb, round_to((double)samples / runtime, 3));
     ct__sb_puts(&sb, ",\n    \"train_steps_per_second\": ");
     ct__json_write_double(&sb, round_to((double)t->global_step / runtime, 3));
+    if (!isnan(t->tokens_per_second)) {
+        ct__sb_puts(&sb, ",\n    \"train_tokens_per_second\": ");
+        ct__json_write_double(&sb, t->tokens_per_second);
+    }
     ct__sb_puts(&sb, "\n}\n");
     text = ct__sb_take(&sb);
     if (!text)
@@ -709,13 +713,16 @@ static ct_status train_run(ct_trainer *t)
     int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
     double start, grad_norm = NAN, window_loss = 0;
     int window_bad = 0;
+    int64_t run_tokens = 0;
     ct_status st;
     const char *resume;
 
     b = A_INT(per_device_train_batch_size);
     ga = A_INT(gradient_accumulation_steps);
 
-    if ((st = ct_model_set_precision(m, A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32)) !=
+    ct__trainer_apply_log_level(t->args, t->rank, t->dist ? ct_dist_local_rank(t->dist) : 0);
+    if ((st = ct__trainer_apply_model_args(t->args, m, t->rank)) != CT_OK ||
+        (st = ct_model_set_precision(m, A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32)) !=
             CT_OK ||
         (st = ct_model_set_training(m, 1)) != CT_OK ||
         (st = ct_model_set_seed(m, (uint64_t)A_INT(seed), 0)) != CT_OK)
@@ -745,9 +752,9 @@ static ct_status train_run(ct_trainer *t)
     }
     if (t->rank == 0)
         ct__log(CT_LOG_INFO,
-                "training: %zu examples, %lld epochs, batch %lld x %d ranks, accumulation %lld, "
-                "%lld optimizer steps%s",
-                t->train->n, (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
+                "training%s%s: %zu examples, %lld epochs, batch %lld x %d ranks, accumulation "
+                "%lld, %lld optimizer steps%s",
+                A_STR(run_name) ? " " : "", A_STR(run_name) ? A_STR(run_name) : "", t->train->n, (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
                 (long long)t->max_steps, resume ? " (resumed)" : "");
     first_step = t->global_step;
     start = t->log_window_start = ct__now();
@@ -770,6 +777,7 @@ static ct_status train_run(ct_trainer *t)
             micro++;
             t->samples_since_log += (int64_t)n * t->world;
             t->tokens_since_log += (int64_t)n * t->train->T * t->world;
+            run_tokens += (int64_t)n * t->train->T; /* this rank's input_ids numel */
             t->total_flos += 6.0 * (double)m->n_params * n * t->train->T * t->world;
             if (!isfinite(loss))
                 window_bad = 1;
@@ -840,14 +848,20 @@ static ct_status train_run(ct_trainer *t)
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
                           A_INT(gradient_accumulation_steps) * t->world;
-        entry_kv kv[5] = {{"train_runtime", round_to(runtime, 4), 0},
+        entry_kv kv[6] = {{"train_runtime", round_to(runtime, 4), 0},
                           {"train_loss", ct_trainer_train_loss(t), 0},
                           {"total_flos", t->total_flos, 0},
                           {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
                           {"train_steps_per_second",
                            round_to((double)t->global_step / runtime, 3), 0}};
         char *json = NULL;
-        if ((st = add_entry(t, kv, 5, &json)) == CT_OK) {
+        /* Trainer's speed metric: its per-device count of input_ids
+         * elements, padding included, over the run's time. */
+        t->tokens_per_second = A_BOOL(include_tokens_per_second)
+                                   ? round_to((double)run_tokens / runtime, 4)
+                                   : NAN;
+        kv[5] = (entry_kv){"train_tokens_per_second", t->tokens_per_second, 0};
+        if ((st = add_entry(t, kv, isnan(t->tokens_per_second) ? 5 : 6, &json)) == CT_OK) {
             if (t->rank == 0)
                 ct__log(CT_LOG_DEBUG, "%s", json);
             st = notify(t, CT_EVENT_LOG, json);

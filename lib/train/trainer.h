@@ -54,6 +54,7 @@ struct ct_trainer {
     int n_metrics;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
+    double tokens_per_second; /* this rank's, with include_tokens_per_second; else NaN */
 };
 
 /* checkpoint.c */
@@ -71,5 +72,12 @@ char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
 ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t) CT__MUST_USE;
 
 double ct__now(void);
+
+/* trainer_args.c */
+/* log_level on the main process, log_level_replica on the others
+ * (passive: leave the application's level), as Trainer sets them. */
+void ct__trainer_apply_log_level(const ct_args *args, int rank, int local_rank);
+/* The model's loss options from the arguments (label_smoothing_factor). */
+ct_status ct__trainer_apply_model_args(const ct_args *args, ct_model *m, int rank);
 
 #endif
