@@ -15,8 +15,11 @@
  *   type     how the value is read and checked: BOOL (a bare --flag means
  *            true), INT, FLOAT or STRING
  *   default  Transformers' default as command-line text; "a|b" lists several
- *            spellings of it. The default asks for nothing different, so it is
- *            accepted silently whatever the fate ("--save_safetensors true").
+ *            spellings of it, including what Transformers writes for it in
+ *            training_args.json ([] for fsdp, "<HUB_TOKEN>", and "{...}", any
+ *            object, for the *_config dicts its __post_init__ fills in). The
+ *            default asks for nothing different, so it is accepted silently
+ *            whatever the fate ("--save_safetensors true").
  *   reason   why, and for REFUSED what to do instead ("" for IMPLEMENTED)
  */
 #ifndef CT_TRAIN_ARGS_FATES_H
@@ -81,13 +84,13 @@
       "there is one prediction loop")                                                       \
     X(hub_model_id, TRAINING, NO_EFFECT, STRING, "None", CT__NO_HUB)                         \
     X(hub_strategy, TRAINING, NO_EFFECT, STRING, "every_save", CT__NO_HUB)                   \
-    X(hub_token, TRAINING, NO_EFFECT, STRING, "None", CT__NO_HUB)                            \
+    X(hub_token, TRAINING, NO_EFFECT, STRING, "None|<HUB_TOKEN>", CT__NO_HUB)                            \
     X(hub_private_repo, TRAINING, NO_EFFECT, BOOL, "None", CT__NO_HUB)                       \
     X(hub_always_push, TRAINING, NO_EFFECT, BOOL, "False", CT__NO_HUB)                       \
     X(hub_revision, TRAINING, NO_EFFECT, STRING, "None", CT__NO_HUB)                         \
     X(push_to_hub_model_id, TRAINING, NO_EFFECT, STRING, "None", CT__NO_HUB)                 \
     X(push_to_hub_organization, TRAINING, NO_EFFECT, STRING, "None", CT__NO_HUB)             \
-    X(push_to_hub_token, TRAINING, NO_EFFECT, STRING, "None", CT__NO_HUB)                    \
+    X(push_to_hub_token, TRAINING, NO_EFFECT, STRING, "None|<PUSH_TO_HUB_TOKEN>", CT__NO_HUB)                    \
     X(gradient_checkpointing_kwargs, TRAINING, NO_EFFECT, STRING, "None",                    \
       "there is one recompute scheme (each layer's input is kept)")                        \
     X(include_inputs_for_metrics, TRAINING, NO_EFFECT, BOOL, "False",                        \
@@ -140,7 +143,7 @@
       "fp16 needs a GPU; use --bf16_full_eval")                                             \
     X(tpu_num_cores, TRAINING, REFUSED, INT, "None", "there is no TPU here; drop it")        \
     X(tpu_metrics_debug, TRAINING, REFUSED, BOOL, "False", "there is no TPU here; drop it")  \
-    X(debug, TRAINING, REFUSED, STRING, "|None",                                             \
+    X(debug, TRAINING, REFUSED, STRING, "|[]|None",                                             \
       "underflow/overflow tracing is not offered; non-finite losses are already reported "  \
       "and their steps skipped")                                                            \
     X(eval_delay, TRAINING, REFUSED, FLOAT, "0|0.0",                                         \
@@ -162,14 +165,14 @@
     X(neftune_noise_alpha, TRAINING, REFUSED, FLOAT, "None", "NEFTune noise is not offered") \
     X(use_liger_kernel, TRAINING, REFUSED, BOOL, "False",                                    \
       "Liger kernels are GPU (Triton) kernels; the library's own CPU kernels run here")    \
-    X(fsdp, TRAINING, REFUSED, STRING, "|None", CT__NO_FSDP)                                 \
+    X(fsdp, TRAINING, REFUSED, STRING, "|[]|None", CT__NO_FSDP)                                 \
     X(fsdp_min_num_params, TRAINING, REFUSED, INT, "0", CT__NO_FSDP)                         \
-    X(fsdp_config, TRAINING, REFUSED, STRING, "None", CT__NO_FSDP)                           \
+    X(fsdp_config, TRAINING, REFUSED, STRING, "None|{}|{...}", CT__NO_FSDP)                           \
     X(fsdp_transformer_layer_cls_to_wrap, TRAINING, REFUSED, STRING, "None", CT__NO_FSDP)    \
-    X(sharded_ddp, TRAINING, REFUSED, STRING, "|None", CT__NO_FSDP)                          \
+    X(sharded_ddp, TRAINING, REFUSED, STRING, "|[]|None", CT__NO_FSDP)                          \
     X(deepspeed, TRAINING, REFUSED, STRING, "None",                                          \
       "DeepSpeed is not used; train data parallel with several ranks (mpirun, torchrun)")  \
-    X(accelerator_config, TRAINING, REFUSED, STRING, "None",                                 \
+    X(accelerator_config, TRAINING, REFUSED, STRING, "None|{}|{...}",                                 \
       "Accelerate is not used; ranks come from the launcher and --ddp_backend")            \
     X(parallelism_config, TRAINING, REFUSED, STRING, "None",                                 \
       "Accelerate is not used; ranks come from the launcher and --ddp_backend")            \
