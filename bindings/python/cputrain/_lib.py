@@ -95,6 +95,7 @@ PROTOTYPES = {
     "ct_model_set_training": (_status, [Handle, _int]),
     "ct_model_get_gradient_checkpointing": (_int, [Handle]),
     "ct_model_set_gradient_checkpointing": (_status, [Handle, _int]),
+    "ct_model_set_label_smoothing": (_status, [Handle, _f64]),
     "ct_model_set_seed": (_status, [Handle, _u64, _u64]),
     "ct_model_set_threads": (_status, [Handle, _int]),
     "ct_model_get_threads": (_int, [Handle]),
