@@ -60,6 +60,14 @@ PROTOTYPES = {
     "ct_args_field_help": (_str, [_size]),
     "ct_args_field_choices": (_str, [_size]),
     # args.h: values as command-line text
+    "ct_args_known_count": (_size, []),
+    "ct_args_known_index": (_status, [_str, _ptr(_size)]),
+    "ct_args_known_name": (_str, [_size]),
+    "ct_args_known_group": (_str, [_size]),
+    "ct_args_known_fate": (_int, [_size]),
+    "ct_args_known_type": (_int, [_size]),
+    "ct_args_known_default": (_str, [_size]),
+    "ct_args_known_reason": (_str, [_size]),
     "ct_args_set": (_status, [Handle, _str, _str]),
     "ct_args_get": (_status, [Handle, _str, _ptr(ctypes.c_char), _size, _ptr(_size)]),
     # args.h: typed access
