@@ -341,11 +341,31 @@ class RunQATest(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--validation_file", p.stdout)
 
+    def test_argument_fates_and_hub_ids(self):
+        base = ["--do_eval", "--tokenizer_name", self.data, "--validation_file",
+                os.path.join(self.tmp, "missing.json"), "--output_dir",
+                os.path.join(self.tmp, "never"), "--max_seq_length", "64", "--doc_stride", "16"]
+        cfg = ["--config_name", os.path.join(self.data, "config.json")]
+        p = self.run_qa(base + cfg + ["--cache_dir", "/x", "--dataloader_num_workers", "2"])
+        self.assertIn("--cache_dir /x has no effect here: nothing is downloaded", p.stdout)
+        self.assertIn("--dataloader_num_workers 2 has no effect here", p.stdout)
+        p = self.run_qa(base + cfg + ["--push_to_hub"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("push_to_hub True is refused", p.stdout)
+        self.assertIn("Hub's CLI", p.stdout)
+        p = self.run_qa(base + ["--model_name_or_path", "some-org/some-model"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("not a local folder, and nothing is downloaded", p.stdout)
+        p = self.run_qa(base + ["--model_name_or_path", "bert-test"])
+        self.assertIn("RANDOM weights", p.stdout)
+        self.assertEqual(p.stdout.count("placement:"), 1, p.stdout)
+
     def test_library_error_is_reported(self):
         p = self.run_qa(["--do_eval", "--config_name", os.path.join(self.data, "config.json"),
                          "--tokenizer_name", self.data, "--validation_file",
                          os.path.join(self.tmp, "missing.json"), "--output_dir",
-                         os.path.join(self.tmp, "never")])
+                         os.path.join(self.tmp, "never"), "--max_seq_length", "64",
+                         "--doc_stride", "16"])
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn("missing.json", p.stdout)
 
