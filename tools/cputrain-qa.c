@@ -259,17 +259,18 @@ static ct_status gather_logits(run *r, float *all, size_t block, int T)
     return st;
 }
 
-/* A tqdm-style bar on stderr for evaluation batches, as Trainer's eval loop
- * shows one: only on a terminal, only on rank 0, not with --disable_tqdm.
- * done == total == 0 clears it. */
-static void eval_progress(const run *r, size_t done, size_t total, struct timespec t0)
+/* A tqdm-style bar on stderr, as datasets.map draws while run_qa.py
+ * tokenizes and Trainer's loop while it evaluates: only on a terminal, only
+ * on rank 0, not with --disable_tqdm. done == total == 0 clears the line. */
+static void draw_bar(const run *r, const char *what, size_t done, size_t total,
+                     struct timespec t0)
 {
     static const char hashes[] = "##############################";
     struct timespec now;
     int disabled = 0, width = 30, filled;
     double spent, rate;
     ct_args_get_bool(r->args, "disable_tqdm", &disabled);
-    if (disabled || !isatty(STDERR_FILENO))
+    if (r->rank != 0 || disabled || !isatty(STDERR_FILENO))
         return;
     if (!total) {
         fputs("\r\033[K", stderr);
@@ -279,9 +280,41 @@ static void eval_progress(const run *r, size_t done, size_t total, struct timesp
     spent = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
     rate = spent > 0 ? (double)done / spent : 0;
     filled = (int)((size_t)width * done / total);
-    fprintf(stderr, "\rEvaluation: %3d%%|%.*s%*s| %zu/%zu [%.0fs, %.2f it/s]\033[K",
-            (int)(100 * done / total), filled, hashes, width - filled, "", done, total, spent, rate);
+    fprintf(stderr, "\r%s: %3d%%|%.*s%*s| %zu/%zu [%.0fs, %.2f it/s]\033[K", what,
+            (int)(100 * done / total), filled, hashes, width - filled, "", done, total, spent,
+            rate);
     fflush(stderr);
+}
+
+static void eval_progress(const run *r, size_t done, size_t total, struct timespec t0)
+{
+    draw_bar(r, "Evaluation", done, total, t0);
+}
+
+/* Features with a bar over the examples (ct_count_progress_fn). */
+typedef struct bar_state {
+    const run *r;
+    const char *what;
+    struct timespec t0;
+} bar_state;
+
+static int features_progress(void *user, size_t done, size_t total)
+{
+    bar_state *b = user;
+    draw_bar(b->r, b->what, done, total, b->t0);
+    if (done == total)
+        draw_bar(b->r, b->what, 0, 0, b->t0);
+    return 0;
+}
+
+static ct_status build_features(const run *r, const char *what, const ct_squad *examples,
+                                long max_samples, ct_qa_features **out)
+{
+    bar_state b = {r, what, {0, 0}};
+    clock_gettime(CLOCK_MONOTONIC, &b.t0);
+    return ct_qa_features_create_with_progress(r->tok, examples, max_samples,
+                                               (int)r->o.max_seq_length, (int)r->o.doc_stride,
+                                               features_progress, &b, out);
 }
 
 /* Start and end logits of every evaluation feature (each rank computes one
@@ -336,12 +369,10 @@ static ct_status evaluate(run *r)
             start[first * (size_t)T + k] = logits[2 * k];
             end[first * (size_t)T + k] = logits[2 * k + 1];
         }
-        if (r->rank == 0)
-            eval_progress(r, (first - begin) / (size_t)bs + 1, (stop - begin + (size_t)bs - 1) /
-                                                               (size_t)bs, t0);
+        eval_progress(r, (first - begin) / (size_t)bs + 1,
+                      (stop - begin + (size_t)bs - 1) / (size_t)bs, t0);
     }
-    if (r->rank == 0)
-        eval_progress(r, 0, 0, t0); /* clear the line */
+    eval_progress(r, 0, 0, t0); /* clear the line */
     ct_model_set_precision(r->model, was_precision);
 out:
     ct_model_set_training(r->model, was_training);
@@ -819,9 +850,9 @@ int main(int argc, char **argv)
 
     if (do_eval) {
         if ((st = ct_squad_load(eval_file, &r.eval_examples)) != CT_OK ||
-            (st = ct_qa_features_create(r.tok, r.eval_examples, r.o.max_eval_samples,
-                                        (int)r.o.max_seq_length, (int)r.o.doc_stride,
-                                        &r.eval_features)) != CT_OK) {
+            (st = build_features(&r, "Running tokenizer on validation dataset",
+                                 r.eval_examples, r.o.max_eval_samples, &r.eval_features)) !=
+                CT_OK) {
             fail(eval_file, st);
             goto done;
         }
@@ -836,9 +867,8 @@ int main(int argc, char **argv)
     }
     if (do_train) {
         if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
-            (st = ct_qa_features_create(r.tok, train_examples, r.o.max_train_samples,
-                                        (int)r.o.max_seq_length, (int)r.o.doc_stride,
-                                        &train_features)) != CT_OK) {
+            (st = build_features(&r, "Running tokenizer on train dataset", train_examples,
+                                 r.o.max_train_samples, &train_features)) != CT_OK) {
             fail(train_file, st);
             goto done;
         }

@@ -21,6 +21,9 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 #                               int64_t max_steps, double epoch, const char *log_json);
 PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64,
                                ctypes.c_int64, ctypes.c_double, ctypes.c_char_p)
+# typedef int (*ct_count_progress_fn)(void *user, size_t done, size_t total);
+COUNT_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_size_t)
 # typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
 EVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -237,6 +240,9 @@ PROTOTYPES = {
     "ct_squad_preds_save": (_status, [Handle, _str, _str]),
     # qa.h: question-answering features
     "ct_qa_features_create": (_status, [Handle, Handle, _i64, _int, _int, _ptr(Handle)]),
+    "ct_qa_features_create_with_progress": (_status, [Handle, Handle, _i64, _int, _int,
+                                                      COUNT_PROGRESS_FN, ctypes.c_void_p,
+                                                      _ptr(Handle)]),
     "ct_qa_features_free": (None, [Handle]),
     "ct_qa_features_dataset": (Handle, [Handle]),
     "ct_qa_features_count": (_size, [Handle]),
