@@ -417,8 +417,42 @@ static ct_status eval_callback(void *user, ct_trainer *trainer)
     return st;
 }
 
+/* What the library logs before this process knows its rank (the arguments'
+ * warnings) is held here: every rank parses the same arguments, so only the
+ * main process says it, once the rank is known; an exit before then says
+ * it on every process, since then there is nothing else to go by. */
+static struct {
+    int level[64];
+    char text[64][512];
+    int n, lost;
+} held;
+
+static void hold_log(ct_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (held.n == 64) {
+        held.lost++;
+        return;
+    }
+    held.level[held.n] = (int)level;
+    snprintf(held.text[held.n++], sizeof held.text[0], "%s", message);
+}
+
+static void release_log(int say)
+{
+    ct_log_set_callback(ct_log_to_stderr, NULL);
+    for (int i = 0; say && i < held.n; i++)
+        if (held.level[i] <= (int)ct_log_get_level())
+            ct_log_to_stderr((ct_log_level)held.level[i], held.text[i], NULL);
+    if (say && held.lost)
+        fprintf(stderr, "cputrain-qa: (%d more messages)\n", held.lost);
+    held.n = held.lost = 0;
+}
+
 static int fail(const char *what, ct_status st)
 {
+    if (held.n)
+        release_log(1); /* the arguments' warnings first, in order */
     fprintf(stderr, "cputrain-qa: %s: %s: %s\n", what, ct_status_name(st), ct_last_error());
     return 1;
 }
@@ -705,7 +739,7 @@ int main(int argc, char **argv)
     /* Whole lines on stdout even when piped, so they interleave with stderr's
      * in the order they were written. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    ct_log_set_callback(ct_log_to_stderr, NULL);
+    ct_log_set_callback(hold_log, NULL);
     /* Warnings only until this process knows its rank: then the main process
      * logs information and the others what log_level_replica says. */
     ct_log_set_level(CT_LOG_WARNING);
@@ -818,6 +852,11 @@ int main(int argc, char **argv)
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
         goto done;
+    {
+        int each_node = 1;
+        ct_args_get_bool(r.args, "log_on_each_node", &each_node);
+        release_log(r.rank == 0 || (each_node && ct_dist_local_rank(r.dist) == 0));
+    }
     apply_log_levels(&r);
     if (r.rank == 0 && r.world > 1)
         fprintf(stderr, "cputrain-qa: %d processes (backend %s, launcher %s)\n", r.world,
@@ -932,6 +971,8 @@ int main(int argc, char **argv)
 finished:
     rc = 0;
 done:
+    if (held.n)
+        release_log(1); /* an exit before the rank was known */
     ct_trainer_free(trainer);
     ct_qa_features_free(train_features);
     ct_squad_free(train_examples);

@@ -114,3 +114,22 @@ rc=$?
 check "--bf16_full_eval evaluates (exit 0)" [ "$rc" -eq 0 ]
 ! cmp -s "$dir/fp32eval/eval_nbest_predictions.json" "$dir/bf16eval/eval_nbest_predictions.json"
 check "  ... with bf16 products (the n-best probabilities differ from fp32's)" [ $? -eq 0 ]
+
+# ---- two ranks: only the main process prints by default ----------------------------------
+port=$((20000 + $$ % 20000))
+rm -rf "$dir/ranks"
+for r in 0 1; do
+    # shellcheck disable=SC2086
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT=$port timeout 120 "$qa" $train_args $common --max_steps 2 \
+        --per_device_train_batch_size 1 --output_dir "$dir/ranks" --dataloader_num_workers 3 \
+        > "$dir/rank$r.txt" 2>&1 &
+done
+wait
+check "two ranks train" [ -s "$dir/ranks/train_results.json" ]
+check "  ... rank 0 gives the argument's warning" contains "$dir/rank0.txt" \
+    "--dataloader_num_workers 3 has no effect here"
+check "  ... and its start-up lines" contains "$dir/rank0.txt" "info: placement"
+check "  ... rank 1 prints nothing (log_level_replica warning, nothing to warn about)" \
+    [ ! -s "$dir/rank1.txt" ]
+if [ -s "$dir/rank1.txt" ]; then sed "s/^/  | /" "$dir/rank1.txt"; fi
