@@ -889,6 +889,7 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     size_t counted = 0, block, begin, end;
     ct_status st = CT_OK;
     int was_training;
+    ct_precision was_precision;
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(d);
     CT__CHECK_ARG(loss);
@@ -906,7 +907,13 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     begin = block * (size_t)t->rank < d->n ? block * (size_t)t->rank : d->n;
     end = begin + block < d->n ? begin + block : d->n;
     was_training = t->model->training;
+    was_precision = ct_model_get_precision(t->model);
     ct_model_set_training(t->model, 0);
+    /* Trainer's eval loss: label smoothing as in training; bf16_full_eval
+     * evaluates with bf16 products whatever the training precision. */
+    if ((st = ct__trainer_apply_model_args(t->args, t->model, t->rank)) == CT_OK &&
+        A_BOOL(bf16_full_eval))
+        st = ct_model_set_precision(t->model, CT_PRECISION_BF16);
     for (size_t first = begin; first < end && st == CT_OK; first += (size_t)b) {
         int n = (int)(end - first < (size_t)b ? end - first : (size_t)b);
         float l;
@@ -920,6 +927,7 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
         }
     }
     ct_model_set_training(t->model, was_training);
+    ct_model_set_precision(t->model, was_precision);
     ct_batch_free(batch);
     free(idx);
     if (st == CT_OK && t->world > 1) {

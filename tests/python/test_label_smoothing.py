@@ -112,6 +112,28 @@ class LabelSmoothingTest(unittest.TestCase):
             model.set_label_smoothing(EPS)
             self.assertEqual(model.forward(**feed), plain)
 
+    def test_trainer_evaluate_loss_uses_the_arguments(self):
+        # Trainer's eval loss goes through its LabelSmoother too, and
+        # bf16_full_eval evaluates with bf16 products after fp32 training.
+        from cputrain import Dataset, Precision, Trainer, TrainingArgs
+        batch = ref.example_batch("bert-test", batch_size=4, seq_len=12, seed=2,
+                                  task="sequence-classification")
+        data = Dataset.from_arrays("sequence-classification", batch["input_ids"],
+                                   batch["labels"], batch["token_type_ids"],
+                                   batch["attention_mask"])
+        losses = {}
+        for name, kw in (("plain", {}), ("smoothed", {"label_smoothing_factor": EPS}),
+                         ("bf16", {"bf16_full_eval": True})):
+            with Model.create("bert-test", task="sequence-classification", seed=3) as model, \
+                    TrainingArgs(output_dir=self.tmp, **kw) as args, \
+                    Trainer(model, args) as trainer:
+                losses[name] = trainer.evaluate_loss(data)
+                self.assertEqual(model.precision, Precision.FP32)  # restored
+        self.assertGreater(abs(losses["smoothed"] - losses["plain"]), 1e-4, losses)
+        self.assertNotEqual(losses["bf16"], losses["plain"])
+        self.assertLess(abs(losses["bf16"] - losses["plain"]), 2e-2 * abs(losses["plain"]))
+        data.close()
+
     def test_out_of_range_is_refused(self):
         with Model.create("bert-test", task="sequence-classification", seed=3) as model:
             for bad in (-0.1, 1.0, float("nan")):
