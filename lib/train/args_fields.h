@@ -107,8 +107,8 @@
       "Column of precomputed lengths for group_by_length; accepted for compatibility: "     \
       "lengths are the real tokens (attention mask) of each example.")                     \
     X(run_name, STRING, 1, "None", "",                                                       \
-      "Name of the run in the start-of-training log line and in trainer_state.json "        \
-      "(run_name); defaults to output_dir.")                                                \
+      "Name of the run, shown in the start-of-training log line (Transformers hands it to " \
+      "experiment trackers, none of which is used here).")                                  \
     X(disable_tqdm, BOOL, 0, "False", "", "Do not draw progress bars.")                      \
     X(gradient_checkpointing, BOOL, 0, "False", "",                                          \
       "Keep only each layer's input and recompute the layer in backward: less memory, one "  \
@@ -121,7 +121,9 @@
       "Seconds a collective may wait for the other processes before failing.")              \
     X(ddp_bucket_cap_mb, INT, 0, "25", "",                                                   \
       "Size in MiB of the gradient buckets reduced while backward runs.")                   \
-    X(optim, CHOICE, 0, "adamw_torch", "adamw_torch", "Optimizer.")
+    X(optim, CHOICE, 0, "adamw_torch", "adamw_torch|adamw_torch_fused",                     \
+      "Optimizer: AdamW (adamw_torch_fused, Transformers' default with torch 2.8, is the "  \
+      "same algorithm; other optimizers are not offered).")
 
 /* Old names Transformers still accepts, and the field each one sets. */
 #define CT_ARGS_ALIASES(X)                                                                   \
