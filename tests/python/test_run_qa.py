@@ -220,6 +220,29 @@ class FeaturesTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             features.dataset
 
+    def test_progress_callbacks(self):
+        tok = Tokenizer(self.data)
+        examples = SquadExamples.load(os.path.join(self.data, "validation.json"))
+        seen = []
+        features = QAFeatures.create(tok, examples, max_seq_length=64, doc_stride=16,
+                                     max_examples=20, progress=lambda d, t: seen.append((d, t)))
+        self.assertEqual(seen[0], (0, 20))
+        self.assertEqual(seen[-1], (20, 20))
+        with self.assertRaisesRegex(CputrainError, "stopped by the progress callback"):
+            QAFeatures.create(tok, examples, 64, 16, 20, progress=lambda d, t: True)
+
+        def boom(done, total):
+            raise KeyError("from the callback")
+        with self.assertRaises(KeyError):
+            QAFeatures.create(tok, examples, 64, 16, 20, progress=boom)
+        batches = []
+        model = Model.create(os.path.join(self.data, "config.json"), seed=1)
+        features.logits(model, batch_size=8, progress=lambda d, t: batches.append((d, t)))
+        n = -(-len(features) // 8)
+        self.assertEqual(batches, [(k, n) for k in range(1, n + 1)])
+        model.close()
+        features.close()
+
 
 def _env():
     env = dict(os.environ)

@@ -15,6 +15,7 @@ data-parallel job (--ddp_backend, --ddp_timeout), as tools/cputrain-qa."""
 import argparse
 import os
 import sys
+import time
 
 from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError, Dist,
                LogLevel, Model, Precision,
@@ -141,6 +142,29 @@ def make_model(o, args, rank):
     return None, not_local(option, src, "config.json")
 
 
+class Bar:
+    """A tqdm-style bar on stderr while features are built and while
+    evaluation runs, as datasets.map and Trainer's loop draw them: only on a
+    terminal, only on rank 0, not with --disable_tqdm."""
+
+    def __init__(self, what, args, rank):
+        self.what = what
+        self.on = rank == 0 and not args.disable_tqdm and sys.stderr.isatty()
+        self.start = time.monotonic()
+
+    def __call__(self, done, total):
+        if not self.on or not total:
+            return
+        spent = time.monotonic() - self.start
+        filled = 30 * done // total
+        sys.stderr.write("\r%s: %3d%%|%s%s| %d/%d [%.0fs, %.2f it/s]\033[K"
+                         % (self.what, 100 * done // total, "#" * filled, " " * (30 - filled),
+                            done, total, spent, done / spent if spent > 0 else 0.0))
+        if done == total:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
 def apply_log_levels(args, dist):
     """Trainer's levels: log_level on the main process (passive: info here),
     log_level_replica on the others (passive: warning)."""
@@ -189,7 +213,8 @@ class QARun:
         mine = range(min(rank * block, n), min(rank * block + block, n))
         start, end = self.features.logits(self.model,
                                           batch_size=self.args.per_device_eval_batch_size,
-                                          rows=mine)
+                                          rows=mine,
+                                          progress=Bar("Evaluation", self.args, rank))
         if world > 1:
             row = 4 * self.features.seq_len
             for logits in (start, end):
@@ -372,7 +397,8 @@ def main(argv=None):
             what = eval_file
             examples = SquadExamples.load(eval_file)
             features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
-                                         max_eval)
+                                         max_eval, progress=Bar("Running tokenizer on "
+                                                                "validation dataset", args, rank))
             run = QARun(o, args, model, examples, features, dist)
             if rank == 0:
                 print("evaluation: %d examples, %d features"
@@ -382,7 +408,9 @@ def main(argv=None):
             what = train_file
             train_examples = SquadExamples.load(train_file)
             train_features = QAFeatures.create(tokenizer, train_examples, o.max_seq_length,
-                                               o.doc_stride, max_train)
+                                               o.doc_stride, max_train,
+                                               progress=Bar("Running tokenizer on train "
+                                                            "dataset", args, rank))
             if rank == 0:
                 print("training: %d examples, %d features" % (train_features.n_examples,
                                                               len(train_features)))
