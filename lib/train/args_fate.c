@@ -116,9 +116,19 @@ ct_status ct__fate_apply(ct_args *args, int row, const char *text)
 
 /* ---- the public table: fields first, then the fate rows ------------------------ */
 
+/* A row whose name has since become a field (an IMPLEMENTED row written for
+ * a field another part adds) is that field: the table lists it once. */
+static int row_shown(size_t row)
+{
+    return ct__args_find(ct__arg_fates[row].name) < 0;
+}
+
 size_t ct_args_known_count(void)
 {
-    return CT_ARGS_NFIELDS + CT_ARGS_NFATES;
+    size_t n = CT_ARGS_NFIELDS;
+    for (size_t i = 0; i < CT_ARGS_NFATES; i++)
+        n += row_shown(i);
+    return n;
 }
 
 ct_status ct_args_known_index(const char *name, size_t *index)
@@ -131,7 +141,10 @@ ct_status ct_args_known_index(const char *name, size_t *index)
         return CT_OK;
     }
     if ((f = ct__fate_find(name)) >= 0) {
-        *index = CT_ARGS_NFIELDS + (size_t)f;
+        size_t k = CT_ARGS_NFIELDS;
+        for (int i = 0; i < f; i++)
+            k += row_shown((size_t)i);
+        *index = k;
         return CT_OK;
     }
     return ct__error(CT_ERR_NOT_FOUND, "ct_args_known_index: neither TrainingArguments nor "
@@ -140,9 +153,13 @@ ct_status ct_args_known_index(const char *name, size_t *index)
 
 static const ct__arg_fate_row *fate_row(size_t index)
 {
-    return index >= CT_ARGS_NFIELDS && index < CT_ARGS_NFIELDS + CT_ARGS_NFATES
-               ? &ct__arg_fates[index - CT_ARGS_NFIELDS]
-               : NULL;
+    if (index < CT_ARGS_NFIELDS)
+        return NULL;
+    index -= CT_ARGS_NFIELDS;
+    for (size_t i = 0; i < CT_ARGS_NFATES; i++)
+        if (row_shown(i) && index-- == 0)
+            return &ct__arg_fates[i];
+    return NULL;
 }
 
 const char *ct_args_known_name(size_t index)

@@ -133,3 +133,14 @@ check "  ... and its start-up lines" contains "$dir/rank0.txt" "info: placement"
 check "  ... rank 1 prints nothing (log_level_replica warning, nothing to warn about)" \
     [ ! -s "$dir/rank1.txt" ]
 if [ -s "$dir/rank1.txt" ]; then sed "s/^/  | /" "$dir/rank1.txt"; fi
+
+# ---- one bf16 message, only when bf16 is asked for and emulated -----------------------------
+for x in "" "--bf16"; do
+    # shellcheck disable=SC2086
+    CPUTRAIN_ISA=generic "$qa" $train_args $common --max_steps 1 --overwrite_output_dir \
+        --output_dir "$dir/fates" $x > "$dir/bf16msg.txt" 2>&1
+    n=$(grep -ci "bf16" "$dir/bf16msg.txt")
+    want=0
+    [ -n "$x" ] && want=1
+    check "bf16 messages on the generic level with '${x:-fp32}': $want" [ "$n" -eq "$want" ]
+done
