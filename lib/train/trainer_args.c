@@ -47,5 +47,14 @@ ct_status ct__trainer_apply_model_args(const ct_args *args, ct_model *m, int ran
         ct__log(CT_LOG_WARNING, "--label_smoothing_factor %g has no effect on question "
                                 "answering: Trainer smooths only `labels` (classification, "
                                 "masked LM), not start/end positions", eps);
+    /* Fields kept for compatibility whose other values change nothing here
+     * say so, as the fate table's no-effect names do. */
+    static int said_length;
+    if (rank == 0 && ct__args_bool(args, CT_A_group_by_length) &&
+        strcmp(ct__args_string(args, CT_A_length_column_name), "length") != 0 &&
+        !__atomic_exchange_n(&said_length, 1, __ATOMIC_RELAXED))
+        ct__log(CT_LOG_WARNING, "--length_column_name %s has no effect here: group_by_length "
+                                "uses each example's real tokens (its attention mask)",
+                ct__args_string(args, CT_A_length_column_name));
     return ct_model_set_label_smoothing(m, eps);
 }

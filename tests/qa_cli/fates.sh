@@ -144,3 +144,10 @@ for x in "" "--bf16"; do
     [ -n "$x" ] && want=1
     check "bf16 messages on the generic level with '${x:-fp32}': $want" [ "$n" -eq "$want" ]
 done
+
+# ---- a compatibility field set to a value that changes nothing says so ----------------------
+# shellcheck disable=SC2086
+"$qa" $train_args $common --max_steps 1 --overwrite_output_dir --output_dir "$dir/fates" \
+    --group_by_length --length_column_name n_tokens > "$dir/lencol.txt" 2>&1
+check "--length_column_name with group_by_length says it has no effect" contains \
+    "$dir/lencol.txt" "--length_column_name n_tokens has no effect here"
