@@ -8,9 +8,11 @@ set -eu
 # LC_NUMERIC. clang and libclang-rt-14-dev: the fuzz harnesses (tests/fuzz/);
 # libclang-rt-14-dev holds libclang_rt.fuzzer and the sanitizer runtimes,
 # and clang only recommends it, which --no-install-recommends skips.
+# python3-protobuf: parses the TensorBoard event files a run writes
+# (tests/python/test_tensorboard.py; TensorBoard itself is not in Debian).
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
-python3-numpy python3-torch locales clang libclang-rt-14-dev"
+python3-numpy python3-torch python3-protobuf locales clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

@@ -59,10 +59,10 @@ static const char *const transformers_4x[] = {
     "n_best_size", "max_answer_length",
 };
 
-/* Implemented by other parts of this release (best model, TensorBoard):
+/* Implemented by another part of this release (the best model):
  * their rows say IMPLEMENTED before their fields exist in every build. */
 static const char *const pending_fields[] = {"load_best_model_at_end", "metric_for_best_model",
-                                             "greater_is_better", "report_to"};
+                                             "greater_is_better"};
 
 /* ---- the log, captured -------------------------------------------------------- */
 

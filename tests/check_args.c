@@ -389,6 +389,7 @@ START_TEST(json_round_trip)
      * read back). */
     ck_assert_ptr_nonnull(strstr(text, "\n  \"eval_steps\": Infinity,\n"));
     ck_assert_ptr_nonnull(strstr(text, "\n  \"optim\": \"adamw_torch\"\n}\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\n  \"report_to\": null,\n"));
 
     ck_assert_int_eq(ct_args_create(&b), CT_OK);
     ck_assert_int_eq(ct_args_load_json(b, path), CT_OK);
@@ -495,6 +496,50 @@ START_TEST(bad_json_changes_nothing)
 }
 END_TEST
 
+/* report_to: the names Transformers accepts; its other integrations refused
+ * with the reason; training_args.json's list form, both ways. */
+START_TEST(report_to_names_and_lists)
+{
+    static const struct {
+        const char *json, *value;
+    } lists[] = {
+        {"{\"report_to\": []}", "none"},
+        {"{\"report_to\": [\"tensorboard\"]}", "tensorboard"},
+        {"{\"report_to\": [\"all\"]}", "all"},
+        {"{\"report_to\": \"none\"}", "none"},
+        {"{\"report_to\": null}", "None"},
+    };
+    const char *path = tmp_path("report.json");
+    ck_assert_str_eq(text_of(args, "report_to"), "None");
+    ASSERT_ERROR_HAS(PARSE("--report_to", "wandb"), CT_ERR_UNSUPPORTED,
+                     "argument --report_to: 'wandb' is not available here: only tensorboard");
+    ASSERT_ERROR_HAS(PARSE("--report_to", "mlflow"), CT_ERR_UNSUPPORTED, "'mlflow'");
+    ASSERT_ERROR_HAS(PARSE("--report_to", "tensorbord"), CT_ERR_INVALID_ARG,
+                     "invalid choice 'tensorbord' (choose from none|all|tensorboard)");
+    ck_assert_str_eq(text_of(args, "report_to"), "None");
+    ck_assert_int_eq(PARSE("--report_to", "none"), CT_OK);
+    ck_assert_str_eq(text_of(args, "report_to"), "none");
+    ck_assert_int_eq(ct_args_save_json(args, path), CT_OK);
+    ck_assert_ptr_nonnull(strstr(read_text(path), "\n  \"report_to\": [],\n"));
+    ck_assert_int_eq(PARSE("--report_to", "tensorboard"), CT_OK);
+    ck_assert_int_eq(ct_args_save_json(args, path), CT_OK);
+    ck_assert_ptr_nonnull(strstr(read_text(path), "\n  \"report_to\": [\n    \"tensorboard\"\n  ],\n"));
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        ck_assert_int_eq(PARSE("--report_to", "tensorboard"), CT_OK);
+        write_text(path, lists[i].json);
+        ck_assert_msg(ct_args_load_json(args, path) == CT_OK, "%s: %s", lists[i].json,
+                      ct_last_error());
+        ck_assert_str_eq(text_of(args, "report_to"), lists[i].value);
+    }
+    write_text(path, "{\"report_to\": [\"tensorboard\", \"wandb\"]}");
+    ASSERT_ERROR_HAS(ct_args_load_json(args, path), CT_ERR_UNSUPPORTED, "'wandb' is not available");
+    write_text(path, "{\"report_to\": [1]}");
+    ASSERT_ERROR_HAS(ct_args_load_json(args, path), CT_ERR_FORMAT,
+                     "field 'report_to': expected a list of names, item 0 is number");
+    ck_assert_str_eq(text_of(args, "report_to"), "None");
+}
+END_TEST
+
 START_TEST(help_lists_every_field)
 {
     const char *help = ct_args_help();
@@ -558,6 +603,7 @@ Suite *args_suite(void)
     tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
     tcase_add_test(tc, json_round_trip);
     tcase_add_test(tc, bad_json_changes_nothing);
+    tcase_add_test(tc, report_to_names_and_lists);
     tcase_add_test(tc, non_utf8_and_out_of_range_values_are_refused);
     suite_add_tcase(s, tc);
     return s;

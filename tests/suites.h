@@ -33,6 +33,7 @@ Suite *core_suite(void);
     X(model_suite)            \
     X(train_suite)            \
     X(tokenizer_suite)        \
+    X(tokenizer_save_suite)   \
     X(ops_suite)              \
     X(squad_suite)            \
     X(qa_suite)               \
@@ -45,7 +46,8 @@ Suite *core_suite(void);
     X(dist_suite)             \
     X(secret_suite)           \
     X(attention_suite)        \
-    X(packed_suite)
+    X(packed_suite)           \
+    X(tb_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

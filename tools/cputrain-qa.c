@@ -482,43 +482,6 @@ static int join_job(run *r)
     return 0;
 }
 
-/* vocab.txt (tokens in id order) and tokenizer_config.json into dir. */
-static int save_tokenizer(const ct_tokenizer *tok, const char *dir)
-{
-    char path[4200];
-    int64_t lower = 1, accents = -1, chinese = 1, max_len = -1;
-    FILE *f;
-    snprintf(path, sizeof path, "%s/vocab.txt", dir);
-    if (!(f = fopen(path, "w")))
-        goto fail;
-    for (size_t id = 0; id < ct_tokenizer_vocab_size(tok); id++)
-        fprintf(f, "%s\n", ct_tokenizer_id_to_token(tok, (int32_t)id));
-    /* A failed fprintf (disk full) sets the stream's error flag; fclose
-     * alone reports only the last flush. */
-    if (ferror(f) | fclose(f))
-        goto fail;
-    ct_tokenizer_get_option(tok, CT_TOKENIZER_DO_LOWER_CASE, &lower);
-    ct_tokenizer_get_option(tok, CT_TOKENIZER_STRIP_ACCENTS, &accents);
-    ct_tokenizer_get_option(tok, CT_TOKENIZER_TOKENIZE_CHINESE_CHARS, &chinese);
-    ct_tokenizer_get_option(tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    if (!(f = fopen(path, "w")))
-        goto fail;
-    fprintf(f, "{\n  \"do_lower_case\": %s,\n  \"strip_accents\": %s,\n"
-               "  \"tokenize_chinese_chars\": %s,\n",
-            lower ? "true" : "false", accents < 0 ? "null" : accents ? "true" : "false",
-            chinese ? "true" : "false");
-    if (max_len > 0)
-        fprintf(f, "  \"model_max_length\": %lld,\n", (long long)max_len);
-    fprintf(f, "  \"tokenizer_class\": \"BertTokenizer\"\n}\n");
-    if (ferror(f) | fclose(f))
-        goto fail;
-    return 0;
-fail:
-    fprintf(stderr, "cputrain-qa: cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-}
-
 /* ---- output_dir -------------------------------------------------------------------- */
 
 /* The step of a folder named checkpoint-<digits> (get_last_checkpoint's
@@ -923,6 +886,9 @@ int main(int argc, char **argv)
             (st = ct_trainer_set_train_dataset(trainer, ct_qa_features_dataset(train_features))) !=
                 CT_OK ||
             (st = ct_trainer_set_dist(trainer, r.dist)) != CT_OK ||
+            /* Trainer saves the tokenizer beside the model and in every
+             * checkpoint, so a folder can be --model_name_or_path again. */
+            (st = ct_trainer_set_tokenizer(trainer, r.tok)) != CT_OK ||
             (r.rank == 0 &&
              (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
                  CT_OK) ||
@@ -931,10 +897,6 @@ int main(int argc, char **argv)
             fail("training", st);
             goto done;
         }
-        /* Trainer saves the tokenizer beside the model, so the folder can be
-         * passed as --model_name_or_path again. */
-        if (r.rank == 0 && save_tokenizer(r.tok, r.output_dir) != 0)
-            goto done;
     }
     if (do_eval) {
         double epoch = 0;

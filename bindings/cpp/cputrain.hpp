@@ -1,6 +1,7 @@
 // Header-only C++11 wrapper over libcputrain's C API: exceptions instead of
 // status codes, RAII handles (training_args, model, batch, optimizer,
-// dataset, trainer), std::string, std::vector and std::function at the edges.
+// dataset, tokenizer, trainer), std::string, std::vector and std::function at
+// the edges.
 // Everything here is inline and calls only the public C functions, so it
 // adds no symbols to the library's ABI.
 #ifndef CPUTRAIN_HPP
@@ -400,9 +401,22 @@ public:
         check(ct_model_create(config.c_str(), task, seed, &m));
         return model(m);
     }
-    // A Hugging Face folder; tensors it lacks come from `seed` (new_tensors()).
-    static model load(const std::string &dir, ct_task task = CT_TASK_QUESTION_ANSWERING,
-                      std::uint64_t seed = 42) {
+    // The head a folder's config.json (or that file) names in
+    // "architectures": BertForQuestionAnswering -> CT_TASK_QUESTION_ANSWERING,
+    // ...; throws CT_ERR_NOT_FOUND when it names none, CT_ERR_UNSUPPORTED
+    // for an architecture without one of the library's heads.
+    static ct_task config_task(const std::string &path) {
+        ct_task task = CT_TASK_QUESTION_ANSWERING;
+        check(ct_model_config_task(path.c_str(), &task));
+        return task;
+    }
+    // A Hugging Face folder with the head its config.json names (as
+    // from_pretrained does; see config_task). Name the head with the
+    // overload below to load another one, or a folder naming none.
+    static model load(const std::string &dir) { return load(dir, config_task(dir)); }
+    // A Hugging Face folder with the head `task`; tensors it lacks come from
+    // `seed` (new_tensors()).
+    static model load(const std::string &dir, ct_task task, std::uint64_t seed = 42) {
         ct_model *m = nullptr;
         check(ct_model_load(dir.c_str(), task, seed, &m));
         return model(m);
@@ -744,6 +758,148 @@ private:
     ct_task task_;
 };
 
+// ---- the tokenizer ----------------------------------------------------------------
+
+// One window of an encoding, with Transformers' names: per token, ids,
+// type ids, attention mask (0 for padding), special-tokens mask, the text
+// it comes from (sequence_ids: 0, 1, or -1 for added tokens and padding),
+// its word (-1 likewise), and its span as [start, end) in code points
+// (offsets, as Transformers' offset_mapping) and in UTF-8 bytes.
+struct encoding {
+    std::vector<std::int32_t> input_ids, token_type_ids, attention_mask, special_tokens_mask,
+        sequence_ids, word_ids;
+    std::vector<std::pair<std::int32_t, std::int32_t> > offsets, byte_offsets;
+    std::size_t size() const noexcept { return input_ids.size(); }
+};
+
+// Owns a ct_tokenizer: BERT WordPiece as BertTokenizerFast. Encoding is
+// thread-safe; changing an option while another thread encodes is not.
+// Move-only; a moved-from tokenizer is empty and every call but destruction
+// and assignment throws CT_ERR_INVALID_ARG.
+class tokenizer {
+public:
+    // A vocab.txt, or a folder with one (and tokenizer_config.json,
+    // special_tokens_map.json, tokenizer.json where present).
+    explicit tokenizer(const std::string &path) { check(ct_tokenizer_load(path.c_str(), &tok_)); }
+    explicit tokenizer(ct_tokenizer *adopt) noexcept : tok_(adopt) {}
+    tokenizer(const tokenizer &) = delete;
+    tokenizer &operator=(const tokenizer &) = delete;
+    tokenizer(tokenizer &&other) noexcept : tok_(other.tok_) { other.tok_ = nullptr; }
+    tokenizer &operator=(tokenizer &&other) noexcept {
+        std::swap(tok_, other.tok_);
+        return *this;
+    }
+    ~tokenizer() { ct_tokenizer_free(tok_); }
+
+    ct_tokenizer *get() const noexcept { return tok_; }
+    ct_tokenizer *release() noexcept {
+        ct_tokenizer *p = tok_;
+        tok_ = nullptr;
+        return p;
+    }
+
+    // vocab.txt, tokenizer_config.json, special_tokens_map.json and
+    // tokenizer.json into the existing folder `dir`, as save_pretrained
+    // writes them; all four or none are replaced.
+    void save(const std::string &dir) const { check(ct_tokenizer_save(live(), dir.c_str())); }
+
+    // ---- settings ------------------------------------------------------------
+    void set_option(ct_tokenizer_option option, std::int64_t value) {
+        check(ct_tokenizer_set_option(live(), option, value));
+    }
+    std::int64_t option(ct_tokenizer_option option) const {
+        std::int64_t value = 0;
+        check(ct_tokenizer_get_option(live(), option, &value));
+        return value;
+    }
+
+    // ---- vocabulary ----------------------------------------------------------
+    std::size_t vocab_size() const { return ct_tokenizer_vocab_size(live()); }
+    // Throws CT_ERR_NOT_FOUND for an id out of range.
+    std::string id_to_token(std::int32_t id) const {
+        const char *t = ct_tokenizer_id_to_token(live(), id);
+        if (!t)
+            throw error(CT_ERR_NOT_FOUND, "token id " + std::to_string(id) +
+                                              " is outside the vocabulary of " +
+                                              std::to_string(vocab_size()));
+        return t;
+    }
+    // -1 when the vocabulary lacks it.
+    std::int32_t token_to_id(const std::string &token) const {
+        if (token.find('\0') != std::string::npos)
+            return -1;
+        return ct_tokenizer_token_to_id(live(), token.c_str());
+    }
+    // "" and -1 for CT_SPECIAL_MASK when the vocabulary has none.
+    std::string special_token(ct_special_token which) const {
+        const char *t = ct_tokenizer_special_token(live(), which);
+        return t ? t : "";
+    }
+    std::int32_t special_id(ct_special_token which) const {
+        return ct_tokenizer_special_id(live(), which);
+    }
+
+    // ---- encoding ------------------------------------------------------------
+    // One text; one window, or several when max_length > 0 truncates it
+    // (overlapping by `stride`; see ct_tokenizer_encode).
+    std::vector<encoding> encode(const std::string &text, bool add_special_tokens = true,
+                                 std::size_t max_length = 0, std::size_t stride = 0,
+                                 bool pad_to_max_length = false) const {
+        ct_encoding *enc = nullptr;
+        check(ct_tokenizer_encode(live(), text.data(), text.size(), add_special_tokens ? 1 : 0,
+                                  max_length, stride, pad_to_max_length ? 1 : 0, &enc));
+        return windows(enc);
+    }
+    // [CLS] first [SEP] second [SEP]; by default as run_qa.py prepares
+    // SQuAD features (only_second, 384, stride 128, padded).
+    std::vector<encoding> encode_pair(const std::string &first, const std::string &second,
+                                      ct_truncation truncation = CT_TRUNCATION_ONLY_SECOND,
+                                      std::size_t max_length = 384, std::size_t stride = 128,
+                                      bool pad_to_max_length = true) const {
+        ct_encoding *enc = nullptr;
+        check(ct_tokenizer_encode_pair(live(), first.data(), first.size(), second.data(),
+                                       second.size(), truncation, max_length, stride,
+                                       pad_to_max_length ? 1 : 0, &enc));
+        return windows(enc);
+    }
+
+private:
+    ct_tokenizer *live() const {
+        if (!tok_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::tokenizer (moved from)");
+        return tok_;
+    }
+    // Copies every window out, then frees the encoding.
+    static std::vector<encoding> windows(ct_encoding *enc) {
+        std::unique_ptr<ct_encoding, void (*)(ct_encoding *)> owner(enc, ct_encoding_free);
+        std::vector<encoding> out(ct_encoding_num_windows(enc));
+        for (std::size_t w = 0; w < out.size(); w++) {
+            std::size_t n = ct_encoding_length(enc, w);
+            encoding &e = out[w];
+            if (n == 0)
+                continue;
+            e.input_ids.assign(ct_encoding_ids(enc, w), ct_encoding_ids(enc, w) + n);
+            e.token_type_ids.assign(ct_encoding_type_ids(enc, w), ct_encoding_type_ids(enc, w) + n);
+            e.attention_mask.assign(ct_encoding_attention_mask(enc, w),
+                                    ct_encoding_attention_mask(enc, w) + n);
+            e.special_tokens_mask.assign(ct_encoding_special_tokens_mask(enc, w),
+                                         ct_encoding_special_tokens_mask(enc, w) + n);
+            e.sequence_ids.assign(ct_encoding_sequence_ids(enc, w),
+                                  ct_encoding_sequence_ids(enc, w) + n);
+            e.word_ids.assign(ct_encoding_word_ids(enc, w), ct_encoding_word_ids(enc, w) + n);
+            const std::int32_t *off = ct_encoding_offsets(enc, w);
+            const std::int32_t *bytes = ct_encoding_byte_offsets(enc, w);
+            for (std::size_t i = 0; i < n; i++) {
+                e.offsets.push_back(std::make_pair(off[2 * i], off[2 * i + 1]));
+                e.byte_offsets.push_back(std::make_pair(bytes[2 * i], bytes[2 * i + 1]));
+            }
+        }
+        return out;
+    }
+
+    ct_tokenizer *tok_ = nullptr;
+};
+
 // ---- the trainer ----------------------------------------------------------------
 
 // A ct_trainer: Hugging Face Trainer's loop. The model and the datasets
@@ -846,6 +1002,15 @@ public:
     }
     // Train data-parallel over d (which must outlive the trainer).
     void set_dist(dist &d) { check(ct_trainer_set_dist(live(), d.get())); }
+    // Save `tok` beside the model and in every checkpoint (its four files),
+    // as Trainer saves its processing_class. Borrowed: `tok` must outlive
+    // the trainer, or be cleared first.
+    void set_tokenizer(const tokenizer &tok) {
+        if (!tok.get())
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::tokenizer (moved from)");
+        check(ct_trainer_set_tokenizer(live(), tok.get()));
+    }
+    void clear_tokenizer() { check(ct_trainer_set_tokenizer(live(), nullptr)); }
     // An empty function removes the callback.
     void on_progress(progress_fn fn) {
         ct_trainer *t = live();

@@ -10,8 +10,8 @@
 #include "optim.h"
 #include "dist.h"
 #include "placement.h"
+#include "tokenizer.h" /* before train.h, which names ct_tokenizer */
 #include "train.h"
-#include "tokenizer.h"
 #include "squad.h"
 #include "qa.h"
 #undef CT_INSIDE_CPUTRAIN_H

@@ -57,6 +57,16 @@ CT_API ct_status ct_model_create(const char *config, ct_task task, uint64_t seed
  * tensors of other heads (pooler, cls.*) are ignored, as from_pretrained
  * does. */
 CT_API ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model **out);
+/* The head a model folder's config.json names in "architectures" (its
+ * first entry): *ForQuestionAnswering, *ForSequenceClassification or
+ * *ForMaskedLM of Bert or DistilBert — what Transformers' AutoModel picks
+ * from, so that loading a folder with ct_model_load(dir,
+ * <this task>, ...) gives the head it was saved with. `path` is the folder
+ * or the config.json itself. CT_ERR_NOT_FOUND when there is no
+ * "architectures" list (say which head to use), CT_ERR_UNSUPPORTED naming
+ * an architecture with none of these heads (BertModel, BertForPreTraining,
+ * ...), CT_ERR_IO / CT_ERR_FORMAT for an unreadable or malformed file. */
+CT_API ct_status ct_model_config_task(const char *path, ct_task *out);
 CT_API void ct_model_free(ct_model *model);
 /* Write config.json (with "architectures" and "model_type") and
  * model.safetensors ({"format": "pt"} metadata) into `dir`, which must exist.

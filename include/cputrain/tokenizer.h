@@ -59,11 +59,32 @@ typedef enum ct_truncation {
  * overrides the special tokens when the config has no added_tokens_decoder.
  * Special tokens found in the vocabulary are matched in the raw text
  * exactly (their lstrip/rstrip/single_word flags are not supported).
+ * A tokenizer.json beside it sets the two settings BertTokenizerFast takes
+ * from that file: the normalizer's clean_text and WordPiece's
+ * max_input_chars_per_word.
  * Errors: CT_ERR_IO names an unreadable file; CT_ERR_FORMAT names the file
  * and what is wrong (a vocabulary without [UNK], [SEP], [PAD] or [CLS], a
  * config key of the wrong type). */
 CT_API ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out);
 CT_API void ct_tokenizer_free(ct_tokenizer *tok);
+
+/* Write the tokenizer into the folder `dir` (which must exist) as
+ * BertTokenizerFast.save_pretrained does: vocab.txt (every id's token and
+ * "\n", in id order, so the ids read back are the same), tokenizer_config.json
+ * (do_lower_case, strip_accents, tokenize_chinese_chars, model_max_length
+ * when known, split_special_tokens when on, the special tokens and their
+ * added_tokens_decoder, tokenizer_class "BertTokenizer"),
+ * special_tokens_map.json, and tokenizer.json in the Rust tokenizers
+ * library's format (BertNormalizer, BertPreTokenizer, WordPiece,
+ * TemplateProcessing "[CLS] $A [SEP]" / "[CLS] $A [SEP] $B:1 [SEP]:1",
+ * the special tokens as added tokens; no truncation or padding).
+ * ct_tokenizer_load, Transformers' from_pretrained and the tokenizers
+ * library's Tokenizer.from_file read back a tokenizer that encodes alike.
+ * Files are written to temporary names first and renamed into place only
+ * when all four are written: on an error writing them (CT_ERR_IO naming the
+ * path: an unwritable folder, a full disk, a folder where a file belongs)
+ * nothing in `dir` has changed and no temporary file remains. */
+CT_API ct_status ct_tokenizer_save(const ct_tokenizer *tok, const char *dir);
 
 /* Change a setting (CT_ERR_INVALID_ARG for a value out of range;
  * MODEL_MAX_LENGTH accepts -1 or >= 1). Not safe while another thread

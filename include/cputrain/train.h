@@ -81,6 +81,14 @@ CT_API ct_status ct_trainer_set_dist(ct_trainer *trainer, ct_dist *dist);
 CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
                                                   void *user);
 CT_API ct_status ct_trainer_set_eval_callback(ct_trainer *trainer, ct_eval_fn fn, void *user);
+/* The tokenizer to save beside the model, as Trainer does with its
+ * processing_class: every checkpoint and the final save then hold its
+ * files too (ct_tokenizer_save: vocab.txt, tokenizer_config.json,
+ * special_tokens_map.json, tokenizer.json), so either folder can be loaded
+ * as a whole model again. Borrowed: `tok` must stay alive (and unchanged
+ * while training runs) until ct_trainer_free or another call here; NULL
+ * means none. */
+CT_API ct_status ct_trainer_set_tokenizer(ct_trainer *trainer, const ct_tokenizer *tok);
 /* A ready-made progress callback drawing a one-line bar (steps, rate, ETA,
  * loss) on stderr — only when stderr is a terminal and disable_tqdm is off;
  * `user` must be the ct_args the trainer was created with. The library
@@ -97,7 +105,13 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
  * earlier run is refused (CT_ERR_INVALID_ARG), or with overwrite_output_dir
  * those folders are deleted first. A run that skipped more than half of its
  * optimizer steps for non-finite loss or gradients fails with
- * CT_ERR_NUMERIC naming the first skipped step, and saves no final model. */
+ * CT_ERR_NUMERIC naming the first skipped step, and saves no final model.
+ * With report_to tensorboard (also all, and None, the default), rank 0
+ * writes every log entry's values as TensorBoard scalars to a new
+ * events.out.tfevents.* file in logging_dir (default
+ * output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>), each entry on disk as
+ * soon as it is logged; a logging_dir that cannot be made fails the run
+ * before its first step (CT_ERR_IO naming it). */
 CT_API ct_status ct_trainer_train(ct_trainer *trainer);
 /* From an evaluation callback: add "name": value to the evaluation's log
  * entry (Transformers prefixes eval metrics with "eval_"; pass the full

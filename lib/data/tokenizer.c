@@ -13,32 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define N_SPECIAL 5
 #define VOCAB_MAX_BYTES ((size_t)1 << 30)
 
-static const char *const special_keys[N_SPECIAL] = {"unk_token", "sep_token", "pad_token",
+const char *const ct__special_keys[CT__N_SPECIAL] = {"unk_token", "sep_token", "pad_token",
                                                      "cls_token", "mask_token"};
-static const char *const special_defaults[N_SPECIAL] = {"[UNK]", "[SEP]", "[PAD]", "[CLS]",
-                                                         "[MASK]"};
-
-/* A token matched verbatim in the raw text before normalization, as the
- * fast tokenizer's AddedVocabulary does for special tokens (normalized=False). */
-typedef struct added_token {
-    char *text;
-    size_t len;
-    int32_t id;
-} added_token;
-
-struct ct_tokenizer {
-    ct__vocab vocab;
-    int do_lower_case, strip_accents, chinese, clean_text, split_special;
-    int64_t max_chars, model_max_length;
-    char *special[N_SPECIAL];
-    int32_t special_id[N_SPECIAL];
-    added_token *added;
-    size_t n_added;
-    unsigned char added_first[256]; /* 1 where an added token starts with that byte */
-};
+static const char *const special_defaults[CT__N_SPECIAL] = {"[UNK]", "[SEP]", "[PAD]", "[CLS]",
+                                                             "[MASK]"};
 
 /* ---- loading ------------------------------------------------------------------ */
 
@@ -99,7 +79,7 @@ static ct_status json_token(const ct__json *v, const char *key, const char *path
 static ct_status add_special(ct_tokenizer *tok, const char *text)
 {
     int32_t id = ct__vocab_find(&tok->vocab, text, strlen(text));
-    added_token *grown;
+    ct__added_token *grown;
     if (id < 0) {
         ct__log(CT_LOG_WARNING, "tokenizer: special token \"%s\" is not in the vocabulary; "
                 "it is tokenized as text", text);
@@ -161,9 +141,9 @@ static ct_status read_config(ct_tokenizer *tok, const char *path, int config, in
             tok->model_max_length = ct__json_int64(v, &m) && m >= 1 ? m : -1;
         }
     }
-    for (int k = 0; k < N_SPECIAL; k++) {
+    for (int k = 0; k < CT__N_SPECIAL; k++) {
         char *text;
-        if ((st = json_token(ct__json_get(root, special_keys[k]), special_keys[k], path,
+        if ((st = json_token(ct__json_get(root, ct__special_keys[k]), ct__special_keys[k], path,
                              &text)) != CT_OK)
             goto done;
         if (text) {
@@ -197,12 +177,60 @@ done:
     return st;
 }
 
+/* From tokenizer.json (the fast tokenizer's own file), the two settings
+ * that BertTokenizerFast takes from it and tokenizer_config.json cannot
+ * hold: the normalizer's clean_text and WordPiece's
+ * max_input_chars_per_word. (Lowercasing, accents and Chinese characters
+ * come from the config, which BertTokenizerFast lets override the file.)
+ * A missing file is fine. */
+static ct_status read_fast_json(ct_tokenizer *tok, const char *path)
+{
+    ct__json_doc *doc = NULL;
+    const ct__json *root, *part, *v;
+    ct_status st = CT_OK;
+    if (access(path, F_OK) != 0)
+        return CT_OK;
+    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+        return st;
+    root = ct__json_root(doc);
+    if (root->type != CT_JSON_OBJECT) {
+        st = ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
+        goto done;
+    }
+    part = ct__json_get(root, "normalizer");
+    v = part && part->type == CT_JSON_OBJECT ? ct__json_get(part, "type") : NULL;
+    if (v && v->type == CT_JSON_STRING && strcmp(v->str, "BertNormalizer") == 0 &&
+        (st = json_bool(part, "clean_text", path, &tok->clean_text)) != CT_OK)
+        goto done;
+    part = ct__json_get(root, "model");
+    v = part && part->type == CT_JSON_OBJECT ? ct__json_get(part, "type") : NULL;
+    if (v && v->type == CT_JSON_STRING && strcmp(v->str, "WordPiece") == 0) {
+        int64_t m;
+        v = ct__json_get(part, "continuing_subword_prefix");
+        if (v && v->type == CT_JSON_STRING && strcmp(v->str, "##") != 0)
+            ct__log(CT_LOG_WARNING, "%s: continuing_subword_prefix \"%s\" is not supported; "
+                    "\"##\" is used", path, v->str);
+        v = ct__json_get(part, "max_input_chars_per_word");
+        if (v && v->type != CT_JSON_NULL) {
+            if (v->type != CT_JSON_NUMBER || !ct__json_int64(v, &m) || m < 1) {
+                st = ct__error(CT_ERR_FORMAT, "%s: model \"max_input_chars_per_word\" must be "
+                               "an integer >= 1", path);
+                goto done;
+            }
+            tok->max_chars = m;
+        }
+    }
+done:
+    ct__json_free(doc);
+    return st;
+}
+
 void ct_tokenizer_free(ct_tokenizer *tok)
 {
     if (!tok)
         return;
     ct__vocab_free(&tok->vocab);
-    for (int k = 0; k < N_SPECIAL; k++)
+    for (int k = 0; k < CT__N_SPECIAL; k++)
         free(tok->special[k]);
     for (size_t i = 0; i < tok->n_added; i++)
         free(tok->added[i].text);
@@ -242,7 +270,7 @@ ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out)
     tok->clean_text = 1;
     tok->max_chars = 100;
     tok->model_max_length = -1;
-    for (int k = 0; k < N_SPECIAL; k++)
+    for (int k = 0; k < CT__N_SPECIAL; k++)
         if (!(tok->special[k] = strdup(special_defaults[k]))) {
             st = ct__error(CT_ERR_NOMEM, "no memory");
             goto done;
@@ -263,12 +291,16 @@ ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out)
     if (!decoder && (!(file = join_path(dir, "special_tokens_map.json")) ||
                      (st = read_config(tok, file, 0, NULL, &extra, &n_extra)) != CT_OK))
         goto done_or_nomem;
+    free(file);
+    if (!(file = join_path(dir, "tokenizer.json")) ||
+        (st = read_fast_json(tok, file)) != CT_OK)
+        goto done_or_nomem;
 
-    for (int k = 0; k < N_SPECIAL; k++) {
+    for (int k = 0; k < CT__N_SPECIAL; k++) {
         tok->special_id[k] = ct__vocab_find(&tok->vocab, tok->special[k], strlen(tok->special[k]));
         if (tok->special_id[k] < 0 && k != CT_SPECIAL_MASK) {
             st = ct__error(CT_ERR_FORMAT, "%s: the vocabulary has no %s token \"%s\"", vocab_path,
-                           special_keys[k], tok->special[k]);
+                           ct__special_keys[k], tok->special[k]);
             goto done;
         }
         if ((st = add_special(tok, tok->special[k])) != CT_OK)
@@ -379,14 +411,14 @@ int32_t ct_tokenizer_token_to_id(const ct_tokenizer *tok, const char *token)
 
 const char *ct_tokenizer_special_token(const ct_tokenizer *tok, ct_special_token which)
 {
-    if (!tok || (unsigned)which >= N_SPECIAL || tok->special_id[which] < 0)
+    if (!tok || (unsigned)which >= CT__N_SPECIAL || tok->special_id[which] < 0)
         return NULL;
     return tok->special[which];
 }
 
 int32_t ct_tokenizer_special_id(const ct_tokenizer *tok, ct_special_token which)
 {
-    if (!tok || (unsigned)which >= N_SPECIAL)
+    if (!tok || (unsigned)which >= CT__N_SPECIAL)
         return -1;
     return tok->special_id[which];
 }
@@ -532,13 +564,13 @@ static ct_status encode_piece(const ct_tokenizer *tok, scratch *sc, size_t a, si
 }
 
 /* The longest added token at the start of s[0..len), NULL if none. */
-static const added_token *match_added(const ct_tokenizer *tok, const char *s, size_t len)
+static const ct__added_token *match_added(const ct_tokenizer *tok, const char *s, size_t len)
 {
-    const added_token *best = NULL;
+    const ct__added_token *best = NULL;
     if (!tok->added_first[(unsigned char)s[0]])
         return NULL;
     for (size_t i = 0; i < tok->n_added; i++) {
-        const added_token *t = &tok->added[i];
+        const ct__added_token *t = &tok->added[i];
         if (t->len <= len && memcmp(s, t->text, t->len) == 0 && (!best || t->len > best->len))
             best = t;
     }
@@ -579,7 +611,7 @@ static ct_status encode_text(const ct_tokenizer *tok, const char *text, size_t l
     /* Special tokens first, leftmost-longest on the raw text; the pieces
      * between them are normalized and tokenized on their own. */
     for (i = 0, piece = 0; i <= n; i++) {
-        const added_token *m = NULL;
+        const ct__added_token *m = NULL;
         size_t end;
         if (i < n && !tok->split_special)
             m = match_added(tok, text + sc->boff[i], len - (size_t)sc->boff[i]);

@@ -70,6 +70,32 @@ typedef struct ct__tokens {
 
 void ct__tokens_free(ct__tokens *t);
 
+/* ---- the tokenizer (tokenizer.c; saved by tokenizer_save.c) ---------------------- */
+
+#define CT__N_SPECIAL 5
+/* tokenizer_config.json's names of the special tokens, in ct_special_token order. */
+extern const char *const ct__special_keys[CT__N_SPECIAL];
+
+/* A token matched verbatim in the raw text before normalization, as the
+ * fast tokenizer's AddedVocabulary does for special tokens (normalized=False). */
+typedef struct ct__added_token {
+    char *text;
+    size_t len;
+    int32_t id;
+} ct__added_token;
+
+struct ct_tokenizer {
+    ct__vocab vocab;
+    int do_lower_case, strip_accents, chinese, clean_text, split_special;
+    int64_t max_chars, model_max_length;
+    char *special[CT__N_SPECIAL];   /* the names, present in the vocabulary or not */
+    int32_t special_id[CT__N_SPECIAL];
+    ct__added_token *added;         /* the special tokens in the vocabulary, then the
+                                     * additional ones, each once */
+    size_t n_added;
+    unsigned char added_first[256]; /* 1 where an added token starts with that byte */
+};
+
 /* ---- results (tokenizer_encoding.c) ------------------------------------------ */
 
 typedef struct ct__window {

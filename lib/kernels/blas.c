@@ -187,6 +187,23 @@ ct_status ct__packb_blas(ct__packed_b *out, void *mem, const ct__bf16 *B, int K,
     return CT_OK;
 }
 
+/* The sgemm of a packed B: as gemm_bf16_blas would call it with B's flags,
+ * so the same sums. */
+ct_status ct__gemm_f32_packed_blas(float *C, const float *A, const ct__packed_b *B, int M,
+                                   int lda, int ldc, int flags, float alpha, ct__pool *pool)
+{
+    ct_status st = ct__gemm_packed_check(C, A, B, M, lda, ldc, flags, "gemm_f32_packed_blas");
+    (void)pool;
+    if (st != CT_OK || M == 0 || B->N == 0)
+        return st;
+    ct__gemm_desc d = {M, B->N, B->K, lda, 0, ldc,
+                       flags | (B->trans ? CT__GEMM_TRANS_B : 0), alpha, {1, 1},
+                       {0, 0}, {0, 0}, {0, 0}};
+    sgemm(C, A, (const float *)B->data, &d, lda > 0 ? lda : 1,
+          (B->trans ? B->K : B->N) > 0 ? (B->trans ? B->K : B->N) : 1);
+    return CT_OK;
+}
+
 ct_status ct__gemm_bf16_packed_blas(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                     int M, int lda, int ldc, int flags, float alpha,
                                     ct__pool *pool)
@@ -196,11 +213,8 @@ ct_status ct__gemm_bf16_packed_blas(float *C, const ct__bf16 *A, const ct__packe
         return st;
     int ta = (flags & CT__GEMM_TRANS_A) != 0;
     int ar = ta ? B->K : M, ac = ta ? M : B->K;
-    /* the same call as gemm_bf16_blas with B's flags: the same sums */
-    ct__gemm_desc d = {M, B->N, B->K, lda, 0, ldc,
-                       flags | (B->trans ? CT__GEMM_TRANS_B : 0), alpha, {1, 1},
+    ct__gemm_desc d = {M, B->N, B->K, lda, 0, ldc, flags, alpha, {1, 1},
                        {0, 0}, {0, 0}, {0, 0}};
-    int bc = B->trans ? B->K : B->N;
     float *a = ct__scratch(0, ((size_t)ar * ac + 16) * sizeof(float));
     widen_job j;
     if (!a)
@@ -210,6 +224,5 @@ ct_status ct__gemm_bf16_packed_blas(float *C, const ct__bf16 *A, const ct__packe
     j.b1 = 1;
     operand_init(&j.op[0], A, &d, 0, ar, ac, lda, a);
     widen_run(&j, 0, 1, pool);
-    sgemm(C, a, (const float *)B->data, &d, ac > 0 ? ac : 1, bc > 0 ? bc : 1);
-    return CT_OK;
+    return ct__gemm_f32_packed_blas(C, a, B, M, ac > 0 ? ac : 1, ldc, flags, alpha, pool);
 }

@@ -60,7 +60,7 @@ ct_status ct__packb_check(const void *mem, const ct__bf16 *B, int K, int N, int 
     return CT_OK;
 }
 
-ct_status ct__gemm_packed_check(const float *C, const ct__bf16 *A, const ct__packed_b *B,
+ct_status ct__gemm_packed_check(const float *C, const void *A, const ct__packed_b *B,
                                 int M, int lda, int ldc, int flags, const char *who)
 {
     if (B == NULL || B->data == NULL)

@@ -57,6 +57,8 @@ static void build_tables(void)
     t->packb = ct__packb_blas;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_blas;
     t->packb_transposable = 1;
+    t->mm_f32 = 1;
+    t->gemm_f32_packed = ct__gemm_f32_packed_blas;
     t->layernorm_forward = ct__layernorm_forward_avx512;
     t->layernorm_backward_input = ct__layernorm_backward_input_avx512;
     t->layernorm_backward_params = ct__layernorm_backward_params_avx512;
@@ -88,6 +90,8 @@ static void build_tables(void)
     t->packb = ct__packb_avx512bf16;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512bf16;
     t->packb_transposable = 0;
+    t->mm_f32 = 0;
+    t->gemm_f32_packed = NULL;
 
     t = &tables[CT__ISA_AMX];
     *t = tables[CT__ISA_AVX512BF16];

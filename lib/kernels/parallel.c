@@ -94,11 +94,22 @@ void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, cons
     ct__pool_run(pool, map_task, &j, j.ntasks);
 }
 
+void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n)
+{
+    ct__bf16 tmp[256]; /* stays in L1 */
+    for (size_t o = 0; o < n; o += 256) {
+        size_t m = n - o < 256 ? n - o : 256;
+        k->f32_to_bf16(tmp, in + o, m);
+        k->bf16_to_f32(out + o, tmp, m);
+    }
+}
+
 typedef struct bf16_job {
     const ct__kernels *k;
-    ct__bf16 *out;
+    void *out;
     const float *in;
     size_t n;
+    int widened; /* out holds fp32 */
     int ntasks;
 } bf16_job;
 
@@ -108,13 +119,22 @@ static void bf16_task(void *ctx, int t, int thread)
     size_t lo, hi;
     (void)thread;
     span(j->n, t, j->ntasks, &lo, &hi);
-    j->k->f32_to_bf16(j->out + lo, j->in + lo, hi - lo);
+    if (j->widened)
+        ct__round_bf16(j->k, (float *)j->out + lo, j->in + lo, hi - lo);
+    else
+        j->k->f32_to_bf16((ct__bf16 *)j->out + lo, j->in + lo, hi - lo);
 }
 
 void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const float *in,
                    size_t n)
 {
-    bf16_job j = {k, out, in, n, task_count(pool, n, n)};
+    bf16_job j = {k, out, in, n, 0, task_count(pool, n, n)};
+    ct__pool_run(pool, bf16_task, &j, j.ntasks);
+}
+
+void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float *in, size_t n)
+{
+    bf16_job j = {k, out, in, n, k->mm_f32, task_count(pool, n, n)};
     ct__pool_run(pool, bf16_task, &j, j.ntasks);
 }
 

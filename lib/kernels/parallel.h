@@ -18,6 +18,10 @@ void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, cons
                 size_t n);
 void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const float *in,
                    size_t n);
+/* in rounded to bf16 values, as ct__mm (kernels.h): bf16, or widened. */
+void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float *in, size_t n);
+/* out = in rounded to bf16 values, kept fp32 (in place allowed); one thread. */
+void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n);
 void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key);
 
 void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rstd,

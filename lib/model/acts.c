@@ -21,7 +21,7 @@ static void *take(carver *cv, size_t n, size_t size)
 }
 
 #define F(n) ((float *)take(cv, (n), sizeof(float)))
-#define H(n) ((ct__bf16 *)take(cv, (n), sizeof(ct__bf16)))
+#define MM(n) ((ct__mm *)take(cv, (n), ct__mm_size(m->k)))
 
 static size_t head_outputs(const ct_model *m)
 {
@@ -72,12 +72,12 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
     a->ln2_mean = F(L * NT);
     a->ln2_rstd = F(L * NT);
     if (bf16) {
-        a->x_b = H(X * NT * C);
-        a->ctx_b = H(L * NT * C);
-        a->h1_b = H(L * NT * C);
-        a->ff_act_b = H(L * NT * FF);
-        a->head_in_b = H(rows * C);
-        a->head_out_b = H(rows * C);
+        a->x_b = MM(X * NT * C);
+        a->ctx_b = MM(L * NT * C);
+        a->h1_b = MM(L * NT * C);
+        a->ff_act_b = MM(L * NT * FF);
+        a->head_in_b = MM(rows * C);
+        a->head_out_b = MM(rows * C);
     }
     a->head_in = F(rows * C);
     a->head_pre = F(rows * C);
@@ -99,7 +99,7 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
         a->dhead = F(rows * C);
         a->dhead2 = F(rows * C);
         if (bf16)
-            a->dy_b = H(NT * widest);
+            a->dy_b = MM(NT * widest);
     }
     a->cap_seqs = B;
     a->cap_tokens = N;
@@ -108,7 +108,7 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
 }
 
 #undef F
-#undef H
+#undef MM
 
 /* Bytes of the block a pass over B sequences of N tokens touches: each
  * array's first N rows. */

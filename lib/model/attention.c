@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/parallel.h"
 #include "model/attention_impl.h"
 
 /* ct__scratch slot: 0-2 belong to the GEMM packers (kernels/), which these
@@ -70,25 +71,13 @@ size_t ct__attn_counter_base(const ct__attn *a, int s)
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* x rounded to bf16 values in place (the table's conversion, so exactly the
- * rounding the GEMMs' inputs get), through a small stack buffer. */
-static void round_bf16(const ct__kernels *k, float *x, size_t n)
-{
-    ct__bf16 tmp[256];
-    for (size_t o = 0; o < n; o += 256) {
-        size_t m = n - o < 256 ? n - o : 256;
-        k->f32_to_bf16(tmp, x + o, m);
-        k->bf16_to_f32(x + o, tmp, m);
-    }
-}
-
 /* dst[rows][cols] (dense) = src rows lds apart, rounded when bf16. */
 static void copy_rows(const ct__attn *a, float *dst, const float *src, int rows, int cols)
 {
     for (int r = 0; r < rows; r++)
         memcpy(dst + (size_t)r * cols, src + (size_t)r * a->ld, (size_t)cols * sizeof *dst);
     if (a->bf16)
-        round_bf16(a->k, dst, (size_t)rows * cols);
+        ct__round_bf16(a->k, dst, dst, (size_t)rows * cols);
 }
 
 /* dst[HD][Tp] = src^T for T rows of HD columns, rounded when bf16. */
@@ -99,7 +88,7 @@ static void transpose(const ct__attn *a, float *dst, const float *src, int T, si
             dst[(size_t)d * Tp + j] = src[(size_t)j * a->ld + d];
     if (a->bf16)
         for (int d = 0; d < a->HD; d++)
-            round_bf16(a->k, dst + (size_t)d * Tp, (size_t)T);
+            ct__round_bf16(a->k, dst + (size_t)d * Tp, dst + (size_t)d * Tp, (size_t)T);
 }
 
 static ct_status check(const ct__attn *a, const char *who, const void *p1, const void *p2,
@@ -202,7 +191,7 @@ static void fwd_task(void *ctx, int task, int thread)
                 a->k->dropout_forward(row, row, (size_t)T, a->dropout, a->dropout_key,
                                       base + ((size_t)h * T + i0 + r) * T);
             if (a->bf16)
-                round_bf16(a->k, row, (size_t)T);
+                ct__round_bf16(a->k, row, row, (size_t)T);
         }
         t->mm(out + (size_t)i0 * ld, ld, S, (int)Tp, 1, vb, ldv, R, HD, T, 0);
     }
@@ -290,7 +279,7 @@ static void bwd_task(void *ctx, int task, int thread)
             else if (bf)
                 memcpy(pdr, pr, (size_t)T * sizeof *pdr);
             if (bf)
-                round_bf16(a->k, pdr, (size_t)T);
+                ct__round_bf16(a->k, pdr, pdr, (size_t)T);
         }
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm(dP, (int)Tp, da, ldd, 1, vt, (int)Tp, R, T, HD, 0);
@@ -300,7 +289,7 @@ static void bwd_task(void *ctx, int task, int thread)
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T);
         if (bf)
             for (int r = 0; r < R; r++)
-                round_bf16(a->k, dP + (size_t)r * Tp, (size_t)T);
+                ct__round_bf16(a->k, dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T);
         /* dQ = scale dS K (this tile's rows, complete); dK += dS^T Q */
         float *dqt = dq + (size_t)i0 * ld;
         t->mm(dqt, ld, dP, (int)Tp, 1, kb, ldk, R, HD, T, 0);

@@ -124,6 +124,21 @@ static int choice_valid(const char *choices, const char *value)
     return 0;
 }
 
+/* Transformers' other reporting integrations (INTEGRATION_TO_CALLBACK):
+ * named on purpose, so they are refused with the reason rather than as a
+ * typo. */
+static int other_integration(const char *name)
+{
+    static const char *const names[] = {"azure_ml", "clearml",  "codecarbon", "comet_ml",
+                                        "dagshub",  "dvclive",  "flyte",      "kubeflow",
+                                        "mlflow",   "neptune",  "swanlab",    "trackio",
+                                        "wandb"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i]))
+            return 1;
+    return 0;
+}
+
 static int is_none_text(const char *s)
 {
     return strcmp(s, "None") == 0;
@@ -185,6 +200,10 @@ ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
                              "argument --%s: invalid float value: '%s'", fd->name, text);
         break;
     case CT_ARG_CHOICE:
+        if (!choice_valid(fd->choices, text) && f == CT_A_report_to && other_integration(text))
+            return ct__error(CT_ERR_UNSUPPORTED,
+                             "argument --report_to: '%s' is not available here: only "
+                             "tensorboard (or none, or all)", text);
         if (!choice_valid(fd->choices, text))
             return ct__error(CT_ERR_INVALID_ARG,
                              "argument --%s: invalid choice '%s' (choose from %s)",

@@ -40,7 +40,6 @@
     X(load_best_model_at_end, TRAINING, IMPLEMENTED, BOOL, "False", "")                      \
     X(metric_for_best_model, TRAINING, IMPLEMENTED, STRING, "None", "")                      \
     X(greater_is_better, TRAINING, IMPLEMENTED, BOOL, "None", "")                            \
-    X(report_to, TRAINING, IMPLEMENTED, STRING, "None", "")                                  \
     /* ---- TrainingArguments accepted with no effect here ------------------------ */      \
     X(prediction_loss_only, TRAINING, NO_EFFECT, BOOL, "False",                              \
       "evaluation reports what the evaluation callback computes (EM/F1 in cputrain-qa); "  \

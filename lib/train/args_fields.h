@@ -16,6 +16,10 @@
     "linear|cosine|cosine_with_restarts|polynomial|constant|constant_with_warmup"
 #define CT_LOG_LEVELS "passive|debug|info|warning|error|critical"
 #define CT_DDP_BACKENDS "auto|local|shm|tcp|mpi"
+/* Transformers' integrations that exist here; the others are refused by
+ * name (args.c). training_args.json holds the list Transformers resolves
+ * this to: ["tensorboard"] or []. */
+#define CT_REPORT_TO "none|all|tensorboard"
 
 #define CT_ARGS_FIELDS(X)                                                                    \
     X(output_dir, STRING, 1, "None", "",                                                     \
@@ -64,7 +68,8 @@
     X(log_on_each_node, BOOL, 0, "True", "",                                                 \
       "With several machines, log on the first process of each rather than only rank 0.")   \
     X(logging_dir, STRING, 1, "None", "",                                                    \
-      "Folder for logs; defaults to output_dir/runs/<time>_<host>.")                        \
+      "Folder for TensorBoard event files; defaults to "                                    \
+      "output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>, local time when training starts.")   \
     X(logging_strategy, CHOICE, 0, "steps", CT_STRATEGIES,                                   \
       "When to log: never, every logging_steps, or each epoch.")                            \
     X(logging_first_step, BOOL, 0, "False", "", "Also log the first optimizer step.")        \
@@ -106,6 +111,10 @@
     X(length_column_name, STRING, 0, "length", "",                                           \
       "Column of precomputed lengths for group_by_length; accepted for compatibility: "     \
       "lengths are the real tokens (attention mask) of each example.")                     \
+    X(report_to, CHOICE, 1, "None", CT_REPORT_TO,                                            \
+      "Integrations that receive the logs: tensorboard (event files in logging_dir, from "  \
+      "the main process), none, or all (those available here: tensorboard); None means "    \
+      "all, Transformers 4's default. Others (wandb, mlflow, ...) are not available.")       \
     X(run_name, STRING, 1, "None", "",                                                       \
       "Name of the run, shown in the start-of-training log line (Transformers hands it to " \
       "experiment trackers, none of which is used here).")                                  \

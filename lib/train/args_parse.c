@@ -233,6 +233,23 @@ static ct_status apply_json_fate(ct_args *args, int row, const ct__json_member *
     }
 }
 
+/* report_to as Transformers' training_args.json holds it: a list, [] for
+ * none; ["tensorboard"] reads back as tensorboard, ["all"] as all. A list
+ * of several names is refused by the first that is not tensorboard. */
+static ct_status apply_report_to_list(ct_args *args, int f, const ct__json *v)
+{
+    const char *name = v->n ? NULL : "none";
+    for (size_t i = 0; i < v->n; i++) {
+        const ct__json *item = &v->items[i];
+        if (item->type != CT_JSON_STRING || strlen(item->str) != item->len)
+            return ct__error(CT_ERR_FORMAT, "field 'report_to': expected a list of names, "
+                                            "item %zu is %s", i, ct__json_type_name(item->type));
+        if (!name || strcmp(item->str, "tensorboard") != 0)
+            name = item->str;
+    }
+    return set_from_text(args, f, name);
+}
+
 static ct_status apply_json_member(ct_args *args, const ct__json_member *m)
 {
     const ct__json *v = &m->value;
@@ -245,6 +262,8 @@ static ct_status apply_json_member(ct_args *args, const ct__json_member *m)
             return apply_json_fate(args, row, m);
         return keep_json_member(args, m);
     }
+    if (f == CT_A_report_to && v->type == CT_JSON_ARRAY)
+        return apply_report_to_list(args, f, v);
     fd = &ct__arg_fields[f];
     memset(&nv, 0, sizeof nv);
     if (v->type == CT_JSON_NULL) {
@@ -354,6 +373,15 @@ ct_status ct_args_save_json(const ct_args *args, const char *path)
         ct__sb_puts(&sb, f ? ",\n  " : "\n  ");
         ct__json_write_string(&sb, ct__arg_fields[f].name, strlen(ct__arg_fields[f].name));
         ct__sb_puts(&sb, ": ");
+        if (f == CT_A_report_to && v->set) {
+            /* a list, as Transformers writes it ([] for none); a trainer has
+             * resolved None and all to ["tensorboard"] by then */
+            if (!strcmp(v->s, "none"))
+                ct__sb_puts(&sb, "[]");
+            else
+                ct__sb_printf(&sb, "[\n    \"%s\"\n  ]", v->s);
+            continue;
+        }
         if (!v->set) {
             ct__sb_puts(&sb, "null");
             continue;

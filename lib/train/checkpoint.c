@@ -282,6 +282,8 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
         return ct__error_prefix(st, "checkpoint at step %lld", (long long)t->global_step);
     }
     st = ct_model_save(t->model, tmp, CT_DTYPE_F32);
+    if (st == CT_OK && t->tokenizer) /* as Trainer saves its processing_class */
+        st = ct_tokenizer_save(t->tokenizer, tmp);
     test_pause();
     if (st == CT_OK && !A_BOOL(save_only_model)) {
         snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);

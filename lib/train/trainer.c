@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/fileio.h"
@@ -21,6 +22,7 @@
 #include "train/dataset.h"
 #include "train/outdir_lock.h"
 #include "train/sampler.h"
+#include "train/tb_events.h"
 
 double ct__now(void)
 {
@@ -67,6 +69,7 @@ void ct_trainer_free(ct_trainer *t)
 {
     if (!t)
         return;
+    ct__tb_close(t->tb);
     ct__ddp_free(t->ddp);
     ct_optim_free(t->optim);
     ct_args_free(t->args);
@@ -111,6 +114,13 @@ ct_status ct_trainer_set_eval_callback(ct_trainer *t, ct_eval_fn fn, void *user)
     CT__CHECK_ARG(t);
     t->eval = fn;
     t->eval_user = user;
+    return CT_OK;
+}
+
+ct_status ct_trainer_set_tokenizer(ct_trainer *t, const ct_tokenizer *tok)
+{
+    CT__CHECK_ARG(t);
+    t->tokenizer = tok;
     return CT_OK;
 }
 
@@ -185,7 +195,18 @@ static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **j
         ct__sb_puts(&t->history, ",\n    ");
     ct__sb_append(&t->history, sb.data, sb.len);
     *json = ct__sb_take(&sb);
-    return t->history.failed ? ct__error(CT_ERR_NOMEM, "out of memory logging") : CT_OK;
+    if (t->history.failed)
+        return ct__error(CT_ERR_NOMEM, "out of memory logging");
+    /* TensorBoardCallback.on_log: the entry's values (not its step) as
+     * scalars at global_step, in the order they were logged, epoch last. */
+    for (size_t i = 0; t->tb && i <= n; i++) {
+        ct_status st = i < n ? ct__tb_add_log_value(t->tb, kv[i].key, kv[i].value, t->global_step)
+                             : ct__tb_add_log_value(t->tb, "epoch", t->epoch, t->global_step);
+        if (st != CT_OK)
+            return ct__error_prefix(st, "report_to tensorboard, step %lld",
+                                    (long long)t->global_step);
+    }
+    return CT_OK;
 }
 
 static ct_status notify(ct_trainer *t, ct_event ev, const char *json)
@@ -517,7 +538,8 @@ static ct_status final_save(ct_trainer *t, double runtime)
     ct_status st;
     int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
                       A_INT(gradient_accumulation_steps) * t->world;
-    if ((st = ct_model_save(t->model, dir, CT_DTYPE_F32)) != CT_OK)
+    if ((st = ct_model_save(t->model, dir, CT_DTYPE_F32)) != CT_OK ||
+        (t->tokenizer && (st = ct_tokenizer_save(t->tokenizer, dir)) != CT_OK))
         return st;
     {
         char path[4096];
@@ -649,6 +671,56 @@ static ct_status start_ddp(ct_trainer *t)
 
 static ct_status train_run(ct_trainer *t);
 
+/* TrainingArguments' default logging_dir, output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>
+ * (default_logdir(): datetime.now().strftime("%b%d_%H-%M-%S") and the host
+ * name), resolved once on every rank as each Transformers process does, so
+ * training_args.json records the folder used. Month names are English
+ * whatever the application's locale, as Python's default C locale writes. */
+static ct_status resolve_logging_dir(ct_trainer *t)
+{
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    const char *out = A_STR(output_dir);
+    char host[256], *path;
+    time_t now = time(NULL);
+    struct tm tm;
+    ct__strbuf sb = {0};
+    ct_status st;
+    if (A_STR(logging_dir))
+        return CT_OK;
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    localtime_r(&now, &tm);
+    ct__sb_printf(&sb, "%s%sruns/%s%02d_%02d-%02d-%02d_%s", out,
+                  *out && out[strlen(out) - 1] == '/' ? "" : "/", months[tm.tm_mon % 12],
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, host);
+    if ((st = ct__sb_finish(&sb, "logging_dir", &path)) != CT_OK)
+        return st;
+    st = ct_args_set_string(t->args, "logging_dir", path);
+    free(path);
+    return st;
+}
+
+/* report_to None and all mean every integration available: tensorboard,
+ * resolved as TrainingArguments resolves them (training_args.json then
+ * holds ["tensorboard"], as Transformers'). */
+static ct_status open_tensorboard(ct_trainer *t)
+{
+    const char *to = A_STR(report_to);
+    ct_status st = resolve_logging_dir(t);
+    if (st == CT_OK && (!to || !strcmp(to, "all")))
+        st = ct_args_set_string(t->args, "report_to", "tensorboard");
+    if (st != CT_OK || t->rank != 0 || !strcmp(A_STR(report_to), "none"))
+        return st;
+    ct__tb_close(t->tb);
+    t->tb = NULL;
+    if ((st = ct__tb_open(A_STR(logging_dir), &t->tb)) != CT_OK)
+        return ct__error_prefix(st, "report_to tensorboard");
+    ct__log(CT_LOG_INFO, "report_to tensorboard: writing %s", ct__tb_path(t->tb));
+    return CT_OK;
+}
+
 /* A run that skipped most of its optimizer steps for non-finite loss or
  * gradients has not trained, whatever the loss it logs: more than half of
  * this run's steps skipped (every one, with NaN weights or an absurd
@@ -695,11 +767,14 @@ ct_status ct_trainer_train(ct_trainer *t)
         st = ct__checkpoint_prepare_output_dir(t);
     /* With several ranks, the others learn of a refusal now, instead of
      * waiting for the refused rank until ddp_timeout. */
-    if ((st = all_agree(t, st, "prepare output_dir")) != CT_OK) {
+    if ((st = all_agree(t, st, "prepare output_dir")) != CT_OK ||
+        (st = all_agree(t, open_tensorboard(t), "open its TensorBoard event file")) != CT_OK) {
         ct__outdir_unlock(lock);
         return st;
     }
     st = train_run(t);
+    ct__tb_close(t->tb);
+    t->tb = NULL;
     ct__outdir_unlock(lock);
     return st;
 }

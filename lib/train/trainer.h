@@ -19,6 +19,7 @@ struct ct_trainer {
     void *progress_user;
     ct_eval_fn eval;
     void *eval_user;
+    const ct_tokenizer *tokenizer; /* borrowed; saved beside the model, or NULL */
 
     /* data parallelism (world 1 without a ct_dist) */
     ct_dist *dist;
@@ -55,6 +56,7 @@ struct ct_trainer {
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
     double tokens_per_second; /* this rank's, with include_tokens_per_second; else NaN */
+    struct ct__tb_writer *tb; /* report_to tensorboard, on rank 0 while training */
 };
 
 /* checkpoint.c */

@@ -653,6 +653,123 @@ static void test_dist() {
     CHECK(m.threads() == 1);
 }
 
+// ---- the tokenizer, and folders that carry it --------------------------------------
+
+static void write_text(const std::string &path, const std::string &text) {
+    std::ofstream f(path.c_str(), std::ios::binary);
+    f << text;
+}
+
+static void test_tokenizer() {
+    std::string dir = temp_dir();
+    CHECK(!dir.empty());
+    write_text(dir + "/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\n##s\nsat\n"
+                                   "caf\xc3\xa9\n");
+    cputrain::tokenizer tok(dir);
+    CHECK(tok.vocab_size() == 10);
+    CHECK(tok.special_token(CT_SPECIAL_CLS) == "[CLS]" && tok.special_id(CT_SPECIAL_SEP) == 3);
+    CHECK(tok.token_to_id("cat") == 6 && tok.token_to_id("dog") == -1);
+    CHECK(tok.token_to_id(std::string("cat\0x", 5)) == -1);
+    CHECK(tok.id_to_token(7) == "##s");
+    EXPECT_ERROR(tok.id_to_token(10), CT_ERR_NOT_FOUND, "token id 10");
+
+    // Lowercased and accents stripped: "cafe", which the vocabulary lacks.
+    std::vector<cputrain::encoding> one = tok.encode("The cats sat CAF\xc3\x89");
+    CHECK(one.size() == 1);
+    CHECK(!one.empty() && one[0].input_ids == std::vector<std::int32_t>({2, 5, 6, 7, 8, 1, 3}));
+    CHECK(!one.empty() && one[0].size() == 7 && one[0].offsets[2] == std::make_pair(4, 7));
+    CHECK(!one.empty() && one[0].byte_offsets[5] == std::make_pair(13, 18) &&
+          one[0].offsets[5] == std::make_pair(13, 17));
+    CHECK(!one.empty() && one[0].word_ids[0] == -1 && one[0].word_ids[3] == 1);
+    std::vector<cputrain::encoding> windows =
+        tok.encode("the cat sat the cat sat", true, 5, 1, true);
+    CHECK(windows.size() == 3);
+    CHECK(windows.size() == 3 && windows[2].input_ids ==
+                                     std::vector<std::int32_t>({2, 6, 8, 3, 0}));
+    std::vector<cputrain::encoding> pair =
+        tok.encode_pair("the cat", "cats sat", CT_TRUNCATION_NONE, 0, 0, false);
+    CHECK(pair.size() == 1 && pair[0].input_ids ==
+                                  std::vector<std::int32_t>({2, 5, 6, 3, 6, 7, 8, 3}));
+    CHECK(pair.size() == 1 && pair[0].token_type_ids ==
+                                  std::vector<std::int32_t>({0, 0, 0, 0, 1, 1, 1, 1}));
+    std::vector<cputrain::encoding> squad = tok.encode_pair("the", "cat sat", CT_TRUNCATION_ONLY_SECOND, 8);
+    CHECK(squad.size() == 1 && squad[0].size() == 8 && squad[0].attention_mask[7] == 0);
+    EXPECT_ERROR(tok.encode("caf\xc3"), CT_ERR_INVALID_ARG, "byte offset 3");
+
+    tok.set_option(CT_TOKENIZER_DO_LOWER_CASE, 0);
+    CHECK(tok.option(CT_TOKENIZER_DO_LOWER_CASE) == 0);
+    EXPECT_ERROR(tok.set_option(CT_TOKENIZER_DO_LOWER_CASE, 7), CT_ERR_INVALID_ARG, "out of range");
+
+    // Saved and loaded back: the same settings and encodings.
+    std::string out = dir + "/saved";
+    CHECK(mkdir(out.c_str(), 0755) == 0);
+    tok.save(out);
+    for (const char *name : {"/vocab.txt", "/tokenizer_config.json", "/special_tokens_map.json",
+                             "/tokenizer.json"})
+        CHECK(exists(out + name));
+    cputrain::tokenizer back(out);
+    CHECK(back.option(CT_TOKENIZER_DO_LOWER_CASE) == 0);
+    CHECK(back.encode("The Cats")[0].input_ids == tok.encode("The Cats")[0].input_ids);
+    EXPECT_ERROR(tok.save(dir + "/absent"), CT_ERR_IO, dir + "/absent");
+    EXPECT_ERROR(cputrain::tokenizer(dir + "/absent"), CT_ERR_IO, "absent");
+
+    cputrain::tokenizer moved(std::move(back));
+    CHECK(back.get() == nullptr && moved.vocab_size() == 10);
+    EXPECT_ERROR(back.encode("x"), CT_ERR_INVALID_ARG, "empty cputrain::tokenizer");
+    EXPECT_ERROR(back.save(out), CT_ERR_INVALID_ARG, "empty cputrain::tokenizer");
+
+    // A trainer given the tokenizer saves it with the model and in each
+    // checkpoint; the folder then loads as a whole: tokenizer and head.
+    {
+        cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 1);
+        cputrain::dataset train = qa_dataset(8);
+        cputrain::training_args args = train_args(dir + "/run");
+        args.set_string("eval_strategy", "no");
+        args.set_float("save_steps", 1);
+        cputrain::trainer t(m, args);
+        t.set_train_dataset(train);
+        EXPECT_ERROR(t.set_tokenizer(back), CT_ERR_INVALID_ARG, "empty cputrain::tokenizer");
+        t.set_tokenizer(tok);
+        t.train();
+        for (const char *sub : {"/run", "/run/checkpoint-1", "/run/checkpoint-2"})
+            for (const char *name : {"/vocab.txt", "/tokenizer.json", "/tokenizer_config.json"})
+                CHECK(exists(dir + sub + name));
+        cputrain::tokenizer saved(dir + "/run/checkpoint-1");
+        CHECK(saved.encode("the cats")[0].input_ids == tok.encode("the cats")[0].input_ids);
+        t.clear_tokenizer();
+    }
+    remove_tree(dir);
+}
+
+// model::load(dir) takes the head config.json names; a task given still rules.
+static void test_model_load_head() {
+    std::string dir = temp_dir();
+    CHECK(!dir.empty());
+    cputrain::model::create("bert-test", CT_TASK_SEQUENCE_CLASSIFICATION, 3).save(dir);
+    CHECK(cputrain::model::config_task(dir) == CT_TASK_SEQUENCE_CLASSIFICATION);
+    CHECK(cputrain::model::config_task(dir + "/config.json") == CT_TASK_SEQUENCE_CLASSIFICATION);
+    {
+        cputrain::model m = cputrain::model::load(dir);
+        CHECK(m.task() == CT_TASK_SEQUENCE_CLASSIFICATION);
+        CHECK(m.architecture() == "BertForSequenceClassification" && m.new_tensors().empty());
+    }
+    {
+        cputrain::model m = cputrain::model::load(dir, CT_TASK_MASKED_LM);
+        CHECK(m.architecture() == "BertForMaskedLM");
+    }
+    cputrain::model::create("distilbert-test", CT_TASK_MASKED_LM, 3).save(dir);
+    CHECK(cputrain::model::load(dir).architecture() == "DistilBertForMaskedLM");
+    // A config.json naming no head must be told which.
+    write_text(dir + "/config.json", "{\"model_type\": \"distilbert\", \"vocab_size\": 128, "
+               "\"dim\": 32, \"n_layers\": 2, \"n_heads\": 4, \"hidden_dim\": 64, "
+               "\"max_position_embeddings\": 64}");
+    EXPECT_ERROR(cputrain::model::load(dir), CT_ERR_NOT_FOUND, "architectures");
+    CHECK(cputrain::model::load(dir, CT_TASK_MASKED_LM).task() == CT_TASK_MASKED_LM);
+    write_text(dir + "/config.json", "{\"model_type\": \"bert\", \"architectures\": [\"BertModel\"]}");
+    EXPECT_ERROR(cputrain::model::load(dir), CT_ERR_UNSUPPORTED, "BertModel");
+    remove_tree(dir);
+}
+
 int main() {
     test_errors();
     test_dist();
@@ -668,6 +785,8 @@ int main() {
     test_optimizer();
     test_dataset();
     test_trainer();
+    test_tokenizer();
+    test_model_load_head();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -280,7 +280,10 @@ class RunQATest(unittest.TestCase):
         self.assertIn("evaluation: 100 examples, 100 features", p.stdout)
         for name in ("config.json", "model.safetensors", "train_results.json",
                      "trainer_state.json", "eval_results.json", "eval_predictions.json",
-                     "eval_nbest_predictions.json"):
+                     "eval_nbest_predictions.json",
+                     # the tokenizer, saved by the Trainer beside the model
+                     "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+                     "tokenizer.json"):
             path = os.path.join(out, name)
             self.assertTrue(os.path.getsize(path) > 0, name)
         self.assertFalse(os.path.exists(os.path.join(out, "eval_null_odds.json")))

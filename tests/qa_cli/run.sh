@@ -125,10 +125,31 @@ check "  ... with no answer_start warning" [ $? -eq 0 ]
 for f in config.json model.safetensors train_results.json trainer_state.json; do
     check "  ... writes $f" [ -s "$dir/trained/$f" ]
 done
+for f in vocab.txt tokenizer_config.json special_tokens_map.json tokenizer.json; do
+    check "  ... saves the tokenizer's $f" [ -s "$dir/trained/$f" ]
+done
+check "  ... vocab.txt as given" cmp -s "$dir/tok/vocab.txt" "$dir/trained/vocab.txt"
+check "  ... tokenizer_config.json keeps the settings" "$PYTHON" -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+ok = c["do_lower_case"] is True and c["model_max_length"] == 64
+ok = ok and c["tokenizer_class"] == "BertTokenizer" and t["model"]["vocab"]["paris"] == 12
+sys.exit(0 if ok else print(c) or 1)' "$dir/trained/tokenizer_config.json" \
+    "$dir/trained/tokenizer.json"
 check "  ... ran 2 steps" "$PYTHON" -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
 sys.exit(0 if s["global_step"] == 2 else 1)' "$dir/trained/trainer_state.json"
+# report_to defaults to all: TensorBoard event files (tests/python/test_tensorboard.py
+# reads them byte by byte).
+check "  ... and a TensorBoard event file in output_dir/runs/<time>_<host>" \
+    sh -c "grep -q train/train_loss '$dir'/trained/runs/*_$(hostname)/events.out.tfevents.*"
+"$qa" --report_to wandb --output_dir "$dir/x" > "$dir/wandb.txt" 2>&1
+rc=$?
+check "--report_to wandb exits 2" [ "$rc" -eq 2 ]
+check "  ... saying why" contains "$dir/wandb.txt" \
+    "argument --report_to: 'wandb' is not available here: only tensorboard"
 
 # ---- evaluation only, of the saved model ----------------------------------------
 # shellcheck disable=SC2086
@@ -258,10 +279,13 @@ check "  ... deleting the old checkpoints" [ -d "$dir/used/checkpoint-1" ] && \
     [ ! -e "$dir/used/checkpoint-2" ] && [ ! -e "$dir/used/checkpoint-3" ]
 
 # Two runs on one output_dir: the second is refused naming the first's pid,
-# the first's checkpoint in progress survives.
+# the first's checkpoint in progress survives. (The first reports to none:
+# its runs/ folder would make run_qa.py's not-empty rule refuse the second
+# before it reaches the lock.)
 # shellcheck disable=SC2086
 CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS=1000 "$qa" $train_args $common --max_steps 2 \
-    --save_strategy steps --save_steps 1 --output_dir "$dir/shared" > "$dir/first.txt" 2>&1 &
+    --save_strategy steps --save_steps 1 --report_to none --output_dir "$dir/shared" \
+    > "$dir/first.txt" 2>&1 &
 first=$!
 n=0
 until ls -d "$dir"/shared/tmp-checkpoint-* > /dev/null 2>&1 || [ "$n" -ge 600 ]; do

@@ -1,7 +1,10 @@
 /* Our side of the tokenizer comparison: encodes every case of cases.jsonl
  * with libcputrain's tokenizer and writes one line per case in the format
  * oracle.js writes. Also checks that the byte offsets are the character
- * offsets converted, which the reference cannot show.
+ * offsets converted, which the reference cannot show. Each configuration's
+ * tokenizer is saved with ct_tokenizer_save into WORK_DIR/saved/<name>/ and
+ * loaded back from there before encoding, so the comparison covers the
+ * round trip; oracle.js loads the tokenizer.json written there too.
  *
  *   driver WORK_DIR > actual.txt     (WORK_DIR as for oracle.js) */
 #include <cputrain/cputrain.h>
@@ -9,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/fileio.h"
 #include "core/json.h"
@@ -57,6 +61,16 @@ static void load_configs(void)
             ct_tokenizer_set_option(tok, CT_TOKENIZER_TOKENIZE_CHINESE_CHARS, json_flag(cfg, "chinese")) ||
             ct_tokenizer_set_option(tok, CT_TOKENIZER_CLEAN_TEXT, json_flag(cfg, "clean_text")))
             die("set_option");
+        /* Saved and loaded back: what encodes below is the saved tokenizer. */
+        snprintf(path, sizeof path, "%s/saved", work);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/saved/%s", work, root->members[i].key);
+        mkdir(path, 0755);
+        if (ct_tokenizer_save(tok, path) != CT_OK)
+            die(path);
+        ct_tokenizer_free(tok);
+        if (ct_tokenizer_load(path, &tok) != CT_OK)
+            die(path);
         snprintf(configs[n_configs].name, sizeof configs[n_configs].name, "%s",
                  root->members[i].key);
         configs[n_configs++].tok = tok;

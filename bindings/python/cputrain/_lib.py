@@ -95,6 +95,7 @@ PROTOTYPES = {
     # model.h: creating, loading, saving (ct_task, ct_precision, ct_dtype are ints)
     "ct_model_create": (_status, [_str, _int, _u64, _ptr(Handle)]),
     "ct_model_load": (_status, [_str, _int, _u64, _ptr(Handle)]),
+    "ct_model_config_task": (_status, [_str, _ptr(_int)]),
     "ct_model_free": (None, [Handle]),
     "ct_model_save": (_status, [Handle, _str, _int]),
     "ct_model_new_tensor_count": (_size, [Handle]),
@@ -169,6 +170,7 @@ PROTOTYPES = {
     "ct_trainer_set_dist": (_status, [Handle, Handle]),
     "ct_trainer_set_progress_callback": (_status, [Handle, PROGRESS_FN, ctypes.c_void_p]),
     "ct_trainer_set_eval_callback": (_status, [Handle, EVAL_FN, ctypes.c_void_p]),
+    "ct_trainer_set_tokenizer": (_status, [Handle, Handle]),
     "ct_progress_to_terminal": (_int, [ctypes.c_void_p, _int, _i64, _i64, _f64, _str]),
     "ct_trainer_train": (_status, [Handle]),
     "ct_trainer_report_metric": (_status, [Handle, _str, _f64]),
@@ -181,6 +183,7 @@ PROTOTYPES = {
     # tokenizer.h: creating (ct_tokenizer_option, ct_special_token, ct_truncation are ints)
     "ct_tokenizer_load": (_status, [_str, _ptr(Handle)]),
     "ct_tokenizer_free": (None, [Handle]),
+    "ct_tokenizer_save": (_status, [Handle, _str]),
     "ct_tokenizer_set_option": (_status, [Handle, _int, _i64]),
     "ct_tokenizer_get_option": (_status, [Handle, _int, _ptr(_i64)]),
     # tokenizer.h: vocabulary

@@ -463,6 +463,16 @@ class Model(OwnedHandle):
                                   ctypes.byref(handle)))
         return cls._adopt(handle)
 
+    @staticmethod
+    def config_task(path):
+        """The head (a Task) that a folder's config.json (or that file)
+        names in "architectures", e.g. Task.QUESTION_ANSWERING for
+        ["BertForQuestionAnswering"]; raises CputrainError when it names
+        none or one this library lacks."""
+        out = ctypes.c_int()
+        check(lib.ct_model_config_task(_path(path, "path"), ctypes.byref(out)))
+        return Task(out.value)
+
     @classmethod
     def load(cls, path, task="question-answering", seed=42):
         """A model from a Hugging Face folder (config.json, model.safetensors

@@ -5,6 +5,7 @@ the tokens, offsets and overflow windows of Transformers' BertTokenizerFast.
     tok.encode("Hello, world!")["input_ids"]            # [101, 7592, 1010, 2088, 999, 102]
     windows = tok.encode_pair(question, context, max_length=384, stride=128)
     windows[0]["offset_mapping"], windows[0]["sequence_ids"]
+    tok.save("out")     # vocab.txt, tokenizer_config.json, special_tokens_map.json, tokenizer.json
 
 Offsets count characters (code points) of the Python str, as Transformers'
 offset_mapping does: text[start:end] is the token's span."""
@@ -45,6 +46,8 @@ _TRUNCATION_NAMES = {
 }
 
 _SPECIAL = {"unk": 0, "sep": 1, "pad": 2, "cls": 3, "mask": 4}
+_SAVED_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+                "tokenizer.json")
 
 
 def _text(value, what):
@@ -141,6 +144,23 @@ class Tokenizer(OwnedHandle):
         if not os.path.isdir(folder):
             raise NotADirectoryError("%s is not a folder" % folder)
         return cls(folder)
+
+    def save(self, folder):
+        """Write vocab.txt, tokenizer_config.json, special_tokens_map.json
+        and tokenizer.json into `folder` (which must exist), as
+        BertTokenizerFast.save_pretrained does: Transformers, the tokenizers
+        library and Tokenizer(folder) read back a tokenizer that encodes
+        alike. All four files or none are replaced. Returns the file paths."""
+        if not isinstance(folder, (str, bytes, os.PathLike)):
+            raise TypeError("folder must be a str or path, not %s" % type(folder).__name__)
+        folder = os.fspath(folder)
+        raw = folder.encode("utf-8", "surrogateescape") if isinstance(folder, str) else folder
+        if b"\0" in raw:
+            raise ValueError("embedded NUL character in the path")
+        check(lib.ct_tokenizer_save(self._live(), raw))
+        return tuple(os.path.join(folder, name) for name in _SAVED_FILES)
+
+    save_pretrained = save
 
     # ---- lifetime -------------------------------------------------------
 

@@ -18,6 +18,7 @@ from ._errors import CputrainError, Status, check, error_from_status
 from ._handle import OwnedHandle
 from ._lib import EVAL_FN, PROGRESS_FN, Handle, lib
 from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _path, _to_int32
+from ._tokenizer import Tokenizer
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -475,12 +476,14 @@ class Trainer(OwnedHandle):
     _free = lib.ct_trainer_free
     _what = "Trainer"
     __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
-                 "_dist", "_key", "_pending", "_running", "_in_eval", "__weakref__")
+                 "_dist", "_key", "_pending", "_running", "_in_eval", "_tokenizer",
+                 "__weakref__")
 
     def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None,
-                 dist=None):
+                 dist=None, tokenizer=None):
         self._handle = None
         self._dist = None
+        self._tokenizer = None
         self._model = model
         self._args = None
         self._train_dataset = None
@@ -503,6 +506,8 @@ class Trainer(OwnedHandle):
             self.set_eval_callback(evaluate)
             if dist is not None:
                 self.dist = dist
+            if tokenizer is not None:
+                self.tokenizer = tokenizer
         except BaseException:
             self.close()
             raise
@@ -551,6 +556,23 @@ class Trainer(OwnedHandle):
             raise TypeError("dist must be a cputrain.Dist or None, not %s" % type(dist).__name__)
         check(lib.ct_trainer_set_dist(self._live(), dist._live() if dist is not None else None))
         self._dist = dist
+
+    @property
+    def tokenizer(self):
+        """The Tokenizer saved beside the model and in every checkpoint
+        (its vocab.txt, tokenizer_config.json, special_tokens_map.json and
+        tokenizer.json), as Trainer saves its processing_class; None for
+        none. The trainer keeps it open while it holds it."""
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer):
+        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
+            raise TypeError("tokenizer must be a cputrain.Tokenizer or None, not %s"
+                            % type(tokenizer).__name__)
+        check(lib.ct_trainer_set_tokenizer(self._live(),
+                                           tokenizer._live() if tokenizer is not None else None))
+        self._tokenizer = tokenizer
 
     @property
     def args(self):
@@ -614,6 +636,8 @@ class Trainer(OwnedHandle):
         if resume_from_checkpoint is not None and resume_from_checkpoint is not False:
             self._rebuild(resume_from_checkpoint)
         handle = self._live()
+        if self._tokenizer is not None:  # still open, and given to a rebuilt handle too
+            check(lib.ct_trainer_set_tokenizer(handle, self._tokenizer._live()))
         self._pending = None
         self._running = True
         error = None

@@ -418,7 +418,7 @@ def main(argv=None):
             trainer = Trainer(model, args, train_dataset=train_features.dataset,
                               progress=PROGRESS_TO_TERMINAL if rank == 0 else None,
                               evaluate=run.eval_callback if run is not None else None,
-                              dist=dist)
+                              dist=dist, tokenizer=tokenizer)  # saved with the model, as run_qa.py
             trainer.train()
         if do_eval:
             what = "evaluation"

@@ -23,6 +23,11 @@ CT_AVX512BF16 static void micro_8x48(float *C, int ldc, int rows, int cols,
                                      float alpha, int acc)
 {
     __m512 c[MR][NV];
+    /* C's rows are far apart and were last touched a whole pass over C
+     * ago: ask for them now, so the loads and stores at the end hit L1 */
+    for (int i = 0; i < MR && r0 + i < rows; i++)
+        for (int j = 0; j < NV && 16 * j < cols; j++)
+            _mm_prefetch((const char *)(C + (size_t)(r0 + i) * ldc + 16 * j), _MM_HINT_T0);
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NV; j++)
             c[i][j] = _mm512_setzero_ps();
