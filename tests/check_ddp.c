@@ -1,8 +1,9 @@
 /* Data-parallel training in the trainer, with ranks forked from the test
  * and joined by the shm backend: gradient buckets (their count, and that
  * the bucket size does not change the result), ranks whose models differ,
- * a progress callback on one rank stopping all ranks at the same step, and
- * a rank failing at start named by the other. Equivalence with one bigger
+ * a progress callback on one rank stopping all ranks at the same step, a
+ * cancel on one rank stopping all with a checkpoint that resumes exactly,
+ * and a rank failing at start named by the other. Equivalence with one bigger
  * batch, over every backend, is tests/dist/ddp_equiv.sh. */
 #include <check.h>
 #include <signal.h>
@@ -114,6 +115,8 @@ typedef struct job {
     int port;      /* tcp there, one rank per "machine" (0: shm) */
     int save_each; /* save_on_each_node, output_dir per rank, a checkpoint at 3 */
     int short_rank; /* that rank is told --max_steps 5, the others 6 (0: none) */
+    int cancel_rank, cancel_step; /* that rank calls ct_trainer_cancel there (step 0: none) */
+    int resume;                   /* resume_from_checkpoint true */
 } job;
 
 /* No rank singled out, and a small model. */
@@ -128,11 +131,13 @@ static void keep_bucket_log(ct_log_level level, const char *msg, void *user)
         snprintf(bucket_log, sizeof bucket_log, "%s", msg);
 }
 
-static int stop_step;
+static int stop_step, cancel_step;
 static int stopper(void *user, ct_event ev, int64_t step, int64_t max, double epoch,
                    const char *json)
 {
-    (void)user, (void)max, (void)epoch, (void)json;
+    (void)max, (void)epoch, (void)json;
+    if (ev == CT_EVENT_STEP_END && step == cancel_step)
+        ct_trainer_cancel(user);
     return ev == CT_EVENT_STEP_END && step == stop_step;
 }
 
@@ -153,6 +158,7 @@ static int train_rank(int rank, int world, void *arg)
     const char *save_each[] = {"--save_on_each_node", "--save_strategy", "steps", "--save_steps",
                                "3"};
     const char *shorter[] = {"--max_steps", "5"};
+    const char *resume[] = {"--resume_from_checkpoint", "true"};
     ct_status st;
     uint32_t h = 2166136261u;
 
@@ -166,17 +172,19 @@ static int train_rank(int rank, int world, void *arg)
     ct_log_set_callback(keep_bucket_log, NULL);
     ct_log_set_level(CT_LOG_DEBUG);
     stop_step = rank == j->stop_rank ? j->stop_step : -1;
+    cancel_step = j->cancel_step && rank == j->cancel_rank ? j->cancel_step : -1;
     if ((st = make_model(rank, j->layers, rank == j->differ_rank ? 2 * j->hidden : j->hidden,
                          &m)) != CT_OK ||
         (st = ct_args_create(&a)) != CT_OK ||
         (st = ct_args_parse(a, (int)(sizeof argv / sizeof *argv), argv)) != CT_OK ||
         (j->save_each && (st = ct_args_parse(a, 5, save_each)) != CT_OK) ||
         (j->short_rank && rank == j->short_rank && (st = ct_args_parse(a, 2, shorter)) != CT_OK) ||
+        (j->resume && (st = ct_args_parse(a, 2, resume)) != CT_OK) ||
         (st = join(rank, world, j->name, j->port, &dist)) != CT_OK ||
         (st = ct_trainer_create(m, a, &t)) != CT_OK ||
         (st = ct_trainer_set_train_dataset(t, d)) != CT_OK ||
         (st = ct_trainer_set_dist(t, dist)) != CT_OK ||
-        (st = ct_trainer_set_progress_callback(t, stopper, NULL)) != CT_OK)
+        (st = ct_trainer_set_progress_callback(t, stopper, t)) != CT_OK)
         note(rank, "setup: %s", ct_last_error());
     else if ((st = ct_trainer_train(t)) != j->expect)
         note(rank, "train gave %s: %s", ct_status_name(st), ct_last_error());
@@ -259,6 +267,101 @@ START_TEST(test_stop_on_one_rank)
 }
 END_TEST
 
+static int exists(const char *name);
+
+/* Rank 1 alone is cancelled after step 3 (a SIGTERM in its pod): both
+ * ranks stop there, rank 0 saves checkpoint-3 though save_strategy is "no",
+ * and resuming from it ends with the parameters of an uninterrupted run. */
+START_TEST(test_cancel_on_one_rank)
+{
+    job full = {.name = "uncut", TINY, NOBODY};
+    job cut = {.name = "cancel", TINY, NOBODY, .cancel_rank = 1, .cancel_step = 3,
+               .expect = CT_ERR_CANCELLED};
+    job rest = {.name = "cancel", TINY, NOBODY, .resume = 1};
+    int hash;
+    ck_assert_int_eq(fork_group(2, train_rank, &full, NULL), 0);
+    hash = out_area->counter[0];
+    ck_assert_int_eq(fork_group(2, train_rank, &cut, NULL), 0);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(out_area->code[r], 3);
+        ck_assert_msg(strstr(out_area->msg[r], "after step 3 of 6; checkpoint saved to"),
+                      "rank %d: %s", r, out_area->msg[r]);
+    }
+    ck_assert(exists("cancel-out/checkpoint-3/cputrain_checkpoint_complete"));
+    ck_assert(exists("cancel-out/trainer_state.json"));
+    ck_assert_int_eq(fork_group(2, train_rank, &rest, NULL), 0);
+    ck_assert_int_eq(out_area->code[0], 6);
+    ck_assert_int_eq(out_area->counter[0], hash);
+    ck_assert_int_eq(out_area->counter[1], hash);
+}
+END_TEST
+
+static uint32_t hash_floats(const float *x, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t bits;
+        memcpy(&bits, x + k, 4);
+        h = (h ^ bits) * 16777619u;
+    }
+    return h;
+}
+
+/* ct_trainer_predict on `world` ranks (world 1: alone, no dist), `arg`
+ * the per_device_eval_batch_size as text: every rank gets the logits of
+ * all examples; counter[rank] is their hash. */
+static int predict_rank(int rank, int world, void *arg)
+{
+    ct_dist *dist = NULL;
+    ct_model *m = NULL;
+    ct_dataset *d = make_dataset();
+    ct_args *a = NULL;
+    ct_trainer *t = NULL;
+    const char *argv[] = {"--output_dir", root, "--per_device_eval_batch_size", arg};
+    size_t n = (size_t)N_EXAMPLES * T * 2;
+    float *logits = malloc(n * sizeof *logits);
+    ct_status st;
+    if ((st = make_model(rank, 2, 16, &m)) != CT_OK || (st = ct_args_create(&a)) != CT_OK ||
+        (st = ct_args_parse(a, 4, argv)) != CT_OK ||
+        (world > 1 && (st = join(rank, world, "predict", 0, &dist)) != CT_OK) ||
+        (st = ct_trainer_create(m, a, &t)) != CT_OK ||
+        (world > 1 && (st = ct_trainer_set_dist(t, dist)) != CT_OK) ||
+        (st = ct_trainer_predict(t, d, logits, n, NULL, NULL)) != CT_OK)
+        note(rank, "predict: %s", ct_last_error());
+    else
+        out_area->counter[rank] = (int)hash_floats(logits, n);
+    free(logits);
+    ct_trainer_free(t);
+    ct_dist_free(dist);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    return st == CT_OK ? 0 : 1;
+}
+
+/* Each rank predicts one block; all receive every example's logits, the
+ * same bits as one process predicting alone: 2 ranks x 16 examples in
+ * batches of 8 (the batches of one process), and 3 uneven blocks (11, 11,
+ * 10) one example at a time (batches of one, whatever the split). */
+START_TEST(test_predict_gathers)
+{
+    static const struct {
+        int world;
+        char batch[4];
+    } cases[] = {{2, "8"}, {3, "1"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int alone;
+        ck_assert_int_eq(fork_group(1, predict_rank, (void *)cases[c].batch, NULL), 0);
+        alone = out_area->counter[0];
+        ck_assert_msg(fork_group(cases[c].world, predict_rank, (void *)cases[c].batch, NULL) == 0,
+                      "rank 0: %s / rank 1: %s", out_area->msg[0], out_area->msg[1]);
+        for (int r = 0; r < cases[c].world; r++)
+            ck_assert_msg(out_area->counter[r] == alone, "%d ranks: rank %d's logits differ",
+                          cases[c].world, r);
+    }
+}
+END_TEST
+
 /* Rank 0 cannot create output_dir (or finds it locked by another run, or
  * holding old checkpoints): every rank learns it at the start, rank 0 with
  * its own error, the others naming rank 0, and none waits for it. */
@@ -311,6 +414,8 @@ Suite *ddp_suite(void)
     tcase_add_test(tc, test_models_differ);
     tcase_add_test(tc, test_plans_differ);
     tcase_add_test(tc, test_stop_on_one_rank);
+    tcase_add_test(tc, test_cancel_on_one_rank);
+    tcase_add_test(tc, test_predict_gathers);
     tcase_add_test(tc, test_rank_fails_at_start);
     tcase_add_test(tc, test_save_on_each_node);
     suite_add_tcase(s, tc);

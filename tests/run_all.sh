@@ -66,6 +66,9 @@ run "demo learns: cputrain-qa on the generated SQuAD set, EM >= 60" \
     env B="$B" PYTHON="$PYTHON" sh tests/demo/run.sh
 run "cputrain-qa command line (run_qa.py arguments, dataset folder, train, eval, v2)" \
     env B="$B" PYTHON="$PYTHON" sh tests/qa_cli/run.sh
+run "cputrain-qa on SIGINT / SIGTERM: checkpoint, exit 130 / 143, exact resume, second signal" \
+    env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
+    "$PYTHON" tests/qa_cli/signals.py "$B/bin/cputrain-qa" "$B/qa-signals-test"
 run "data-parallel training: N ranks x batch b = 1 rank x N*b (shm, tcp, mpi)" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/ddp_equiv.sh
 run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-back)" \

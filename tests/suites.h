@@ -32,6 +32,7 @@ Suite *core_suite(void);
     X(kernels_suite)          \
     X(model_suite)            \
     X(train_suite)            \
+    X(cancel_suite)           \
     X(tokenizer_suite)        \
     X(tokenizer_save_suite)   \
     X(ops_suite)              \

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,8 @@
 
 typedef struct qa_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
-    const char *dataset_name, *dataset_dir, *train_file, *validation_file;
-    long max_seq_length, doc_stride, max_train_samples, max_eval_samples;
+    const char *dataset_name, *dataset_dir, *train_file, *validation_file, *test_file;
+    long max_seq_length, doc_stride, max_train_samples, max_eval_samples, max_predict_samples;
     long n_best_size, max_answer_length;
     int version_2_with_negative;
     double null_score_diff_threshold;
@@ -47,10 +48,12 @@ static const struct option_row {
     ROW(dataset_dir, TEXT, "Folder holding the dataset's files (default: $HF_DATASETS_CACHE)."),
     ROW(train_file, TEXT, "Training data: SQuAD JSON or JSON lines."),
     ROW(validation_file, TEXT, "Evaluation data: SQuAD JSON or JSON lines."),
+    ROW(test_file, TEXT, "Data to predict on (--do_predict): SQuAD JSON or JSON lines."),
     ROW(max_seq_length, INT, "Tokens per window: question + context (default 384)."),
     ROW(doc_stride, INT, "Overlap in tokens between context windows (default 128)."),
     ROW_SAMPLES(max_train_samples, "Use only the first N training examples."),
     ROW_SAMPLES(max_eval_samples, "Use only the first N evaluation examples."),
+    ROW_SAMPLES(max_predict_samples, "Use only the first N test examples."),
     ROW(n_best_size, INT, "Candidate answers kept per question (default 20)."),
     ROW(max_answer_length, INT, "Longest answer in tokens (default 30)."),
     ROW(version_2_with_negative, FLAG, "Some questions have no answer (SQuAD v2.0)."),
@@ -91,7 +94,8 @@ static void usage_fates(const char *group, int fate)
 static void usage(void)
 {
     printf("usage: cputrain-qa [--model_name_or_path DIR] [--train_file F] [--validation_file F]\n"
-           "                   [--do_train] [--do_eval] [TrainingArguments...]\n\n"
+           "                   [--test_file F] [--do_train] [--do_eval] [--do_predict]\n"
+           "                   [TrainingArguments...]\n\n"
            "Question answering arguments (run_qa.py's ModelArguments and DataTrainingArguments):\n");
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
         printf("  --%-26s %s\n", options[i].name, options[i].help);
@@ -201,8 +205,12 @@ static int find_split(const qa_options *o, const char *split, char *out, size_t 
     const char *dir = o->dataset_dir ? o->dataset_dir : getenv("HF_DATASETS_CACHE");
     int v2 = strcmp(o->dataset_name, "squad_v2") == 0;
     const char *names[] = {"json", "jsonl", NULL};
-    const char *official = strcmp(split, "train") == 0 ? (v2 ? "train-v2.0.json" : "train-v1.1.json")
-                                                        : (v2 ? "dev-v2.0.json" : "dev-v1.1.json");
+    /* SQuAD publishes no test set: a test split is only test.json(l). */
+    const char *official = NULL;
+    if (strcmp(split, "train") == 0)
+        official = v2 ? "train-v2.0.json" : "train-v1.1.json";
+    else if (strcmp(split, "validation") == 0)
+        official = v2 ? "dev-v2.0.json" : "dev-v1.1.json";
     if (!dir) {
         fprintf(stderr, "cputrain-qa: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
                         "nothing is downloaded\n", o->dataset_name);
@@ -215,9 +223,17 @@ static int find_split(const qa_options *o, const char *split, char *out, size_t 
             if (file_exists(out))
                 return 0;
         }
+        if (!official)
+            continue;
         snprintf(out, size, "%s%s%s/%s", dir, sub ? "/" : "", sub ? o->dataset_name : "", official);
         if (file_exists(out))
             return 0;
+    }
+    if (!official) {
+        fprintf(stderr, "cputrain-qa: --do_predict requires a test dataset: dataset '%s' has no "
+                        "test split in %s or %s/%s (looked for %s.json, %s.jsonl); pass "
+                        "--test_file\n", o->dataset_name, dir, dir, o->dataset_name, split, split);
+        return -1;
     }
     fprintf(stderr,
             "cputrain-qa: dataset '%s': no %s split in %s or %s/%s (looked for %s.json, %s.jsonl, "
@@ -225,6 +241,93 @@ static int find_split(const qa_options *o, const char *split, char *out, size_t 
             "--validation_file\n",
             o->dataset_name, split, dir, dir, o->dataset_name, split, split, official);
     return -1;
+}
+
+/* ---- Ctrl-C and SIGTERM ------------------------------------------------------------ */
+
+/* Kubernetes stops a pod with SIGTERM, a terminal with SIGINT. While the
+ * trainer runs, the first one asks it to stop at the next step boundary and
+ * save a checkpoint (ct_trainer_cancel only sets a flag, so it is safe
+ * here); outside training there is nothing to save and the tool exits at
+ * once. A second signal takes the default action: exit now. */
+static ct_trainer *volatile training; /* set while ct_trainer_train runs */
+static volatile sig_atomic_t got_signal, quiet_signals;
+
+static void say(const char *text, size_t len)
+{
+    if (!quiet_signals && write(STDERR_FILENO, text, len) < 0)
+        return; /* nothing to do about it in a handler */
+}
+#define SAY(literal) say(literal, sizeof literal - 1)
+
+static void on_signal(int sig)
+{
+    ct_trainer *t = training;
+    if (got_signal) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        raise(sig); /* delivered when this handler returns */
+        return;
+    }
+    got_signal = sig;
+    if (sig == SIGINT)
+        SAY("\ncputrain-qa: SIGINT received");
+    else
+        SAY("\ncputrain-qa: SIGTERM received");
+    if (!t) {
+        SAY(": exiting (no training running, nothing to save)\n");
+        _exit(128 + sig);
+    }
+    SAY(": stopping after this step and saving a checkpoint (once more to exit at once)\n");
+    ct_trainer_cancel(t);
+}
+
+/* A signal ignored when the tool started (nohup, `cmd &` in a script)
+ * stays ignored, as the shell meant. */
+static void catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time */
+    sigaddset(&sa.sa_mask, SIGTERM);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+/* After ct_trainer_train returned `st` with a signal received: say what
+ * happened and where to resume from; the exit status is 128 + signal, as a
+ * shell reports a process the signal stopped (130, 143). */
+static int stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir, int rank)
+{
+    long long step = (long long)ct_trainer_global_step(t);
+    if (rank != 0) /* rank 0 speaks for the job */
+        return 128 + got_signal;
+    if (st == CT_OK)
+        fprintf(stderr, "cputrain-qa: %s came as training ended: the model is saved in %s; "
+                        "evaluation skipped\n", signal_name(got_signal), output_dir);
+    else if (st == CT_ERR_CANCELLED && strstr(ct_last_error(), "before its first step"))
+        fprintf(stderr, "cputrain-qa: %s: stopped before the first step; nothing saved\n",
+                signal_name(got_signal));
+    else if (st == CT_ERR_CANCELLED)
+        fprintf(stderr, "cputrain-qa: %s: stopping after step %lld; checkpoint saved to "
+                        "%s/checkpoint-%lld (resume with --resume_from_checkpoint %s/checkpoint-%lld"
+                        " or --resume_from_checkpoint true)\n",
+                signal_name(got_signal), step, output_dir, step, output_dir, step);
+    else
+        fprintf(stderr, "cputrain-qa: %s: training stopped, but: %s: %s\n",
+                signal_name(got_signal), ct_status_name(st), ct_last_error());
+    return 128 + got_signal;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -242,6 +345,7 @@ typedef struct run {
     ct_squad_preds *last_preds;
     ct_dist *dist; /* NULL: one process */
     int rank, world;
+    int model_from_folder; /* pre-trained weights, not a fresh configuration */
 } run;
 
 /* Every rank's block of `block` features' logits (block * T floats, the
@@ -317,17 +421,18 @@ static ct_status build_features(const run *r, const char *what, const ct_squad *
                                                features_progress, &b, out);
 }
 
-/* Start and end logits of every evaluation feature (each rank computes one
- * block of them, all gather), then utils_qa.py's post-processing and the
- * SQuAD metric. */
-static ct_status evaluate(run *r)
+/* Start and end logits of every feature of a split (each rank computes one
+ * block of them, all gather), then utils_qa.py's post-processing into
+ * *preds and, when scores is not NULL, the SQuAD metric into *scores. */
+static ct_status evaluate_on(run *r, const ct_squad *examples, const ct_qa_features *features,
+                             size_t n_examples, ct_squad_preds **preds, ct_squad_scores **scores)
 {
-    const ct_dataset *d = ct_qa_features_dataset(r->eval_features);
-    size_t n = ct_qa_features_count(r->eval_features);
+    const ct_dataset *d = ct_qa_features_dataset(features);
+    size_t n = ct_qa_features_count(features);
     size_t block = (n + (size_t)r->world - 1) / (size_t)r->world;
     size_t begin = block * (size_t)r->rank < n ? block * (size_t)r->rank : n;
     size_t stop = begin + block < n ? begin + block : n;
-    int T = ct_qa_features_seq_len(r->eval_features);
+    int T = ct_qa_features_seq_len(features);
     int64_t bs = 8;
     /* room for every rank's padded block */
     size_t room = block * (size_t)r->world * (size_t)T;
@@ -379,29 +484,33 @@ out:
     if (st == CT_OK && r->world > 1 && (st = gather_logits(r, start, block, T)) == CT_OK)
         st = gather_logits(r, end, block, T);
     if (st == CT_OK) {
-        ct_squad_preds_free(r->last_preds);
-        r->last_preds = NULL;
-        st = ct_squad_postprocess(ct_squad_texts(r->eval_examples, CT_SQUAD_ID),
-                                  ct_squad_texts(r->eval_examples, CT_SQUAD_CONTEXT),
-                                  r->n_eval_examples, ct_qa_features_example_index(r->eval_features),
-                                  n, (size_t)T, start, end, ct_qa_features_offsets(r->eval_features),
-                                  r->o.version_2_with_negative, (size_t)r->o.n_best_size,
-                                  (size_t)r->o.max_answer_length, r->o.null_score_diff_threshold,
-                                  &r->last_preds);
+        ct_squad_preds_free(*preds);
+        *preds = NULL;
+        st = ct_squad_postprocess(ct_squad_texts(examples, CT_SQUAD_ID),
+                                  ct_squad_texts(examples, CT_SQUAD_CONTEXT), n_examples,
+                                  ct_qa_features_example_index(features), n, (size_t)T, start, end,
+                                  ct_qa_features_offsets(features), r->o.version_2_with_negative,
+                                  (size_t)r->o.n_best_size, (size_t)r->o.max_answer_length,
+                                  r->o.null_score_diff_threshold, preds);
     }
-    if (st == CT_OK) {
-        ct_squad_scores_free(r->last_scores);
-        r->last_scores = NULL;
-        st = ct_squad_score(ct_squad_preds_texts(r->last_preds), r->n_eval_examples,
-                            ct_squad_answer_texts(r->eval_examples),
-                            ct_squad_answer_counts(r->eval_examples), r->o.version_2_with_negative,
-                            NULL, 0.0, &r->last_scores);
+    if (st == CT_OK && scores) {
+        ct_squad_scores_free(*scores);
+        *scores = NULL;
+        st = ct_squad_score(ct_squad_preds_texts(*preds), n_examples,
+                            ct_squad_answer_texts(examples), ct_squad_answer_counts(examples),
+                            r->o.version_2_with_negative, NULL, 0.0, scores);
     }
     free(start);
     free(end);
     free(idx);
     ct_batch_free(batch);
     return st;
+}
+
+static ct_status evaluate(run *r)
+{
+    return evaluate_on(r, r->eval_examples, r->eval_features, r->n_eval_examples, &r->last_preds,
+                       &r->last_scores);
 }
 
 /* The trainer's evaluation hook: EM/F1 as eval_* metrics. */
@@ -482,6 +591,37 @@ static int join_job(run *r)
     return 0;
 }
 
+/* metric_for_best_model (with load_best_model_at_end, "loss" by default)
+ * must be one of the metrics eval_callback reports: refused now rather than
+ * at the first evaluation, after preprocessing and training steps. Like
+ * run_qa.py's, the evaluation computes no loss. */
+static int check_best_metric(const run *r)
+{
+    static const char *const v1[] = {"exact_match", "f1", NULL};
+    static const char *const v2[] = {"exact", "f1", "total", "HasAns_exact", "HasAns_f1",
+                                     "HasAns_total", "NoAns_exact", "NoAns_f1", "NoAns_total",
+                                     "best_exact", "best_exact_thresh", "best_f1",
+                                     "best_f1_thresh", NULL};
+    const char *const *known = r->o.version_2_with_negative ? v2 : v1;
+    const char *metric = NULL, *name;
+    int best = 0;
+    ct_args_get_bool(r->args, "load_best_model_at_end", &best);
+    ct_args_get_string(r->args, "metric_for_best_model", &metric);
+    if (!metric && !best)
+        return 0;
+    name = !metric ? "loss" : strncmp(metric, "eval_", 5) == 0 ? metric + 5 : metric;
+    for (size_t i = 0; known[i]; i++)
+        if (strcmp(name, known[i]) == 0)
+            return 0;
+    fprintf(stderr, "cputrain-qa: --metric_for_best_model %s: the evaluation reports ",
+            metric ? metric : "loss (the default with --load_best_model_at_end)");
+    for (size_t i = 0; known[i]; i++)
+        fprintf(stderr, "%seval_%s", i ? ", " : "", known[i]);
+    fprintf(stderr, " (no loss, as in run_qa.py); pass one of them, e.g. "
+                    "--metric_for_best_model f1\n");
+    return -1;
+}
+
 /* ---- output_dir -------------------------------------------------------------------- */
 
 /* The step of a folder named checkpoint-<digits> (get_last_checkpoint's
@@ -546,6 +686,205 @@ static int check_output_dir(run *r)
     return 0;
 }
 
+/* ---- prediction -------------------------------------------------------------------- */
+
+/* The test split's examples, as run_qa.py's predict_examples: the first
+ * max_predict_samples of them (all when -1). */
+typedef struct qa_split {
+    ct_squad *examples;
+    ct_qa_features *features;
+    size_t n_examples;
+} qa_split;
+
+static int load_split(run *r, const char *file, long max_samples, qa_split *s)
+{
+    ct_status st;
+    if ((st = ct_squad_load(file, &s->examples)) != CT_OK ||
+        (st = build_features(r, "Running tokenizer on prediction dataset", s->examples,
+                             max_samples, &s->features)) != CT_OK)
+        return fail(file, st);
+    if (max_samples >= 0)
+        ct_qa_features_truncate(s->features, (size_t)max_samples);
+    s->n_examples = ct_squad_count(s->examples);
+    if (max_samples >= 0 && (size_t)max_samples < s->n_examples)
+        s->n_examples = (size_t)max_samples;
+    return 0;
+}
+
+/* run_qa.py's do_predict: predict_predictions.json,
+ * predict_nbest_predictions.json (and predict_null_odds.json under v2);
+ * when the test set has reference answers, the SQuAD metric too, prefixed
+ * "test_" as QuestionAnsweringTrainer.predict's metric_key_prefix does, with
+ * predict_samples, into predict_results.json and all_results.json. */
+static int predict(run *r, qa_split *s)
+{
+    ct_squad_preds *preds = NULL;
+    ct_squad_scores *scores = NULL;
+    const size_t *counts = ct_squad_answer_counts(s->examples);
+    size_t answers = 0;
+    ct_status st;
+    int rc = 1;
+    for (size_t i = 0; i < s->n_examples; i++)
+        answers += counts[i];
+    if ((st = evaluate_on(r, s->examples, s->features, s->n_examples, &preds,
+                          answers ? &scores : NULL)) != CT_OK) {
+        fail("prediction", st);
+        goto done;
+    }
+    if (r->rank != 0) { /* rank 0 reports and writes */
+        rc = 0;
+        goto done;
+    }
+    mkdir(r->output_dir, 0755);
+    if ((st = ct_squad_preds_save(preds, r->output_dir, "predict")) != CT_OK) {
+        fail("writing predictions", st);
+        goto done;
+    }
+    printf("prediction: %zu examples, %zu features: %s/predict_predictions.json\n",
+           s->n_examples, ct_qa_features_count(s->features), r->output_dir);
+    if (!scores) {
+        printf("prediction: the test set has no reference answers, so no metrics\n");
+        rc = 0;
+        goto done;
+    }
+    if ((st = ct_squad_scores_add_prefix(scores, "test")) != CT_OK ||
+        (st = ct_squad_scores_set(scores, "predict_samples",
+                                  (double)ct_qa_features_count(s->features), 1)) != CT_OK) {
+        fail("prediction metrics", st);
+        goto done;
+    }
+    printf("***** predict metrics *****\n");
+    for (size_t i = 0; i < ct_squad_scores_count(scores); i++)
+        printf("  %-24s = %g\n", ct_squad_scores_name(scores, i), ct_squad_scores_value(scores, i));
+    if ((st = ct_squad_scores_save_metrics(scores, r->output_dir, "predict")) != CT_OK) {
+        fail("writing results", st);
+        goto done;
+    }
+    rc = 0;
+done:
+    ct_squad_preds_free(preds);
+    ct_squad_scores_free(scores);
+    return rc;
+}
+
+/* ---- the model card ------------------------------------------------------------ */
+
+/* "eval_exact_match" -> "Exact Match", as Transformers' model card names
+ * a result. */
+static void result_name(const char *metric, char *out, size_t size)
+{
+    size_t n = 0;
+    int start = 1;
+    if (!strncmp(metric, "eval_", 5))
+        metric += 5;
+    for (; *metric && n + 1 < size; metric++) {
+        char c = *metric == '_' ? ' ' : *metric;
+        out[n++] = start && c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
+        start = c == ' ';
+    }
+    out[n] = '\0';
+}
+
+/* output_dir/README.md, the short model card Trainer.create_model_card
+ * writes at the end of run_qa.py: what the model was trained from, on what,
+ * its evaluation results and the hyperparameters used — said to be trained
+ * with libcputrain, not with Transformers. */
+static int write_model_card(const run *r, const ct_trainer *trainer, const char *train_file)
+{
+    char path[4200], base[256];
+    const char *name = strrchr(r->output_dir, '/'), *opt = NULL, *sched = NULL;
+    int64_t bs = 8, ebs = 8, ga = 1, seed = 42, max_steps = -1, warmup = 0;
+    double lr = 5e-5, epochs = 3, b1 = 0.9, b2 = 0.999, eps = 1e-8, ratio = 0;
+    int bf16 = 0;
+    FILE *f;
+    name = name && name[1] ? name + 1 : r->output_dir;
+    snprintf(base, sizeof base, "%s", r->o.model_name_or_path ? r->o.model_name_or_path : "");
+    ct_args_get_float(r->args, "learning_rate", &lr);
+    ct_args_get_int(r->args, "per_device_train_batch_size", &bs);
+    ct_args_get_int(r->args, "per_device_eval_batch_size", &ebs);
+    ct_args_get_int(r->args, "gradient_accumulation_steps", &ga);
+    ct_args_get_int(r->args, "seed", &seed);
+    ct_args_get_int(r->args, "max_steps", &max_steps);
+    ct_args_get_int(r->args, "warmup_steps", &warmup);
+    ct_args_get_float(r->args, "warmup_ratio", &ratio);
+    ct_args_get_float(r->args, "num_train_epochs", &epochs);
+    ct_args_get_float(r->args, "adam_beta1", &b1);
+    ct_args_get_float(r->args, "adam_beta2", &b2);
+    ct_args_get_float(r->args, "adam_epsilon", &eps);
+    ct_args_get_string(r->args, "optim", &opt);
+    ct_args_get_string(r->args, "lr_scheduler_type", &sched);
+    ct_args_get_bool(r->args, "bf16", &bf16);
+    snprintf(path, sizeof path, "%s/README.md", r->output_dir);
+    if (!(f = fopen(path, "w")))
+        goto fail;
+    fprintf(f, "---\nlibrary_name: transformers\n");
+    if (*base && r->model_from_folder)
+        fprintf(f, "base_model: %s\n", base);
+    fprintf(f, "tags:\n- generated_from_trainer\n- libcputrain\n");
+    if (r->o.dataset_name)
+        fprintf(f, "datasets:\n- %s\n", r->o.dataset_name);
+    fprintf(f, "model-index:\n- name: %s\n  results: []\n---\n\n", name);
+    fprintf(f, "<!-- This model card was generated by cputrain-qa (libcputrain). Proofread and "
+               "complete it, then remove this comment. -->\n\n# %s\n\n", name);
+    if (r->model_from_folder)
+        fprintf(f, "This model is a fine-tuned version of %s", base);
+    else
+        fprintf(f, "This model was trained from scratch (configuration %s)",
+                r->o.config_name ? r->o.config_name : base);
+    fprintf(f, " on %s%s for extractive question answering", r->o.dataset_name ? "the " : "",
+            r->o.dataset_name ? r->o.dataset_name : train_file);
+    if (r->o.dataset_name)
+        fprintf(f, " dataset");
+    fprintf(f, ".\n");
+    if (r->last_scores) {
+        fprintf(f, "It achieves the following results on the evaluation set:\n");
+        for (size_t i = 0; i < ct_squad_scores_count(r->last_scores); i++) {
+            const char *m = ct_squad_scores_name(r->last_scores, i);
+            char title[128];
+            if (!strcmp(m, "epoch") || !strcmp(m, "eval_samples"))
+                continue;
+            result_name(m, title, sizeof title);
+            fprintf(f, "- %s: %.4f\n", title, ct_squad_scores_value(r->last_scores, i));
+        }
+    }
+    fprintf(f, "\n## Training procedure\n\nTrained on the CPU with libcputrain %s "
+               "(cputrain-qa, the C counterpart of Transformers' run_qa.py and Trainer); the "
+               "files are Transformers' own and load with from_pretrained.\n\n",
+            ct_version_string());
+    fprintf(f, "### Training hyperparameters\n\nThe following hyperparameters were used during "
+               "training:\n- learning_rate: %g\n- train_batch_size: %lld\n"
+               "- eval_batch_size: %lld\n- seed: %lld\n",
+            lr, (long long)bs, (long long)ebs, (long long)seed);
+    if (r->world > 1)
+        fprintf(f, "- distributed_type: multi-CPU\n- num_devices: %d\n", r->world);
+    if (ga > 1)
+        fprintf(f, "- gradient_accumulation_steps: %lld\n", (long long)ga);
+    if (ga > 1 || r->world > 1)
+        fprintf(f, "- total_train_batch_size: %lld\n", (long long)(bs * ga * r->world));
+    fprintf(f, "- optimizer: %s with betas=(%g,%g) and epsilon=%g\n- lr_scheduler_type: %s\n",
+            opt ? opt : "adamw_torch", b1, b2, eps, sched ? sched : "linear");
+    if (ratio != 0)
+        fprintf(f, "- lr_scheduler_warmup_ratio: %g\n", ratio);
+    if (warmup != 0)
+        fprintf(f, "- lr_scheduler_warmup_steps: %lld\n", (long long)warmup);
+    if (max_steps > 0)
+        fprintf(f, "- training_steps: %lld\n", (long long)max_steps);
+    else
+        fprintf(f, "- num_epochs: %g\n", epochs);
+    if (bf16)
+        fprintf(f, "- mixed_precision_training: bf16 (bf16 matrix products, fp32 master "
+                   "weights; saved in float32)\n");
+    fprintf(f, "\n### Training results\n\n- Training loss: %.4f after %lld steps\n",
+            ct_trainer_train_loss(trainer), (long long)ct_trainer_global_step(trainer));
+    fprintf(f, "\n### Framework versions\n\n- libcputrain %s\n", ct_version_string());
+    if (ferror(f) | fclose(f))
+        goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "cputrain-qa: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
 /* ---- model and tokenizer sources -------------------------------------------------- */
 
 /* What --model_name_or_path / --config_name / --tokenizer_name name, when it
@@ -591,7 +930,8 @@ static int make_model(run *r, uint64_t seed)
     struct stat sb;
     ct_status st;
     snprintf(cfg, sizeof cfg, "%s/config.json", r->o.model_name_or_path ? r->o.model_name_or_path : "");
-    if (r->o.model_name_or_path && file_exists(cfg))
+    r->model_from_folder = r->o.model_name_or_path && file_exists(cfg);
+    if (r->model_from_folder)
         st = ct_model_load(r->o.model_name_or_path, CT_TASK_QUESTION_ANSWERING, seed, &r->model);
     else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
         st = ct_model_create(src, CT_TASK_QUESTION_ANSWERING, seed, &r->model);
@@ -684,9 +1024,10 @@ int main(int argc, char **argv)
 {
     run r;
     ct_status st;
-    int do_train = 0, do_eval = 0, rc = 1;
-    char train_path[4096], eval_path[4096], path[4200];
-    const char *train_file, *eval_file;
+    int do_train = 0, do_eval = 0, do_predict = 0, rc = 1;
+    char train_path[4096], eval_path[4096], test_path[4096];
+    const char *train_file, *eval_file, *test_file;
+    qa_split test = {0};
     ct_squad *train_examples = NULL;
     ct_qa_features *train_features = NULL;
     ct_trainer *trainer = NULL;
@@ -696,6 +1037,7 @@ int main(int argc, char **argv)
     r.o.doc_stride = 128;
     r.o.max_train_samples = -1;
     r.o.max_eval_samples = -1;
+    r.o.max_predict_samples = -1;
     r.o.n_best_size = 20;
     r.o.max_answer_length = 30;
 
@@ -706,6 +1048,7 @@ int main(int argc, char **argv)
     /* Warnings only until this process knows its rank: then the main process
      * logs information and the others what log_level_replica says. */
     ct_log_set_level(CT_LOG_WARNING);
+    catch_signals();
     if ((st = ct_args_create(&r.args)) != CT_OK)
         return fail("arguments", st);
     /* From here every exit goes through `done`, which frees what exists. */
@@ -753,6 +1096,7 @@ int main(int argc, char **argv)
             do_eval = 1;
             ct_args_set_bool(r.args, "do_eval", 1);
         }
+        ct_args_get_bool(r.args, "do_predict", &do_predict);
         ct_args_get_string(r.args, "output_dir", &r.output_dir);
         (void)v;
         (void)b;
@@ -776,6 +1120,18 @@ int main(int argc, char **argv)
         if (find_split(&r.o, "validation", eval_path, sizeof eval_path) != 0)
             goto done;
         eval_file = eval_path;
+    }
+    test_file = r.o.test_file;
+    if (r.o.dataset_name && !test_file && do_predict) {
+        if (find_split(&r.o, "test", test_path, sizeof test_path) != 0)
+            goto done;
+        test_file = test_path;
+    }
+    if (do_predict && !test_file) {
+        fprintf(stderr, "cputrain-qa: --do_predict requires a test dataset: --test_file or "
+                        "--dataset_name with a test split\n");
+        rc = 2;
+        goto done;
     }
     if (do_train && !train_file) {
         fprintf(stderr, "cputrain-qa: --do_train needs --train_file or --dataset_name\n");
@@ -806,6 +1162,10 @@ int main(int argc, char **argv)
         goto done;
     }
 
+    if (do_train && check_best_metric(&r) != 0) {
+        rc = 2;
+        goto done;
+    }
     if (do_train && check_output_dir(&r) != 0) {
         rc = 2;
         goto done;
@@ -821,6 +1181,8 @@ int main(int argc, char **argv)
         release_log(r.rank == 0 || (each_node && ct_dist_local_rank(r.dist) == 0));
     }
     apply_log_levels(&r);
+    if (r.rank != 0)
+        quiet_signals = 1;
     if (r.rank == 0 && r.world > 1)
         fprintf(stderr, "cputrain-qa: %d processes (backend %s, launcher %s)\n", r.world,
                 ct_dist_backend(r.dist), ct_dist_launcher(r.dist));
@@ -867,6 +1229,13 @@ int main(int argc, char **argv)
             printf("evaluation: %zu examples, %zu features\n", r.n_eval_examples,
                    ct_qa_features_count(r.eval_features));
     }
+    if (do_predict) {
+        if (load_split(&r, test_file, r.o.max_predict_samples, &test) != 0)
+            goto done;
+        if (r.rank == 0)
+            printf("prediction: %zu examples, %zu features\n", test.n_examples,
+                   ct_qa_features_count(test.features));
+    }
     if (do_train) {
         if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
             (st = build_features(&r, "Running tokenizer on train dataset", train_examples,
@@ -892,8 +1261,20 @@ int main(int argc, char **argv)
             (r.rank == 0 &&
              (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
                  CT_OK) ||
-            (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK) ||
-            (st = ct_trainer_train(trainer)) != CT_OK) {
+            (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK)) {
+            fail("training", st);
+            goto done;
+        }
+        training = trainer;
+        if (got_signal) /* came while the trainer was being made */
+            ct_trainer_cancel(trainer);
+        st = ct_trainer_train(trainer);
+        training = NULL;
+        if (got_signal) {
+            rc = stopped_by_signal(trainer, st, r.output_dir, r.rank);
+            goto done;
+        }
+        if (st != CT_OK) {
             fail("training", st);
             goto done;
         }
@@ -922,19 +1303,26 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < ct_squad_scores_count(r.last_scores); i++)
             printf("  %-24s = %g\n", ct_squad_scores_name(r.last_scores, i),
                    ct_squad_scores_value(r.last_scores, i));
-        snprintf(path, sizeof path, "%s/eval_results.json", r.output_dir);
         mkdir(r.output_dir, 0755);
-        if ((st = ct_squad_scores_save(r.last_scores, path)) != CT_OK ||
+        if ((st = ct_squad_scores_save_metrics(r.last_scores, r.output_dir, "eval")) != CT_OK ||
             (st = ct_squad_preds_save(r.last_preds, r.output_dir, "eval")) != CT_OK) {
             fail("writing results", st);
             goto done;
         }
     }
 finished:
+    if (do_predict && predict(&r, &test) != 0)
+        goto done;
+    /* run_qa.py ends with trainer.create_model_card(); written here for a
+     * trained model only, so an evaluation never replaces a model's card. */
+    if (trainer && r.rank == 0 && write_model_card(&r, trainer, train_file) != 0)
+        goto done;
     rc = 0;
 done:
     if (held.n)
         release_log(1); /* an exit before the rank was known */
+    ct_qa_features_free(test.features);
+    ct_squad_free(test.examples);
     ct_trainer_free(trainer);
     ct_qa_features_free(train_features);
     ct_squad_free(train_examples);

@@ -740,6 +740,17 @@ public:
         fill_batch(indices, b);
         return b;
     }
+    // Labels of examples [first, first + count) as added, labels_per_example()
+    // values each; count -1 means to the end.
+    std::vector<std::int32_t> labels(std::size_t first = 0,
+                                     std::size_t count = static_cast<std::size_t>(-1)) const {
+        std::size_t n = size();
+        if (count == static_cast<std::size_t>(-1))
+            count = first <= n ? n - first : 0;
+        std::vector<std::int32_t> out(count * ct_dataset_labels_per_example(live()));
+        check(ct_dataset_get_labels(live(), first, count, out.empty() ? nullptr : out.data()));
+        return out;
+    }
 
 private:
     ct_dataset *live() const {
@@ -1056,6 +1067,30 @@ public:
         check(ct_trainer_evaluate_loss(live(), d.get(), &loss));
         return loss;
     }
+    // Logits for every example of d, in eval mode: QA [N, T, 2],
+    // classification [N, num_labels], MLM [N, T, V] (see ct_trainer_predict).
+    struct predictions {
+        std::vector<float> data;
+        std::vector<std::int64_t> shape;
+    };
+    predictions predict(const dataset &d) {
+        predictions p;
+        int ndim = 0;
+        std::int64_t shape[3] = {0, 0, 0};
+        std::size_t n = 1;
+        check(ct_trainer_predict(live(), d.get(), nullptr, 0, &ndim, shape));
+        p.shape.assign(shape, shape + ndim);
+        for (int i = 0; i < ndim; i++)
+            n *= static_cast<std::size_t>(shape[i]);
+        p.data.resize(n);
+        if (n)
+            check(ct_trainer_predict(live(), d.get(), p.data.data(), n, nullptr, nullptr));
+        return p;
+    }
+    // Ask train() to stop at the next step and save a checkpoint (it then
+    // throws CT_ERR_CANCELLED). Only sets a flag: safe from a signal handler
+    // or another thread, given the raw handle get() for a handler.
+    void cancel() noexcept { ct_trainer_cancel(trainer_); }
 
     std::int64_t global_step() const { return ct_trainer_global_step(live()); }
     std::int64_t max_steps() const { return ct_trainer_max_steps(live()); }

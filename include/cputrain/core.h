@@ -47,7 +47,7 @@ extern "C" {
     X(CT_ERR_NOT_FOUND, 7, "no such name, file or item")                      \
     X(CT_ERR_DIST, 8, "distributed communication failed")                     \
     X(CT_ERR_NUMERIC, 9, "non-finite value")                                  \
-    X(CT_ERR_CANCELLED, 10, "cancelled by a callback")                        \
+    X(CT_ERR_CANCELLED, 10, "cancelled (by a callback or ct_trainer_cancel)") \
     X(CT_ERR_INTERNAL, 11, "internal error")                                  \
     X(CT_ERR_BUSY, 12, "resource in use by another process")
 

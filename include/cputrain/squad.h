@@ -129,6 +129,14 @@ CT_API ct_status ct_squad_scores_add_prefix(ct_squad_scores *scores, const char 
 /* Write the dictionary as Trainer.save_metrics writes <split>_results.json:
  * json.dump(metrics, indent=4, sort_keys=True). Replaces `path` atomically. */
 CT_API ct_status ct_squad_scores_save(const ct_squad_scores *scores, const char *path);
+/* Trainer.save_metrics(split, metrics): write output_dir/<split>_results.json
+ * as above and merge the entries into output_dir/all_results.json (entries
+ * of other splits stay; the same names take the new values), the file
+ * run_qa.py leaves with the train_, eval_ and predict_ metrics of a run. An
+ * existing all_results.json that is not a JSON object is CT_ERR_FORMAT
+ * naming it, and is not overwritten. */
+CT_API ct_status ct_squad_scores_save_metrics(const ct_squad_scores *scores,
+                                              const char *output_dir, const char *split);
 
 /* ---- post-processing ------------------------------------------------------------- */
 

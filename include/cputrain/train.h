@@ -34,6 +34,14 @@ CT_API int ct_dataset_seq_len(const ct_dataset *dataset);
 /* Put examples indices[0..n) into `batch` (inputs and labels). */
 CT_API ct_status ct_dataset_fill_batch(const ct_dataset *dataset, const int64_t *indices,
                                        int n, ct_batch *batch);
+/* Labels per example, as ct_dataset_add takes them: 2 (question answering:
+ * start, end), 1 (sequence classification), seq_len (masked LM); 0 for NULL. */
+CT_API size_t ct_dataset_labels_per_example(const ct_dataset *dataset);
+/* Copy the labels of examples [first, first + count) into `labels`, which
+ * has room for count * ct_dataset_labels_per_example values (what
+ * ct_trainer_predict's logits are scored against). */
+CT_API ct_status ct_dataset_get_labels(const ct_dataset *dataset, size_t first, size_t count,
+                                       int32_t *labels);
 
 /* ---- the trainer -------------------------------------------------------------- */
 
@@ -54,7 +62,9 @@ typedef enum ct_event {
 typedef int (*ct_progress_fn)(void *user, ct_event event, int64_t step, int64_t max_steps,
                               double epoch, const char *log_json);
 /* Evaluation at eval_strategy points: compute metrics and report them with
- * ct_trainer_report_metric; return CT_OK or a failure that stops training. */
+ * ct_trainer_report_metric; return CT_OK or a failure that stops training.
+ * The trainer puts the model in eval mode (no dropout) for the call and back
+ * in training mode after it, as Trainer.evaluate() does. */
 typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
 
 /* A trainer for `model` with `args` (copied). The model must outlive it.
@@ -97,13 +107,21 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
                                    double epoch, const char *log_json);
 
 /* Run training as Trainer.train() does (resuming when resume_from_checkpoint
- * says so), then save the model, train_results.json and trainer_state.json
- * into output_dir. One run at a time uses an output_dir: the writing ranks
+ * says so), then save the model, train_results.json (its entries merged
+ * into all_results.json, as Trainer.save_metrics) and trainer_state.json
+ * into output_dir. With metric_for_best_model, each evaluation's
+ * "eval_<metric>" (an error naming the metrics reported when absent) is
+ * compared with the best so far (greater_is_better), and trainer_state.json
+ * records best_metric, best_global_step and best_model_checkpoint;
+ * save_total_limit never deletes that checkpoint, and with
+ * load_best_model_at_end its weights are loaded before the final save
+ * (with save_total_limit 1 it is the only checkpoint left). One run at a
+ * time uses an output_dir: the writing ranks
  * hold an advisory lock on output_dir/.lock (released when the run ends or
  * its process dies), and a second run gets CT_ERR_BUSY naming the holder's
  * pid. Unless resuming, an output_dir holding checkpoint-* folders of an
  * earlier run is refused (CT_ERR_INVALID_ARG), or with overwrite_output_dir
- * those folders are deleted first. A run that skipped more than half of its
+ * those folders and all_results.json are deleted first. A run that skipped more than half of its
  * optimizer steps for non-finite loss or gradients fails with
  * CT_ERR_NUMERIC naming the first skipped step, and saves no final model.
  * With report_to tensorboard (also all, and None, the default), rank 0
@@ -111,8 +129,22 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
  * events.out.tfevents.* file in logging_dir (default
  * output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>), each entry on disk as
  * soon as it is logged; a logging_dir that cannot be made fails the run
- * before its first step (CT_ERR_IO naming it). */
+ * before its first step (CT_ERR_IO naming it).
+ * After ct_trainer_cancel it stops at the next optimizer-step boundary,
+ * saves output_dir/checkpoint-<step> (whatever save_strategy says) and
+ * output_dir/trainer_state.json, and returns CT_ERR_CANCELLED, the error
+ * text naming the step and the checkpoint. */
 CT_API ct_status ct_trainer_train(ct_trainer *trainer);
+/* Ask the running (or the next) ct_trainer_train to stop at the next
+ * optimizer-step boundary and save a checkpoint to resume from, as Ctrl-C
+ * or a SIGTERM from Kubernetes should. It only sets an atomic flag, so it is
+ * safe from a signal handler and from any thread; it never blocks. A
+ * request made before training stops it before its first step (nothing is
+ * saved then); one that comes after the last step changes nothing (the
+ * run finishes and saves as usual); ct_trainer_train clears it when it
+ * returns. With a ct_dist, a cancel on any rank stops every rank at the
+ * same step. An evaluation callback running when it comes completes first. */
+CT_API void ct_trainer_cancel(ct_trainer *trainer);
 /* From an evaluation callback: add "name": value to the evaluation's log
  * entry (Transformers prefixes eval metrics with "eval_"; pass the full
  * name). */
@@ -122,6 +154,17 @@ CT_API ct_status ct_trainer_report_metric(ct_trainer *trainer, const char *name,
  * over all examples. */
 CT_API ct_status ct_trainer_evaluate_loss(ct_trainer *trainer, const ct_dataset *dataset,
                                           double *loss);
+/* The logits of the model for every example of `dataset`, in order, as
+ * Trainer.predict() returns them: question answering [n, seq_len, 2]
+ * (start, end), sequence classification [n, num_labels], masked LM
+ * [n, seq_len, vocab_size]. Computed in eval mode (no dropout; the model's
+ * mode is restored after), per_device_eval_batch_size examples at a time;
+ * with a ct_dist every rank computes one block and all receive the whole.
+ * *ndim and shape (room for 3; either may be NULL) receive the shape; with
+ * logits NULL and capacity 0 nothing else happens (a query of the size),
+ * else `logits` must hold capacity >= the product of the shape floats. */
+CT_API ct_status ct_trainer_predict(ct_trainer *trainer, const ct_dataset *dataset,
+                                    float *logits, size_t capacity, int *ndim, int64_t *shape);
 
 CT_API int64_t ct_trainer_global_step(const ct_trainer *trainer);
 CT_API int64_t ct_trainer_max_steps(const ct_trainer *trainer);

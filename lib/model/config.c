@@ -371,7 +371,8 @@ static void put_labels(ct__strbuf *sb, int *first, int n)
 
 /* Keys for a configuration that did not come from a file, in the order
  * Transformers writes them (sorted). */
-static void write_builtin(const ct__config *c, const char *architecture, ct__strbuf *sb)
+static void write_builtin(const ct__config *c, const char *architecture, const char *dtype,
+                          ct__strbuf *sb)
 {
     int first = 1;
     if (c->arch == CT__ARCH_BERT) {
@@ -396,7 +397,7 @@ static void write_builtin(const ct__config *c, const char *architecture, ct__str
         put_int(sb, &first, "num_hidden_layers", c->num_layers);
         put_int(sb, &first, "pad_token_id", c->pad_token_id);
         put_string(sb, &first, "position_embedding_type", "absolute");
-        put_string(sb, &first, "torch_dtype", "float32");
+        put_string(sb, &first, "torch_dtype", dtype);
         put_int(sb, &first, "type_vocab_size", c->type_vocab_size);
         put_int(sb, &first, "vocab_size", c->vocab_size);
     } else {
@@ -420,7 +421,7 @@ static void write_builtin(const ct__config *c, const char *architecture, ct__str
         ct__sb_puts(sb, c->sinusoidal_pos ? "true" : "false");
         put_key(sb, &first, "tie_weights_");
         ct__sb_puts(sb, "true");
-        put_string(sb, &first, "torch_dtype", "float32");
+        put_string(sb, &first, "torch_dtype", dtype);
         put_int(sb, &first, "vocab_size", c->vocab_size);
     }
     ct__sb_puts(sb, "\n}\n");
@@ -430,26 +431,41 @@ static void write_builtin(const ct__config *c, const char *architecture, ct__str
  * versions and keys this library does not use survive), with the
  * architecture of the head actually trained. */
 static ct_status write_from_source(const ct__config *c, const char *architecture,
-                                   ct__strbuf *sb)
+                                   const char *dtype, ct__strbuf *sb)
 {
     ct__json_doc *doc;
     const ct__json *root;
     size_t i;
-    int first = 1, wrote_arch = 0;
+    int first = 1, wrote_arch = 0, has_dtype = 0;
     ct_status st = ct__json_parse(c->source_json, strlen(c->source_json), "config.json", &doc);
     if (st != CT_OK)
         return st;
     root = ct__json_root(doc);
+    /* torch_dtype (and "dtype", its newer name, when the file has it) must
+     * name what model.safetensors now holds, not what the source held; a
+     * file without it gets it at its sorted place, as Transformers writes. */
+    for (i = 0; i < root->n; i++)
+        has_dtype |= strcmp(root->members[i].key, "torch_dtype") == 0;
     for (i = 0; i < root->n; i++) {
         const ct__json_member *m = &root->members[i];
+        if (!has_dtype && strcmp(m->key, "torch_dtype") > 0) {
+            put_string(sb, &first, "torch_dtype", dtype);
+            has_dtype = 1;
+        }
         if (strcmp(m->key, "architectures") == 0) {
             put_architectures(sb, &first, architecture);
             wrote_arch = 1;
             continue;
         }
+        if (strcmp(m->key, "torch_dtype") == 0 || strcmp(m->key, "dtype") == 0) {
+            put_string(sb, &first, m->key, dtype);
+            continue;
+        }
         put_key(sb, &first, m->key);
         ct__json_write_value(sb, &m->value, 1);
     }
+    if (!has_dtype)
+        put_string(sb, &first, "torch_dtype", dtype);
     if (!wrote_arch)
         put_architectures(sb, &first, architecture);
     ct__sb_puts(sb, first ? "{}\n" : "\n}\n");
@@ -457,13 +473,14 @@ static ct_status write_from_source(const ct__config *c, const char *architecture
     return CT_OK;
 }
 
-ct_status ct__config_write_json(const ct__config *cfg, const char *architecture, ct__strbuf *sb)
+ct_status ct__config_write_json(const ct__config *cfg, const char *architecture,
+                                const char *torch_dtype, ct__strbuf *sb)
 {
     ct_status st = CT_OK;
     if (cfg->source_json)
-        st = write_from_source(cfg, architecture, sb);
+        st = write_from_source(cfg, architecture, torch_dtype, sb);
     else
-        write_builtin(cfg, architecture, sb);
+        write_builtin(cfg, architecture, torch_dtype, sb);
     if (st == CT_OK && sb->failed)
         st = ct__error_prefix((ct_status)sb->failed, "writing config.json");
     return st;

@@ -46,8 +46,10 @@ ct_status ct__config_named(const char *name, ct__config *cfg);
 const char *ct__config_names(void);
 void ct__config_free(ct__config *cfg);
 ct_status ct__config_copy(const ct__config *src, ct__config *dst);
-/* config.json as Transformers writes it, with `architectures`. */
+/* config.json as Transformers writes it, with `architectures` and
+ * `torch_dtype` naming the dtype of the weights saved beside it
+ * ("float32", "bfloat16", "float16"). */
 ct_status ct__config_write_json(const ct__config *cfg, const char *architecture,
-                                ct__strbuf *sb) CT__MUST_USE;
+                                const char *torch_dtype, ct__strbuf *sb) CT__MUST_USE;
 
 #endif

@@ -366,7 +366,11 @@ ct_status ct_model_save(const ct_model *m, const char *dir, ct_dtype dtype)
     free(data);
     if (st != CT_OK)
         return st;
-    if ((st = ct__config_write_json(&m->cfg, ct_model_architecture(m), &sb)) != CT_OK) {
+    if ((st = ct__config_write_json(&m->cfg, ct_model_architecture(m),
+                                    dtype == CT_DTYPE_F32    ? "float32"
+                                    : dtype == CT_DTYPE_BF16 ? "bfloat16"
+                                                             : "float16",
+                                    &sb)) != CT_OK) {
         ct__sb_free(&sb);
         return st;
     }

@@ -8,8 +8,10 @@
  * X(name, group, fate, type, default, reason)
  *   group    TRAINING (TrainingArguments), MODEL (run_qa.py's ModelArguments),
  *            DATA (run_qa.py's DataTrainingArguments), TOOL (cputrain-qa's own)
- *   fate     IMPLEMENTED: done (a TRAINING one by a field; MODEL/DATA/TOOL ones
- *              by cputrain-qa, so ct_args leaves them to the program);
+ *   fate     IMPLEMENTED: run_qa.py's own that cputrain-qa reads (ct_args
+ *              leaves them to the program; TrainingArguments ones are
+ *              implemented as fields, and a row for a name that becomes a
+ *              field is that field: the table lists it once);
  *            NO_EFFECT: accepted with a one-line warning giving the reason;
  *            REFUSED: an error giving the reason and what to do instead
  *   type     how the value is read and checked: BOOL (a bare --flag means
@@ -36,10 +38,6 @@
 #define CT__NO_DOWNLOAD "nothing is downloaded: models, tokenizers and data are local folders"
 
 #define CT_ARGS_FATES(X)                                                                     \
-    /* ---- TrainingArguments, implemented by helpers of other parts -------------- */      \
-    X(load_best_model_at_end, TRAINING, IMPLEMENTED, BOOL, "False", "")                      \
-    X(metric_for_best_model, TRAINING, IMPLEMENTED, STRING, "None", "")                      \
-    X(greater_is_better, TRAINING, IMPLEMENTED, BOOL, "None", "")                            \
     /* ---- TrainingArguments accepted with no effect here ------------------------ */      \
     X(prediction_loss_only, TRAINING, NO_EFFECT, BOOL, "False",                              \
       "evaluation reports what the evaluation callback computes (EM/F1 in cputrain-qa); "  \

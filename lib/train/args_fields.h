@@ -25,7 +25,8 @@
     X(output_dir, STRING, 1, "None", "",                                                     \
       "Folder for checkpoints, the final model and result files.")                          \
     X(overwrite_output_dir, BOOL, 0, "False", "",                                            \
-      "Start over in an output_dir of an earlier run (its checkpoint-* are deleted).")     \
+      "Start over in an output_dir of an earlier run (its checkpoint-* and "                 \
+      "all_results.json are deleted).")                                                      \
     X(do_train, BOOL, 0, "False", "", "Run training.")                                       \
     X(do_eval, BOOL, 0, "False", "", "Evaluate on the validation set.")                      \
     X(do_predict, BOOL, 0, "False", "", "Predict on the test set.")                          \
@@ -91,6 +92,15 @@
       "such checkpoints cannot be resumed from).")                                          \
     X(save_on_each_node, BOOL, 0, "False", "",                                               \
       "With several machines, write checkpoints on every machine, not only rank 0's.")      \
+    X(load_best_model_at_end, BOOL, 0, "False", "",                                          \
+      "At the end of training load the checkpoint with the best metric_for_best_model "     \
+      "(eval and save strategies must match); save_total_limit never deletes it.")         \
+    X(metric_for_best_model, STRING, 1, "None", "",                                          \
+      "Evaluation metric that picks the best checkpoint (eval_ prefix optional); "          \
+      "loss with load_best_model_at_end.")                                                  \
+    X(greater_is_better, BOOL, 1, "None", "",                                                \
+      "Whether a larger metric_for_best_model is better; True unless its name ends "       \
+      "in loss.")                                                                           \
     X(use_cpu, BOOL, 0, "False", "",                                                         \
       "Train on the CPU (the only device this library uses; accepted for compatibility).")  \
     X(seed, INT, 0, "42", "", "Seed for model initialisation, dropout and data order.")      \

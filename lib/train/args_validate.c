@@ -37,6 +37,37 @@ static ct_status at_most(const char *name, int64_t v, int64_t max)
          (long long)max);
 }
 
+/* load_best_model_at_end (TrainingArguments.__post_init__): the best
+ * checkpoint exists only if every evaluation is followed by a save, so
+ * the strategies must match and, by steps, save_steps be a multiple of
+ * eval_steps. */
+static ct_status check_best_model(const ct_args *a)
+{
+    double save, eval;
+    if (!B(load_best_model_at_end))
+        return CT_OK;
+    if (strcmp(S(eval_strategy), S(save_strategy)) != 0)
+        FAIL(CT_ERR_INVALID_ARG, "load_best_model_at_end: requires the save and eval strategy "
+             "to match, but found eval_strategy '%s' and save_strategy '%s'", S(eval_strategy),
+             S(save_strategy));
+    if (strcmp(S(eval_strategy), "steps") != 0)
+        return CT_OK;
+    save = F(save_steps);
+    eval = SET(eval_steps) ? F(eval_steps) : F(logging_steps);
+    if (eval <= 0 || save <= 0)
+        return CT_OK; /* check_steps names them */
+    if ((save < 1) != (eval < 1))
+        FAIL(CT_ERR_INVALID_ARG, "load_best_model_at_end: requires the saving steps to be a "
+             "multiple of the evaluation steps, which cannot get guaranteed when mixing ratio "
+             "and absolute steps for save_steps %g and eval_steps %g", save, eval);
+    /* in millionths, as Transformers works around binary fractions */
+    if (fmod(round(save * 1e6), round(eval * 1e6)) != 0)
+        FAIL(CT_ERR_INVALID_ARG, "load_best_model_at_end: requires the saving steps to be a "
+             "round multiple of the evaluation steps, but found save_steps %g, which is not a "
+             "round multiple of eval_steps %g", save, eval);
+    return CT_OK;
+}
+
 ct_status ct_args_validate(const ct_args *a)
 {
     ct_status st;
@@ -99,6 +130,8 @@ ct_status ct_args_validate(const ct_args *a)
     /* eval_steps falls back to logging_steps, as Transformers does. */
     if ((st = check_steps("eval_steps", SET(eval_steps) ? F(eval_steps) : F(logging_steps),
                           "eval_strategy", S(eval_strategy))) != CT_OK)
+        return st;
+    if ((st = check_best_model(a)) != CT_OK)
         return st;
     if (SET(save_total_limit) && I(save_total_limit) < 0)
         FAIL(CT_ERR_INVALID_ARG, "save_total_limit: must be >= 0 (got %lld)",

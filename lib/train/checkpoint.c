@@ -158,6 +158,19 @@ ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t)
         }
     }
     closedir(d);
+    if (st == CT_OK && overwrite && !resuming) {
+        /* Trainer.save_metrics merges into all_results.json: an earlier
+         * run's eval_ / predict_ entries would pass for this run's. */
+        char path[4200];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/all_results.json", out);
+        if (lstat(path, &sb) == 0) {
+            ct__log(CT_LOG_INFO, "overwrite_output_dir: deleting %s of an earlier run", path);
+            if (remove(path) != 0)
+                st = ct__error(CT_ERR_IO, "overwrite_output_dir: cannot delete %s: %s", path,
+                               strerror(errno));
+        }
+    }
     if (st == CT_OK && *old)
         st = ct__error(CT_ERR_INVALID_ARG,
                        "output_dir %s already holds %s of an earlier run: set "
@@ -169,15 +182,41 @@ ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t)
 
 /* ---- trainer_state.json and the RNG / data-order state ------------------------- */
 
+/* A *_steps argument as TrainerState.compute_steps records it: a ratio
+ * becomes ceil(ratio * max_steps), and the value is an integer (Transformers
+ * turns whole floats above 1 into ints in TrainingArguments.__post_init__). */
+static long long state_steps(const ct_trainer *t, double v)
+{
+    return v < 1 ? (long long)ceil(v * (double)t->max_steps) : (long long)v;
+}
+
 char *ct__trainer_state_json(const ct_trainer *t)
 {
     ct__strbuf sb = {0};
-    ct__sb_puts(&sb, "{\n  \"best_metric\": null,\n  \"best_model_checkpoint\": null,\n");
-    ct__sb_puts(&sb, "  \"epoch\": ");
+    /* eval_steps: the argument, else logging_steps when evaluating by steps
+     * (__post_init__), else TrainerState's default 500. */
+    long long eval_steps =
+        ct__args_is_set(t->args, CT_A_eval_steps) ? state_steps(t, A_FLOAT(eval_steps))
+        : strcmp(A_STR(eval_strategy), "steps") == 0 ? state_steps(t, A_FLOAT(logging_steps))
+                                                      : 500;
+    ct__sb_puts(&sb, "{\n  \"best_global_step\": ");
+    if (t->best_global_step > 0)
+        ct__sb_printf(&sb, "%lld", (long long)t->best_global_step);
+    else
+        ct__sb_puts(&sb, "null");
+    ct__sb_puts(&sb, ",\n  \"best_metric\": ");
+    if (t->has_best)
+        ct__json_write_double(&sb, t->best_metric);
+    else
+        ct__sb_puts(&sb, "null");
+    ct__sb_puts(&sb, ",\n  \"best_model_checkpoint\": ");
+    if (t->best_model_checkpoint)
+        ct__json_write_string(&sb, t->best_model_checkpoint, strlen(t->best_model_checkpoint));
+    else
+        ct__sb_puts(&sb, "null");
+    ct__sb_puts(&sb, ",\n  \"epoch\": ");
     ct__json_write_double(&sb, t->epoch);
-    ct__sb_puts(&sb, ",\n  \"eval_steps\": ");
-    ct__json_write_double(&sb, ct__args_is_set(t->args, CT_A_eval_steps) ? A_FLOAT(eval_steps)
-                                                                          : A_FLOAT(logging_steps));
+    ct__sb_printf(&sb, ",\n  \"eval_steps\": %lld", eval_steps);
     ct__sb_printf(&sb, ",\n  \"global_step\": %lld", (long long)t->global_step);
     ct__sb_puts(&sb, ",\n  \"is_hyper_param_search\": false,\n  \"is_local_process_zero\": true,"
                      "\n  \"is_world_process_zero\": true,\n  \"log_history\": [");
@@ -186,13 +225,11 @@ char *ct__trainer_state_json(const ct_trainer *t)
         ct__sb_append(&sb, t->history.data, t->history.len);
         ct__sb_puts(&sb, "\n  ");
     }
-    ct__sb_puts(&sb, "],\n  \"logging_steps\": ");
-    ct__json_write_double(&sb, A_FLOAT(logging_steps));
+    ct__sb_printf(&sb, "],\n  \"logging_steps\": %lld", state_steps(t, A_FLOAT(logging_steps)));
     ct__sb_printf(&sb, ",\n  \"max_steps\": %lld", (long long)t->max_steps);
     ct__sb_printf(&sb, ",\n  \"num_input_tokens_seen\": 0,\n  \"num_train_epochs\": %lld",
                   (long long)t->num_epochs);
-    ct__sb_puts(&sb, ",\n  \"save_steps\": ");
-    ct__json_write_double(&sb, A_FLOAT(save_steps));
+    ct__sb_printf(&sb, ",\n  \"save_steps\": %lld", state_steps(t, A_FLOAT(save_steps)));
     ct__sb_puts(&sb, ",\n  \"stateful_callbacks\": {},\n  \"total_flos\": ");
     ct__json_write_double(&sb, t->total_flos);
     ct__sb_printf(&sb, ",\n  \"train_batch_size\": %lld", (long long)A_INT(per_device_train_batch_size));
@@ -246,14 +283,53 @@ static CT__MUST_USE ct_status put_text(const char *dir, const char *name, char *
     return st;
 }
 
+void ct__checkpoint_path(const ct_trainer *t, int64_t step, char *out, size_t size)
+{
+    snprintf(out, size, "%s/" PREFIX "%lld", A_STR(output_dir), (long long)step);
+}
+
+int ct__checkpoint_is_complete(const char *dir)
+{
+    return is_complete(dir);
+}
+
+/* Index of the best checkpoint in list, or n when it is not there. The
+ * folder is compared, not its spelling (a resumed run may write output_dir
+ * as ./out where the state says out), as Trainer compares resolved paths. */
+static size_t best_index(const ct_trainer *t, const found *list, size_t n)
+{
+    struct stat best, sb;
+    if (!t->best_model_checkpoint || stat(t->best_model_checkpoint, &best) != 0)
+        return n;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", A_STR(output_dir), list[i].name);
+        if (stat(path, &sb) == 0 && sb.st_dev == best.st_dev && sb.st_ino == best.st_ino)
+            return i;
+    }
+    return n;
+}
+
 static void rotate(const ct_trainer *t)
 {
     found *list;
-    size_t n;
+    size_t n, best;
     int64_t limit;
     if (!ct__args_is_set(t->args, CT_A_save_total_limit) || (limit = A_INT(save_total_limit)) <= 0)
         return;
     n = list_checkpoints(A_STR(output_dir), &list);
+    /* Trainer's _sorted_checkpoints: the best moves to just before the
+     * newest, so deleting the oldest never takes it; with a limit of 1 and
+     * a best that is not the newest, both stay. */
+    if ((best = best_index(t, list, n)) < n) {
+        for (size_t i = best; i + 2 < n; i++) {
+            found tmp = list[i];
+            list[i] = list[i + 1];
+            list[i + 1] = tmp;
+        }
+        if (limit == 1 && best != n - 1)
+            limit = 2;
+    }
     /* Oldest first; the newest is never removed. */
     for (size_t i = 0; i + (size_t)limit < n && i + 1 < n; i++) {
         char path[4096];
@@ -261,6 +337,27 @@ static void rotate(const ct_trainer *t)
         ct__log(CT_LOG_INFO, "deleting %s (save_total_limit %lld)", path, (long long)limit);
         remove_tree(path);
     }
+    free(list);
+}
+
+void ct__checkpoint_keep_only_best(const ct_trainer *t)
+{
+    found *list;
+    size_t n, best;
+    if (!t->best_model_checkpoint || !ct__args_is_set(t->args, CT_A_save_total_limit) ||
+        A_INT(save_total_limit) != 1)
+        return;
+    n = list_checkpoints(A_STR(output_dir), &list);
+    if ((best = best_index(t, list, n)) < n)
+        for (size_t i = 0; i < n; i++) {
+            char path[4096];
+            if (i == best)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", A_STR(output_dir), list[i].name);
+            ct__log(CT_LOG_INFO, "deleting %s (save_total_limit 1 keeps only the best, %s)",
+                    path, t->best_model_checkpoint);
+            remove_tree(path);
+        }
     free(list);
 }
 
@@ -376,6 +473,33 @@ static ct_status get_f64(const ct__json *root, const char *file, const char *key
     return CT_OK;
 }
 
+/* best_global_step, best_metric and best_model_checkpoint (each may be
+ * null; checkpoints of versions before load_best_model_at_end lack them). */
+static ct_status get_best(const ct__json *s, const char *file, int64_t *step, int *has_metric,
+                          double *metric, char **checkpoint)
+{
+    const ct__json *v = ct__json_get(s, "best_global_step");
+    *step = 0;
+    *has_metric = 0;
+    *checkpoint = NULL;
+    if (v && v->type != CT_JSON_NULL && (!ct__json_int64(v, step) || *step < 0))
+        return ct__error(CT_ERR_FORMAT, "%s: best_global_step is not null or a step", file);
+    if ((v = ct__json_get(s, "best_metric")) && v->type != CT_JSON_NULL) {
+        if (v->type != CT_JSON_NUMBER)
+            return ct__error(CT_ERR_FORMAT, "%s: best_metric is not null or a number", file);
+        *has_metric = 1;
+        *metric = v->num;
+    }
+    if ((v = ct__json_get(s, "best_model_checkpoint")) && v->type != CT_JSON_NULL) {
+        if (v->type != CT_JSON_STRING || strlen(v->str) != v->len)
+            return ct__error(CT_ERR_FORMAT, "%s: best_model_checkpoint is not null or a path",
+                             file);
+        if (!(*checkpoint = strdup(v->str)))
+            return ct__error(CT_ERR_NOMEM, "out of memory");
+    }
+    return CT_OK;
+}
+
 ct_status ct__checkpoint_resume(ct_trainer *t)
 {
     const char *spec = A_STR(resume_from_checkpoint), *out = A_STR(output_dir);
@@ -385,7 +509,10 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     int64_t global_step = 0, epoch_index = 0, batch_in_epoch = 0, last_logged = 0;
     int64_t steps_counted = 0;
     uint64_t dstep = 0, dseed = 0;
-    double epoch = 0, flos = 0, loss_since = 0, loss_all = 0;
+    double epoch = 0, flos = 0, loss_since = 0, loss_all = 0, best_metric = 0;
+    int64_t best_step = 0;
+    int has_best = 0;
+    char *best_dir = NULL;
     ct_status st;
 
     if (truthy(spec)) {
@@ -429,7 +556,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     snprintf(path, sizeof path, "%s/trainer_state.json", dir);
     if ((st = get_i64(s, path, "global_step", &global_step)) != CT_OK ||
         (st = get_f64(s, path, "epoch", &epoch)) != CT_OK ||
-        (st = get_f64(s, path, "total_flos", &flos)) != CT_OK)
+        (st = get_f64(s, path, "total_flos", &flos)) != CT_OK ||
+        (st = get_best(s, path, &best_step, &has_best, &best_metric, &best_dir)) != CT_OK)
         goto done;
     if (!hist || hist->type != CT_JSON_ARRAY) {
         st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
@@ -467,6 +595,12 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     t->loss_sum_all = loss_all;
     t->model->dropout_seed = dseed;
     t->model->dropout_step = dstep;
+    t->best_global_step = best_step;
+    t->has_best = has_best;
+    t->best_metric = best_metric;
+    free(t->best_model_checkpoint);
+    t->best_model_checkpoint = best_dir;
+    best_dir = NULL;
     ct__sb_free(&t->history);
     for (size_t i = 0; i < hist->n; i++) {
         if (i)
@@ -476,6 +610,7 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     ct__log(CT_LOG_INFO, "resuming from %s at step %lld (epoch %lld, batch %lld)", dir,
             (long long)global_step, (long long)epoch_index, (long long)batch_in_epoch);
 done:
+    free(best_dir);
     ct__json_free(state);
     ct__json_free(rng);
     return st;

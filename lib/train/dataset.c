@@ -149,3 +149,21 @@ ct_status ct_dataset_fill_batch(const ct_dataset *d, const int64_t *indices, int
     free(labels);
     return st;
 }
+
+size_t ct_dataset_labels_per_example(const ct_dataset *d)
+{
+    return d ? d->n_labels : 0;
+}
+
+ct_status ct_dataset_get_labels(const ct_dataset *d, size_t first, size_t count, int32_t *labels)
+{
+    CT__CHECK_ARG(d);
+    if (first > d->n || count > d->n - first)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_get_labels: examples [%zu, %zu + %zu) "
+                         "are outside the dataset's %zu", first, first, count, d->n);
+    if (count == 0)
+        return CT_OK;
+    CT__CHECK_ARG(labels);
+    memcpy(labels, d->labels + first * d->n_labels, count * d->n_labels * sizeof *labels);
+    return CT_OK;
+}

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
+#include "train/metrics_file.h"
 #include "train/outdir_lock.h"
 #include "train/sampler.h"
 #include "train/tb_events.h"
@@ -36,6 +37,28 @@ double ct__now(void)
 #define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
 #define A_STR(f) ct__args_string(t->args, CT_A_##f)
 
+/* TrainingArguments.__post_init__'s defaults for the best model, set in
+ * the trainer's copy so that training_args.json shows them as Transformers'
+ * does: metric_for_best_model "loss" with load_best_model_at_end, and
+ * greater_is_better True unless the metric's name ends in "loss". */
+static ct_status best_model_defaults(ct_trainer *t)
+{
+    const char *metric = A_STR(metric_for_best_model);
+    ct_status st;
+    if (A_BOOL(load_best_model_at_end) && !metric) {
+        if ((st = ct_args_set(t->args, "metric_for_best_model", "loss")) != CT_OK)
+            return st;
+        metric = A_STR(metric_for_best_model);
+    }
+    if (metric && !ct__args_is_set(t->args, CT_A_greater_is_better)) {
+        size_t n = strlen(metric);
+        int loss = n >= 4 && strcmp(metric + n - 4, "loss") == 0;
+        if ((st = ct_args_set_bool(t->args, "greater_is_better", !loss)) != CT_OK)
+            return st;
+    }
+    return CT_OK;
+}
+
 ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **out)
 {
     ct_trainer *t;
@@ -50,7 +73,9 @@ ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **o
         return ct__error(CT_ERR_NOMEM, "out of memory creating a trainer");
     t->model = model;
     t->world = 1;
-    if ((st = ct_args_copy(args, &t->args)) != CT_OK) {
+    atomic_init(&t->cancel_requested, 0);
+    if ((st = ct_args_copy(args, &t->args)) != CT_OK || (st = best_model_defaults(t)) != CT_OK) {
+        ct_args_free(t->args);
         free(t);
         return st;
     }
@@ -77,6 +102,7 @@ void ct_trainer_free(ct_trainer *t)
     ct__sb_free(&t->history);
     clear_metrics(t);
     free(t->history_text);
+    free(t->best_model_checkpoint);
     free(t);
 }
 
@@ -124,6 +150,13 @@ ct_status ct_trainer_set_tokenizer(ct_trainer *t, const ct_tokenizer *tok)
     return CT_OK;
 }
 
+void ct_trainer_cancel(ct_trainer *t)
+{
+    /* Only the store: this runs inside signal handlers. */
+    if (t)
+        atomic_store_explicit(&t->cancel_requested, 1, memory_order_relaxed);
+}
+
 int64_t ct_trainer_global_step(const ct_trainer *t) { return t ? t->global_step : 0; }
 int64_t ct_trainer_max_steps(const ct_trainer *t) { return t ? t->max_steps : 0; }
 ct_optim *ct_trainer_optim(ct_trainer *t) { return t ? t->optim : NULL; }
@@ -146,6 +179,11 @@ const char *ct_trainer_log_history(const ct_trainer *t)
     free(mut->history_text);
     mut->history_text = ct__sb_take(&sb);
     return mut->history_text ? mut->history_text : "[]";
+}
+
+static int strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what)
+{
+    return strcmp(ct__args_string(t->args, f), what) == 0;
 }
 
 /* ---- the log history ---------------------------------------------------------- */
@@ -289,16 +327,65 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
     return CT_OK;
 }
 
+/* Trainer's _determine_best_metric, on the metrics just reported: the
+ * metric_for_best_model ("eval_" added when missing) compared with the best
+ * so far; a new best records this step when checkpoints are saved (its
+ * folder becomes best_model_checkpoint once written). NaN is never better. */
+static ct_status update_best(ct_trainer *t)
+{
+    const char *metric = A_STR(metric_for_best_model);
+    char name[256];
+    double v;
+    int i, greater = A_BOOL(greater_is_better);
+    if (!metric)
+        return CT_OK;
+    snprintf(name, sizeof name, "%s%s", strncmp(metric, "eval_", 5) ? "eval_" : "", metric);
+    for (i = 0; i < t->n_metrics && strcmp(t->metric_names[i], name); i++)
+        ;
+    if (i == t->n_metrics) {
+        ct__strbuf have = {0};
+        char *list;
+        ct_status st;
+        for (int k = 0; k < t->n_metrics; k++)
+            ct__sb_printf(&have, "%s%s", k ? ", " : "", t->metric_names[k]);
+        list = ct__sb_take(&have);
+        st = ct__error(CT_ERR_INVALID_ARG,
+                       "metric_for_best_model is '%s', which is not among the evaluation "
+                       "metrics (%s); set metric_for_best_model to one of them",
+                       name, list && *list ? list : "none were reported");
+        free(list);
+        return st;
+    }
+    v = t->metric_values[i];
+    if (t->has_best ? (greater ? v > t->best_metric : v < t->best_metric) : !isnan(v)) {
+        t->has_best = 1;
+        t->best_metric = v;
+        if (!strategy_is(t, CT_A_save_strategy, "no"))
+            t->best_global_step = t->global_step;
+    }
+    return CT_OK;
+}
+
 static ct_status evaluate(ct_trainer *t)
 {
     entry_kv kv[32];
     char *json = NULL;
     ct_status st;
+    int was_training = t->model->training;
     clear_metrics(t);
+    /* As Trainer.evaluate() calls model.eval(): no dropout in what the
+     * callback computes, and no draw from the dropout generator either, so
+     * evaluating does not change the training run. */
+    ct_model_set_training(t->model, 0);
     t->in_eval = 1;
     st = t->eval(t->eval_user, t);
     t->in_eval = 0;
+    ct_model_set_training(t->model, was_training);
     if (st != CT_OK) {
+        clear_metrics(t);
+        return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
+    }
+    if ((st = update_best(t)) != CT_OK) {
         clear_metrics(t);
         return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
     }
@@ -328,10 +415,26 @@ static ct_status save_checkpoint(ct_trainer *t)
     char path[4096], *json;
     ct__strbuf sb = {0};
     ct_status st;
-    if (!writes_files(t))
+    /* _save_checkpoint: the best step's folder, once it exists (now, when
+     * this step is the best), is best_model_checkpoint; every rank keeps
+     * it, so that all load the same weights at the end. */
+    if (t->best_global_step > 0) {
+        ct__checkpoint_path(t, t->best_global_step, path, sizeof path);
+        if (t->best_global_step == t->global_step || ct__checkpoint_is_complete(path)) {
+            char *copy = strdup(path);
+            if (!copy)
+                return ct__error(CT_ERR_NOMEM, "out of memory");
+            free(t->best_model_checkpoint);
+            t->best_model_checkpoint = copy;
+        }
+    }
+    if (!writes_files(t)) {
+        t->saved_step = t->global_step;
         return CT_OK;
+    }
     if ((st = ct__checkpoint_save(t, path, sizeof path)) != CT_OK)
         return st;
+    t->saved_step = t->global_step;
     ct__log(CT_LOG_INFO, "saved checkpoint %s", path);
     ct__sb_puts(&sb, "{\"checkpoint\": ");
     ct__json_write_string(&sb, path, strlen(path));
@@ -350,10 +453,6 @@ static int64_t interval(const ct_trainer *t, double steps)
     return n > 0 ? n : 1;
 }
 
-static int strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what)
-{
-    return strcmp(ct__args_string(t->args, f), what) == 0;
-}
 
 /* What Trainer's _maybe_log_save_evaluate does after an optimizer step. */
 static ct_status after_step(ct_trainer *t, double grad_norm)
@@ -529,11 +628,11 @@ static CT__MUST_USE ct_status write_text(const char *dir, const char *name, cons
     return ct__write_file_atomic(path, text, strlen(text));
 }
 
-/* output_dir/train_results.json, trainer_state.json and the model. */
+/* output_dir/train_results.json (merged into all_results.json),
+ * trainer_state.json and the model. */
 static ct_status final_save(ct_trainer *t, double runtime)
 {
     const char *dir = A_STR(output_dir);
-    ct__strbuf sb = {0};
     char *text;
     ct_status st;
     int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
@@ -547,31 +646,24 @@ static ct_status final_save(ct_trainer *t, double runtime)
         if ((st = ct_args_save_json(t->args, path)) != CT_OK)
             return st;
     }
-    ct__sb_puts(&sb, "{\n    \"epoch\": ");
-    ct__json_write_double(&sb, t->epoch);
-    ct__sb_puts(&sb, ",\n    \"total_flos\": ");
-    ct__json_write_double(&sb, t->total_flos);
-    ct__sb_puts(&sb, ",\n    \"train_loss\": ");
-    ct__json_write_double(&sb, ct_trainer_train_loss(t));
-    ct__sb_puts(&sb, ",\n    \"train_runtime\": ");
-    ct__json_write_double(&sb, round_to(runtime, 4));
-    ct__sb_printf(&sb, ",\n    \"train_samples\": %zu", t->train->n);
-    ct__sb_puts(&sb, ",\n    \"train_samples_per_second\": ");
-    ct__json_write_double(&sb, round_to((double)samples / runtime, 3));
-    ct__sb_puts(&sb, ",\n    \"train_steps_per_second\": ");
-    ct__json_write_double(&sb, round_to((double)t->global_step / runtime, 3));
-    if (!isnan(t->tokens_per_second)) {
-        ct__sb_puts(&sb, ",\n    \"train_tokens_per_second\": ");
-        ct__json_write_double(&sb, t->tokens_per_second);
+    {
+        /* run_qa.py's trainer.save_metrics("train", metrics), with
+         * train_samples added as it does. */
+        ct__metric m[8] = {
+            {"epoch", t->epoch, 0},
+            {"total_flos", t->total_flos, 0},
+            {"train_loss", ct_trainer_train_loss(t), 0},
+            {"train_runtime", round_to(runtime, 4), 0},
+            {"train_samples", (double)t->train->n, 1},
+            {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
+            {"train_steps_per_second", round_to((double)t->global_step / runtime, 3), 0},
+            {"train_tokens_per_second", t->tokens_per_second, 0},
+        };
+        /* the last only with include_tokens_per_second, as Trainer */
+        if ((st = ct__save_metrics(dir, "train", m, isnan(t->tokens_per_second) ? 7 : 8)) !=
+            CT_OK)
+            return st;
     }
-    ct__sb_puts(&sb, "\n}\n");
-    text = ct__sb_take(&sb);
-    if (!text)
-        return ct__error(CT_ERR_NOMEM, "out of memory writing train_results.json");
-    st = write_text(dir, "train_results.json", text);
-    free(text);
-    if (st != CT_OK)
-        return st;
     if (!(text = ct__trainer_state_json(t)))
         return ct__error(CT_ERR_NOMEM, "out of memory writing trainer_state.json");
     st = write_text(dir, "trainer_state.json", text);
@@ -582,17 +674,25 @@ static ct_status final_save(ct_trainer *t, double runtime)
 /* With several ranks, after each micro-batch window: the mean loss over the
  * ranks (Trainer logs that mean), whether any rank saw a non-finite loss
  * (then every rank skips the step), and whether any rank's progress callback
- * asked to stop (then every rank stops here). */
-static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad)
+ * asked to stop or any rank was cancelled (then every rank stops here, and
+ * *cancelled says whether it was a cancel, which saves a checkpoint). The
+ * cancel request is read here, not at the step boundary, so that the ranks
+ * decide on the same sum. */
+static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad, int *cancelled)
 {
-    float v[3] = {(float)*window_loss, (float)*window_bad, (float)t->stop_requested};
+    float v[4] = {(float)*window_loss, (float)*window_bad, (float)t->stop_requested,
+                  (float)atomic_load(&t->cancel_requested)};
     ct_status st;
     if (t->world == 1)
         return CT_OK;
-    if ((st = ct_dist_allreduce(t->dist, v, 3, CT_DTYPE_F32, CT_REDUCE_SUM)) != CT_OK)
+    if ((st = ct_dist_allreduce(t->dist, v, 4, CT_DTYPE_F32, CT_REDUCE_SUM)) != CT_OK)
         return st;
     *window_loss = v[0] / (float)t->world;
     *window_bad = v[1] > 0;
+    if (v[3] > 0) {
+        *cancelled = 1;
+        return CT_ERR_CANCELLED; /* the text comes with the checkpoint */
+    }
     if (v[2] > 0)
         return ct__error(CT_ERR_CANCELLED, "training stopped by a progress callback at step %lld",
                          (long long)t->global_step);
@@ -671,6 +771,28 @@ static ct_status start_ddp(ct_trainer *t)
 
 static ct_status train_run(ct_trainer *t);
 
+/* load_best_model_at_end: the best checkpoint's weights replace the last
+ * step's before the final save (Trainer's _load_best_model; the optimizer
+ * state is not loaded). The writing ranks hold the checkpoint; then every
+ * rank takes rank 0's weights — always, with several ranks, so that no rank
+ * waits in a collective another skipped. */
+static ct_status load_best_model(ct_trainer *t)
+{
+    ct_status st = CT_OK;
+    if (!A_BOOL(load_best_model_at_end))
+        return CT_OK;
+    if (t->best_model_checkpoint) {
+        if (t->rank == 0)
+            ct__log(CT_LOG_INFO, "loading best model from %s (score: %g)",
+                    t->best_model_checkpoint, t->best_metric);
+        if (writes_files(t))
+            st = ct__model_load_weights(t->model, t->best_model_checkpoint, 0, 1);
+    }
+    if ((st = all_agree(t, st, "load the best checkpoint")) != CT_OK)
+        return ct__error_prefix(st, "load_best_model_at_end");
+    return t->ddp ? ct__ddp_sync_params(t->ddp) : CT_OK;
+}
+
 /* TrainingArguments' default logging_dir, output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>
  * (default_logdir(): datetime.now().strftime("%b%d_%H-%M-%S") and the host
  * name), resolved once on every rank as each Transformers process does, so
@@ -741,12 +863,23 @@ static ct_status check_learned(const ct_trainer *t, int64_t steps, int64_t skipp
                      A_STR(output_dir));
 }
 
+static ct_status train_checked(ct_trainer *t);
+
 ct_status ct_trainer_train(ct_trainer *t)
+{
+    ct_status st;
+    CT__CHECK_ARG(t);
+    st = train_checked(t);
+    /* A request is for this run only: the next one starts afresh. */
+    atomic_store(&t->cancel_requested, 0);
+    return st;
+}
+
+static ct_status train_checked(ct_trainer *t)
 {
     ct_status st;
     int lock = -1;
 
-    CT__CHECK_ARG(t);
     if (!t->train)
         return ct__error(CT_ERR_STATE, "ct_trainer_train: no training dataset "
                                        "(ct_trainer_set_train_dataset)");
@@ -779,6 +912,64 @@ ct_status ct_trainer_train(ct_trainer *t)
     return st;
 }
 
+/* Where a micro-batch window started: with several ranks a stop is agreed
+ * on only after the window's forward and backward passes, which are then
+ * undone (their gradients dropped, the position and dropout generator put
+ * back), so the checkpoint of a cancelled run resumes exactly. */
+typedef struct window_start {
+    int64_t batch_in_epoch, samples_since_log, tokens_since_log;
+    double total_flos;
+    uint64_t dropout_step;
+} window_start;
+
+static window_start window_begin(const ct_trainer *t)
+{
+    return (window_start){t->batch_in_epoch, t->samples_since_log, t->tokens_since_log,
+                          t->total_flos, t->model->dropout_step};
+}
+
+static void window_undo(ct_trainer *t, const window_start *w)
+{
+    t->batch_in_epoch = w->batch_in_epoch;
+    t->samples_since_log = w->samples_since_log;
+    t->tokens_since_log = w->tokens_since_log;
+    t->total_flos = w->total_flos;
+    t->model->dropout_step = w->dropout_step;
+    ct_model_zero_grad(t->model);
+}
+
+/* ct_trainer_cancel was honoured at a step boundary: save a checkpoint to
+ * resume from (even with save_strategy "no": a cancel means "stop, I will
+ * resume"), unless this step's is there already, and trainer_state.json in
+ * output_dir; every rank returns the same verdict. */
+static ct_status finish_cancelled(ct_trainer *t, int64_t first_step)
+{
+    const char *dir = A_STR(output_dir);
+    ct_status st = CT_OK;
+    if (t->global_step == first_step)
+        return ct__error(CT_ERR_CANCELLED, "training cancelled (ct_trainer_cancel) before its "
+                                           "first step%s; nothing was saved",
+                         first_step ? " after resuming" : "");
+    if (t->saved_step != t->global_step)
+        st = save_checkpoint(t);
+    if (st == CT_OK && writes_files(t)) {
+        char *text = ct__trainer_state_json(t);
+        st = text ? write_text(dir, "trainer_state.json", text)
+                  : ct__error(CT_ERR_NOMEM, "out of memory writing trainer_state.json");
+        free(text);
+    }
+    if ((st = all_agree(t, st, "save the checkpoint of the cancelled run")) != CT_OK)
+        return ct__error_prefix(st, "training cancelled after step %lld, but its checkpoint "
+                                    "was not saved", (long long)t->global_step);
+    return ct__error(CT_ERR_CANCELLED,
+                     "training cancelled (ct_trainer_cancel) after step %lld of %lld; checkpoint "
+                     "saved to %s/checkpoint-%lld%s", (long long)t->global_step,
+                     (long long)t->max_steps, dir, (long long)t->global_step,
+                     A_BOOL(save_only_model) ? " (model only: save_only_model, so it cannot be "
+                                               "resumed)"
+                                             : " (resume with resume_from_checkpoint)");
+}
+
 /* The run itself, with output_dir prepared (and locked by the writing ranks). */
 static ct_status train_run(ct_trainer *t)
 {
@@ -787,7 +978,8 @@ static ct_status train_run(ct_trainer *t)
     int64_t *order = NULL, *mine = NULL;
     int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
     double start, grad_norm = NAN, window_loss = 0;
-    int window_bad = 0;
+    int window_bad = 0, cancelled = 0;
+    window_start window = {0};
     int64_t run_tokens = 0;
     ct_status st;
     const char *resume;
@@ -810,6 +1002,10 @@ static ct_status train_run(ct_trainer *t)
     t->global_step = t->epoch_index = t->batch_in_epoch = 0;
     t->epoch = t->total_flos = t->loss_sum_all = t->loss_since_log = 0;
     t->steps_counted = t->last_logged_step = 0;
+    t->has_best = 0;
+    t->best_global_step = 0;
+    free(t->best_model_checkpoint);
+    t->best_model_checkpoint = NULL;
     ct__sb_free(&t->history);
     ct_model_zero_grad(m);
 
@@ -829,9 +1025,11 @@ static ct_status train_run(ct_trainer *t)
         ct__log(CT_LOG_INFO,
                 "training%s%s: %zu examples, %lld epochs, batch %lld x %d ranks, accumulation "
                 "%lld, %lld optimizer steps%s",
-                A_STR(run_name) ? " " : "", A_STR(run_name) ? A_STR(run_name) : "", t->train->n, (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
+                A_STR(run_name) ? " " : "", A_STR(run_name) ? A_STR(run_name) : "", t->train->n,
+                (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
                 (long long)t->max_steps, resume ? " (resumed)" : "");
     first_step = t->global_step;
+    t->saved_step = -1;
     start = t->log_window_start = ct__now();
     t->samples_since_log = t->tokens_since_log = 0;
     st = notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
@@ -845,6 +1043,16 @@ static ct_status train_run(ct_trainer *t)
             int n = (int)((int64_t)t->shard_n - first < b ? (int64_t)t->shard_n - first : b);
             int last_of_window = micro + 1 == ga || t->batch_in_epoch + 1 == t->batches_per_epoch;
             float loss;
+            if (micro == 0) {
+                /* A step boundary: one process stops here when cancelled;
+                 * several agree on it in sync_step. */
+                if (t->world == 1 && atomic_load(&t->cancel_requested)) {
+                    cancelled = 1;
+                    st = CT_ERR_CANCELLED;
+                    break;
+                }
+                window = window_begin(t);
+            }
             if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK ||
                 (st = micro_step(t, batch, 1.0f / (float)ga, last_of_window, &loss)) != CT_OK)
                 break;
@@ -862,8 +1070,11 @@ static ct_status train_run(ct_trainer *t)
                 continue;
 
             /* an optimizer step */
-            if ((st = sync_step(t, &window_loss, &window_bad)) != CT_OK)
+            if ((st = sync_step(t, &window_loss, &window_bad, &cancelled)) != CT_OK) {
+                if (st == CT_ERR_CANCELLED)
+                    window_undo(t, &window);
                 break;
+            }
             if (window_bad) {
                 /* Skip it: nothing applied, as a non-finite gradient would. */
                 ct_model_zero_grad(m);
@@ -917,8 +1128,12 @@ static ct_status train_run(ct_trainer *t)
             st = after_epoch(t, grad_norm);
         }
     }
+    if (st == CT_ERR_CANCELLED && cancelled)
+        st = finish_cancelled(t, first_step);
     if (st == CT_OK)
         st = check_learned(t, t->global_step - first_step, skipped, first_skipped);
+    if (st == CT_OK)
+        st = load_best_model(t);
     if (st == CT_OK) {
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
@@ -944,6 +1159,8 @@ static ct_status train_run(ct_trainer *t)
         free(json);
         if (st == CT_OK)
             st = final_save_all(t, runtime);
+        if (st == CT_OK && writes_files(t) && A_BOOL(load_best_model_at_end))
+            ct__checkpoint_keep_only_best(t);
         if (st == CT_OK)
             st = notify(t, CT_EVENT_TRAIN_END, NULL);
     }
@@ -1019,5 +1236,112 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
         free(all);
     }
     *loss = counted ? sum / (double)counted : NAN;
+    return st;
+}
+
+/* ---- prediction ---------------------------------------------------------------------- */
+
+/* Logits per example of the model's head, and their shape for n examples. */
+static ct_status predict_shape(const ct_trainer *t, const ct_dataset *d, int *ndim,
+                               int64_t *shape, size_t *per_example)
+{
+    int64_t labels = 0, vocab = 0;
+    switch (t->model->task) {
+    case CT_TASK_QUESTION_ANSWERING:
+        *ndim = 3, shape[1] = d->T, shape[2] = 2;
+        break;
+    case CT_TASK_SEQUENCE_CLASSIFICATION:
+        if (ct_model_config_int(t->model, "num_labels", &labels) != CT_OK)
+            return ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model has no num_labels");
+        *ndim = 2, shape[1] = labels;
+        break;
+    default:
+        if (ct_model_config_int(t->model, "vocab_size", &vocab) != CT_OK)
+            return ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model has no vocab_size");
+        *ndim = 3, shape[1] = d->T, shape[2] = vocab;
+        break;
+    }
+    shape[0] = (int64_t)d->n;
+    *per_example = 1;
+    for (int i = 1; i < *ndim; i++)
+        *per_example *= (size_t)shape[i];
+    return CT_OK;
+}
+
+ct_status ct_trainer_predict(ct_trainer *t, const ct_dataset *d, float *logits, size_t capacity,
+                             int *ndim_out, int64_t *shape_out)
+{
+    ct_batch *batch = NULL;
+    int64_t *idx = NULL, shape[3] = {0, 0, 0};
+    int64_t b;
+    int ndim = 0, was_training;
+    size_t per = 0, total, block, begin, end;
+    float *mine = NULL;
+    ct_status st = CT_OK;
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(d);
+    if (d->task != t->model->task)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_predict: the dataset's task does not "
+                                             "match the model's (%s)",
+                         ct_model_architecture(t->model));
+    if ((st = predict_shape(t, d, &ndim, shape, &per)) != CT_OK)
+        return st;
+    if (ndim_out)
+        *ndim_out = ndim;
+    if (shape_out)
+        memcpy(shape_out, shape, (size_t)ndim * sizeof *shape);
+    total = d->n * per;
+    if (!logits && capacity == 0)
+        return CT_OK; /* a query of the shape */
+    CT__CHECK_ARG(logits);
+    if (capacity < total)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_predict: %zu examples need room for %zu "
+                         "floats; the buffer holds %zu", d->n, total, capacity);
+    if (d->n == 0)
+        return CT_OK;
+    /* As ct_trainer_evaluate_loss: each rank one contiguous block, padded
+     * to the same size so that one allgather puts every block in place. */
+    block = (d->n + (size_t)t->world - 1) / (size_t)t->world;
+    begin = block * (size_t)t->rank < d->n ? block * (size_t)t->rank : d->n;
+    end = begin + block < d->n ? begin + block : d->n;
+    b = A_INT(per_device_eval_batch_size);
+    if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK ||
+        (t->world > 1 && !(mine = calloc(block * per, sizeof *mine)))) {
+        free(idx);
+        ct_batch_free(batch);
+        return ct__error(CT_ERR_NOMEM, "out of memory predicting %zu examples", d->n);
+    }
+    was_training = t->model->training;
+    ct_model_set_training(t->model, 0);
+    for (size_t first = begin; first < end && st == CT_OK; first += (size_t)b) {
+        int n = (int)(end - first < (size_t)b ? end - first : (size_t)b), got_ndim = 0;
+        int64_t got[3] = {0, 0, 0};
+        const float *out;
+        for (int i = 0; i < n; i++)
+            idx[i] = (int64_t)(first + (size_t)i);
+        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) == CT_OK &&
+            (st = ct_model_forward(t->model, batch, NULL)) == CT_OK &&
+            (st = ct_model_logits(t->model, &out, &got_ndim, got)) == CT_OK &&
+            (got_ndim != ndim || got[0] != n || got[1] != shape[1] ||
+             (ndim == 3 && got[2] != shape[2])))
+            st = ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model gave logits of "
+                                            "another shape than its head's");
+        if (st == CT_OK)
+            memcpy((mine ? mine + (first - begin) * per : logits + first * per), out,
+                   (size_t)n * per * sizeof *out);
+    }
+    ct_model_set_training(t->model, was_training);
+    if (st == CT_OK && mine) {
+        size_t bytes = block * per * sizeof *mine;
+        float *gathered = malloc(bytes * (size_t)t->world);
+        if (!gathered)
+            st = ct__error(CT_ERR_NOMEM, "out of memory gathering predictions");
+        else if ((st = ct_dist_allgather(t->dist, mine, bytes, gathered)) == CT_OK)
+            memcpy(logits, gathered, total * sizeof *logits);
+        free(gathered);
+    }
+    free(mine);
+    free(idx);
+    ct_batch_free(batch);
     return st;
 }

@@ -3,6 +3,7 @@
 #ifndef CT_TRAIN_TRAINER_H
 #define CT_TRAIN_TRAINER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cputrain/cputrain.h>
@@ -26,6 +27,10 @@ struct ct_trainer {
     struct ct__ddp *ddp;
     int rank, world, local_rank;
     int stop_requested; /* a progress callback asked to stop (world > 1) */
+    /* ct_trainer_cancel's request: set from signal handlers and other
+     * threads, so a lock-free atomic and nothing else. */
+    atomic_int cancel_requested;
+    int64_t saved_step; /* step of this run's newest checkpoint (-1: none) */
 
     /* the plan */
     int64_t max_steps;
@@ -53,6 +58,12 @@ struct ct_trainer {
     char *metric_names[32];
     double metric_values[32];
     int n_metrics;
+    /* metric_for_best_model: Trainer's state.best_metric (has_best 0: None),
+     * best_global_step (0: None) and best_model_checkpoint (NULL: None). */
+    int has_best;
+    double best_metric;
+    int64_t best_global_step;
+    char *best_model_checkpoint;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
     double tokens_per_second; /* this rank's, with include_tokens_per_second; else NaN */
@@ -72,6 +83,14 @@ char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
  * holds checkpoints of an earlier run, or with overwrite_output_dir delete
  * them so the new run's checkpoints are not mixed with the old ones. */
 ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t) CT__MUST_USE;
+
+/* A checkpoint folder under output_dir: "<output_dir>/checkpoint-<step>". */
+void ct__checkpoint_path(const ct_trainer *t, int64_t step, char *out, size_t size);
+/* Whether dir holds a whole checkpoint (its completeness marker). */
+int ct__checkpoint_is_complete(const char *dir);
+/* save_total_limit 1 with load_best_model_at_end, after the final save:
+ * delete every checkpoint but the best (Trainer does so at the end). */
+void ct__checkpoint_keep_only_best(const ct_trainer *t);
 
 double ct__now(void);
 

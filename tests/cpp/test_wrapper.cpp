@@ -495,6 +495,10 @@ static void test_dataset() {
     cputrain::dataset mlm(CT_TASK_MASKED_LM, 4);
     CHECK(mlm.labels_per_example() == 4);
     mlm.add({1, 2, 3, 4}, {-100, 2, -100, -100}, {}, {1, 1, 1, 0});
+    CHECK(mlm.labels() == std::vector<std::int32_t>({-100, 2, -100, -100}));
+    std::vector<std::int32_t> qa_labels = d.labels(4);
+    CHECK(qa_labels.size() == 4 && d.labels(6).empty());
+    EXPECT_ERROR(d.labels(5, 2), CT_ERR_INVALID_ARG, "outside the dataset's 6");
     cputrain::dataset moved(std::move(mlm));
     CHECK(mlm.get() == nullptr && moved.size() == 1);
     EXPECT_ERROR(mlm.size(), CT_ERR_INVALID_ARG, "empty cputrain::dataset");
@@ -614,6 +618,25 @@ static void test_trainer() {
     bad.add(std::vector<std::int32_t>(DT, 500), {0, 0});
     eval_throws.on_evaluate([&](cputrain::trainer &tr) { tr.evaluate_loss(bad); });
     EXPECT_ERROR(eval_throws.train(), CT_ERR_INVALID_ARG, "vocabulary");
+
+    // cancel(): stops at the next step with a checkpoint (the flag would do
+    // the same from a signal handler).
+    cputrain::training_args args5 = train_args(dir + "/cancel");
+    args5.set_string("eval_strategy", "no");
+    cputrain::trainer cancelled(m2, args5);
+    cancelled.set_train_dataset(train);
+    cancelled.on_progress([&](ct_event ev, std::int64_t step, std::int64_t, double, const char *) {
+        if (ev == CT_EVENT_STEP_END && step == 4)
+            cancelled.cancel();
+        return false;
+    });
+    EXPECT_ERROR(cancelled.train(), CT_ERR_CANCELLED, "after step 4 of 6; checkpoint saved to");
+    CHECK(cancelled.global_step() == 4 &&
+          exists(dir + "/cancel/checkpoint-4/cputrain_checkpoint_complete"));
+    // predict(): eval mode, so twice the same; the shape of the QA head.
+    cputrain::trainer::predictions p1 = cancelled.predict(eval), p2 = cancelled.predict(eval);
+    CHECK(p1.shape == std::vector<std::int64_t>({5, DT, 2}) && p1.data.size() == 5 * DT * 2);
+    CHECK(p1.data == p2.data);
 
     // The library's terminal printer (stderr is not a terminal here: no bar).
     cputrain::training_args args4 = train_args(dir + "/terminal");

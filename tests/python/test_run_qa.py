@@ -318,6 +318,56 @@ class RunQATest(unittest.TestCase):
             with open(os.path.join(out, name), "rb") as a, open(os.path.join(c_out, name),
                                                                 "rb") as b:
                 self.assertEqual(a.read(), b.read(), name)
+        # all_results.json: train_ and eval_ results alike, but for the timings.
+        merged = []
+        for folder in (out, c_out):
+            with open(os.path.join(folder, "all_results.json")) as f:
+                merged.append({k: v for k, v in json.load(f).items()
+                               if not (k.endswith("_per_second") or k.endswith("_runtime"))})
+        self.assertEqual(merged[0], merged[1])
+        self.assertIn("train_loss", merged[0])
+        self.assertEqual(merged[0]["eval_f1"], metrics["eval_f1"])
+        # The model card: the same text but for the folder's name.
+        with open(os.path.join(out, "README.md")) as a, \
+                open(os.path.join(c_out, "README.md")) as b:
+            card, c_card = a.read(), b.read()
+        self.assertEqual(card, c_card.replace("c-out", "out"))
+        for text in ("# out\n", "Trained on the CPU with libcputrain ", "- learning_rate: 0.001\n",
+                     "- training_steps: 30\n", "- lr_scheduler_warmup_ratio: 0.1\n",
+                     "- mixed_precision_training: bf16", "- Exact Match: ", "- F1: ",
+                     "This model was trained from scratch"):
+            self.assertIn(text, card)
+
+    def test_predict_matches_the_c_tool(self):
+        """--do_predict --test_file --max_predict_samples: run_qa and
+        cputrain-qa write the same predict_* files, predict_results.json
+        (test_-prefixed metrics, predict_samples) and all_results.json."""
+        tool = os.path.join(os.path.dirname(os.path.dirname(cputrain.library_path)), "bin",
+                            "cputrain-qa")
+        argv = ["--config_name", os.path.join(self.data, "config.json"), "--tokenizer_name",
+                self.data, "--do_predict", "--test_file",
+                os.path.join(self.data, "validation.json"), "--max_predict_samples", "12",
+                "--max_seq_length", "96", "--doc_stride", "32", "--use_cpu", "--seed", "42",
+                "--disable_tqdm"]
+        out = os.path.join(self.tmp, "predict")
+        p = self.run_qa(argv + ["--output_dir", out])
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(os.path.join(out, "predict_predictions.json")) as f:
+            self.assertEqual(len(json.load(f)), 12)
+        with open(os.path.join(out, "predict_results.json")) as f:
+            metrics = json.load(f)
+        self.assertEqual(sorted(metrics), ["predict_samples", "test_exact_match", "test_f1"])
+        if not os.path.exists(tool):
+            self.skipTest("no cputrain-qa beside the library to compare with")
+        c_out = os.path.join(self.tmp, "c-predict")
+        c = subprocess.run([tool] + argv + ["--output_dir", c_out], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+        self.assertEqual(c.returncode, 0, c.stdout)
+        for name in ("predict_predictions.json", "predict_nbest_predictions.json",
+                     "predict_results.json", "all_results.json"):
+            with open(os.path.join(out, name), "rb") as a, open(os.path.join(c_out, name),
+                                                                "rb") as b:
+                self.assertEqual(a.read(), b.read(), name)
 
     def test_two_ranks_match_the_c_tool(self):
         """Two ranks started the torchrun way (shared memory): run_qa and

@@ -89,7 +89,9 @@ for a in model_name_or_path config_name tokenizer_name dataset_name train_file v
     max_seq_length doc_stride max_train_samples max_eval_samples n_best_size \
     max_answer_length version_2_with_negative null_score_diff_threshold pad_to_max_length \
     output_dir do_train do_eval num_train_epochs max_steps learning_rate \
-    per_device_train_batch_size per_device_eval_batch_size seed save_strategy; do
+    per_device_train_batch_size per_device_eval_batch_size seed save_strategy \
+    test_file max_predict_samples do_predict load_best_model_at_end metric_for_best_model \
+    greater_is_better; do
     grep -q -- "--$a\b" "$dir/help.txt" || missing="$missing $a"
 done
 check "--help lists run_qa's arguments and TrainingArguments" [ -z "$missing" ]
@@ -191,6 +193,166 @@ m = json.load(open(sys.argv[1]))
 ok = all(k in m for k in ("eval_exact", "eval_f1", "eval_total", "eval_HasAns_exact",
                           "eval_NoAns_exact", "eval_best_f1", "eval_samples"))
 sys.exit(0 if ok and m["eval_total"] == 2 else print(m) or 1)' "$dir/eval_v2/eval_results.json"
+
+# ---- do_predict, all_results.json, the model card, torch_dtype (issue 12) ------------
+# A test set without answers (run_qa.py's test split of an unlabelled set).
+cat > "$dir/data/test_noans.json" <<'JSON'
+{"version": "1.1", "data": [{"title": "x", "paragraphs": [
+ {"context": "bo did live in lima . ana did go to paris .", "qas": [
+  {"id": "x1", "question": "where did bo live", "answers": []},
+  {"id": "x2", "question": "where did ana go", "answers": []},
+  {"id": "x3", "question": "what city did bo live in", "answers": []}]}
+]}]}
+JSON
+# shellcheck disable=SC2086
+"$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train --max_steps 2 --bf16 --do_eval \
+    --validation_file "$dir/squad/validation.json" --do_predict \
+    --test_file "$dir/squad/validation.json" $common --output_dir "$dir/pred" \
+    > "$dir/pred.txt" 2>&1
+rc=$?
+check "--do_train --do_eval --do_predict --test_file" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/pred.txt"
+check "  ... writes predict_predictions.json for every test question" "$PYTHON" -c '
+import json, sys
+p = json.load(open(sys.argv[1] + "/predict_predictions.json"))
+n = json.load(open(sys.argv[1] + "/predict_nbest_predictions.json"))
+ok = sorted(p) == ["v1", "v2"] and sorted(n) == ["v1", "v2"]
+ok = ok and all(isinstance(v, str) for v in p.values())
+ok = ok and all(p[k] == n[k][0]["text"] for k in p)  # the prediction is the best of the n-best
+sys.exit(0 if ok else print(p, n) or 1)' "$dir/pred"
+check "  ... but no predict_null_odds.json (v1)" [ ! -e "$dir/pred/predict_null_odds.json" ]
+check "  ... and predict_results.json with the squad metric, as run_qa.py names it" "$PYTHON" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+ok = sorted(m) == ["predict_samples", "test_exact_match", "test_f1"]
+ok = ok and m["predict_samples"] == 2 and isinstance(m["predict_samples"], int)
+ok = ok and 0 <= m["test_f1"] <= 100
+sys.exit(0 if ok else print(m) or 1)' "$dir/pred/predict_results.json"
+check "  ... the same predictions and metrics as evaluating on that file" "$PYTHON" -c '
+import json, sys
+d = sys.argv[1]
+e = json.load(open(d + "/eval_results.json")); p = json.load(open(d + "/predict_results.json"))
+same = json.load(open(d + "/eval_predictions.json")) == json.load(open(d + "/predict_predictions.json"))
+sys.exit(0 if same and e["eval_f1"] == p["test_f1"] else 1)' "$dir/pred"
+check "  ... all_results.json: the train, eval and predict results together" "$PYTHON" -c '
+import json, sys
+d = sys.argv[1]
+a = json.load(open(d + "/all_results.json"))
+parts = {}
+for split in ("train", "eval", "predict"):
+    parts.update(json.load(open(d + "/%s_results.json" % split)))
+ok = a == parts and "train_loss" in a and "eval_f1" in a and "test_f1" in a
+sys.exit(0 if ok else print(sorted(a), sorted(parts)) or 1)' "$dir/pred"
+check "  ... config.json says float32, the dtype of model.safetensors, after --bf16" "$PYTHON" -c '
+import json, struct, sys
+d = sys.argv[1]
+c = json.load(open(d + "/config.json"))
+with open(d + "/model.safetensors", "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = json.loads(f.read(n))
+dtypes = {v["dtype"] for k, v in h.items() if k != "__metadata__"}
+sys.exit(0 if c["torch_dtype"] == "float32" and dtypes == {"F32"} else print(c, dtypes) or 1)' \
+    "$dir/pred"
+check "  ... a model card README.md, saying how it was trained" contains "$dir/pred/README.md" \
+    "Trained on the CPU with libcputrain"
+check "  ... with the hyperparameters" contains "$dir/pred/README.md" "- train_batch_size: 2"
+check "  ... and the evaluation results" contains "$dir/pred/README.md" "- F1: "
+check "  ... trainer_state.json's step fields are integers" "$PYTHON" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+bad = [k for k in ("logging_steps", "eval_steps", "save_steps", "global_step", "max_steps",
+                   "train_batch_size", "num_train_epochs") if type(s[k]) is not int]
+sys.exit(0 if not bad else print(bad, s) or 1)' "$dir/pred/trainer_state.json"
+
+# The saved model predicts alone, on a test set without answers, limited
+# by --max_predict_samples: predictions, no metrics.
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/pred" --do_predict --test_file "$dir/data/test_noans.json" \
+    --max_predict_samples 2 $common --output_dir "$dir/pred2" > "$dir/pred2.txt" 2>&1
+rc=$?
+check "--do_predict alone on a test set without answers" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/pred2.txt"
+check "  ... predicts the first --max_predict_samples 2 questions" "$PYTHON" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+sys.exit(0 if sorted(p) == ["x1", "x2"] else print(p) or 1)' "$dir/pred2/predict_predictions.json"
+check "  ... says there are no metrics" contains "$dir/pred2.txt" "no reference answers, so no metrics"
+check "  ... and writes no predict_results.json" [ ! -e "$dir/pred2/predict_results.json" ]
+check "  ... nor a model card (nothing was trained)" [ ! -e "$dir/pred2/README.md" ]
+
+# --dataset_name: the folder's test split, and a clear refusal without one.
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/pred" --dataset_name squad --dataset_dir "$dir/squad" \
+    --do_predict $common --output_dir "$dir/pred3" > "$dir/pred3.txt" 2>&1
+rc=$?
+check "--dataset_name without a test split and --do_predict fails" [ "$rc" -ne 0 ]
+check "  ... as run_qa.py does" contains "$dir/pred3.txt" "--do_predict requires a test dataset"
+check "  ... naming the files looked for" contains "$dir/pred3.txt" "test.json, test.jsonl"
+mkdir -p "$dir/squad_test"
+cp "$dir/data/validation_v2.json" "$dir/squad_test/test.json"
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/pred" --dataset_name squad_v2 --dataset_dir "$dir/squad_test" \
+    --do_predict $common --output_dir "$dir/pred4" > "$dir/pred4.txt" 2>&1
+rc=$?
+check "--dataset_name squad_v2 with test.json predicts" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/pred4.txt"
+check "  ... writing predict_null_odds.json for both questions" "$PYTHON" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+sys.exit(0 if sorted(p) == ["w1", "w2"] else print(p) or 1)' "$dir/pred4/predict_null_odds.json"
+check "  ... and the squad_v2 metrics prefixed test_" "$PYTHON" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+ok = m["test_total"] == 2 and "test_HasAns_exact" in m and m["predict_samples"] == 2
+sys.exit(0 if ok else print(m) or 1)' "$dir/pred4/predict_results.json"
+check "  ... all_results.json holds them" "$PYTHON" -c '
+import json, sys
+d = sys.argv[1]
+sys.exit(0 if json.load(open(d + "/all_results.json")) == json.load(open(d + "/predict_results.json")) else 1)' \
+    "$dir/pred4"
+"$qa" --do_predict --model_name_or_path "$dir/pred" --output_dir "$dir/pred5" \
+    > "$dir/pred5.txt" 2>&1
+rc=$?
+check "--do_predict without --test_file exits 2" [ "$rc" -eq 2 ]
+check "  ... saying what it needs" contains "$dir/pred5.txt" \
+    "--do_predict requires a test dataset: --test_file or --dataset_name with a test split"
+
+# load_best_model_at_end through cputrain-qa: a metric the evaluation does
+# not report is refused before anything is read; the best checkpoint is
+# the final model and survives save_total_limit 1.
+# shellcheck disable=SC2086
+"$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train --do_eval --validation_file "$dir/squad/validation.json" \
+    --eval_strategy steps --load_best_model_at_end $common --save_strategy steps \
+    --output_dir "$dir/best0" \
+    > "$dir/best0.txt" 2>&1
+rc=$?
+check "--load_best_model_at_end with the default metric (loss) exits 2" [ "$rc" -eq 2 ]
+check "  ... naming the metrics there are" contains "$dir/best0.txt" \
+    "the evaluation reports eval_exact_match, eval_f1 (no loss, as in run_qa.py)"
+check "  ... before writing anything" [ ! -e "$dir/best0" ]
+# shellcheck disable=SC2086
+"$qa" --train_file "$dir/squad/train.json" --config_name "$dir/data/config.json" \
+    --tokenizer_name "$dir/tok" --do_train --do_eval --validation_file "$dir/squad/validation.json" \
+    --max_steps 3 --learning_rate 1e-2 $common --save_strategy steps --save_steps 1 \
+    --eval_strategy steps --eval_steps 1 --load_best_model_at_end --metric_for_best_model f1 \
+    --greater_is_better false --save_total_limit 1 --output_dir "$dir/best" > "$dir/best.txt" 2>&1
+rc=$?
+check "--load_best_model_at_end --metric_for_best_model f1 --save_total_limit 1" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/best.txt"
+check "  ... the final model is the best checkpoint's, the only one left" "$PYTHON" -c '
+import json, os, sys
+d = sys.argv[1]
+s = json.load(open(d + "/trainer_state.json"))
+best = s["best_model_checkpoint"]
+f1 = {e["step"]: e["eval_f1"] for e in s["log_history"] if "eval_f1" in e}
+ok = best == d + "/checkpoint-%d" % s["best_global_step"] and s["best_metric"] == min(f1.values())
+ok = ok and f1[s["best_global_step"]] == s["best_metric"]
+ok = ok and sorted(n for n in os.listdir(d) if n.startswith("checkpoint-")) == [os.path.basename(best)]
+ok = ok and open(best + "/model.safetensors", "rb").read() == open(d + "/model.safetensors", "rb").read()
+sys.exit(0 if ok else print(best, f1, s["best_metric"], os.listdir(d)) or 1)' "$dir/best"
+check "  ... saying it loaded it" contains "$dir/best.txt" "loading best model from $dir/best/checkpoint-"
 
 # ---- hardening (issue 10) ---------------------------------------------------------
 train_args="--train_file $dir/squad/train.json --config_name $dir/data/config.json \
@@ -318,7 +480,9 @@ if command -v valgrind > /dev/null 2>&1; then
     for case in "--help" "--no_such_argument 3 --output_dir $dir/x" \
         "--max_seq_length 4294967328 --output_dir $dir/x" \
         "--dataset_name squad --dataset_dir $dir/empty --do_train --output_dir $dir/x" \
-        "--do_train --output_dir $dir/x" "--output_dir $latin1"; do
+        "--do_train --output_dir $dir/x" "--output_dir $latin1" \
+        "--do_predict --model_name_or_path $dir/pred --output_dir $dir/x" \
+        "--do_predict --dataset_name squad --dataset_dir $dir/squad --output_dir $dir/x"; do
         # shellcheck disable=SC2086
         valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --error-exitcode=99 "$qa" $case > "$dir/leak.txt" 2>&1

@@ -357,6 +357,12 @@ class SquadScores(collections.abc.Mapping):
         """json.dump(metrics, indent=4, sort_keys=True), atomically."""
         check(lib.ct_squad_scores_save(self._live(), _path(path, "path")))
 
+    def save_metrics(self, output_dir, split):
+        """Trainer.save_metrics(split, metrics): output_dir/<split>_results.json,
+        merged into output_dir/all_results.json."""
+        check(lib.ct_squad_scores_save_metrics(self._live(), _path(output_dir, "output_dir"),
+                                               _encode(split)))
+
     def __repr__(self):
         if not self._handle:
             return "<closed SquadScores>"

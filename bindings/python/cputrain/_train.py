@@ -16,8 +16,9 @@ from ._args import TrainingArgs, _decode, _encode
 from ._dist import Dist
 from ._errors import CputrainError, Status, check, error_from_status
 from ._handle import OwnedHandle
+from ._interrupt import InterruptGuard
 from ._lib import EVAL_FN, PROGRESS_FN, Handle, lib
-from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _path, _to_int32
+from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _np, _path, _to_int32
 from ._tokenizer import Tokenizer
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -326,6 +327,29 @@ class Dataset(OwnedHandle):
         # must live until here (the names keep them).
         del ids, extra, lab
 
+    def labels(self, start=0, stop=None):
+        """Labels of examples [start, stop) as they were added: question
+        answering [n, 2] (start, end), classification [n], masked LM
+        [n, seq_len]. An int32 numpy array (without numpy, a memoryview of
+        that shape)."""
+        handle = self._live()
+        size = len(self)
+        start = _int64(start, "start")
+        stop = size if stop is None else _int64(stop, "stop")
+        if not 0 <= start <= stop <= size:
+            raise IndexError("labels(%d, %d) outside the dataset's %d examples"
+                             % (start, stop, size))
+        per = lib.ct_dataset_labels_per_example(handle)
+        count = stop - start
+        out = (ctypes.c_int32 * max(count * per, 1))()
+        check(lib.ct_dataset_get_labels(handle, start, count, out))
+        dims = (count,) if self._task == Task.SEQUENCE_CLASSIFICATION else (count, per)
+        if _np is not None:
+            return _np.frombuffer(out, dtype=_np.int32, count=count * per).reshape(dims)
+        if count * per == 0:  # memoryview cannot take a shape with a 0 in it
+            return memoryview(b"").cast("i")
+        return memoryview(out).cast("B")[:4 * count * per].cast("i", list(dims))
+
     def batch(self, indices, batch=None):
         """Examples `indices` as a Batch (inputs and labels), filled by the
         library; into `batch` when given."""
@@ -416,18 +440,27 @@ def _parse_log(event, text):
 def _progress_trampoline(user, event, step, max_steps, epoch, log_json):
     # Nothing may propagate into C: an exception is kept, training stops,
     # and train() raises it once ct_trainer_train has returned.
+    trainer = None
     try:
         trainer = _trainers.get(user)
-        if trainer is None or not callable(trainer._progress):
+        if trainer is None:
             return 0
-        if trainer._pending is not None:
+        if trainer._forward_interrupts() or trainer._pending is not None:
             return 1
-        try:
-            event = Event(event)
-        except ValueError:
-            pass  # an event newer than this package: passed on as a number
-        stop = trainer._progress(event, step, max_steps, epoch, _parse_log(event, log_json))
-        return 1 if stop else 0
+        progress = trainer._progress
+        if progress is PROGRESS_TO_TERMINAL:
+            # installed here only while train() watches for Ctrl-C
+            stop = PROGRESS_TO_TERMINAL(trainer._args._live(), event, step, max_steps, epoch,
+                                        log_json)
+        elif callable(progress):
+            try:
+                event = Event(event)
+            except ValueError:
+                pass  # an event newer than this package: passed on as a number
+            stop = progress(event, step, max_steps, epoch, _parse_log(event, log_json))
+        else:
+            stop = 0
+        return 1 if stop or trainer._forward_interrupts() else 0
     except BaseException as e:  # noqa: B902 -- KeyboardInterrupt too: it is re-raised
         try:
             trainer._pending = e
@@ -442,7 +475,9 @@ def _eval_trampoline(user, handle):
         trainer = _trainers.get(user)
         if trainer is None or trainer._evaluate is None:
             return 0
-        return trainer._run_evaluation()
+        status = trainer._run_evaluation()
+        trainer._forward_interrupts()  # an evaluation can be long: cancel after it
+        return status
     except BaseException as e:  # noqa: B902
         try:
             trainer._pending = e
@@ -470,6 +505,12 @@ class Trainer(OwnedHandle):
     An exception raised by a callback does not cross into the library:
     training stops at once and train() raises that exception.
 
+    Ctrl-C (SIGINT) during train() in the main thread stops training at the
+    next optimizer step and saves a checkpoint to resume from; train() then
+    raises KeyboardInterrupt saying where. A second Ctrl-C stops at once
+    without waiting for that save. The SIGINT handler in place before is
+    put back when train() returns.
+
     The Model must stay open while the trainer exists; the trainer keeps the
     model, its own copy of the arguments and the datasets referenced."""
 
@@ -477,7 +518,7 @@ class Trainer(OwnedHandle):
     _what = "Trainer"
     __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
                  "_dist", "_key", "_pending", "_running", "_in_eval", "_tokenizer",
-                 "__weakref__")
+                 "_interrupts", "_cancel_sent", "__weakref__")
 
     def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None,
                  dist=None, tokenizer=None):
@@ -492,6 +533,8 @@ class Trainer(OwnedHandle):
         self._pending = None
         self._running = False
         self._in_eval = False
+        self._interrupts = 0
+        self._cancel_sent = 0
         _live_model(model, "Trainer")
         _args_handle(args, "Trainer")
         self._key = next(_keys)
@@ -639,20 +682,39 @@ class Trainer(OwnedHandle):
         if self._tokenizer is not None:  # still open, and given to a rebuilt handle too
             check(lib.ct_trainer_set_tokenizer(handle, self._tokenizer._live()))
         self._pending = None
-        self._running = True
+        self._interrupts = self._cancel_sent = 0
+        guard = InterruptGuard(self)
         error = None
+        own_bar = False
         try:
+            own_bar = self._progress is None or self._progress is PROGRESS_TO_TERMINAL
+            if guard.install() and own_bar:
+                # the trampoline is where an interrupt becomes a cancel
+                check(lib.ct_trainer_set_progress_callback(handle, _progress_trampoline,
+                                                           self._key))
+            self._running = True
             status = lib.ct_trainer_train(handle)
             if status != 0:
                 error = error_from_status(status)  # before any other library call
         finally:
             self._running = False
+            restore = guard.active and own_bar
+            guard.restore()
+            if restore and self._handle:
+                self.set_progress_callback(self._progress)
             if self._model._handle:
                 lib.ct_model_set_training(self._model._handle, 1)
                 self._model._training = True
         pending, self._pending = self._pending, None
         if pending is not None:
             raise pending
+        if self._interrupts:
+            if error is not None and error.status == Status.ERR_CANCELLED:
+                raise KeyboardInterrupt(error.message) from error
+            if error is not None:
+                raise error
+            raise KeyboardInterrupt("interrupted as training ended: the run is complete and "
+                                    "saved in output_dir")
         if error is not None:
             raise error
         metrics = {}
@@ -661,6 +723,23 @@ class Trainer(OwnedHandle):
                 metrics = {k: v for k, v in entry.items() if k != "step"}
                 break
         return TrainOutput(self.global_step, self.train_loss, metrics)
+
+    def cancel(self):
+        """Ask train() to stop at the next optimizer step and save a
+        checkpoint to resume from; train() then raises CputrainError with
+        status ERR_CANCELLED naming the step and the checkpoint. Safe from
+        any thread and from the trainer's callbacks (it only sets a flag in
+        the library). A request before train() stops it before its first
+        step; train() clears it when it returns."""
+        lib.ct_trainer_cancel(self._live())
+
+    def _forward_interrupts(self):
+        """From a trampoline: pass interrupts counted by the SIGINT handler
+        on to the library. True when training must stop at once."""
+        if self._interrupts and not self._cancel_sent:
+            self._cancel_sent = 1
+            lib.ct_trainer_cancel(self._handle)
+        return self._interrupts >= 2
 
     def _rebuild(self, resume):
         """A new ct_trainer whose arguments say where to resume from (the
@@ -696,6 +775,9 @@ class Trainer(OwnedHandle):
 
     def _run_evaluation(self):
         self._in_eval = True
+        model, was = self._model, self._model._training
+        # the library runs the callback in eval mode (no dropout)
+        model._training = bool(lib.ct_model_get_training(model._handle))
         try:
             result = self._evaluate(self)
             if result is not None:
@@ -713,6 +795,7 @@ class Trainer(OwnedHandle):
             return int(Status.ERR_CANCELLED)
         finally:
             self._in_eval = False
+            model._training = was  # as the library puts it back
 
     def report_metric(self, name, value):
         """From the evaluation callback: add "name": value to the
@@ -741,6 +824,35 @@ class Trainer(OwnedHandle):
         loss = ctypes.c_double()
         check(lib.ct_trainer_evaluate_loss(handle, dataset._live(), ctypes.byref(loss)))
         return loss.value
+
+    def predict(self, dataset):
+        """The model's logits for every example of `dataset`, in order, as
+        Trainer.predict() computes them (eval mode, no dropout; the model's
+        mode is put back): question answering [N, seq_len, 2] (start, end),
+        classification [N, num_labels], masked LM [N, seq_len, vocab_size].
+        A float32 numpy array (without numpy, a memoryview of that shape).
+        With a Dist every rank computes a block and all receive the whole.
+        dataset.labels() holds what they are scored against."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError("predict needs a cputrain.Dataset, not %s" % type(dataset).__name__)
+        handle = self._live()
+        if dataset.task != self._model.task:
+            raise ValueError("predict: the dataset is for %s, the model is %s"
+                             % (dataset.task.name.lower(), self._model.architecture))
+        ndim = ctypes.c_int()
+        shape = (ctypes.c_int64 * 3)()
+        check(lib.ct_trainer_predict(handle, dataset._live(), None, 0, ctypes.byref(ndim), shape))
+        dims = tuple(shape[i] for i in range(ndim.value))
+        n = 1
+        for d in dims:
+            n *= d
+        out = (ctypes.c_float * max(n, 1))()
+        check(lib.ct_trainer_predict(handle, dataset._live(), out, n, None, None))
+        if _np is not None:
+            return _np.frombuffer(out, dtype=_np.float32, count=n).reshape(dims)
+        if n == 0:  # memoryview cannot take a shape with a 0 in it
+            return memoryview(b"").cast("f")
+        return memoryview(out).cast("B")[:4 * n].cast("f", list(dims))
 
     # ---- state ---------------------------------------------------------------
 

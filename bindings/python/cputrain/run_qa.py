@@ -1,7 +1,8 @@
 """python3 -m cputrain.run_qa: Transformers' run_qa.py through the library,
 the job of tools/cputrain-qa from Python -- fine-tune a BERT model for
 extractive question answering on SQuAD-format data, evaluate with the
-official EM/F1, write eval_results.json and the predictions.
+official EM/F1, predict on a test set, write the result files (eval_ and
+predict_ predictions, <split>_results.json, all_results.json).
 
     python3 -m cputrain.run_qa --config_name data/config.json --tokenizer_name data \\
         --train_file data/train.json --validation_file data/validation.json \\
@@ -14,11 +15,13 @@ data-parallel job (--ddp_backend, --ddp_timeout), as tools/cputrain-qa."""
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 
-from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError, Dist,
-               LogLevel, Model, Precision,
+from . import (__version__, LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
+               Dist, LogLevel, Model, Precision,
                Placement, QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer,
                TrainingArgs, set_log_callback, set_log_level)
 
@@ -59,6 +62,7 @@ def parser():
     add("--dataset_dir", help="Folder holding the dataset's files (default: $HF_DATASETS_CACHE).")
     add("--train_file", help="Training data: SQuAD JSON or JSON lines.")
     add("--validation_file", help="Evaluation data: SQuAD JSON or JSON lines.")
+    add("--test_file", help="Data to predict on (--do_predict): SQuAD JSON or JSON lines.")
     add("--max_seq_length", type=int, default=384,
         help="Tokens per window: question + context (default 384).")
     add("--doc_stride", type=int, default=128,
@@ -67,6 +71,8 @@ def parser():
         help="Use only the first N training examples.")
     add("--max_eval_samples", type=int, default=None,
         help="Use only the first N evaluation examples.")
+    add("--max_predict_samples", type=int, default=None,
+        help="Use only the first N test examples.")
     add("--n_best_size", type=int, default=20,
         help="Candidate answers kept per question (default 20).")
     add("--max_answer_length", type=int, default=30,
@@ -180,16 +186,22 @@ def find_split(o, split):
     names the datasets library and the SQuAD site use."""
     folder = o.dataset_dir or os.environ.get("HF_DATASETS_CACHE")
     v2 = o.dataset_name == "squad_v2"
-    official = ("train-v2.0.json" if v2 else "train-v1.1.json") if split == "train" else \
-        ("dev-v2.0.json" if v2 else "dev-v1.1.json")
+    # SQuAD publishes no test set: a test split is only test.json(l).
+    official = {"train": "train-v2.0.json" if v2 else "train-v1.1.json",
+                "validation": "dev-v2.0.json" if v2 else "dev-v1.1.json"}.get(split)
     if not folder:
         raise SystemExit("%s: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
                          "nothing is downloaded" % (PROG, o.dataset_name))
     for where in (folder, os.path.join(folder, o.dataset_name)):
         for name in (split + ".json", split + ".jsonl", official):
-            path = os.path.join(where, name)
-            if os.path.isfile(path):
+            path = os.path.join(where, name) if name else None
+            if path and os.path.isfile(path):
                 return path
+    if official is None:
+        raise SystemExit("%s: --do_predict requires a test dataset: dataset '%s' has no test "
+                         "split in %s or %s (looked for %s.json, %s.jsonl); pass --test_file"
+                         % (PROG, o.dataset_name, folder, os.path.join(folder, o.dataset_name),
+                            split, split))
     raise SystemExit("%s: dataset '%s': no %s split in %s or %s (looked for %s.json, %s.jsonl, "
                      "%s); nothing is downloaded -- put the files there or pass --train_file / "
                      "--validation_file" % (PROG, o.dataset_name, split, folder,
@@ -224,9 +236,10 @@ class QARun:
                 data[:] = b"".join(self.dist.allgather(piece))[:n * row]
         return start, end
 
-    def evaluate(self):
+    def evaluate(self, score=True):
         """Logits of every evaluation feature, utils_qa.py's
-        post-processing, then the SQuAD metric: a SquadScores."""
+        post-processing, then the SQuAD metric: a SquadScores (None
+        without score)."""
         # bf16_full_eval: bf16 products even after fp32 training (or none);
         # otherwise the training precision, as Trainer's autocast
         was = self.model.precision
@@ -242,12 +255,116 @@ class QARun:
             start, end, version_2_with_negative=self.o.version_2_with_negative,
             n_best_size=self.o.n_best_size, max_answer_length=self.o.max_answer_length,
             null_score_diff_threshold=self.o.null_score_diff_threshold)
+        if not score:
+            return None
         return SquadScores.compute(self.preds, self.examples, self.o.version_2_with_negative)
 
     def eval_callback(self, trainer):
         """The trainer's evaluation hook: EM/F1 as eval_* metrics."""
         with self.evaluate() as scores:
             return {"eval_" + name: value for name, value in scores.items()}
+
+
+def predict(run, output_dir, rank):
+    """run_qa.py's do_predict: predict_predictions.json and the n-best (and
+    null odds under v2); with reference answers, the SQuAD metric prefixed
+    "test_" (QuestionAnsweringTrainer.predict's metric_key_prefix) and
+    predict_samples into predict_results.json and all_results.json."""
+    n = run.features.n_examples
+    answered = any(run.examples.answer_list(i) for i in range(n))
+    scores = run.evaluate(score=answered)
+    if rank != 0:
+        return
+    os.makedirs(output_dir, exist_ok=True)
+    run.preds.save(output_dir, "predict")
+    print("prediction: %d examples, %d features: %s" % (
+        n, len(run.features), os.path.join(output_dir, "predict_predictions.json")))
+    if scores is None:
+        print("prediction: the test set has no reference answers, so no metrics")
+        return
+    with scores:
+        scores.add_prefix("test")
+        scores.set("predict_samples", len(run.features), integer=True)
+        print("***** predict metrics *****")
+        for name, value in scores.items():
+            print("  %-24s = %g" % (name, value))
+        scores.save_metrics(output_dir, "predict")
+
+
+def _result_name(metric):
+    """"eval_exact_match" -> "Exact Match", as Transformers' model card
+    names a result."""
+    if metric.startswith("eval_"):
+        metric = metric[5:]
+    words = metric.replace("_", " ").split(" ")
+    return " ".join(w[:1].upper() + w[1:] if w[:1].islower() else w for w in words)
+
+
+def write_model_card(o, args, output_dir, train_file, from_folder, scores, trainer, world):
+    """output_dir/README.md, the short model card Trainer.create_model_card
+    writes at the end of run_qa.py, the same bytes as tools/cputrain-qa's:
+    trained from what, on what, its evaluation results and hyperparameters,
+    said to be trained with libcputrain."""
+    cut = output_dir.rfind("/")
+    name = output_dir[cut + 1:] if cut >= 0 and output_dir[cut + 1:] else output_dir
+    base = o.model_name_or_path or ""
+    lines = ["---", "library_name: transformers"]
+    if base and from_folder:
+        lines.append("base_model: %s" % base)
+    lines += ["tags:", "- generated_from_trainer", "- libcputrain"]
+    if o.dataset_name:
+        lines += ["datasets:", "- %s" % o.dataset_name]
+    lines += ["model-index:", "- name: %s" % name, "  results: []", "---", "",
+              "<!-- This model card was generated by cputrain-qa (libcputrain). Proofread and "
+              "complete it, then remove this comment. -->", "", "# %s" % name, ""]
+    if from_folder:
+        text = "This model is a fine-tuned version of %s" % base
+    else:
+        text = "This model was trained from scratch (configuration %s)" % (o.config_name or base)
+    text += " on %s%s for extractive question answering" % ("the " if o.dataset_name else "",
+                                                           o.dataset_name or train_file)
+    lines.append(text + (" dataset." if o.dataset_name else "."))
+    if scores is not None:
+        lines.append("It achieves the following results on the evaluation set:")
+        lines += ["- %s: %.4f" % (_result_name(k), v) for k, v in scores.items()
+                  if k not in ("epoch", "eval_samples")]
+    lines += ["", "## Training procedure", "",
+              "Trained on the CPU with libcputrain %s (cputrain-qa, the C counterpart of "
+              "Transformers' run_qa.py and Trainer); the files are Transformers' own and load "
+              "with from_pretrained." % __version__, "",
+              "### Training hyperparameters", "",
+              "The following hyperparameters were used during training:",
+              "- learning_rate: %g" % args.learning_rate,
+              "- train_batch_size: %d" % args.per_device_train_batch_size,
+              "- eval_batch_size: %d" % args.per_device_eval_batch_size,
+              "- seed: %d" % args.seed]
+    ga = args.gradient_accumulation_steps
+    if world > 1:
+        lines += ["- distributed_type: multi-CPU", "- num_devices: %d" % world]
+    if ga > 1:
+        lines.append("- gradient_accumulation_steps: %d" % ga)
+    if ga > 1 or world > 1:
+        lines.append("- total_train_batch_size: %d" % (args.per_device_train_batch_size * ga *
+                                                        world))
+    lines += ["- optimizer: %s with betas=(%g,%g) and epsilon=%g"
+              % (args.optim, args.adam_beta1, args.adam_beta2, args.adam_epsilon),
+              "- lr_scheduler_type: %s" % args.lr_scheduler_type]
+    if args.warmup_ratio != 0:
+        lines.append("- lr_scheduler_warmup_ratio: %g" % args.warmup_ratio)
+    if args.warmup_steps != 0:
+        lines.append("- lr_scheduler_warmup_steps: %d" % args.warmup_steps)
+    if args.max_steps > 0:
+        lines.append("- training_steps: %d" % args.max_steps)
+    else:
+        lines.append("- num_epochs: %g" % args.num_train_epochs)
+    if args.bf16:
+        lines.append("- mixed_precision_training: bf16 (bf16 matrix products, fp32 master "
+                     "weights; saved in float32)")
+    lines += ["", "### Training results", "",
+              "- Training loss: %.4f after %d steps" % (trainer.train_loss, trainer.global_step),
+              "", "### Framework versions", "", "- libcputrain %s" % __version__]
+    with open(os.path.join(output_dir, "README.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _last_epoch(trainer):
@@ -265,6 +382,29 @@ def _checkpoint_step(output_dir, name):
             and os.path.isdir(os.path.join(output_dir, name))):
         return int(digits)
     return None
+
+
+V1_METRICS = ("exact_match", "f1")
+V2_METRICS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total", "NoAns_exact",
+              "NoAns_f1", "NoAns_total", "best_exact", "best_exact_thresh", "best_f1",
+              "best_f1_thresh")
+
+
+def check_best_metric(args, v2):
+    """metric_for_best_model ("loss" by default with load_best_model_at_end)
+    must be one the evaluation reports: the message, else None. Refused now,
+    not at the first evaluation; like run_qa.py's, it computes no loss."""
+    metric = args.metric_for_best_model
+    if metric is None and not args.load_best_model_at_end:
+        return None
+    name = "loss" if metric is None else metric[5:] if metric.startswith("eval_") else metric
+    known = V2_METRICS if v2 else V1_METRICS
+    if name in known:
+        return None
+    return ("--metric_for_best_model %s: the evaluation reports %s (no loss, as in run_qa.py); "
+            "pass one of them, e.g. --metric_for_best_model f1"
+            % (metric or "loss (the default with --load_best_model_at_end)",
+               ", ".join("eval_" + k for k in known)))
 
 
 def check_output_dir(args, output_dir):
@@ -292,7 +432,40 @@ def check_output_dir(args, output_dir):
     return None
 
 
+# Kubernetes stops a pod with SIGTERM: it takes the path of Ctrl-C (a
+# checkpoint at the next step during training), and the exit status says
+# which signal it was, as tools/cputrain-qa: 130 (SIGINT), 143 (SIGTERM).
+_terminated = []
+
+
+def _sigterm_as_interrupt(signum, frame):
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, None):
+        # no Python SIGINT path to take (nohup, `cmd &`): the default end
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+        return
+    _terminated.append(signum)
+    signal.raise_signal(signal.SIGINT)
+
+
 def main(argv=None):
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    else:
+        previous = None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as e:
+        name = "SIGTERM" if _terminated else "SIGINT"
+        print("%s: %s: %s" % (PROG, name, e or "interrupted (nothing to save: no training "
+                              "running)"), file=sys.stderr)
+        return 143 if _terminated else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # whole lines, in order with stderr
@@ -321,11 +494,18 @@ def main(argv=None):
               % (PROG, o.dataset_name), file=sys.stderr)
         return 2
     do_train, do_eval, output_dir = args.do_train, args.do_eval, args.output_dir
-    train_file, eval_file = o.train_file, o.validation_file
+    do_predict = args.do_predict
+    train_file, eval_file, test_file = o.train_file, o.validation_file, o.test_file
     if o.dataset_name and not train_file and do_train:
         train_file = find_split(o, "train")
     if o.dataset_name and not eval_file and do_eval:
         eval_file = find_split(o, "validation")
+    if o.dataset_name and not test_file and do_predict:
+        test_file = find_split(o, "test")
+    if do_predict and not test_file:
+        print("%s: --do_predict requires a test dataset: --test_file or --dataset_name with a "
+              "test split" % PROG, file=sys.stderr)
+        return 2
     for wanted, path, flag in ((do_train, train_file, "--do_train needs --train_file"),
                                (do_eval, eval_file, "--do_eval needs --validation_file")):
         if wanted and not path:
@@ -339,7 +519,8 @@ def main(argv=None):
         print("%s: --output_dir is required" % PROG, file=sys.stderr)
         return 2
     if do_train:
-        refused = check_output_dir(args, output_dir)
+        refused = check_best_metric(args, o.version_2_with_negative) or \
+            check_output_dir(args, output_dir)
         if refused:
             print("%s: %s" % (PROG, refused), file=sys.stderr)
             return 2
@@ -349,6 +530,7 @@ def main(argv=None):
         return 2
     max_train = -1 if o.max_train_samples is None else o.max_train_samples
     max_eval = -1 if o.max_eval_samples is None else o.max_eval_samples
+    max_predict = -1 if o.max_predict_samples is None else o.max_predict_samples
 
     what = "distributed setup"
     try:
@@ -361,6 +543,8 @@ def main(argv=None):
         apply_log_levels(args, dist)
         what = "model"
         # Model: pre-trained weights from a folder, else a fresh one.
+        from_folder = bool(o.model_name_or_path) and os.path.isfile(
+            os.path.join(o.model_name_or_path, "config.json"))
         model, refused = make_model(o, args, rank)
         if refused:
             print("%s: %s" % (PROG, refused), file=sys.stderr)
@@ -403,6 +587,18 @@ def main(argv=None):
             if rank == 0:
                 print("evaluation: %d examples, %d features"
                       % (features.n_examples, len(features)))
+        test_run = None
+        if do_predict:
+            what = test_file
+            test_examples = SquadExamples.load(test_file)
+            test_features = QAFeatures.create(tokenizer, test_examples, o.max_seq_length,
+                                              o.doc_stride, max_predict,
+                                              progress=Bar("Running tokenizer on prediction "
+                                                           "dataset", args, rank))
+            test_run = QARun(o, args, model, test_examples, test_features, dist)
+            if rank == 0:
+                print("prediction: %d examples, %d features"
+                      % (test_features.n_examples, len(test_features)))
         trainer = None
         if do_train:
             what = train_file
@@ -428,15 +624,25 @@ def main(argv=None):
             scores.set("eval_samples", len(run.features), integer=True)
             if epoch is not None:
                 scores.set("epoch", epoch, integer=False)
-            if rank != 0:
-                return 0
-            print("***** eval metrics *****")
-            for name, value in scores.items():
-                print("  %-24s = %g" % (name, value))
-            what = "writing results"
-            os.makedirs(output_dir, exist_ok=True)
-            scores.save(os.path.join(output_dir, "eval_results.json"))
-            run.preds.save(output_dir, "eval")
+            if rank == 0:
+                print("***** eval metrics *****")
+                for name, value in scores.items():
+                    print("  %-24s = %g" % (name, value))
+                what = "writing results"
+                os.makedirs(output_dir, exist_ok=True)
+                scores.save_metrics(output_dir, "eval")
+                run.preds.save(output_dir, "eval")
+        else:
+            scores = None
+        if do_predict:
+            what = "prediction"
+            predict(test_run, output_dir, rank)
+        # run_qa.py ends with trainer.create_model_card(); written here for
+        # a trained model only, so an evaluation never replaces a model's card.
+        if trainer is not None and rank == 0:
+            what = "writing the model card"
+            write_model_card(o, args, output_dir, train_file, from_folder, scores, trainer,
+                             dist.world_size)
     except CputrainError as e:
         print("%s: %s: %s: %s" % (PROG, what, e.status_name, e.message), file=sys.stderr)
         return 1
