@@ -338,6 +338,43 @@ START_TEST(max_examples_limits_the_examples)
 }
 END_TEST
 
+/* The progress callback sees 0, then the total, and can stop the build. */
+static size_t calls, last_done, last_total;
+static int stop_after;
+
+static int count_progress(void *user, size_t done, size_t total)
+{
+    (void)user;
+    calls++;
+    last_done = done;
+    last_total = total;
+    return stop_after && (int)calls >= stop_after;
+}
+
+START_TEST(progress_callback_counts_and_cancels)
+{
+    ct_squad *s = load("long.json");
+    ct_qa_features *f = NULL;
+    calls = 0;
+    stop_after = 0;
+    ck_assert_int_eq(ct_qa_features_create_with_progress(tok, s, -1, 10, 2, count_progress, NULL,
+                                                         &f), CT_OK);
+    ck_assert_uint_eq(ct_qa_features_count(f), 18); /* as without a callback */
+    ck_assert_uint_ge(calls, 2);
+    ck_assert_uint_eq(last_done, last_total);
+    ck_assert_uint_eq(last_total, ct_squad_count(s));
+    ct_qa_features_free(f);
+    calls = 0;
+    stop_after = 1;
+    f = NULL;
+    ck_assert_int_eq(ct_qa_features_create_with_progress(tok, s, -1, 10, 2, count_progress, NULL,
+                                                         &f), CT_ERR_CANCELLED);
+    ck_assert_ptr_null(f);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "stopped by the progress callback"));
+    ct_squad_free(s);
+}
+END_TEST
+
 /* ---- bad arguments ------------------------------------------------------------------ */
 
 /* Finding 6 of issue 10: answer_start is any int64 in the file; beyond the
@@ -408,6 +445,7 @@ Suite *qa_suite(void)
     TCase *tc = tcase_create("qa");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, answer_inside_one_window);
+    tcase_add_test(tc, progress_callback_counts_and_cancels);
     tcase_add_test(tc, answer_at_the_end_of_the_context);
     tcase_add_test(tc, long_context_in_overlapping_windows);
     tcase_add_test(tc, stride_zero_and_wider_windows);

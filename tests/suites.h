@@ -26,6 +26,7 @@ Suite *core_suite(void);
 
 #define CT_TEST_SUITES(X) \
     X(args_suite)             \
+    X(arg_fates_suite)        \
     X(json_suite)             \
     X(safetensors_suite)      \
     X(kernels_suite)          \

@@ -66,6 +66,7 @@ struct ct_trainer {
     char *best_model_checkpoint;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
+    double tokens_per_second; /* this rank's, with include_tokens_per_second; else NaN */
     struct ct__tb_writer *tb; /* report_to tensorboard, on rank 0 while training */
 };
 
@@ -92,5 +93,12 @@ int ct__checkpoint_is_complete(const char *dir);
 void ct__checkpoint_keep_only_best(const ct_trainer *t);
 
 double ct__now(void);
+
+/* trainer_args.c */
+/* log_level on the main process, log_level_replica on the others
+ * (passive: leave the application's level), as Trainer sets them. */
+void ct__trainer_apply_log_level(const ct_args *args, int rank, int local_rank);
+/* The model's loss options from the arguments (label_smoothing_factor). */
+ct_status ct__trainer_apply_model_args(const ct_args *args, ct_model *m, int rank);
 
 #endif
