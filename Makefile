@@ -93,13 +93,16 @@ $(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
 	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
 	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
 
-# cputrain-plot reads only trainer_state.json, with its own JSON reader
-# (tools/plot/), and needs nothing from the library.
+# cputrain-plot reads only trainer_state.json, with the library's own JSON
+# reader (lib/core/json.h, as the Trainer reads the file on resume), not a
+# second one: unlike the other tools it uses that one internal module, so it
+# is built with -Ilib and linked from the static archive, which pulls in just
+# the reader and what it needs (the .so keeps its ct__ symbols hidden).
 PLOT_SRCS := $(wildcard tools/plot/*.c)
-$(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h)
+$(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h) $(STATIC)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) $(CFLAGS) -o $@ tools/cputrain-plot.c \
-	    $(PLOT_SRCS) -lm
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ tools/cputrain-plot.c $(PLOT_SRCS) \
+	    $(STATIC) $(LIB_LDLIBS)
 
 # ---- tests -----------------------------------------------------------------
 
@@ -154,7 +157,8 @@ $(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcpu
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
 	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
 
-# cputrain-plot's reader and writer, against the library's JSON reader.
+# cputrain-plot's log_history reader and SVG writer on whatever the
+# library's JSON reader accepts.
 $(FUZZ_B)/fuzz/fuzz_plot: tests/fuzz/fuzz_plot.c tests/fuzz/fuzz_common.h $(PLOT_SRCS) \
     $(wildcard tools/plot/*.h) $(FUZZ_B)/lib/libcputrain.a
 	@mkdir -p $(@D)

@@ -5,15 +5,20 @@
  * a browser opens. The file is treated as untrusted: anything malformed is
  * an error naming the file and the field, and the SVG is written to a
  * temporary name and renamed, so a failure never leaves a partial picture.
- * Needs nothing from libcputrain (whose public API has no JSON reader).
+ * The file is read and parsed by the library's own reader (lib/core/json.h,
+ * as the Trainer reads it on resume), linked from the static archive: the
+ * public API has no JSON reader, and the project keeps one (see
+ * plot/history.c and the Makefile rule).
  * Exit status: 0 written, 1 unreadable or malformed input or a write
  * failure, 2 bad usage. */
+#include "core/fileio.h"
+#include "core/json.h"
 #include "plot/history.h"
-#include "plot/json.h"
 #include "plot/svg.h"
 
+#include <cputrain/core.h>
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,77 +57,6 @@ static char *join(const char *dir, const char *name)
     if (s != NULL)
         sprintf(s, "%s%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/", name);
     return s;
-}
-
-/* The whole file into *text (NUL-terminated for safety, len without it);
- * 0, or -1 with the reason in err. */
-static int read_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    size_t cap, n = 0;
-    char *data;
-    if (fd < 0) {
-        snprintf(err, errlen, "%s", strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s", S_ISDIR(st.st_mode) ? "is a folder, not a file"
-                                                        : "not a regular file");
-        close(fd);
-        return -1;
-    }
-    if ((unsigned long long)st.st_size > MAX_STATE_BYTES) {
-        snprintf(err, errlen, "%lld bytes, more than the %zu this tool reads",
-                 (long long)st.st_size, MAX_STATE_BYTES);
-        close(fd);
-        return -1;
-    }
-    cap = (size_t)st.st_size + 1;
-    if ((data = malloc(cap)) == NULL) {
-        snprintf(err, errlen, "out of memory");
-        close(fd);
-        return -1;
-    }
-    /* Read to the end, not to st_size: the file may be growing. */
-    for (;;) {
-        ssize_t got;
-        if (n + 1 == cap) {
-            char *grown;
-            if (cap > MAX_STATE_BYTES || (grown = realloc(data, cap * 2)) == NULL) {
-                snprintf(err, errlen, cap > MAX_STATE_BYTES ? "grew past %zu bytes while read"
-                                                            : "out of memory (%zu bytes)",
-                         MAX_STATE_BYTES);
-                free(data);
-                close(fd);
-                return -1;
-            }
-            data = grown;
-            cap *= 2;
-        }
-        got = read(fd, data + n, cap - 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            snprintf(err, errlen, "%s", strerror(errno));
-            free(data);
-            close(fd);
-            return -1;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    close(fd);
-    data[n] = '\0';
-    *text = data;
-    *len = n;
-    return 0;
 }
 
 /* Write the picture to `path` through a temporary file beside it, renamed
@@ -176,28 +110,33 @@ static int draw(const char *dir, const char *state_path, const char *svg_path)
 {
     char *text, err[512];
     size_t len, skipped;
-    pj_value state;
+    ct__json_doc *state;
     plot_history h;
+    int rc;
     if (state_path == NULL || svg_path == NULL) {
         fprintf(stderr, "cputrain-plot: out of memory\n");
         return 1;
     }
-    if (read_file(state_path, &text, &len, err, sizeof err) != 0) {
-        fprintf(stderr, "cputrain-plot: %s: %s\n", state_path, err);
+    /* The library's messages name the file ("PATH: cannot open: ...",
+     * "PATH: line L column C: ..."). NaN and Infinity are taken as numbers:
+     * Python's json writes them, and a diverged loss is one. */
+    if (ct__read_file(state_path, MAX_STATE_BYTES, &text, &len) != CT_OK) {
+        fprintf(stderr, "cputrain-plot: %s\n", ct_last_error());
         return 1;
     }
-    if (pj_parse(text, len, &state, err, sizeof err) != 0) {
-        fprintf(stderr, "cputrain-plot: %s: malformed JSON: %s\n", state_path, err);
-        free(text);
-        return 1;
-    }
+    rc = ct__json_parse_ex(text, len, state_path, CT__JSON_ALLOW_NAN, &state);
     free(text);
-    if (plot_history_read(&state, &h, err, sizeof err) != 0) {
-        fprintf(stderr, "cputrain-plot: %s: %s\n", state_path, err);
-        pj_free(&state);
+    if (rc != CT_OK) {
+        fprintf(stderr, "cputrain-plot: %s%s\n", rc == CT_ERR_FORMAT ? "malformed JSON: " : "",
+                ct_last_error());
         return 1;
     }
-    pj_free(&state);
+    rc = plot_history_read(ct__json_root(state), &h, err, sizeof err);
+    ct__json_free(state);
+    if (rc != 0) {
+        fprintf(stderr, "cputrain-plot: %s: %s\n", state_path, err);
+        return 1;
+    }
     if (write_svg(svg_path, &h, dir, err, sizeof err) != 0) {
         fprintf(stderr, "cputrain-plot: %s: %s\n", svg_path, err);
         plot_history_free(&h);

@@ -189,6 +189,19 @@ class PlotTest(unittest.TestCase):
         # Characters XML cannot hold become U+FFFD; the rest comes back as is.
         self.assertEqual(list(polylines(root)), ["eval_<b>&\"'\ufffd\ufffd\u00e9"])
 
+    def test_key_holding_nul(self):
+        # A \u0000 in a key is drawn as U+FFFD, the key kept apart from its
+        # prefix (eval_f1) and from a training key it starts with (loss).
+        write_state(self.dir, [{"step": 1, "eval_f1\u0000x": 5.0, "eval_f1": 7.0},
+                               {"step": 2, "eval_f1\u0000x": 6.0, "eval_f1\u0000x": 6.5},
+                               {"loss\u0000": "not drawn, and not read as loss"}])
+        self.draw()
+        root = ET.parse(os.path.join(self.dir, "training_curves.svg")).getroot()
+        lines = polylines(root)
+        self.assertEqual(list(lines), ["eval_f1\ufffdx", "eval_f1"])
+        self.assertEqual(len(lines["eval_f1\ufffdx"]), 2)
+        self.assertEqual(len(lines["eval_f1"]), 1)
+
     def test_single_point_and_flat_series(self):
         write_state(self.dir, [{"step": 5, "loss": 2.0, "learning_rate": 0.0}])
         self.draw()
@@ -224,25 +237,39 @@ class PlotTest(unittest.TestCase):
 
     def test_missing_file(self):
         state = os.path.join(self.dir, "trainer_state.json")
-        self.assert_refused([self.dir], state + ": No such file or directory")
+        self.assert_refused([self.dir], "cputrain-plot: " + state +
+                            ": cannot open: No such file or directory\n")
+        os.mkdir(state)
+        self.assert_refused([self.dir], "cputrain-plot: " + state +
+                            ": is a directory, not a regular file\n")
 
     def test_malformed_json(self):
+        # The library's reader (the one that reads this file on resume)
+        # names the file and the place; columns count characters.
+        state = os.path.join(self.dir, "trainer_state.json")
         self.write_text('{"log_history": [\n  {"loss": 1.5, "step": 1},\n'
                         '  {"loss": 1.0 "step": 2}\n]}')
-        r = self.assert_refused([self.dir], os.path.join(self.dir, "trainer_state.json"),
-                                "malformed JSON: line 3, column 16: expected ',' or '}' in an "
-                                "object, found '\"'")
+        r = self.assert_refused([self.dir], "cputrain-plot: malformed JSON: " + state +
+                                ": line 3 column 16: expected ',' or '}' after object member\n")
         self.assertEqual(r.stderr.count("\n"), 1)
-        for text, needle in (('{"log_history": [', "column 18: expected a value, found the end"),
-                             ('{"log_history": [1', "array not closed"),
-                             ('{"log_history": []} []', "after the end of the document"),
-                             ('{"log_history": [{"loss": 01}]}', "may not start with 0"),
-                             ('{"log_history": "\xff"}', "invalid UTF-8"),
-                             ("[" * 100000, "nested more than 512 levels"),
-                             ("", "found the end of the file")):
-            with open(os.path.join(self.dir, "trainer_state.json"), "wb") as f:
+        for text, needle in (('{"log_history": [',
+                              "line 1 column 18: unexpected end of input: expected a value"),
+                             ('{"log_history": [1', "line 1 column 19: unexpected end of input: "
+                              "expected ',' or ']' after array element"),
+                             ('{"log_history": []} []',
+                              "line 1 column 21: unexpected data after the JSON value"),
+                             ('{"log_history": [{"loss": 01}]}',
+                              "line 1 column 27: leading zeros are not allowed in numbers"),
+                             ('{"log_history": "\xff"}',
+                              "line 1 column 18: invalid UTF-8: byte that never occurs in UTF-8"),
+                             ("[" * 100000, "line 1 column 513: nesting deeper than 512 levels"),
+                             ('{"log_history": [{"loss": nan, "step": 1}]}',
+                              "line 1 column 27: invalid literal (expected 'null')"),
+                             ("", "line 1 column 1: unexpected end of input: expected a value")):
+            with open(state, "wb") as f:
                 f.write(text.encode("latin-1"))
-            self.assert_refused([self.dir], needle)
+            self.assert_refused([self.dir], "cputrain-plot: malformed JSON: %s: %s\n"
+                                % (state, needle))
 
     def test_a_failure_keeps_the_previous_picture(self):
         write_state(self.dir, make_history())
