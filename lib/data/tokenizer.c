@@ -101,24 +101,36 @@ static ct_status add_special(ct_tokenizer *tok, const char *text)
     return CT_OK;
 }
 
+/* Parse the JSON object in `path` into *doc, which stays NULL (with CT_OK)
+ * when there is no such file: every file beside vocab.txt is optional. */
+static ct_status parse_optional_object(const char *path, ct__json_doc **doc)
+{
+    ct_status st;
+    *doc = NULL;
+    if (access(path, F_OK) != 0)
+        return CT_OK;
+    if ((st = ct__json_parse_file(path, doc)) != CT_OK)
+        return st;
+    if (ct__json_root(*doc)->type != CT_JSON_OBJECT) {
+        ct__json_free(*doc);
+        *doc = NULL;
+        return ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
+    }
+    return CT_OK;
+}
+
 /* Settings and special tokens from tokenizer_config.json (config = 1, and
  * *decoder tells whether it has an added_tokens_decoder) or
  * special_tokens_map.json; a missing file is fine. */
 static ct_status read_config(ct_tokenizer *tok, const char *path, int config, int *decoder,
                              char **extra[], size_t *n_extra)
 {
-    ct__json_doc *doc = NULL;
+    ct__json_doc *doc;
     const ct__json *root, *v;
     ct_status st;
-    if (access(path, F_OK) != 0)
-        return CT_OK;
-    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+    if ((st = parse_optional_object(path, &doc)) != CT_OK || !doc)
         return st;
     root = ct__json_root(doc);
-    if (root->type != CT_JSON_OBJECT) {
-        st = ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
-        goto done;
-    }
     if (config) {
         *decoder = ct__json_get(root, "added_tokens_decoder") != NULL;
         if ((st = json_bool(root, "do_lower_case", path, &tok->do_lower_case)) != CT_OK ||
@@ -185,18 +197,12 @@ done:
  * A missing file is fine. */
 static ct_status read_fast_json(ct_tokenizer *tok, const char *path)
 {
-    ct__json_doc *doc = NULL;
+    ct__json_doc *doc;
     const ct__json *root, *part, *v;
-    ct_status st = CT_OK;
-    if (access(path, F_OK) != 0)
-        return CT_OK;
-    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+    ct_status st;
+    if ((st = parse_optional_object(path, &doc)) != CT_OK || !doc)
         return st;
     root = ct__json_root(doc);
-    if (root->type != CT_JSON_OBJECT) {
-        st = ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
-        goto done;
-    }
     part = ct__json_get(root, "normalizer");
     v = part && part->type == CT_JSON_OBJECT ? ct__json_get(part, "type") : NULL;
     if (v && v->type == CT_JSON_STRING && strcmp(v->str, "BertNormalizer") == 0 &&
