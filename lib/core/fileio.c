@@ -199,3 +199,28 @@ ct_status ct__write_file_atomic(const char *path, const void *data, size_t len)
     free(tmp);
     return st;
 }
+
+char *ct__join_path(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+ct_status ct__file_or_folder(const char *path, const char *name, char **file, int *is_dir)
+{
+    struct stat sb;
+    *file = NULL;
+    if (stat(path, &sb) != 0)
+        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
+    if (is_dir)
+        *is_dir = S_ISDIR(sb.st_mode);
+    if (!(*file = S_ISDIR(sb.st_mode) ? ct__join_path(path, name) : strdup(path)))
+        return ct__error(CT_ERR_NOMEM, "no memory");
+    return CT_OK;
+}

@@ -34,4 +34,13 @@ ct_status ct__fsync_dir(const char *dir) CT__MUST_USE;
 /* Close fd and remove the temporary file (abandoning a write). */
 void ct__abandon_file(int fd, const char *tmp_path);
 
+/* dir/name in new memory; NULL (no error set) when there is none. */
+char *ct__join_path(const char *dir, const char *name);
+/* For inputs given as a file or as the folder that holds it (a tokenizer's
+ * vocab.txt, a model's config.json): *file is path/name when path is a
+ * folder, else path itself, in new memory; *is_dir says which (may be
+ * NULL). A path that does not exist is CT_ERR_IO "path: reason". */
+ct_status ct__file_or_folder(const char *path, const char *name, char **file,
+                             int *is_dir) CT__MUST_USE;
+
 #endif

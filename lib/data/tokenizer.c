@@ -7,10 +7,8 @@
 #include "core/fileio.h"
 #include "core/json.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define VOCAB_MAX_BYTES ((size_t)1 << 30)
@@ -21,18 +19,6 @@ static const char *const special_defaults[CT__N_SPECIAL] = {"[UNK]", "[SEP]", "[
                                                              "[MASK]"};
 
 /* ---- loading ------------------------------------------------------------------ */
-
-static char *join_path(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p)
-        return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
 
 static ct_status json_bool(const ct__json *root, const char *key, const char *path, int *out)
 {
@@ -246,27 +232,24 @@ void ct_tokenizer_free(ct_tokenizer *tok)
 
 ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out)
 {
-    struct stat sb;
     ct_tokenizer *tok = NULL;
     char *dir = NULL, *vocab_path = NULL, *file = NULL, *data = NULL, **extra = NULL;
     size_t len, n_extra = 0;
-    int decoder = 0;
+    int decoder = 0, is_dir;
     ct_status st;
 
     CT__CHECK_ARG(out);
     *out = NULL;
     CT__CHECK_ARG(path);
-    if (stat(path, &sb) != 0)
-        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) {
+    if ((st = ct__file_or_folder(path, "vocab.txt", &vocab_path, &is_dir)) != CT_OK)
+        return st;
+    if (is_dir) {
         dir = strdup(path);
-        vocab_path = join_path(path, "vocab.txt");
     } else {
         const char *slash = strrchr(path, '/');
         dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-        vocab_path = strdup(path);
     }
-    if (!(tok = calloc(1, sizeof *tok)) || !dir || !vocab_path) {
+    if (!(tok = calloc(1, sizeof *tok)) || !dir) {
         st = ct__error(CT_ERR_NOMEM, "no memory");
         goto done;
     }
@@ -289,16 +272,16 @@ ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out)
     /* Transformers reads special_tokens_map.json after the config, letting
      * it override, only for configs without added_tokens_decoder (older
      * ones); newer configs hold the special tokens themselves. */
-    if (!(file = join_path(dir, "tokenizer_config.json")) ||
+    if (!(file = ct__join_path(dir, "tokenizer_config.json")) ||
         (st = read_config(tok, file, 1, &decoder, &extra, &n_extra)) != CT_OK)
         goto done_or_nomem;
     free(file);
     file = NULL;
-    if (!decoder && (!(file = join_path(dir, "special_tokens_map.json")) ||
+    if (!decoder && (!(file = ct__join_path(dir, "special_tokens_map.json")) ||
                      (st = read_config(tok, file, 0, NULL, &extra, &n_extra)) != CT_OK))
         goto done_or_nomem;
     free(file);
-    if (!(file = join_path(dir, "tokenizer.json")) ||
+    if (!(file = ct__join_path(dir, "tokenizer.json")) ||
         (st = read_fast_json(tok, file)) != CT_OK)
         goto done_or_nomem;
 
