@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/strbuf.h"
+
 static const char *kind_of(mode_t mode)
 {
     return S_ISDIR(mode)    ? "a directory"
@@ -197,6 +199,18 @@ ct_status ct__write_file_atomic(const char *path, const void *data, size_t len)
     }
     st = ct__commit_file(fd, tmp, path);
     free(tmp);
+    return st;
+}
+
+ct_status ct__write_text_atomic(const char *path, ct__strbuf *sb, const char *what)
+{
+    ct_status st;
+    if (sb->failed)
+        st = what ? ct__error_prefix((ct_status)sb->failed, "%s: %s", path, what)
+                  : ct__error_prefix((ct_status)sb->failed, "%s", path);
+    else
+        st = ct__write_file_atomic(path, sb->data, sb->len);
+    ct__sb_free(sb);
     return st;
 }
 
