@@ -332,14 +332,6 @@ START_TEST(validation_names_field_and_rule)
 }
 END_TEST
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *read_text(const char *path)
 {
     static char buf[16384];

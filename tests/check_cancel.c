@@ -25,14 +25,11 @@ enum { T = 12, N_EXAMPLES = 24 };
 static ct_model *model_with_dropout(ct_task task)
 {
     const char *cfg = scratch_at("drop.json");
-    FILE *f = fopen(cfg, "w");
     ct_model *m;
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
-          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
-          "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.3, "
-          "\"attention_probs_dropout_prob\": 0.3, \"num_labels\": 3}", f);
-    fclose(f);
+    write_text(cfg, "{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
+               "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
+               "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.3, "
+               "\"attention_probs_dropout_prob\": 0.3, \"num_labels\": 3}");
     OK(ct_model_create(cfg, task, 11, &m));
     return m;
 }

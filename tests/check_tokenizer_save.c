@@ -27,14 +27,6 @@ static const char *const VOCAB[] = {
 };
 #define N_VOCAB (sizeof VOCAB / sizeof VOCAB[0])
 
-static void put(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *slurp(const char *path)
 {
     char *data;
@@ -52,7 +44,7 @@ static void setup(void)
         strcat(text, VOCAB[i]);
         strcat(text, "\n");
     }
-    put(scratch_at("src/vocab.txt"), text);
+    write_text(scratch_at("src/vocab.txt"), text);
 }
 
 static ct_tokenizer *load(const char *path)
@@ -241,9 +233,10 @@ START_TEST(a_save_loads_back_alike_and_saves_again_byte_for_byte)
     ct_tokenizer *t, *back;
     /* Every setting off its default, one extra special token, and a vocab
      * with CR LF, an empty line and a repeated token. */
-    put(scratch_at("src/vocab.txt"), "[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n\nthe\ncat\n##s\ncat\nsat\n"
-                             "caf\xc3\xa9\ncafe\n\xe4\xb8\xad\n[MASK]\nmat");
-    put(scratch_at("src/tokenizer_config.json"),
+    write_text(scratch_at("src/vocab.txt"),
+               "[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n\nthe\ncat\n##s\ncat\nsat\n"
+               "caf\xc3\xa9\ncafe\n\xe4\xb8\xad\n[MASK]\nmat");
+    write_text(scratch_at("src/tokenizer_config.json"),
         "{\"do_lower_case\": false, \"strip_accents\": true, \"tokenize_chinese_chars\": false,"
         " \"model_max_length\": 64, \"additional_special_tokens\": [\"mat\"]}");
     t = load(scratch_at("src"));
@@ -294,7 +287,7 @@ END_TEST
 START_TEST(split_special_tokens_and_a_missing_mask_survive)
 {
     ct_tokenizer *t, *back;
-    put(scratch_at("src/vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n");
+    write_text(scratch_at("src/vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n");
     t = load(scratch_at("src"));
     OK(ct_tokenizer_set_option(t, CT_TOKENIZER_SPLIT_SPECIAL_TOKENS, 1));
     ck_assert_int_eq(mkdir(scratch_at("out"), 0755), 0);
@@ -332,7 +325,7 @@ START_TEST(a_failed_save_names_the_path_and_changes_nothing)
      * file, cannot be written (a file-size limit, which holds for scratch_dir
      * too): no file is replaced and no temporary file stays. */
     ck_assert_int_eq(mkdir(scratch_at("out"), 0755), 0);
-    put(scratch_at("out/vocab.txt"), "old\n");
+    write_text(scratch_at("out/vocab.txt"), "old\n");
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
     small.rlim_cur = 2000; /* the soft limit only, so it can be raised again */
     small.rlim_max = old.rlim_max;
@@ -443,23 +436,23 @@ START_TEST(config_task_reads_architectures)
         task = (ct_task)-1;
         snprintf(text, sizeof text, "{\"model_type\": \"bert\", \"architectures\": [\"%s\"]}",
                  cases[i].arch);
-        put(scratch_at("src/config.json"), text);
+        write_text(scratch_at("src/config.json"), text);
         OK(ct_model_config_task(scratch_at("src"), &task));
         ck_assert_int_eq(task, cases[i].task);
         task = (ct_task)-1;
         OK(ct_model_config_task(scratch_at("src/config.json"), &task));
         ck_assert_int_eq(task, cases[i].task);
     }
-    put(scratch_at("src/config.json"), "{\"model_type\": \"bert\"}");
+    write_text(scratch_at("src/config.json"), "{\"model_type\": \"bert\"}");
     ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_NOT_FOUND,
                      "architectures");
     ck_assert_ptr_nonnull(strstr(ct_last_error(), scratch_at("src/config.json")));
-    put(scratch_at("src/config.json"), "{\"architectures\": [\"BertForPreTraining\"]}");
+    write_text(scratch_at("src/config.json"), "{\"architectures\": [\"BertForPreTraining\"]}");
     ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_UNSUPPORTED,
                      "BertForPreTraining");
-    put(scratch_at("src/config.json"), "{\"architectures\": \"BertForMaskedLM\"}");
+    write_text(scratch_at("src/config.json"), "{\"architectures\": \"BertForMaskedLM\"}");
     ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_FORMAT, "list");
-    put(scratch_at("src/config.json"), "{\"architectures\": [");
+    write_text(scratch_at("src/config.json"), "{\"architectures\": [");
     ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_FORMAT, "config.json");
     ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("nowhere"), &task), CT_ERR_IO,
                      scratch_at("nowhere"));
@@ -472,26 +465,26 @@ START_TEST(tokenizer_json_settings_are_read_and_checked)
 {
     ct_tokenizer *t;
     int64_t v;
-    put(scratch_at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
-                                  "\"clean_text\": false}, \"model\": {\"type\": \"WordPiece\", "
-                                  "\"max_input_chars_per_word\": 9}}");
+    write_text(scratch_at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
+               "\"clean_text\": false}, \"model\": {\"type\": \"WordPiece\", "
+               "\"max_input_chars_per_word\": 9}}");
     t = load(scratch_at("src"));
     OK(ct_tokenizer_get_option(t, CT_TOKENIZER_CLEAN_TEXT, &v));
     ck_assert_int_eq(v, 0);
     OK(ct_tokenizer_get_option(t, CT_TOKENIZER_MAX_INPUT_CHARS_PER_WORD, &v));
     ck_assert_int_eq(v, 9);
     ct_tokenizer_free(t);
-    put(scratch_at("src/tokenizer.json"), "{\"model\": {\"type\": \"WordPiece\", "
-                                  "\"max_input_chars_per_word\": 0}}");
+    write_text(scratch_at("src/tokenizer.json"), "{\"model\": {\"type\": \"WordPiece\", "
+               "\"max_input_chars_per_word\": 0}}");
     ASSERT_ERROR_HAS(ct_tokenizer_load(scratch_at("src"), &t), CT_ERR_FORMAT,
                      "max_input_chars_per_word");
     ck_assert_ptr_nonnull(strstr(ct_last_error(), scratch_at("src/tokenizer.json")));
-    put(scratch_at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
-                                  "\"clean_text\": 1}}");
+    write_text(scratch_at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
+               "\"clean_text\": 1}}");
     ASSERT_ERROR_HAS(ct_tokenizer_load(scratch_at("src"), &t), CT_ERR_FORMAT, "clean_text");
     /* Other normalizers and models are not ours to read. */
-    put(scratch_at("src/tokenizer.json"),
-        "{\"normalizer\": {\"type\": \"NFC\", \"clean_text\": 1}}");
+    write_text(scratch_at("src/tokenizer.json"),
+               "{\"normalizer\": {\"type\": \"NFC\", \"clean_text\": 1}}");
     t = load(scratch_at("src"));
     ct_tokenizer_free(t);
 }

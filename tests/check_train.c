@@ -29,14 +29,11 @@ enum { T = 12, N_EXAMPLES = 24 };
 static ct_model *model_without_dropout(void)
 {
     const char *cfg = scratch_at("nodrop.json");
-    FILE *f = fopen(cfg, "w");
     ct_model *m;
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
-          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
-          "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.0, "
-          "\"attention_probs_dropout_prob\": 0.0}", f);
-    fclose(f);
+    write_text(cfg, "{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
+               "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
+               "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.0, "
+               "\"attention_probs_dropout_prob\": 0.0}");
     OK(ct_model_create(cfg, CT_TASK_QUESTION_ANSWERING, 11, &m));
     return m;
 }

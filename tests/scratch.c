@@ -34,6 +34,14 @@ const char *scratch_at(const char *name)
     return path[k];
 }
 
+void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "%s: cannot create", path);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
 int path_exists(const char *path)
 {
     struct stat sb;

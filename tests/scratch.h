@@ -20,6 +20,9 @@ void scratch_remove(void);
  * several paths at once. */
 const char *scratch_at(const char *name);
 
+/* Write text to path (made or truncated); fails the test if it cannot. */
+void write_text(const char *path, const char *text);
+
 /* Whether anything (file, folder, link target) exists at path. */
 int path_exists(const char *path);
 
