@@ -787,14 +787,12 @@ START_TEST(group_by_length_trains)
     OK(ct_args_get_bool(a, "group_by_length", &v));
     ck_assert_int_eq(v, 0);
     ct_args_free(a);
-    scratch_make();
     p_on = train_params(scratch_at("on"), on, 1, CT_OK, &n1);
     p_again = train_params(scratch_at("again"), on, 1, CT_OK, &n2);
     ck_assert_uint_eq(n1, n2);
     ck_assert_mem_eq(p_on, p_again, n1 * sizeof *p_on);
     free(p_on);
     free(p_again);
-    scratch_remove();
 }
 END_TEST
 
