@@ -44,7 +44,7 @@ LIB_LDLIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null) -lm -ldl -pt
 LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
-TEST_SRCS := $(sort $(wildcard tests/check_*.c))
+TEST_SRCS := $(sort $(wildcard tests/check_*.c)) tests/scratch.c
 TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 CHECK_RUNNER := $(B)/tests/check_all
 

@@ -8,7 +8,6 @@
  * windows of max_seq_length - len(question) - 3 context tokens, each
  * starting doc_stride tokens before the previous one ended). */
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +17,12 @@
 #include <cputrain/cputrain.h>
 
 #include "model/batch.h"
+#include "scratch.h"
 #include "suites.h"
 
 Suite *qa_suite(void);
 
 /* ids: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4, where 5, cafe 6, t0.. 7.. */
-static char dir[64];
 static ct_tokenizer *tok;
 
 #define ID_PAD 0
@@ -31,17 +30,6 @@ static ct_tokenizer *tok;
 #define ID_SEP 3
 #define ID_WHERE 5
 #define ID_T(i) (7 + (i))
-
-static void write_file(const char *name, const char *text)
-{
-    char p[256];
-    FILE *f;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    f = fopen(p, "wb");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 /* One paragraph, context "t0 t1 t2 t3 t4" (five tokens, 14 characters):
  * q0 answers "t2 t3" (chars 6..11), q1 "t4" (the context's last token,
@@ -84,9 +72,8 @@ static void setup(void)
 {
     char p[128];
     FILE *f;
-    strcpy(dir, "/tmp/ct_qa_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(p, sizeof p, "%s/vocab.txt", dir);
+    scratch_make();
+    snprintf(p, sizeof p, "%s/vocab.txt", scratch_dir);
     f = fopen(p, "wb");
     ck_assert_ptr_nonnull(f);
     fputs("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nwhere\ncafe\n", f);
@@ -94,34 +81,22 @@ static void setup(void)
         fprintf(f, "t%d\n", i);
     fclose(f);
     ck_assert_msg(ct_tokenizer_load(p, &tok) == CT_OK, "%s", ct_last_error());
-    write_file("short.json", SHORT_JSON);
-    write_file("long.json", LONG_JSON);
+    write_text(scratch_at("short.json"), SHORT_JSON);
+    write_text(scratch_at("long.json"), LONG_JSON);
 }
 
 static void teardown(void)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[512];
     ct_tokenizer_free(tok);
     tok = NULL;
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_remove();
 }
 
 static ct_squad *load(const char *name)
 {
     char p[256];
     ct_squad *s = NULL;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    snprintf(p, sizeof p, "%s/%s", scratch_dir, name);
     ck_assert_msg(ct_squad_load(p, &s) == CT_OK, "%s", ct_last_error());
     return s;
 }
@@ -384,7 +359,7 @@ START_TEST(answer_start_outside_the_context)
 {
     ct_squad *s;
     ct_qa_features *f;
-    write_file("far.json",
+    write_text(scratch_at("far.json"),
                "{\"version\": \"1.1\", \"data\": [{\"title\": \"far\", \"paragraphs\": [\n"
                " {\"context\": \"t0 t1 t2 t3 t4\", \"qas\": [\n"
                "  {\"id\": \"max\", \"question\": \"where\", \"answers\": [{\"text\": \"t2\", "

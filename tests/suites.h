@@ -1,6 +1,6 @@
 /* Every Check suite besides core_suite, one line each: the runner adds them
  * all. Each lives in tests/check_<area>.c. Also the assertion helpers the
- * suites share. */
+ * suites share; their scratch folder and file helpers are scratch.h. */
 #ifndef CT_TESTS_SUITES_H
 #define CT_TESTS_SUITES_H
 

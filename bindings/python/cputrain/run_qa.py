@@ -576,40 +576,33 @@ def _main(argv):
                   % (PROG, o.doc_stride, o.max_seq_length), file=sys.stderr)
             return 2
 
+        def featurize(path, limit, dataset, label):
+            """One file's examples and features (the progress bar named as
+            run_qa.py's), reported on rank 0 as "label: N examples, M
+            features"."""
+            examples = SquadExamples.load(path)
+            features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
+                                         limit, progress=Bar("Running tokenizer on %s dataset"
+                                                             % dataset, args, rank))
+            if rank == 0:
+                print("%s: %d examples, %d features"
+                      % (label, features.n_examples, len(features)))
+            return examples, features
+
         run = None
         if do_eval:
             what = eval_file
-            examples = SquadExamples.load(eval_file)
-            features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
-                                         max_eval, progress=Bar("Running tokenizer on "
-                                                                "validation dataset", args, rank))
+            examples, features = featurize(eval_file, max_eval, "validation", "evaluation")
             run = QARun(o, args, model, examples, features, dist)
-            if rank == 0:
-                print("evaluation: %d examples, %d features"
-                      % (features.n_examples, len(features)))
         test_run = None
         if do_predict:
             what = test_file
-            test_examples = SquadExamples.load(test_file)
-            test_features = QAFeatures.create(tokenizer, test_examples, o.max_seq_length,
-                                              o.doc_stride, max_predict,
-                                              progress=Bar("Running tokenizer on prediction "
-                                                           "dataset", args, rank))
-            test_run = QARun(o, args, model, test_examples, test_features, dist)
-            if rank == 0:
-                print("prediction: %d examples, %d features"
-                      % (test_features.n_examples, len(test_features)))
+            examples, features = featurize(test_file, max_predict, "prediction", "prediction")
+            test_run = QARun(o, args, model, examples, features, dist)
         trainer = None
         if do_train:
             what = train_file
-            train_examples = SquadExamples.load(train_file)
-            train_features = QAFeatures.create(tokenizer, train_examples, o.max_seq_length,
-                                               o.doc_stride, max_train,
-                                               progress=Bar("Running tokenizer on train "
-                                                            "dataset", args, rank))
-            if rank == 0:
-                print("training: %d examples, %d features" % (train_features.n_examples,
-                                                              len(train_features)))
+            _, train_features = featurize(train_file, max_train, "train", "training")
             what = "training"
             trainer = Trainer(model, args, train_dataset=train_features.dataset,
                               progress=PROGRESS_TO_TERMINAL if rank == 0 else None,
