@@ -55,7 +55,8 @@ static const char *const USAGE =
     "  --master_addr A       default 127.0.0.1\n"
     "  --master_port P       default 29500\n"
     "  --max_restarts K      restarts of the group after a worker fails (default 0)\n"
-    "  --log_dir DIR         DIR/attempt_<restart>/<local_rank>/{stdout,stderr}.log\n"
+    "  --log_dir DIR         DIR/attempt_<K>/<local_rank>/{stdout,stderr}.log, K counting\n"
+    "                        every start of the group (restarts and width changes)\n"
     "  --redirects 0|1|2|3   into those files: none, stdout, stderr, both (default 3\n"
     "                        with --log_dir, else 0)\n"
     "  --tee 0|1|2|3         into the files and also here, lines prefixed [rankN]:\n"
@@ -531,6 +532,7 @@ static int setenv_int(const char *name, long v)
 }
 
 typedef struct attempt {
+    int number;  /* every start of the group, 0 first: the log folder's attempt_<number> */
     int restart, world, local_world, group_rank, group_world, rank0;
     char job[600];
 } attempt;
@@ -570,7 +572,7 @@ static void child(const opts *o, const attempt *a, worker *w, int fds[2][2], cha
             dup2(fds[s][1], target);
         } else if (o->redirects & bit) {
             int fd;
-            snprintf(path, sizeof path, "%s/attempt_%d/%d/%s.log", o->log_dir, a->restart,
+            snprintf(path, sizeof path, "%s/attempt_%d/%d/%s.log", o->log_dir, a->number,
                      w->local_rank, s == 0 ? "stdout" : "stderr");
             if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
                 fprintf(stderr, "cputrain-run: rank %d: cannot open %s: %s\n", w->rank, path,
@@ -605,7 +607,7 @@ static int start_worker(const opts *o, const attempt *a, worker *w, char **argv)
     w->out[0].fd = w->out[1].fd = w->out[0].file = w->out[1].file = -1;
     w->out[0].line_start = w->out[1].line_start = 1;
     if (o->log_dir[0] && (o->redirects || o->tee)) {
-        snprintf(path, sizeof path, "%s/attempt_%d/%d", o->log_dir, a->restart, w->local_rank);
+        snprintf(path, sizeof path, "%s/attempt_%d/%d", o->log_dir, a->number, w->local_rank);
         if (mkdirs(path) != 0) {
             say("cannot create %s: %s", path, strerror(errno));
             return -1;
@@ -615,7 +617,7 @@ static int start_worker(const opts *o, const attempt *a, worker *w, char **argv)
         int bit = s == 0 ? 1 : 2;
         if (!(o->tee & bit))
             continue;
-        snprintf(path, sizeof path, "%s/attempt_%d/%d/%s.log", o->log_dir, a->restart,
+        snprintf(path, sizeof path, "%s/attempt_%d/%d/%s.log", o->log_dir, a->number,
                  w->local_rank, s == 0 ? "stdout" : "stderr");
         if (pipe(fds[s]) != 0 ||
             (w->out[s].file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
@@ -848,7 +850,7 @@ int main(int argc, char **argv)
     static group g;
     opts o;
     attempt a;
-    int first = 0, rc, width, min_width, max_width, restarts = 0, next_slot;
+    int first = 0, rc, width, min_width, max_width, restarts = 0, next_slot, number = 0;
     int fails_in_row[MAX_WORKERS * 2] = {0}, slots[MAX_WORKERS];
     int elastic;
 
@@ -895,6 +897,7 @@ int main(int argc, char **argv)
         outcome r;
         memset(&a, 0, sizeof a);
         a.restart = restarts;
+        a.number = number++;
         if (elastic) {
             int more = read_grow(&o);
             if (more > 0) {
@@ -913,7 +916,7 @@ int main(int argc, char **argv)
         /* A fresh name per attempt keeps a killed group's shared memory
          * apart from the next one's (the library cleans up stale ones too). */
         snprintf(a.job, sizeof a.job, "cputrain-run-%s-%d-%ld-%d", o.rdzv_id, o.master_port,
-                 (long)getpid(), restarts);
+                 (long)getpid(), a.number);
         g.n = width;
         for (int i = 0; i < width; i++) {
             g.w[i].local_rank = i;
@@ -926,7 +929,8 @@ int main(int argc, char **argv)
             o.max_restarts, argv[first]);
         r = run_attempt(&o, &a, &g, argv + first);
         if (r.grow && !r.failed && (pending_int == 0 && pending_term == 0)) {
-            /* a planned widening does not use up a restart */
+            /* A planned widening uses up no restart (torchrun's membership
+             * changes neither): TORCHELASTIC_RESTART_COUNT counts failures. */
             say("restarting wider (%s)", o.grow_file);
             continue;
         }
