@@ -17,6 +17,7 @@
  * and on SIGUSR1, up to MAX. The workers resume from their newest
  * checkpoint; the trainer keeps the global batch. A rendezvous of several
  * machines' launchers (torchrun's c10d) is not implemented. */
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -51,6 +54,9 @@ static const char *const USAGE =
     "                        workers (default --master_addr:--master_port)\n"
     "  --rdzv_backend B      static or c10d (both mean the endpoint above)\n"
     "  --rdzv_id ID          the job's id: TORCHELASTIC_RUN_ID (default 'none')\n"
+    "  --rdzv_conf K=V,...   join_timeout (600 s) and last_call_timeout (30 s) of the\n"
+    "                        rendezvous of several machines (--nnodes MIN:MAX with\n"
+    "                        --rdzv_endpoint: the launcher that can listen there hosts it)\n"
     "  --standalone          one node, MASTER_PORT a free port of 127.0.0.1\n"
     "  --master_addr A       default 127.0.0.1\n"
     "  --master_port P       default 29500\n"
@@ -76,6 +82,9 @@ typedef struct opts {
     char master_addr[256], rdzv_id[256], log_dir[2048], grow_file[2048];
     int master_port;
     int given_master; /* --master_addr/--master_port or the endpoint set explicitly */
+    int rdzv_given;   /* --rdzv_endpoint: with --nnodes MIN:MAX, launchers of several
+                         machines meet there */
+    double join_timeout, last_call_timeout; /* --rdzv_conf, seconds */
 } opts;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -206,8 +215,37 @@ static int set_nnodes(opts *o, const char *v, const char **why)
 static int set_endpoint(opts *o, const char *v, const char **why)
 {
     *why = "expected HOST:PORT (or [IPV6]:PORT), port in [1, 65535]";
-    o->given_master = 1;
+    o->given_master = o->rdzv_given = 1;
     return parse_endpoint(v, o);
+}
+/* torchrun's KEY=VALUE,... of which join_timeout and last_call_timeout
+ * (seconds) mean something here. */
+static int set_rdzv_conf(opts *o, const char *v, const char **why)
+{
+    char buf[256], *save = NULL, *item;
+    *why = "expected join_timeout=SECONDS and/or last_call_timeout=SECONDS, comma-separated "
+           "(seconds in (0, 86400]; torchrun's other keys do not apply here)";
+    if (strlen(v) >= sizeof buf)
+        return 0;
+    strcpy(buf, v);
+    for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '='), *end;
+        double x;
+        if (!eq)
+            return 0;
+        *eq = '\0';
+        errno = 0;
+        x = strtod(eq + 1, &end);
+        if (errno || end == eq + 1 || *end || !(x > 0 && x <= 86400))
+            return 0;
+        if (!strcmp(item, "join_timeout"))
+            o->join_timeout = x;
+        else if (!strcmp(item, "last_call_timeout"))
+            o->last_call_timeout = x;
+        else
+            return 0;
+    }
+    return 1;
 }
 static int set_backend(opts *o, const char *v, const char **why)
 {
@@ -255,6 +293,7 @@ static const option options[] = {
     {"nproc_per_node", T_INT, set_nproc},   {"nnodes", T_TEXT, set_nnodes},
     {"node_rank", T_INT, set_node_rank},    {"rdzv_endpoint", T_TEXT, set_endpoint},
     {"rdzv_backend", T_TEXT, set_backend},  {"rdzv_id", T_TEXT, set_rdzv_id},
+    {"rdzv_conf", T_TEXT, set_rdzv_conf},
     {"standalone", T_FLAG, set_standalone}, {"master_addr", T_TEXT, set_master_addr},
     {"master_port", T_INT, set_master_port}, {"max_restarts", T_INT, set_max_restarts},
     {"log_dir", T_TEXT, set_log_dir},       {"redirects", T_INT, set_redirects},
@@ -357,6 +396,7 @@ static int parse_args(int argc, char **argv, opts *o, int *first)
     return 0;
 }
 
+static int check_logs(opts *o);
 static int check_opts(opts *o)
 {
     int elastic = o->nnodes_min < o->nnodes_max;
@@ -379,6 +419,18 @@ static int check_opts(opts *o)
     } else if (o->node_rank > 0) {
         return usage_error("--node_rank %d needs a fixed --nnodes above it", o->node_rank);
     }
+    if (elastic && o->rdzv_given) {
+        if (o->grow_file[0] || o->drop_after > 0)
+            return usage_error("--drop_after and --grow_file change one machine's width; with "
+                               "--rdzv_endpoint the nodes that come and go are launchers");
+        if (o->standalone)
+            return usage_error("--standalone is one machine: drop --rdzv_endpoint");
+        if (o->node_rank > 0)
+            return usage_error("--node_rank: the rendezvous assigns the nodes' ranks");
+        return check_logs(o);
+    }
+    if (elastic && o->standalone)
+        o->rdzv_given = 0;
     if (!elastic && (o->grow_file[0] || o->drop_after > 0))
         return usage_error("--drop_after and --grow_file change the width of an elastic job: "
                            "give --nnodes MIN:MAX");
@@ -390,6 +442,11 @@ static int check_opts(opts *o)
     if (!elastic && (long)o->nnodes_max * o->nproc > MAX_WORKERS)
         return usage_error("--nnodes %d x --nproc_per_node %d is above %d workers",
                            o->nnodes_max, o->nproc, MAX_WORKERS);
+    return check_logs(o);
+}
+
+static int check_logs(opts *o)
+{
     if (o->log_dir[0] && o->redirects < 0 && o->tee < 0)
         o->redirects = 3;
     if ((o->redirects > 0 || o->tee > 0) && !o->log_dir[0])
@@ -400,6 +457,10 @@ static int check_opts(opts *o)
         o->tee = 0;
     if (o->drop_after < 0)
         o->drop_after = 2;
+    if (o->join_timeout <= 0)
+        o->join_timeout = 600; /* torchrun's defaults */
+    if (o->last_call_timeout <= 0)
+        o->last_call_timeout = 30;
     return 0;
 }
 
@@ -544,6 +605,7 @@ static void child(const opts *o, const attempt *a, worker *w, int fds[2][2], cha
     sigset_t none;
     struct sigaction dfl;
     setpgid(0, 0); /* the terminal's Ctrl-C reaches the launcher only; it forwards once */
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a launcher killed takes its workers along */
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGINT, &dfl, NULL);
@@ -695,12 +757,72 @@ typedef struct outcome {
     int code;            /* exit code to report */
     int signalled;       /* stopped because the launcher got SIGINT/SIGTERM */
     int grow;            /* SIGUSR1 asked for more slots */
+    int remote;          /* the rendezvous stopped the round: 1 restart, 2 host gone */
 } outcome;
 
-/* Runs one attempt until every worker has exited. */
-static outcome run_attempt(const opts *o, const attempt *a, group *g, char **argv)
+/* A line-based connection to the rendezvous (see "rendezvous" below). */
+typedef struct conn {
+    int fd;
+    char in[1024];
+    size_t len;
+} conn;
+
+static int send_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int send_line(int fd, const char *fmt, ...)
 {
-    outcome r = {0, -1, -1, 0, 0, 0, 0};
+    char line[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line - 1)
+        return -1;
+    line[n++] = '\n';
+    for (int at = 0; at < n;) {
+        ssize_t w = send(fd, line + at, (size_t)(n - at), MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        at += (int)w;
+    }
+    return 0;
+}
+
+/* Reads what is there; *line gets the next whole line (without '\n') and
+ * returns 1, 0 when none is whole yet, -1 at end of file, an error or a
+ * line longer than the buffer (a peer speaking another protocol). */
+static int next_line(conn *c, char *line, size_t size, int do_read)
+{
+    char *nl;
+    if (do_read) {
+        ssize_t n = recv(c->fd, c->in + c->len, sizeof c->in - c->len, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return -1;
+        if (n > 0)
+            c->len += (size_t)n;
+    }
+    if (!(nl = memchr(c->in, '\n', c->len)))
+        return c->len == sizeof c->in ? -1 : 0;
+    *nl = '\0';
+    {
+        size_t k = (size_t)(nl - c->in);
+        if (k >= size)
+            k = size - 1;
+        memcpy(line, c->in, k);
+        line[k] = '\0';
+    }
+    c->len -= (size_t)(nl + 1 - c->in);
+    memmove(c->in, nl + 1, c->len);
+    return 1;
+}
+
+/* Runs one attempt until every worker has exited. ctl: the rendezvous,
+ * which may stop the round (NULL: none). */
+static outcome run_attempt(const opts *o, const attempt *a, group *g, char **argv, conn *ctl)
+{
+    outcome r = {0, -1, -1, 0, 0, 0, 0, 0};
     int killed = 0;
     g->running = 0;
     for (int i = 0; i < g->n; i++) {
@@ -719,10 +841,17 @@ static outcome run_attempt(const opts *o, const attempt *a, group *g, char **arg
     while (g->running > 0) {
         struct pollfd p[1 + 2 * MAX_WORKERS];
         worker *owner[1 + 2 * MAX_WORKERS];
-        int which[1 + 2 * MAX_WORKERS], np = 1;
+        int which[1 + 2 * MAX_WORKERS], np = 1, ctl_at = -1;
         char c[64];
         p[0].fd = wake_pipe[0];
         p[0].events = POLLIN;
+        if (ctl && r.remote != 2) {
+            ctl_at = np;
+            p[np].fd = ctl->fd;
+            p[np].events = POLLIN;
+            owner[np] = NULL;
+            which[np++] = -1;
+        }
         for (int i = 0; i < g->n; i++)
             for (int s = 0; s < 2; s++)
                 if (g->w[i].out[s].fd >= 0) {
@@ -734,8 +863,32 @@ static outcome run_attempt(const opts *o, const attempt *a, group *g, char **arg
         if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
             break;
         for (int k = 1; k < np; k++)
-            if (p[k].revents)
+            if (p[k].revents && k != ctl_at)
                 pump(owner[k], which[k]);
+        if (ctl_at > 0 && p[ctl_at].revents) {
+            char line[512];
+            int got;
+            while ((got = next_line(ctl, line, sizeof line, 1)) == 1) {
+                /* A node failed or left (kill: nothing can be saved without
+                 * it), or one joins (stop: a checkpoint at the next step). */
+                int stop = !strcmp(line, "RESTART stop");
+                if (strncmp(line, "RESTART", 7) != 0 || r.remote || killed)
+                    continue;
+                r.remote = 1;
+                say("rendezvous: %s: stopping the %d worker%s (%s)",
+                    stop ? "a node joins" : "a node failed or left", g->running,
+                    g->running == 1 ? "" : "s", stop ? "SIGTERM, a checkpoint first" : "SIGKILL");
+                signal_all(g, stop ? SIGTERM : SIGKILL);
+                killed = !stop;
+            }
+            if (got < 0) {
+                say("rendezvous: the connection to the rendezvous host is gone: stopping the "
+                    "workers (SIGKILL)");
+                r.remote = 2;
+                signal_all(g, SIGKILL);
+                killed = 1;
+            }
+        }
         while (read(wake_pipe[0], c, sizeof c) > 0) {
         }
         /* Our own SIGINT / SIGTERM: the workers get it, once per time we
@@ -768,16 +921,12 @@ static outcome run_attempt(const opts *o, const attempt *a, group *g, char **arg
                                                            : "no --grow_file (and --nnodes MIN:MAX) given");
             }
         }
-        for (;;) {
+        /* Our workers only: the rendezvous host is a child too. */
+        for (int i = 0; i < g->n; i++) {
             int status;
-            pid_t pid = waitpid(-1, &status, WNOHANG);
-            worker *w = NULL;
+            worker *w = &g->w[i];
+            pid_t pid = w->pid > 0 ? waitpid(w->pid, &status, WNOHANG) : 0;
             if (pid <= 0)
-                break;
-            for (int i = 0; i < g->n; i++)
-                if (g->w[i].pid == pid)
-                    w = &g->w[i];
-            if (!w)
                 continue;
             w->pid = 0;
             w->status = status;
@@ -792,7 +941,7 @@ static outcome run_attempt(const opts *o, const attempt *a, group *g, char **arg
             {
                 char how[128];
                 int code = describe(status, how, sizeof how);
-                if (r.signalled || r.grow) {
+                if (r.signalled || r.grow || r.remote) {
                     /* stopping on request: a worker's 130 / 143 is expected */
                     if (!r.code)
                         r.code = code;
@@ -845,6 +994,420 @@ static int read_grow(const opts *o)
     return n;
 }
 
+/* ---- the rendezvous of several machines (--nnodes MIN:MAX, --rdzv_endpoint) ------ */
+
+/* Each machine's launcher is a node. The one that can listen on the
+ * endpoint (it is its own address, and nobody listens there yet) forks the
+ * rendezvous host there; every launcher, that one included, then connects
+ * and says JOIN <nproc> <is_host>. The host forms a round once at least MIN
+ * nodes have joined and none of the last round is still running, waiting
+ * last_call_timeout for more unless MAX are there: GO <round> <group_rank>
+ * <nnodes> <first rank> <world> <master_port> <restart>, the hosting node
+ * group rank 0 (its address is MASTER_ADDR for the workers). In a round: a
+ * node whose worker failed says FAIL <code>, and a node that vanishes
+ * (its connection closes) counts as one; the others hear RESTART kill, and
+ * every node joins again (one restart used). A node joining while fewer
+ * than MAX run makes the others hear RESTART stop (SIGTERM to the workers:
+ * a checkpoint at the next step) and the next round is wider, no restart
+ * used. DONE from every node ends the job: EXIT 0; restarts used up: EXIT
+ * <code of the failure>. The workers resume from the newest checkpoint and
+ * the trainer keeps the global batch at the new width. The rendezvous does
+ * not authenticate: the workers' own secret (CPUTRAIN_DIST_SECRET_FILE)
+ * keeps strangers out of the training; a stranger here can only force
+ * restarts. */
+
+
+enum { M_NEW, M_JOINED, M_RUNNING, M_DONE };
+
+typedef struct member {
+    conn c;
+    int state, nproc, host;
+    long order; /* when it joined */
+} member;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A listening socket on the endpoint when it is one of this machine's
+ * addresses and free; -1 otherwise (then another launcher hosts it). */
+static int try_host(const opts *o)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char port[16];
+    int fd = -1, one = 1;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port, sizeof port, "%d", o->master_port);
+    if (getaddrinfo(o->master_addr, port, &hints, &res) != 0)
+        return -1;
+    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+        if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0)) < 0)
+            continue;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int connect_endpoint(const opts *o)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char port[16];
+    int fd = -1;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port, sizeof port, "%d", o->master_port);
+    if (getaddrinfo(o->master_addr, port, &hints, &res) != 0)
+        return -1;
+    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+        if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0)) < 0)
+            continue;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* A port of this machine free now, for the round's MASTER_PORT. */
+static int free_port_any(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    if (fd < 0)
+        return 0;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+static void broadcast(member *m, int n, const char *line, int only_state)
+{
+    for (int i = 0; i < n; i++)
+        if (m[i].c.fd >= 0 && (only_state < 0 || m[i].state == only_state))
+            send_line(m[i].c.fd, "%s", line);
+}
+
+/* The rendezvous host: a child of the hosting launcher. Never returns. */
+static void rdzv_host(const opts *o, int lfd)
+{
+    static member m[MAX_WORKERS + 64];
+    int n = 0, running = 0, restarts = 0, round = 0, code = 1;
+    long joins = 0;
+    double last_call = -1, gather_since = now_s();
+    say("rendezvous: hosting at %s:%d for %d to %d nodes", o->master_addr, o->master_port,
+        o->nnodes_min, o->nnodes_max);
+    for (;;) {
+        struct pollfd p[MAX_WORKERS + 65];
+        int np = 1, joined = 0, busy = 0, timeout = -1;
+        double t = now_s();
+        p[0].fd = lfd;
+        p[0].events = n < (int)(sizeof m / sizeof *m) ? POLLIN : 0;
+        for (int i = 0; i < n; i++) {
+            joined += m[i].state == M_JOINED;
+            busy += m[i].state == M_RUNNING || m[i].state == M_DONE;
+        }
+        if (!running) {
+            /* forming a round: MIN joined and nobody of the last one left running */
+            if (!busy && joined >= o->nnodes_min) {
+                if (last_call < 0)
+                    last_call = joined >= o->nnodes_max ? t : t + o->last_call_timeout;
+            } else {
+                last_call = -1;
+            }
+            if (last_call < 0 && t - gather_since > o->join_timeout) {
+                char line[64];
+                say("rendezvous: %d of at least %d nodes joined within join_timeout %g s: the "
+                    "job ends", joined, o->nnodes_min, o->join_timeout);
+                snprintf(line, sizeof line, "EXIT %d", code);
+                broadcast(m, n, line, -1);
+                _exit(code);
+            }
+            if (last_call >= 0 && t >= last_call) {
+                int order[MAX_WORKERS], k = 0, world = 0, rank0 = 0;
+                int port = free_port_any();
+                /* the hosting node first: rank 0 runs at MASTER_ADDR */
+                for (int pass = 0; pass < 2; pass++)
+                    for (int i = 0; i < n && k < o->nnodes_max; i++)
+                        if (m[i].state == M_JOINED && m[i].host == !pass)
+                            order[k++] = i;
+                for (int j = 0; j < k; j++)
+                    world += m[order[j]].nproc;
+                round++;
+                say("rendezvous: round %d: %d node%s, %d worker%s (restart %d of %d)", round, k,
+                    k == 1 ? "" : "s", world, world == 1 ? "" : "s", restarts, o->max_restarts);
+                for (int j = 0; j < k; j++) {
+                    member *x = &m[order[j]];
+                    send_line(x->c.fd, "GO %d %d %d %d %d %d %d", round, j, k, rank0, world, port,
+                              restarts);
+                    rank0 += x->nproc;
+                    x->state = M_RUNNING;
+                }
+                running = 1;
+                last_call = -1;
+                continue;
+            }
+            if (last_call >= 0)
+                timeout = (int)((last_call - t) * 1000) + 1;
+            else
+                timeout = 1000;
+        }
+        for (int i = 0; i < n; i++) {
+            p[np].fd = m[i].c.fd;
+            p[np++].events = POLLIN;
+        }
+        if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)
+            _exit(1);
+        if (p[0].revents & POLLIN) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                memset(&m[n], 0, sizeof m[n]);
+                m[n].c.fd = fd;
+                m[n].state = M_NEW;
+                n++;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            char line[512];
+            int got, lost = 0;
+            if (!p[i + 1].revents)
+                continue;
+            while ((got = next_line(&m[i].c, line, sizeof line, 1)) == 1) {
+                int a, b;
+                if (sscanf(line, "JOIN %d %d", &a, &b) == 2 && a >= 1 && a <= MAX_WORKERS) {
+                    int was_new = m[i].state == M_NEW && m[i].order == 0;
+                    m[i].nproc = a;
+                    m[i].host = b == 1;
+                    m[i].state = M_JOINED;
+                    m[i].order = ++joins;
+                    if (running && was_new) {
+                        int now_running = 0;
+                        for (int j = 0; j < n; j++)
+                            now_running += m[j].state == M_RUNNING || m[j].state == M_DONE;
+                        if (now_running < o->nnodes_max) {
+                            say("rendezvous: a node joins: the %d running stop at their next "
+                                "step (a checkpoint) and the next round is wider", now_running);
+                            broadcast(m, n, "RESTART stop", M_RUNNING);
+                            running = 0;
+                            gather_since = now_s();
+                        }
+                    }
+                } else if (sscanf(line, "FAIL %d", &a) == 1 && m[i].state == M_RUNNING) {
+                    m[i].state = M_NEW;
+                    if (running) {
+                        code = a > 0 && a < 256 ? a : 1;
+                        lost = 2;
+                    }
+                } else if (!strcmp(line, "DONE") && m[i].state == M_RUNNING) {
+                    m[i].state = M_DONE;
+                } else if (!strcmp(line, "FAIL") || !strncmp(line, "FAIL ", 5) ||
+                           !strcmp(line, "DONE")) {
+                    /* late news of a round already stopped: the node joins again */
+                } else {
+                    say("rendezvous: a node sent '%.60s', not this protocol: dropped", line);
+                    lost = 1;
+                    break;
+                }
+                if (lost == 2)
+                    break;
+            }
+            if (got < 0 || lost == 1) {
+                int was_in_round = m[i].state == M_RUNNING || m[i].state == M_DONE;
+                close(m[i].c.fd);
+                m[i].c.fd = -1;
+                m[i].state = M_NEW;
+                if (running && was_in_round) {
+                    say("rendezvous: node %ld left the round", m[i].order);
+                    code = 1;
+                    lost = 2;
+                }
+            }
+            if (lost == 2) {
+                running = 0;
+                gather_since = now_s();
+                if (restarts >= o->max_restarts) {
+                    char out[64];
+                    say("rendezvous: a node failed and the %d restart%s are used up: exit %d",
+                        o->max_restarts, o->max_restarts == 1 ? "" : "s", code);
+                    snprintf(out, sizeof out, "EXIT %d", code);
+                    broadcast(m, n, out, -1);
+                    _exit(code);
+                }
+                restarts++;
+                broadcast(m, n, "RESTART kill", M_RUNNING);
+                broadcast(m, n, "RESTART kill", M_DONE);
+            }
+        }
+        /* forget closed connections */
+        {
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (m[i].c.fd >= 0)
+                    m[k++] = m[i];
+            n = k;
+        }
+        if (running) {
+            int done = 0, in_round = 0;
+            for (int i = 0; i < n; i++) {
+                in_round += m[i].state == M_RUNNING || m[i].state == M_DONE;
+                done += m[i].state == M_DONE;
+            }
+            if (in_round > 0 && done == in_round) {
+                say("rendezvous: every node finished: exit 0");
+                broadcast(m, n, "EXIT 0", -1);
+                _exit(0);
+            }
+        }
+    }
+}
+
+/* Waits for the next line of the rendezvous, our own signals aside:
+ * SIGINT / SIGTERM while no round runs end the launcher. */
+static int wait_line(conn *c, char *line, size_t size)
+{
+    int got;
+    while ((got = next_line(c, line, size, 0)) == 0) {
+        struct pollfd p[2] = {{c->fd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+        char buf[64];
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return -1;
+        while (read(wake_pipe[0], buf, sizeof buf) > 0) {
+        }
+        if (pending_int || pending_term)
+            return -2;
+        if (p[0].revents && (got = next_line(c, line, size, 1)) != 0)
+            return got;
+    }
+    return got;
+}
+
+static int agent_main(const opts *o, char **argv)
+{
+    static group g;
+    conn c;
+    int lfd, host = 0, number = 0;
+    pid_t host_pid = -1;
+    double start = now_s();
+    char line[512];
+    memset(&c, 0, sizeof c);
+    if ((lfd = try_host(o)) >= 0) {
+        fflush(NULL);
+        if ((host_pid = fork()) == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* no host without its launcher */
+            signal(SIGINT, SIG_IGN);           /* the launcher decides */
+            signal(SIGTERM, SIG_DFL);
+            rdzv_host(o, lfd);
+        }
+        close(lfd);
+        host = host_pid > 0;
+    }
+    /* The host may not be up (or its name not resolve) yet. */
+    while ((c.fd = connect_endpoint(o)) < 0) {
+        if (now_s() - start > o->join_timeout) {
+            say("rendezvous: cannot reach %s:%d within join_timeout %g s", o->master_addr,
+                o->master_port, o->join_timeout);
+            return 1;
+        }
+        if (pending_int || pending_term)
+            return 128 + (pending_int ? SIGINT : SIGTERM);
+        usleep(200000);
+    }
+    say("rendezvous: %s %s:%d for %d to %d nodes, %d worker%s here", host ? "hosting" : "joining",
+        o->master_addr, o->master_port, o->nnodes_min, o->nnodes_max, o->nproc,
+        o->nproc == 1 ? "" : "s");
+    if (send_line(c.fd, "JOIN %d %d", o->nproc, host) != 0)
+        return say("rendezvous: cannot send to %s:%d", o->master_addr, o->master_port), 1;
+    for (;;) {
+        int round, grank, nnodes, rank0, world, port, restart, got, code;
+        attempt a;
+        outcome r;
+        if ((got = wait_line(&c, line, sizeof line)) == -2) {
+            int sig = pending_int ? SIGINT : SIGTERM;
+            say("%s received while no round runs: leaving the job", sig_name(sig));
+            return 128 + sig;
+        }
+        if (got < 0) {
+            say("rendezvous: the connection to %s:%d is gone", o->master_addr, o->master_port);
+            return 1;
+        }
+        if (sscanf(line, "EXIT %d", &code) == 1) {
+            if (host_pid > 0)
+                waitpid(host_pid, NULL, 0);
+            return code;
+        }
+        if (!strncmp(line, "RESTART", 7)) { /* after our DONE: join the next round */
+            if (send_line(c.fd, "JOIN %d %d", o->nproc, host) != 0)
+                return 1;
+            continue;
+        }
+        if (sscanf(line, "GO %d %d %d %d %d %d %d", &round, &grank, &nnodes, &rank0, &world,
+                   &port, &restart) != 7 || grank < 0 || grank >= nnodes || rank0 < 0 ||
+            world < 1 || world > (1 << 24) || rank0 + o->nproc > world || port < 1 ||
+            port > 65535 || restart < 0) {
+            say("rendezvous: unexpected '%.80s' from %s:%d", line, o->master_addr,
+                o->master_port);
+            return 1;
+        }
+        memset(&a, 0, sizeof a);
+        a.number = number++;
+        a.restart = restart;
+        a.local_world = o->nproc;
+        a.group_rank = grank;
+        a.group_world = nnodes;
+        a.world = world;
+        a.rank0 = rank0;
+        snprintf(a.job, sizeof a.job, "cputrain-run-%s-%s-%d-%d", o->rdzv_id, o->master_addr,
+                 port, round);
+        g.n = o->nproc;
+        for (int i = 0; i < g.n; i++) {
+            g.w[i].local_rank = i;
+            g.w[i].rank = rank0 + i;
+            g.w[i].slot = i;
+            g.w[i].pid = 0;
+        }
+        say("round %d: node %d of %d, ranks %d-%d of %d, MASTER_PORT %d (restart %d)", round,
+            grank, nnodes, rank0, rank0 + o->nproc - 1, world, port, restart);
+        {
+            opts ro = *o;
+            ro.master_port = port; /* MASTER_ADDR stays the endpoint's host */
+            r = run_attempt(&ro, &a, &g, argv, &c);
+        }
+        if (r.signalled) {
+            say("stopped by %s: leaving the job, exit %d", sig_name(r.signalled),
+                r.code ? r.code : 128 + r.signalled);
+            return r.code ? r.code : 128 + r.signalled;
+        }
+        if (r.remote == 2)
+            return 1;
+        if (r.remote) {
+            if (send_line(c.fd, "JOIN %d %d", o->nproc, host) != 0)
+                return 1;
+        } else if (r.failed) {
+            if (send_line(c.fd, "FAIL %d", r.code ? r.code : 1) != 0 ||
+                send_line(c.fd, "JOIN %d %d", o->nproc, host) != 0)
+                return 1;
+        } else if (send_line(c.fd, "DONE") != 0) {
+            return 1;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static group g;
@@ -878,6 +1441,8 @@ int main(int argc, char **argv)
         say("cannot set up signal handling: %s", strerror(errno));
         return 1;
     }
+    if (elastic && o.rdzv_given)
+        return agent_main(&o, argv + first);
     /* One machine, elastic: a node is a worker (a PyTorchJob pod's one
      * process); the job starts nproc_per_node wide, may narrow to MIN and
      * widen to MAX. */
@@ -927,7 +1492,7 @@ int main(int argc, char **argv)
         say("starting %d worker%s (ranks %d-%d of %d, restart %d of at most %d): %s", width,
             width == 1 ? "" : "s", a.rank0, a.rank0 + width - 1, a.world, restarts,
             o.max_restarts, argv[first]);
-        r = run_attempt(&o, &a, &g, argv + first);
+        r = run_attempt(&o, &a, &g, argv + first, NULL);
         if (r.grow && !r.failed && (pending_int == 0 && pending_term == 0)) {
             /* A planned widening uses up no restart (torchrun's membership
              * changes neither): TORCHELASTIC_RESTART_COUNT counts failures. */

@@ -7,6 +7,8 @@
 #   - elastic (--nnodes 2:3): the killed slot is dropped, 2 ranks resume
 #     with accumulation 3, then a slot is added back (--grow_file, SIGUSR1)
 #     and 3 ranks finish with accumulation 2;
+#   - the same with one launcher per node meeting at --rdzv_endpoint: the
+#     node of rank 2 killed, a new one joining later;
 #   - torchrun's protocol without the launcher (Debian's torchrun does not
 #     run under Python 3.11: its Std enum parsing fails in start_processes):
 #     ranks started by hand at 3, resumed by hand at 2 with
@@ -43,6 +45,16 @@ args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
 --per_device_train_batch_size 2"
 port=$((20000 + $$ % 20000))
 
+# wait_until COMMAND: polls it (at most 120 s, a guard against a hang, not a
+# measurement); 1 when it never held.
+wait_until() {
+    n=0
+    until eval "$1"; do
+        n=$((n + 1))
+        [ "$n" -le 1200 ] || return 1
+        sleep 0.1
+    done
+}
 same() { "$PYTHON" tests/dist/compare_models.py "$dir/two/model.safetensors" "$1/model.safetensors" 1e-6; }
 
 # The worker: cputrain-qa itself (exec keeps the pid), with a watcher that
@@ -62,7 +74,12 @@ wait_for() { # wait_for CHECKPOINT: 1 once it is complete, 0 when cputrain-qa is
     return 1
 }
 if [ "${KILL_RANK:-}" = "$RANK" ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then
-    (wait_for "$KILL_AFTER" && kill -9 "$me") &
+    if [ "${KILL_NODE:-}" = 1 ]; then # the whole node: its launcher, then its workers
+        launcher=$PPID
+        (wait_for "$KILL_AFTER" && kill -9 "$launcher") &
+    else
+        (wait_for "$KILL_AFTER" && kill -9 "$me") &
+    fi
 fi
 if [ "${GROW_AT_WORLD:-}" = "$WORLD_SIZE" ] && [ "$RANK" = 0 ]; then
     launcher=$PPID
@@ -127,6 +144,49 @@ check "elastic: the widening stopped the ranks with a checkpoint (SIGTERM)" \
      grep -q "SIGTERM received" "$dir/el-logs/attempt_1/0/stderr.log"'
 check "elastic 3 -> 2 -> 3 = fixed 2 ranks (1e-6)" 'same "$dir/elastic"'
 
+# Several machines' launchers (one node each here, on 127.0.0.1): the
+# rendezvous of --nnodes 2:3 --rdzv_endpoint. The node holding rank 2 is
+# killed after checkpoint-4 (its launcher SIGKILLed, its worker follows);
+# the two left go on (accumulation 3); once they have saved a checkpoint a
+# fourth launcher joins, and three finish (accumulation 2).
+port=$((port + 1))
+rdzv="--nnodes 2:3 --nproc_per_node 1 --rdzv_endpoint 127.0.0.1:$port --rdzv_id multi
+--rdzv_conf last_call_timeout=1,join_timeout=120 --max_restarts 2"
+node() { # node NAME: a launcher in the background; its pid in $node_pid
+    KILL_RANK=2 KILL_AFTER=4 KILL_NODE=1 "$run" $rdzv --log_dir "$dir/$1-logs" \
+        "$dir/worker.sh" "$dir/multi" "$qa" $args --gradient_accumulation_steps 2 \
+        > "$dir/$1.log" 2>&1 &
+    node_pid=$!
+}
+node n0; p0=$node_pid
+wait_until 'grep -q "hosting 127.0.0.1" "$dir/n0.log"'
+node n1; p1=$node_pid
+node n2; p2=$node_pid
+if wait_until 'grep -q "round 2: node 0 of 2" "$dir/n0.log"' &&
+    wait_until 'grep -q "saved checkpoint" "$dir/n0-logs/attempt_1/0/stderr.log" 2> /dev/null'; then
+    node n3; p3=$node_pid
+    wait "$p0"; rc0=$?
+    wait "$p1"; rc1=$?
+    wait "$p2"; rc2=$?
+    wait "$p3"; rc3=$?
+    lost=0
+    for rc in $rc1 $rc2; do [ "$rc" = 137 ] && lost=$((lost + 1)); done
+    check "rendezvous: the host and the surviving nodes exit 0, the killed one 137 (got $rc0 $rc1 $rc2, $rc3)" \
+        '[ "$rc0" = 0 ] && [ "$rc3" = 0 ] && [ "$lost" = 1 ] && [ $((rc1 + rc2)) = 137 ]'
+    check "rendezvous: rounds of 3, 2 and 3 nodes" \
+        'grep -q "round 1: 3 nodes" "$dir/n0.log" && grep -q "round 2: 2 nodes" "$dir/n0.log" &&
+         grep -q "round 3: 3 nodes" "$dir/n0.log" && grep -q "left the round" "$dir/n0.log" &&
+         grep -q "a node joins" "$dir/n0.log"'
+    check "rendezvous: 2 nodes kept the global batch 12 with accumulation 3" \
+        'grep -q "this run has 2 ranks and keeps it: gradient_accumulation_steps 2 -> 3" "$dir/n0-logs/attempt_1/0/stderr.log"'
+    check "rendezvous: the ranks met over tcp (one rank per node)" \
+        'grep -q "dist: rank 0 of 3 (local 0 of 1), backend tcp" "$dir/n0-logs/attempt_0/0/stderr.log"'
+    check "rendezvous 3 -> 2 -> 3 nodes = fixed 2 ranks (1e-6)" 'same "$dir/multi"'
+else
+    bad "rendezvous: the group did not re-form at 2 nodes"; tail -n 5 "$dir"/n*.log
+    for p in $p0 $p1 $p2; do kill -9 "$p" 2> /dev/null; done
+fi
+
 # torchrun's protocol by hand: what its elastic agent gives a restarted
 # group (new RANK / WORLD_SIZE, TORCHELASTIC_RESTART_COUNT), no launcher.
 ranks() { # ranks WORLD RESTART OUT EXTRA...
@@ -174,7 +234,7 @@ rm -f "$dir"/ready.*
 "$run" --nproc_per_node 2 sh -c 'trap "echo term \$RANK > $0/got.\$RANK; exit 143" TERM;
     touch $0/ready.$RANK; while :; do sleep 0.05; done' "$dir" > "$dir/term.log" 2>&1 &
 launcher=$!
-while ! [ -f "$dir/ready.0" ] || ! [ -f "$dir/ready.1" ]; do sleep 0.05; done
+wait_until '[ -f "$dir/ready.0" ] && [ -f "$dir/ready.1" ]' 
 kill -TERM "$launcher"
 wait "$launcher"
 rc=$?
