@@ -336,8 +336,11 @@ static int read_env(opts *o)
         if (!(v = getenv(var)))
             continue;
         if (options[i].kind == T_FLAG) {
-            if (strcmp(v, "1") && strcasecmp(v, "true") && strcmp(v, "0") && strcasecmp(v, "false"))
-                return usage_error("environment %s='%s': expected 1, true, 0 or false", var, v);
+            /* the training operator sets PET_STANDALONE to "" for true */
+            if (*v && strcmp(v, "1") && strcasecmp(v, "true") && strcmp(v, "0") &&
+                strcasecmp(v, "false"))
+                return usage_error("environment %s='%s': expected empty, 1, true, 0 or false",
+                                   var, v);
             if (!strcmp(v, "0") || !strcasecmp(v, "false"))
                 continue;
         }
@@ -1306,19 +1309,23 @@ static int agent_main(const opts *o, char **argv)
     double start = now_s();
     char line[512];
     memset(&c, 0, sizeof c);
-    if ((lfd = try_host(o)) >= 0) {
-        fflush(NULL);
-        if ((host_pid = fork()) == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* no host without its launcher */
-            signal(SIGINT, SIG_IGN);           /* the launcher decides */
-            signal(SIGTERM, SIG_DFL);
-            rdzv_host(o, lfd);
+    /* The host may not be up (or the endpoint's name not resolve, a pod's
+     * own Service before it is ready) yet: try to host, then to join,
+     * until one works. */
+    for (;;) {
+        if (!host && (lfd = try_host(o)) >= 0) {
+            fflush(NULL);
+            if ((host_pid = fork()) == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL); /* no host without its launcher */
+                signal(SIGINT, SIG_IGN);           /* the launcher decides */
+                signal(SIGTERM, SIG_DFL);
+                rdzv_host(o, lfd);
+            }
+            close(lfd);
+            host = host_pid > 0;
         }
-        close(lfd);
-        host = host_pid > 0;
-    }
-    /* The host may not be up (or its name not resolve) yet. */
-    while ((c.fd = connect_endpoint(o)) < 0) {
+        if ((c.fd = connect_endpoint(o)) >= 0)
+            break;
         if (now_s() - start > o->join_timeout) {
             say("rendezvous: cannot reach %s:%d within join_timeout %g s", o->master_addr,
                 o->master_port, o->join_timeout);
