@@ -220,6 +220,23 @@ fi
 check "env protocol: 3 ranks to step 4, then 2 ranks (restart 1) resume: exit 0" '[ "$rc" = 0 ]'
 check "env protocol: 3 -> 2 ranks = fixed 2 ranks (1e-6)" 'same "$dir/by-hand"'
 
+# 3 ranks' checkpoint-4 (12 = 2 x 3 x 2) resumed by 2 ranks asking for
+# batch 4: 6 per rank, which 4 does not divide, so the per-rank batch
+# becomes 3 (accumulation 2); and by 5 ranks, which 12 does not split over.
+mkdir -p "$dir/rebatch" "$dir/five"
+cp -r "$dir/by-hand/checkpoint-4" "$dir/rebatch/"
+cp -r "$dir/by-hand/checkpoint-4" "$dir/five/"
+ranks 2 1 "$dir/rebatch" --per_device_train_batch_size 4 --gradient_accumulation_steps 1
+rc=$?
+check "per-rank batch: 2 ranks asking for batch 4 train with 3 x accumulation 2 (exit $rc)" \
+    '[ "$rc" = 0 ] && grep -q "gradient_accumulation_steps 1 -> 2, per_device_train_batch_size 4 -> 3" "$dir/rebatch.1.rank0.log"'
+check "per-rank batch 3 x 2 ranks x 2 = fixed 2 ranks (1e-6)" 'same "$dir/rebatch"'
+ranks 5 1 "$dir/five" --gradient_accumulation_steps 2
+rc=$?
+check "5 ranks refused: the global batch 12 does not split over 5 (exit $rc), nothing written" \
+    '[ "$rc" != 0 ] && grep -q "its global batch 12 (batch 2 x 3 ranks x accumulation 2) does not split over 5 ranks" "$dir/five.1.rank0.log" &&
+     [ "$(ls "$dir/five")" = checkpoint-4 ]'
+
 # Exit codes, signals, arguments.
 "$run" --nproc_per_node 2 --max_restarts 1 sh -c '[ "$RANK" = 1 ] && exit 7; exit 0' \
     > "$dir/exit.log" 2>&1
