@@ -104,8 +104,8 @@ check "per-rank logs: attempt_0/{0,1}/{stdout,stderr}.log, rank 0 logs the steps
     '[ -f "$dir/two-logs/attempt_0/1/stdout.log" ] && [ -f "$dir/two-logs/attempt_0/1/stderr.log" ] &&
      grep -q "\"step\": 14" "$dir/two-logs/attempt_0/0/stderr.log" "$dir/two-logs/attempt_0/0/stdout.log" &&
      ! grep -q "\"step\": 14" "$dir/two-logs/attempt_0/1/stderr.log" "$dir/two-logs/attempt_0/1/stdout.log"'
-check "the workers saw the launcher's environment (rank 1 of 2)" \
-    'grep -q "dist: rank 1 of 2 (local 1 of 2)" "$dir/two-logs/attempt_0/1/stderr.log"'
+check "the workers saw the launcher's environment (2 processes, torchrun's variables)" \
+    'grep -q "2 processes (backend shm, launcher torchrun)" "$dir/two-logs/attempt_0/0/stderr.log"'
 
 # 3 ranks, rank 1 SIGKILLed after checkpoint-4; the group restarts at 3.
 port=$((port + 1))
@@ -180,7 +180,7 @@ if wait_until 'grep -q "round 2: node 0 of 2" "$dir/n0.log"' &&
     check "rendezvous: 2 nodes kept the global batch 12 with accumulation 3" \
         'grep -q "this run has 2 ranks and keeps it: gradient_accumulation_steps 2 -> 3" "$dir/n0-logs/attempt_1/0/stderr.log"'
     check "rendezvous: the ranks met over tcp (one rank per node)" \
-        'grep -q "dist: rank 0 of 3 (local 0 of 1), backend tcp" "$dir/n0-logs/attempt_0/0/stderr.log"'
+        'grep -q "3 processes (backend tcp, launcher torchrun)" "$dir/n0-logs/attempt_0/0/stderr.log"'
     check "rendezvous 3 -> 2 -> 3 nodes = fixed 2 ranks (1e-6)" 'same "$dir/multi"'
 else
     bad "rendezvous: the group did not re-form at 2 nodes"; tail -n 5 "$dir"/n*.log
