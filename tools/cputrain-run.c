@@ -821,6 +821,21 @@ static int next_line(conn *c, char *line, size_t size, int do_read)
     return 1;
 }
 
+/* --grow_file holds a number of slots (read_grow takes it). */
+static int grow_pending(const opts *o)
+{
+    FILE *f = fopen(o->grow_file, "r");
+    char line[64] = "";
+    int n = 0;
+    if (!f)
+        return 0;
+    if (!fgets(line, sizeof line, f))
+        line[0] = '\0';
+    fclose(f);
+    line[strcspn(line, "\r\n")] = '\0';
+    return parse_int(line, 1, MAX_WORKERS, &n);
+}
+
 /* Runs one attempt until every worker has exited. ctl: the rendezvous,
  * which may stop the round (NULL: none). */
 static outcome run_attempt(const opts *o, const attempt *a, group *g, char **argv, conn *ctl)
@@ -910,7 +925,10 @@ static outcome run_attempt(const opts *o, const attempt *a, group *g, char **arg
         }
         if (pending_usr1) {
             pending_usr1 = 0;
-            if (o->grow_file[0] && !r.signalled && !killed) {
+            if (o->grow_file[0] && !r.signalled && !killed && !grow_pending(o)) {
+                say("SIGUSR1 ignored: %s asks for no slots (write a number into it first)",
+                    o->grow_file);
+            } else if (o->grow_file[0] && !r.signalled && !killed) {
                 /* A new member: the group restarts wider, from the newest
                  * checkpoint, as torchrun's agents re-rendezvous when a node
                  * waits to join. SIGTERM first, so a step-boundary checkpoint

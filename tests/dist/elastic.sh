@@ -265,6 +265,9 @@ check "the environment: RANK, WORLD_SIZE, LOCAL_*, GROUP_RANK, MASTER_*, TORCHEL
     '[ "$("$run" --nproc_per_node 2 --max_restarts 3 --rdzv_id job7 --master_port 23456 sh -c \
         "[ \$RANK = 1 ] && echo \$RANK \$WORLD_SIZE \$LOCAL_RANK \$LOCAL_WORLD_SIZE \$GROUP_RANK \$MASTER_ADDR \$MASTER_PORT \$TORCHELASTIC_RESTART_COUNT \$TORCHELASTIC_MAX_RESTARTS \$TORCHELASTIC_RUN_ID; exit 0" 2> /dev/null)" = \
         "1 2 1 2 0 127.0.0.1 23456 0 3 job7" ]'
+ports=$("$run" --standalone --nproc_per_node 2 sh -c 'echo $MASTER_PORT' 2> /dev/null | sort -u)
+check "--standalone: one free port for both workers (got $ports)" \
+    '[ "$(echo "$ports" | wc -l)" = 1 ] && [ "$ports" -ge 1 ] && [ "$ports" != 29500 ]'
 check "PET_* variables (a PyTorchJob's) are read, the command line wins" \
     '[ "$(PET_NPROC_PER_NODE=3 "$run" sh -c "[ \$RANK = 0 ] && echo \$WORLD_SIZE; exit 0" 2> /dev/null)" = 3 ] &&
      [ "$(PET_NPROC_PER_NODE=3 "$run" --nproc-per-node 1 sh -c "echo \$WORLD_SIZE" 2> /dev/null)" = 1 ]'
