@@ -71,6 +71,8 @@ run "cputrain-qa on SIGINT / SIGTERM: checkpoint, exit 130 / 143, exact resume, 
     "$PYTHON" tests/qa_cli/signals.py "$B/bin/cputrain-qa" "$B/qa-signals-test"
 run "data-parallel training: N ranks x batch b = 1 rank x N*b (shm, tcp, mpi)" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/ddp_equiv.sh
+run "cputrain-run and elastic world size: a rank killed, 3 -> 2 -> 3 ranks = fixed 2 ranks" \
+    env B="$B" PYTHON="$PYTHON" sh tests/dist/elastic.sh
 run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-back)" \
     env B="$B" sh tests/topo_cli/run.sh
 run "ct_dist API under mpirun -n 2, 3 and from RANK/WORLD_SIZE (shm, tcp)" \

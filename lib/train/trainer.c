@@ -891,6 +891,10 @@ static ct_status train_checked(ct_trainer *t)
     if (!t->eval && !strategy_is(t, CT_A_eval_strategy, "no"))
         return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but no evaluation callback is set "
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
+    /* Resuming at another world size: the checkpoint's global batch, kept
+     * by the accumulation the plan is made with. */
+    if (A_STR(resume_from_checkpoint) && (st = ct__elastic_keep_global_batch(t)) != CT_OK)
+        return st;
     if ((st = plan(t)) != CT_OK)
         return st;
     /* Nothing in output_dir is deleted or written before the lock is ours:

@@ -76,6 +76,22 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size) C
 /* Resolve resume_from_checkpoint (a path, or true for the newest complete
  * checkpoint of output_dir) and load model, optimizer and trainer state. */
 ct_status ct__checkpoint_resume(ct_trainer *t);
+/* The checkpoint resume_from_checkpoint names ("true": the newest complete
+ * one of output_dir) into dir. */
+ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size);
+
+/* elastic.c: resuming at another world size. Before the plan is made: when
+ * the checkpoint's global batch (per-rank batch x world x accumulation, from
+ * its rng_state.json) differs from this run's, gradient_accumulation_steps
+ * (else the per-rank batch too) of the trainer's arguments changes so that
+ * it is the same again, with a log line; refused when the world size does
+ * not divide it. Checkpoints without the record are left alone. */
+ct_status ct__elastic_keep_global_batch(ct_trainer *t);
+/* During resume: *batch_in_epoch, counted in the checkpoint's micro-batches
+ * (rng_state.json root `r`, named `file`), in this run's. */
+struct ct__json;
+ct_status ct__elastic_position(const ct_trainer *t, const struct ct__json *r, const char *file,
+                               int64_t *batch_in_epoch);
 /* trainer_state.json text for the current state. */
 char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
 /* Start-up of a run in its (locked) output_dir: remove the temporary
