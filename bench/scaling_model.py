@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""The scaling model of bench/scaling.sh: reads its results file, prints the
+measured table, then predicts data-parallel efficiency for 8..256 ranks at
+each link speed and checks the prediction against the measured 2- and
+4-rank points.
+
+Per step, every rank computes for T1 seconds (the 1-rank run's step time:
+weak scaling, same per-rank batch) and allreduces the fp32 gradients,
+S = 4 x parameters bytes (lib/train/ddp.c sends fp32, in buckets of
+ddp_bucket_cap_mb = 25 MiB). A ring allreduce (the tcp backend's:
+reduce-scatter then allgather) moves 2 (N-1)/N x S bytes in and out of
+every rank and takes 2 (N-1) steps per bucket, so
+
+    C(N) = 2 (N-1)/N x S / B  +  2 (N-1) x k x a
+
+with B the bus bandwidth and a the per-step latency measured on the link
+by allreduce_bench (2 ranks), k the number of buckets. Backward hides part
+of C: the buckets sent while it still runs. What it can hide is bounded by
+backward's own duration, which does not change with N (same per-rank
+batch), so the hidden seconds H are taken from the 2-rank run and held:
+
+    exposed W(N) = max(0, C(N) - H),   efficiency E(N) = T1 / (T1 + W(N)).
+
+usage: scaling_model.py RESULTS [DIR]  (DIR: where the runs' logs are)"""
+import json
+import math
+import os
+import sys
+
+BUCKET = 25 << 20
+SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def parse(path):
+    host, links, runs = {}, {}, {}
+    for line in open(path):
+        kind, *fields = line.split(" ")
+        if kind == "host":  # the cpu name has spaces: keep everything after cpu=
+            text = line[len("host "):].strip()
+            host["cpu"] = text.split("cpu=", 1)[1].split(" cores=")[0]
+            for f in ("cores=" + text.split(" cores=", 1)[1]).split(" "):
+                k, v = f.split("=", 1)
+                host[k] = v
+            continue
+        d = dict(f.strip().split("=", 1) for f in fields)
+        if kind == "link":
+            links[(d["rate"], int(d["ranks"]))] = (float(d["busbw"]) * 1e9,
+                                                   float(d["latency_us"]) * 1e-6)
+        elif kind == "run":
+            runs[(d["model"], d["rate"], d["backend"], int(d["ranks"]))] = (
+                float(d["step"]), float(d["comm"]), float(d["exposed"]))
+    return host, links, runs
+
+
+def params(config_path):
+    """BertForQuestionAnswering's parameter count (no pooler), from config.json."""
+    c = json.load(open(config_path))
+    h, i, l = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+    emb = (c["vocab_size"] + c["max_position_embeddings"] + c["type_vocab_size"]) * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+    return emb + l * layer + 2 * h + 2
+
+
+def comm(n, s, bw, lat):
+    k = max(1, round(s / BUCKET))
+    return 2 * (n - 1) / n * s / bw + 2 * (n - 1) * k * lat
+
+
+def main():
+    results = sys.argv[1]
+    d = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(results)
+    host, links, runs = parse(results)
+    models = sorted({k[0] for k in runs}, key=lambda m: (m != "bert-tiny", m))
+    rates = sorted({k[1] for k in runs if k[1] != "-"}, key=lambda r: float(r.rstrip("gbit")))
+    backends = sorted({k[2] for k in runs if k[2] != "-"}, key=lambda b: (b != "tcp", b))
+    size = {m: 4 * params(f"{d}/{m}.json") for m in models}
+    t1 = {m: runs[(m, "-", "-", 1)][0] for m in models if (m, "-", "-", 1) in runs}
+
+    print(f"\n== measured: {host.get('cpu', '?')}, {host.get('cores', '?')} cores, kernel "
+          f"{host.get('kernel', '?')}; per rank batch {host.get('batch', '?')}, 1 thread, "
+          f"seq {host.get('seq', '?')}")
+    print("   step: median s/step; comm: allreduce s/step (rank 0, mean); exposed: its part after "
+          "backward;\n   overlap = 1 - exposed/comm; eff = T1/(T1+exposed) (a core per rank); "
+          "eff_raw = T1/TN (4 ranks share 2 cores)")
+    print(f"{'model':10} {'link':7} {'backend':7} {'ranks':>5} {'step_s':>8} {'comm_s':>8} "
+          f"{'exposed_s':>9} {'overlap':>7} {'eff':>6} {'eff_raw':>7}")
+    for m in models:
+        for key in sorted((k for k in runs if k[0] == m),
+                          key=lambda k: (k[1] != "-", rates.index(k[1]) if k[1] in rates else 0,
+                                         k[2], k[3])):
+            step, c, w = runs[key]
+            base = t1.get(m)
+            ov = f"{100 * (1 - w / c):.0f}%" if c > 0 else "-"
+            eff = f"{base / (base + w):.2f}" if base else "-"
+            raw = f"{base / step:.2f}" if base else "-"
+            print(f"{m:10} {key[1]:7} {key[2]:7} {key[3]:5} {step:8.3f} {c:8.3f} {w:9.3f} "
+                  f"{ov:>7} {eff:>6} {raw:>7}")
+
+    print("\n== link, measured with allreduce_bench over tcp (largest size, 32 MiB)")
+    print(f"{'link':7} {'ranks':>5} {'busbw_GB/s':>10} {'Gbit/s':>7} {'latency_us':>10}")
+    for (rate, n), (bw, lat) in sorted(links.items(), key=lambda x: (float(x[0][0].rstrip("gbit")), x[0][1])):
+        print(f"{rate:7} {n:5} {bw * 1e-9:10.3f} {bw * 8e-9:7.2f} {lat * 1e6:10.1f}")
+
+    print("\n== model: C(N) = 2(N-1)/N S/B + 2(N-1) k a;  W(N) = max(0, C(N) - H);  "
+          "E(N) = T1/(T1 + W(N))")
+    print("   S = 4 x parameters (fp32 gradients), B and a from the 2-rank link row, "
+          "k = S / 25 MiB buckets,\n   T1 the 1-rank step, H = hidden seconds of the 2-rank "
+          "tcp run (comm - exposed)")
+    for m in models:
+        if m not in t1:
+            continue
+        s = size[m]
+        print(f"\n{m}: {s // 4:,} parameters, S = {s / 2**20:.1f} MiB, "
+              f"k = {max(1, round(s / BUCKET))}, T1 = {t1[m]:.3f} s")
+        print(f"{'link':7} {'H_s':>6} " + " ".join(f"{'E(' + str(n) + ')':>7}" for n in SIZES) +
+              "   (predicted efficiency)")
+        for rate in rates:
+            if (rate, 2) not in links or (m, rate, "tcp", 2) not in runs:
+                continue
+            bw, lat = links[(rate, 2)]
+            _, c2, w2 = runs[(m, rate, "tcp", 2)]
+            hidden = max(0.0, c2 - w2)
+            effs = []
+            for n in SIZES:
+                w = max(0.0, comm(n, s, bw, lat) - hidden)
+                effs.append(t1[m] / (t1[m] + w))
+            print(f"{rate:7} {hidden:6.3f} " + " ".join(f"{e:7.2f}" for e in effs))
+
+    print("\n== check: predicted against measured (eff with the 1-rank compute, as above)")
+    print(f"{'model':10} {'link':7} {'backend':7} {'ranks':>5} {'comm pred':>9} {'meas':>7} "
+          f"{'exposed pred':>12} {'meas':>7} {'eff pred':>8} {'meas':>6}")
+    for m in models:
+        for rate in rates:
+            if (rate, 2) not in links or (m, rate, "tcp", 2) not in runs or m not in t1:
+                continue
+            bw, lat = links[(rate, 2)]
+            _, c2, w2 = runs[(m, rate, "tcp", 2)]
+            hidden = max(0.0, c2 - w2)
+            for be in backends:
+                for n in (2, 4):
+                    if (m, rate, be, n) not in runs:
+                        continue
+                    _, c, w = runs[(m, rate, be, n)]
+                    cp = comm(n, size[m], bw, lat)
+                    wp = max(0.0, cp - hidden)
+                    print(f"{m:10} {rate:7} {be:7} {n:5} {cp:9.3f} {c:7.3f} {wp:12.3f} {w:7.3f} "
+                          f"{t1[m] / (t1[m] + wp):8.2f} {t1[m] / (t1[m] + w):6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
