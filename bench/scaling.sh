@@ -28,8 +28,8 @@
 #   sh bench/scaling.sh [BUILD_DIR]
 # Environment: MODELS ("bert-tiny bert-base"), RATES ("1gbit 10gbit"),
 # RANKS ("1 2 4"), BACKENDS ("tcp mpi"), STEPS (optimizer steps per run;
-# default 30 for bert-tiny, 6 for bert-base; the first is not counted),
-# BATCH (per rank, 4), SEQ (128), PYTHON. Needs root, ip and tc; ~8 minutes
+# default 20 for bert-tiny, 4 for bert-base; the first is not counted),
+# BATCH (per rank, 4), SEQ (128), PYTHON. Needs root, ip and tc; ~10 minutes
 # with the defaults.
 set -u
 B=${1:-build}
@@ -84,7 +84,7 @@ exec ip netns exec ct-h\$((r / ppn))-$fh_tag taskset -c \$((r % 2)) "\$@"
 EOF
 chmod +x "$dir/in_host.sh"
 
-steps_for() { [ -n "$STEPS" ] && echo "$STEPS" && return; [ "$1" = bert-tiny ] && echo 30 || echo 6; }
+steps_for() { [ -n "$STEPS" ] && echo "$STEPS" && return; [ "$1" = bert-tiny ] && echo 20 || echo 4; }
 qa_args() { # model
     echo "--config_name $dir/$1.json --tokenizer_name $dir/data --train_file $dir/data/train.json
 --do_train --max_steps $(steps_for "$1") --learning_rate 1e-4 --max_seq_length $SEQ --doc_stride 32
