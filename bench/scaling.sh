@@ -20,22 +20,24 @@
 # backward), and an efficiency with the compute of the 1-rank run,
 #   eff = T1 / (T1 + exposed),
 # what the N ranks would reach with a core each; eff_raw = T1 / TN is the
-# plain ratio on this oversubscribed machine. Before the runs, the link is
+# plain ratio on this oversubscribed machine. Each run's line in the
+# results file ends with the load average when it finished. Before the runs, the link is
 # measured with bench/allreduce_bench (tcp, 2 and 4 ranks, up to 32 MiB, the
 # size of the reducer's buckets): bus bandwidth and small-message latency.
 # Then bench/scaling_model.py predicts 8..256 ranks from these figures and
 # checks itself against the measured 2- and 4-rank points.
 #   sh bench/scaling.sh [BUILD_DIR]
 # Environment: MODELS ("bert-tiny bert-base"), RATES ("1gbit 10gbit"),
-# RANKS ("1 2 4"), BACKENDS ("tcp mpi"), STEPS (optimizer steps per run;
-# default 20 for bert-tiny, 4 for bert-base; the first is not counted),
+# RANKS ("1 2 4"), BACKENDS ("tcp mpi"), STEPS (optimizer steps per run of
+# bert-tiny, 20) and BASE_STEPS (of bert-base, 4; the first step of a run
+# is not counted),
 # BATCH (per rank, 4), SEQ (128), PYTHON. Needs root, ip and tc; ~10 minutes
 # with the defaults.
 set -u
 B=${1:-build}
 : "${MODELS:=bert-tiny bert-base}" "${RATES:=1gbit 10gbit}" "${RANKS:=1 2 4}"
 : "${BACKENDS:=tcp mpi}" "${BATCH:=4}" "${SEQ:=128}" "${PYTHON:=/usr/bin/python3}"
-: "${STEPS:=}"
+: "${STEPS:=20}" "${BASE_STEPS:=4}"
 here=$(cd "$(dirname "$0")" && pwd)
 qa=$PWD/$B/bin/cputrain-qa
 arb=$PWD/$B/bench/allreduce_bench
@@ -84,7 +86,7 @@ exec ip netns exec ct-h\$((r / ppn))-$fh_tag taskset -c \$((r % 2)) "\$@"
 EOF
 chmod +x "$dir/in_host.sh"
 
-steps_for() { [ -n "$STEPS" ] && echo "$STEPS" && return; [ "$1" = bert-tiny ] && echo 20 || echo 4; }
+steps_for() { [ "$1" = bert-base ] && echo "$BASE_STEPS" || echo "$STEPS"; }
 qa_args() { # model
     echo "--config_name $dir/$1.json --tokenizer_name $dir/data --train_file $dir/data/train.json
 --do_train --max_steps $(steps_for "$1") --learning_rate 1e-4 --max_seq_length $SEQ --doc_stride 32
@@ -134,15 +136,19 @@ run() {
     fi
     # step: median seconds a step over the logged steps after the first
     # (logging_steps 1: each entry's samples/s is one step's global batch).
+    # step: median and mean seconds a step over the logged steps after the
+    # first (logging_steps 1: each entry's samples/s is one step's global
+    # batch); the mean goes with the reducer's figures, which are means.
     step=$(grep '"train_samples_per_second"' "$out.log" | grep '"loss"' |
         sed 's/.*"train_samples_per_second": \([0-9.e+-]*\).*/\1/' | tail -n +2 |
         awk -v g=$((BATCH * n)) '{ print g / $1 }' | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR) printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+        awk '{ v[NR] = $1; s += $1 }
+            END { if (NR) printf "%.4f mean=%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, s / NR }')
     comm=$(sed -n 's/.*ddp: rank 0: allreduce \([0-9.]*\) s per step, \([0-9.]*\) s of it.*/\1 \2/p' "$out.log")
     [ "$n" = 1 ] && comm="0 0"
     [ -n "$step" ] && [ -n "$comm" ] || { echo "scaling.sh: $name: no step or communication figures"; return 1; }
     echo "run model=$1 rate=$2 backend=$3 ranks=$n step=$step comm=${comm% *} exposed=${comm#* }" \
-        >> "$dir/results"
+        "load=$(cut -d' ' -f1 /proc/loadavg)" >> "$dir/results"
 }
 
 # bandwidth RATE N: allreduce_bench over tcp between N hosts.
@@ -173,12 +179,17 @@ echo "host cpu=$cpu cores=$(nproc) kernel=$(uname -r) batch=$BATCH seq=$SEQ" >> 
 failed=0
 maxn=1
 for n in $RANKS; do [ "$n" -gt "$maxn" ] && maxn=$n; done
-# The 1-rank runs first, unshaped (they send nothing).
-fh_up 1 || { echo "scaling.sh: cannot set up a namespace"; exit 1; }
-for m in $MODELS; do
-    case " $RANKS " in *" 1 "*) run "$m" - - 1 || failed=1 ;; esac
-done
-fh_down
+# The 1-rank runs (unshaped: they send nothing) come first and again last;
+# the model takes the faster of the two (the less disturbed on a shared
+# machine) and the table shows both.
+baseline() {
+    fh_up 1 || { echo "scaling.sh: cannot set up a namespace"; exit 1; }
+    for m in $MODELS; do
+        case " $RANKS " in *" 1 "*) run "$m" - - 1 || failed=1 ;; esac
+    done
+    fh_down
+}
+baseline
 for rate in $RATES; do
     fh_up "$maxn" "$rate" || { echo "scaling.sh: cannot set up $maxn hosts at $rate"; exit 1; }
     for n in $RANKS; do
@@ -194,5 +205,6 @@ for rate in $RATES; do
     fh_down
 done
 
+baseline
 "$PYTHON" "$here/scaling_model.py" "$dir/results" "$dir" || failed=1
 exit "$failed"
