@@ -78,6 +78,8 @@ run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-
 run "ct_dist API under mpirun -n 2, 3 and from RANK/WORLD_SIZE (shm, tcp)" \
     env B="$B" sh tests/dist/mpi.sh
 run "ct_dist API across two network namespaces (tcp, veth)" env B="$B" sh tests/dist/netns.sh
+run "multi-node row: 4 ranks on 2 namespace hosts (torchrun env, PyTorchJob pods, mpirun) = 1 x 8" \
+    env B="$B" PYTHON="$PYTHON" sh tests/dist/multinode.sh
 # Without Open MPI's headers there is no plugin to test: skipped, said so.
 mpi_plugin_tests() {
     if ! pkg-config --exists ompi-c; then

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/model.h"
@@ -27,6 +28,13 @@ struct ct__ddp {
     size_t launched; /* grads[launched ..) have been queued in this pass */
     int buckets;     /* queued in this pass */
     int reported;    /* the bucket count was logged (after the first pass) */
+
+    /* Where the time goes, over the passes after the first (which pays for
+     * connection warm-up): seconds the thread spent in allreduce, and
+     * seconds finish waited for it after backward had ended — the part
+     * that backward did not hide. Logged once, when the reducer is freed. */
+    long passes;
+    double pass_busy, busy_s, wait_s;
 
     pthread_t thread;
     pthread_mutex_t lock;
@@ -54,10 +62,12 @@ static void *comm_main(void *arg)
         d->count--;
         d->busy = 1;
         if (d->status == CT_OK) {
+            double t0 = ct__now_s();
             pthread_mutex_unlock(&d->lock);
             st = ct_dist_allreduce(d->dist, d->model->grads + b.first, b.n, CT_DTYPE_F32,
                                    CT_REDUCE_AVG);
             pthread_mutex_lock(&d->lock);
+            d->pass_busy += ct__now_s() - t0;
             if (st != CT_OK && d->status == CT_OK) {
                 /* ct_last_error is per thread: keep the text for finish */
                 d->status = st;
@@ -127,6 +137,13 @@ void ct__ddp_free(ct__ddp *d)
 {
     if (!d)
         return;
+    if (d->passes > 1 && d->busy_s > 0)
+        ct__log(CT_LOG_INFO, "ddp: rank %d: allreduce %.4f s per step, %.4f s of it after "
+                             "backward ended (%.0f%% overlapped), mean of %ld steps after the first",
+                ct_dist_rank(d->dist), d->busy_s / (double)(d->passes - 1),
+                d->wait_s / (double)(d->passes - 1),
+                100.0 * (1.0 - (d->wait_s < d->busy_s ? d->wait_s / d->busy_s : 1.0)),
+                d->passes - 1);
     if (d->started) {
         pthread_mutex_lock(&d->lock);
         d->quit = 1;
@@ -148,6 +165,7 @@ void ct__ddp_arm(ct__ddp *d)
     d->launched = d->model->n_floats;
     d->buckets = 0;
     d->status = CT_OK;
+    d->pass_busy = 0;
     d->model->grad_ready_user = d;
     d->model->grad_ready = on_grads_final;
 }
@@ -155,10 +173,15 @@ void ct__ddp_arm(ct__ddp *d)
 ct_status ct__ddp_finish(ct__ddp *d)
 {
     ct_status st;
+    double t0 = ct__now_s();
     pthread_mutex_lock(&d->lock);
     while (d->count || d->busy)
         pthread_cond_wait(&d->idle, &d->lock);
     st = d->status;
+    if (d->passes++ > 0) {
+        d->busy_s += d->pass_busy;
+        d->wait_s += ct__now_s() - t0;
+    }
     pthread_mutex_unlock(&d->lock);
     d->model->grad_ready = NULL;
     if (st != CT_OK)
