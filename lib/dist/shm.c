@@ -324,7 +324,8 @@ done:
     return CT_OK;
 }
 
-enum { CALL_BARRIER = 1, CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST };
+enum { CALL_BARRIER = 1, CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST,
+       CALL_SCATTER_SUM, CALL_SCATTER_MEAN };
 
 static uint64_t call_code(unsigned kind, int root, size_t count)
 {
@@ -341,6 +342,9 @@ static void call_text(uint64_t code, char *out, size_t size)
         snprintf(out, size, "barrier");
     else if (kind == CALL_BROADCAST)
         snprintf(out, size, "broadcast of %llu bytes from rank %u", count, root);
+    else if (kind == CALL_SCATTER_SUM || kind == CALL_SCATTER_MEAN)
+        snprintf(out, size, "reduce-scatter (%s) of %llu floats",
+                 kind == CALL_SCATTER_MEAN ? "mean" : "sum", count);
     else
         snprintf(out, size, "allreduce (%s) of %llu floats",
                  kind == CALL_ALLREDUCE_MEAN ? "mean" : "sum", count);
@@ -685,6 +689,61 @@ ct_status ct__shm_allreduce_f32(ct__shm *shm, float *buf, size_t n, int average)
             slice_of(c, world, r, &rlo, &rhi);
             memcpy(mine + rlo, (float *)stage(shm, set, r) + rlo, (rhi - rlo) * sizeof(float));
         }
+        shm->set ^= 1u;
+        done += c;
+    }
+    return CT_OK;
+}
+
+ct_status ct__shm_reduce_scatter_f32(ct__shm *shm, float *buf, size_t n, int average,
+                                     const size_t *counts)
+{
+    size_t chunk, done = 0, lo = 0, hi;
+    int world, r;
+    ct_status st;
+    uint64_t code;
+    CT__CHECK_ARG(shm);
+    CT__CHECK_ARG(counts);
+    if (n > 0)
+        CT__CHECK_ARG(buf);
+    world = shm->world;
+    if (world == 1) {
+        if (shm->broken)
+            return ct__error(CT_ERR_DIST, "shm reduce-scatter: the shm communicator failed "
+                                          "earlier");
+        return CT_OK;
+    }
+    /* The piece sizes differ between calls, so the call check covers the
+     * total only; the host checked that the counts add up to it. */
+    code = call_code(average ? CALL_SCATTER_MEAN : CALL_SCATTER_SUM, 0, n);
+    if (n == 0)
+        return first_barrier(shm, "shm reduce-scatter", code);
+    for (r = 0; r < shm->rank; r++)
+        lo += counts[r];
+    hi = lo + counts[shm->rank];
+    chunk = shm->slot / sizeof(float);
+    /* Chunk by chunk: every rank copies the chunk into its own slot of set
+     * `set`, barrier, and the owner of each part adds the slots in rank
+     * order straight into its buffer. Its own values are read from its
+     * slot, not its buffer, which the sum overwrites. One barrier per chunk
+     * is enough: the next chunk writes the other set, and the one after
+     * this set again only past the next chunk's barrier, which every rank
+     * reaches after its reads here (allreduce's alternation argument). */
+    while (done < n) {
+        size_t c = n - done < chunk ? n - done : chunk;
+        size_t a = lo > done ? lo - done : 0, b = hi < done + c ? hi - done : c;
+        unsigned set = shm->set;
+        memcpy(stage(shm, set, shm->rank), buf + done, c * sizeof(float));
+        st = done == 0 ? first_barrier(shm, "shm reduce-scatter", code)
+                       : barrier(shm, "shm reduce-scatter");
+        if (st != CT_OK)
+            return st;
+        if (hi > done && lo < done + c && a < b)
+            for (r = 1; r < world; r++)
+                add_into(buf + done + a,
+                         (r == 1 ? (float *)stage(shm, set, 0) : buf + done) + a,
+                         (float *)stage(shm, set, r) + a, b - a,
+                         average && r == world - 1 ? (float)world : 0.0f);
         shm->set ^= 1u;
         done += c;
     }

@@ -126,6 +126,10 @@
       "Seconds a collective may wait for the other processes before failing.")              \
     X(ddp_bucket_cap_mb, INT, 0, "25", "",                                                   \
       "Size in MiB of the gradient buckets reduced while backward runs.")                   \
+    X(optim_shard, BOOL, 1, "None", "",                                                      \
+      "With several ranks, each keeps and updates the optimizer state of 1/N of the "       \
+      "parameters (ZeRO stage 1; not a Transformers argument). None: on with several ranks " \
+      "unless save_on_each_node.")                                                           \
     X(optim, CHOICE, 0, "adamw_torch", "adamw_torch", "Optimizer.")
 
 /* Old names Transformers still accepts, and the field each one sets. */

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "dist/collectives.h"
 #include "model/model.h"
 
 typedef struct bucket {
@@ -34,6 +35,11 @@ struct ct__ddp {
     bucket *queue; /* a ring of `cap` entries: one per layer is enough */
     size_t cap, head, count;
     int busy, quit, started;
+    /* Sharded optimizer: rank r owns grads[bounds[r] .. bounds[r + 1]), and
+     * a bucket is reduce-scattered to its owners instead of allreduced;
+     * counts is the comm thread's scratch (world entries). NULL: allreduce. */
+    const size_t *bounds;
+    size_t *counts;
     ct_status status;   /* the first failure of this pass */
     char message[1024]; /* its ct_last_error text, from the thread */
 };
@@ -55,8 +61,20 @@ static void *comm_main(void *arg)
         d->busy = 1;
         if (d->status == CT_OK) {
             pthread_mutex_unlock(&d->lock);
-            st = ct_dist_allreduce(d->dist, d->model->grads + b.first, b.n, CT_DTYPE_F32,
-                                   CT_REDUCE_AVG);
+            if (d->bounds) {
+                int world = ct_dist_world_size(d->dist);
+                for (int r = 0; r < world; r++) {
+                    size_t lo = d->bounds[r] > b.first ? d->bounds[r] : b.first;
+                    size_t hi = d->bounds[r + 1] < b.first + b.n ? d->bounds[r + 1]
+                                                                : b.first + b.n;
+                    d->counts[r] = hi > lo ? hi - lo : 0;
+                }
+                st = ct__dist_reduce_scatter_f32(d->dist, d->model->grads + b.first, b.n, 1,
+                                                 d->counts);
+            } else {
+                st = ct_dist_allreduce(d->dist, d->model->grads + b.first, b.n, CT_DTYPE_F32,
+                                       CT_REDUCE_AVG);
+            }
             pthread_mutex_lock(&d->lock);
             if (st != CT_OK && d->status == CT_OK) {
                 /* ct_last_error is per thread: keep the text for finish */
@@ -140,7 +158,17 @@ void ct__ddp_free(ct__ddp *d)
     pthread_cond_destroy(&d->wake);
     pthread_cond_destroy(&d->idle);
     free(d->queue);
+    free(d->counts);
     free(d);
+}
+
+ct_status ct__ddp_set_shards(ct__ddp *d, const size_t *bounds)
+{
+    if (bounds && !d->counts &&
+        !(d->counts = calloc((size_t)ct_dist_world_size(d->dist), sizeof *d->counts)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    d->bounds = bounds;
+    return CT_OK;
 }
 
 void ct__ddp_arm(ct__ddp *d)
@@ -168,8 +196,9 @@ ct_status ct__ddp_finish(ct__ddp *d)
     if (!d->reported && ct_dist_rank(d->dist) == 0) {
         d->reported = 1;
         ct__log(CT_LOG_DEBUG, "ddp: %zu gradients averaged in %d buckets of up to %zu MiB, "
-                              "sent while backward ran", d->model->n_floats, d->buckets,
-                d->cap_floats * sizeof(float) >> 20);
+                              "%s while backward ran", d->model->n_floats, d->buckets,
+                d->cap_floats * sizeof(float) >> 20,
+                d->bounds ? "reduce-scattered to their shard's owner" : "allreduced");
     }
     return CT_OK;
 }

@@ -18,6 +18,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "model/model.h"
+#include "optim/optim.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
 #include "train/metrics_file.h"
@@ -410,7 +411,34 @@ static int writes_files(const ct_trainer *t)
     return t->rank == 0 || (A_BOOL(save_on_each_node) && t->local_rank == 0);
 }
 
+/* optim_shard as given, else on with several ranks, except with
+ * save_on_each_node: machines that do not share output_dir would each hold
+ * only some of the shards. */
+static int optim_shard(const ct_trainer *t)
+{
+    if (ct__args_is_set(t->args, CT_A_optim_shard))
+        return A_BOOL(optim_shard);
+    return t->world > 1 && !A_BOOL(save_on_each_node);
+}
+
+static ct_status save_checkpoint_files(ct_trainer *t);
+static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what);
+
+/* With a sharded optimizer, every rank writes its part: the others stage
+ * theirs first, rank 0 moves them into its folder, and all learn the
+ * outcome (a rank that could not write its shard fails every rank). */
 static ct_status save_checkpoint(ct_trainer *t)
+{
+    ct_status st;
+    if (!t->optim->dist || A_BOOL(save_only_model))
+        return save_checkpoint_files(t);
+    st = t->rank == 0 ? CT_OK : ct__checkpoint_stage_shard(t);
+    if ((st = all_agree(t, st, "write its optimizer shard")) != CT_OK)
+        return ct__error_prefix(st, "checkpoint at step %lld", (long long)t->global_step);
+    return all_agree(t, save_checkpoint_files(t), "save the checkpoint");
+}
+
+static ct_status save_checkpoint_files(ct_trainer *t)
 {
     char path[4096], *json;
     ct__strbuf sb = {0};
@@ -753,6 +781,9 @@ static ct_status start_ddp(ct_trainer *t)
         return CT_OK;
     if ((st = ct__ddp_create(t->dist, t->model, (int)A_INT(ddp_bucket_cap_mb), &t->ddp)) != CT_OK)
         return st;
+    /* optim_shard: each rank receives only its shard's gradients */
+    if (t->optim->dist && (st = ct__ddp_set_shards(t->ddp, t->optim->bounds)) != CT_OK)
+        return st;
     {
         /* Ranks that would run different step counts would wait on each
          * other at the end until the timeout: refuse at once instead. */
@@ -1003,6 +1034,17 @@ static ct_status train_run(ct_trainer *t)
     ct__sb_free(&t->history);
     ct_model_zero_grad(m);
 
+    /* Sharded before resuming, so that a rank reads (and holds) only its
+     * part of the optimizer state. */
+    if (t->world > 1 && optim_shard(t)) {
+        if (A_BOOL(save_on_each_node))
+            return ct__error(CT_ERR_INVALID_ARG, "optim_shard with save_on_each_node: machines "
+                                                 "that do not share output_dir would each "
+                                                 "checkpoint only some optimizer shards; set "
+                                                 "optim_shard false");
+        if ((st = ct__optim_shard(t->optim, t->dist)) != CT_OK)
+            return st;
+    }
     resume = A_STR(resume_from_checkpoint);
     if (resume && (st = ct__checkpoint_resume(t)) != CT_OK)
         return st;

@@ -75,6 +75,11 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size) C
 /* Resolve resume_from_checkpoint (a path, or true for the newest complete
  * checkpoint of output_dir) and load model, optimizer and trainer state. */
 ct_status ct__checkpoint_resume(ct_trainer *t);
+/* optim_shard: a rank other than 0 writes its optimizer shard where rank
+ * 0's ct__checkpoint_save, called after every rank staged its shard, moves
+ * it into the checkpoint folder (r -1: the staging folder). */
+ct_status ct__checkpoint_stage_shard(ct_trainer *t) CT__MUST_USE;
+void ct__checkpoint_shard_path(const ct_trainer *t, int r, char *out, size_t size);
 /* trainer_state.json text for the current state. */
 char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
 /* Start-up of a run in its (locked) output_dir: remove the temporary
