@@ -1,23 +1,29 @@
 #!/bin/sh
 # Training throughput of cputrain-qa, one rank against two on this machine:
-# the demo data and model (data/demo/generate.py), bf16, sequence length
-# 128, global batch 16 either way —
+# the demo data, the demo model (data/demo/generate.py) or CONFIG, bf16,
+# sequence length 128, global batch 16 either way —
 #   1 rank  x batch 16, OMP_NUM_THREADS=2
 #   2 ranks x batch 8,  OMP_NUM_THREADS=1 each, for shm, tcp (ranks started
 #                       the torchrun way, as tests/dist/ddp_equiv.sh does)
-#                       and mpi (under mpirun)
+#                       and mpi (under mpirun); BACKEND-shard with the
+#                       sharded optimizer (optim_shard true), BACKEND alone
+#                       without (optim_shard false)
 # so both use the machine's cores (2 here) in full. Each run's figure is
 # train_samples_per_second from rank 0's output_dir/train_results.json (all
-# ranks' samples over the training time). The runs go in turns, the order
+# ranks' samples over the training time), and each rank's peak RSS
+# (/usr/bin/time's maximum resident set). The runs go in turns, the order
 # reversed every other round (a shared machine drifts), and the summary
-# prints each configuration's median, min and max, and the ratios of median
-# and max to the one-rank ones.
+# prints each configuration's median, min and max, the ratios of median
+# and max to the one-rank ones, and the median of the ranks' peak RSS.
 #   sh bench/ddp_throughput.sh [BUILD_DIR]
 # Environment: STEPS (optimizer steps per run, 300), ROUNDS (4), SEQ (128),
-# BATCH (global batch, 16), PYTHON.
+# BATCH (global batch, 16), CONFIG (config.json or built-in name such as
+# bert-base-uncased; the demo model's), CONFIGS (which runs, "one shm
+# shm-shard tcp tcp-shard mpi mpi-shard"), PYTHON.
 set -u
 B=${1:-build}
 : "${STEPS:=300}" "${ROUNDS:=4}" "${SEQ:=128}" "${BATCH:=16}" "${PYTHON:=/usr/bin/python3}"
+: "${CONFIGS:=one shm shm-shard tcp tcp-shard mpi mpi-shard}"
 qa=$B/bin/cputrain-qa
 dir=$B/bench-ddp
 [ -x "$qa" ] || { echo "ddp_throughput.sh: no $qa (make B=$B all)" >&2; exit 1; }
@@ -26,17 +32,19 @@ mkdir -p "$dir"
 : > "$dir/results"
 "$PYTHON" data/demo/generate.py "$dir/data" > /dev/null || { echo "demo data failed" >&2; exit 1; }
 
-args="--config_name $dir/data/config.json --tokenizer_name $dir/data
+: "${CONFIG:=$dir/data/config.json}"
+args="--config_name $CONFIG --tokenizer_name $dir/data
 --train_file $dir/data/train.json --do_train --max_steps $STEPS --learning_rate 1e-3
 --warmup_ratio 0.1 --max_seq_length $SEQ --doc_stride 32 --bf16 --use_cpu
 --save_strategy no --seed 42 --logging_steps $STEPS --ddp_timeout 300"
 half=$((BATCH / 2))
 
-configs="one shm tcp mpi"
+configs=$CONFIGS
 if ! command -v mpirun > /dev/null 2>&1 || [ ! -f "$B/lib/cputrain/dist-mpi.so" ]; then
     echo "ddp_throughput.sh: mpi skipped (mpirun or $B/lib/cputrain/dist-mpi.so missing)"
-    configs="one shm tcp"
+    configs=$(echo "$configs" | tr ' ' '\n' | grep -v '^mpi' | tr '\n' ' ')
 fi
+rss="/usr/bin/time -f %M -o"
 
 # figure OUT_DIR: train_samples_per_second of a finished run.
 figure() {
@@ -45,24 +53,30 @@ figure() {
 }
 
 port=$((20000 + $$ % 20000))
-# run CONFIG NAME: one run; appends "CONFIG samples/s" to $dir/results.
+# run CONFIG NAME: one run; appends "CONFIG samples/s rss-rank0-KiB rss-rank1-KiB"
+# to $dir/results.
 run() {
     out=$dir/$2
+    backend=${1%-shard}
+    shard=false
+    [ "$backend" = "$1" ] || shard=true
     case $1 in
     one)
-        OMP_NUM_THREADS=2 "$qa" $args --per_device_train_batch_size "$BATCH" \
+        OMP_NUM_THREADS=2 $rss "$out.rss0" "$qa" $args --per_device_train_batch_size "$BATCH" \
             --output_dir "$out" > "$out.log" 2>&1 ;;
-    mpi)
+    mpi*)
         mpirun --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1 \
-            "$qa" $args --ddp_backend mpi --per_device_train_batch_size "$half" \
-            --output_dir "$out" > "$out.log" 2>&1 ;;
+            sh -c 'exec /usr/bin/time -f %M -o "$0.rss$OMPI_COMM_WORLD_RANK" "$@"' "$out" \
+            "$qa" $args --ddp_backend mpi --optim_shard $shard \
+            --per_device_train_batch_size "$half" --output_dir "$out" > "$out.log" 2>&1 ;;
     *)
         port=$((port + 1))
         pids=""
         for r in 0 1; do
             RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
                 MASTER_PORT=$port OMP_NUM_THREADS=1 CPUTRAIN_DIST_JOB="ddp-bench-$$-$2" \
-                "$qa" $args --ddp_backend "$1" --per_device_train_batch_size "$half" \
+                $rss "$out.rss$r" "$qa" $args --ddp_backend "$backend" --optim_shard $shard \
+                --per_device_train_batch_size "$half" \
                 --output_dir "$out" > "$out.rank$r.log" 2>&1 &
             pids="$pids $!"
         done
@@ -77,19 +91,24 @@ run() {
         echo "ddp_throughput.sh: $2 failed"; tail -n 5 "$out.log"
         return 1
     fi
-    echo "$1 $v" >> "$dir/results"
-    printf '%-10s %-22s %10s samples/s   (load average %s)\n' "$2" \
-        "$(label "$1")" "$v" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    m0=$(tail -n 1 "$out.rss0" 2> /dev/null)
+    m1=$(tail -n 1 "$out.rss1" 2> /dev/null)
+    echo "$1 $v ${m0:--} ${m1:--}" >> "$dir/results"
+    printf '%-14s %-28s %10s samples/s  peak RSS %s / %s MiB  (load average %s)\n' "$2" \
+        "$(label "$1")" "$v" "$(mib "$m0")" "$(mib "$m1")" "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+mib() { case $1 in '' | -) echo - ;; *) echo $(($1 / 1024)) ;; esac; }
 
 label() {
     case $1 in
     one) echo "1 rank x $BATCH, 2 threads" ;;
+    *-shard) echo "2 x $half ${1%-shard} sharded, 1 thread" ;;
     *) echo "2 x $half $1, 1 thread" ;;
     esac
 }
 
-echo "# cputrain-qa, demo model, bf16, seq $SEQ, global batch $BATCH, $STEPS steps;" \
+echo "# cputrain-qa, $CONFIG, bf16, seq $SEQ, global batch $BATCH, $STEPS steps;" \
     "train_samples_per_second"
 failed=0
 round=1
@@ -109,17 +128,22 @@ echo
 echo "== summary: $ROUNDS runs each (samples/s); ratios to 1 rank's median and max (the"
 echo "   least disturbed run on a shared machine)"
 for c in $configs; do
+    rss0=$(awk -v c="$c" '$1 == c && $3 != "-" { print $3 }' "$dir/results" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR) printf "%d", v[int((NR + 1) / 2)] / 1024; else print "-" }')
+    rss1=$(awk -v c="$c" '$1 == c && $4 != "-" { print $4 }' "$dir/results" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR) printf "%d", v[int((NR + 1) / 2)] / 1024; else print "-" }')
     awk -v c="$c" '$1 == c { print $2 }' "$dir/results" | sort -g |
-        awk -v l="$(label "$c")" '
+        awk -v l="$(label "$c")" -v rss="$rss0/$rss1" '
             { v[NR] = $1 }
             END {
-                if (NR == 0) { printf "%s|-|-|-\n", l; exit }
+                if (NR == 0) { printf "%s|-|-|-|%s\n", l, rss; exit }
                 m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                printf "%s|%.1f|%.1f|%.1f\n", l, m, v[1], v[NR]
+                printf "%s|%.2f|%.2f|%.2f|%s\n", l, m, v[1], v[NR], rss
             }'
 done | awk -F'|' '
-    function ratio(v, b) { return (v != "-" && b != "-" && b > 0) ? sprintf("x%.2f", v / b) : "-" }
+    function ratio(v, b) { return (v != "-" && b != "-" && b > 0) ? sprintf("x%.3f", v / b) : "-" }
     NR == 1 { base = $2; best = $4
-              printf "%-26s %8s %8s %8s %9s %9s\n", "", "median", "min", "max", "median/1", "max/1" }
-    { printf "%-26s %8s %8s %8s %9s %9s\n", $1, $2, $3, $4, ratio($2, base), ratio($4, best) }'
+              printf "%-32s %8s %8s %8s %9s %9s  %s\n", "", "median", "min", "max", "median/1",
+                     "max/1", "peak RSS MiB (rank 0/1, median)" }
+    { printf "%-32s %8s %8s %8s %9s %9s  %s\n", $1, $2, $3, $4, ratio($2, base), ratio($4, best), $5 }'
 exit "$failed"

@@ -57,9 +57,11 @@ typedef struct ct__dist_backend {
     /* In-place reduce-scatter (version 2): buf is n floats made of world
      * consecutive pieces, counts[r] floats each (they add up to n; a count
      * may be 0); afterwards rank r's own piece holds the sum (average != 0:
-     * mean) over the ranks, the same bits an allreduce of the same buffer
-     * gives there, and the other pieces are unspecified (left as they
-     * were, or reduced too). NULL: the host allreduces the whole buffer. */
+     * mean) over the ranks, the same bits on every call with the same
+     * pieces (shm and mpi: the bits an allreduce gives there; tcp's ring
+     * adds in its own order), and the other pieces are unspecified (left
+     * as they were, partial, or reduced too). NULL: the host allreduces the
+     * whole buffer. */
     ct_status (*reduce_scatter_f32)(void *state, float *buf, size_t n, int average,
                                     const size_t *counts);
 } ct__dist_backend;

@@ -134,7 +134,13 @@ static ct_status tcp_broadcast(void *state, void *buf, size_t bytes, int root)
 static ct_status tcp_barrier(void *state) { return ct__tcp_barrier(state); }
 static void tcp_close(void *state) { ct__tcp_close(state); }
 
+static ct_status tcp_reduce_scatter(void *state, float *buf, size_t n, int average,
+                                    const size_t *counts)
+{
+    return ct__tcp_reduce_scatter_f32(state, buf, n, average, counts);
+}
+
 const ct__dist_backend ct__dist_tcp = {
     CT__DIST_API_VERSION, "tcp", tcp_open, tcp_allreduce, tcp_broadcast, tcp_barrier, NULL,
-    tcp_close, NULL, /* reduce-scatter: the host's allreduce of the whole buffer */
+    tcp_close, tcp_reduce_scatter,
 };
