@@ -10,8 +10,11 @@
 #                       without (optim_shard false)
 # so both use the machine's cores (2 here) in full. Each run's figure is
 # train_samples_per_second from rank 0's output_dir/train_results.json (all
-# ranks' samples over the training time), and each rank's peak RSS
-# (/usr/bin/time's maximum resident set). The runs go in turns, the order
+# ranks' samples over the training time), each rank's peak RSS
+# (/usr/bin/time's maximum resident set), and the CPU seconds (user +
+# system, all ranks) per optimizer step: on a machine shared with other
+# jobs the samples/s say how much of the CPU the run got, the CPU seconds
+# how much work a step took. The runs go in turns, the order
 # reversed every other round (a shared machine drifts), and the summary
 # prints each configuration's median, min and max, the ratios of median
 # and max to the one-rank ones, and the median of the ranks' peak RSS.
@@ -44,7 +47,7 @@ if ! command -v mpirun > /dev/null 2>&1 || [ ! -f "$B/lib/cputrain/dist-mpi.so" 
     echo "ddp_throughput.sh: mpi skipped (mpirun or $B/lib/cputrain/dist-mpi.so missing)"
     configs=$(echo "$configs" | tr ' ' '\n' | grep -v '^mpi' | tr '\n' ' ')
 fi
-rss="/usr/bin/time -f %M -o"
+rss="/usr/bin/time -f %M_%U_%S -o"
 
 # figure OUT_DIR: train_samples_per_second of a finished run.
 figure() {
@@ -66,7 +69,7 @@ run() {
             --output_dir "$out" > "$out.log" 2>&1 ;;
     mpi*)
         mpirun --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1 \
-            sh -c 'exec /usr/bin/time -f %M -o "$0.rss$OMPI_COMM_WORLD_RANK" "$@"' "$out" \
+            sh -c 'exec /usr/bin/time -f %M_%U_%S -o "$0.rss$OMPI_COMM_WORLD_RANK" "$@"' "$out" \
             "$qa" $args --ddp_backend mpi --optim_shard $shard \
             --per_device_train_batch_size "$half" --output_dir "$out" > "$out.log" 2>&1 ;;
     *)
@@ -91,11 +94,15 @@ run() {
         echo "ddp_throughput.sh: $2 failed"; tail -n 5 "$out.log"
         return 1
     fi
-    m0=$(tail -n 1 "$out.rss0" 2> /dev/null)
-    m1=$(tail -n 1 "$out.rss1" 2> /dev/null)
-    echo "$1 $v ${m0:--} ${m1:--}" >> "$dir/results"
-    printf '%-14s %-28s %10s samples/s  peak RSS %s / %s MiB  (load average %s)\n' "$2" \
-        "$(label "$1")" "$v" "$(mib "$m0")" "$(mib "$m1")" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    t0=$(tail -n 1 "$out.rss0" 2> /dev/null)
+    t1=$(tail -n 1 "$out.rss1" 2> /dev/null)
+    m0=${t0%%_*} m1=${t1%%_*}
+    cpu=$(echo "${t0:-0_0_0} ${t1:-0_0_0}" | tr '_' ' ' |
+        awk -v s="$STEPS" '{ printf "%.3f", ($2 + $3 + $5 + $6) / s }')
+    echo "$1 $v ${m0:--} ${m1:--} $cpu" >> "$dir/results"
+    printf '%-14s %-28s %8s samples/s %7s CPU-s/step  peak RSS %s / %s MiB  (load %s)\n' \
+        "$2" "$(label "$1")" "$v" "$cpu" "$(mib "$m0")" "$(mib "$m1")" \
+        "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 mib() { case $1 in '' | -) echo - ;; *) echo $(($1 / 1024)) ;; esac; }
@@ -126,24 +133,26 @@ done
 
 echo
 echo "== summary: $ROUNDS runs each (samples/s); ratios to 1 rank's median and max (the"
-echo "   least disturbed run on a shared machine)"
+echo "   least disturbed run on a shared machine); median CPU seconds per step (all ranks)"
+echo "   and 1 rank's CPU-s/step over this one's (above 1: less work per step)"
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 for c in $configs; do
-    rss0=$(awk -v c="$c" '$1 == c && $3 != "-" { print $3 }' "$dir/results" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR) printf "%d", v[int((NR + 1) / 2)] / 1024; else print "-" }')
-    rss1=$(awk -v c="$c" '$1 == c && $4 != "-" { print $4 }' "$dir/results" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR) printf "%d", v[int((NR + 1) / 2)] / 1024; else print "-" }')
+    rss0=$(awk -v c="$c" '$1 == c && $3 != "-" { print int($3 / 1024) }' "$dir/results" | med)
+    rss1=$(awk -v c="$c" '$1 == c && $4 != "-" { print int($4 / 1024) }' "$dir/results" | med)
+    cpu=$(awk -v c="$c" '$1 == c { print $5 }' "$dir/results" | med)
     awk -v c="$c" '$1 == c { print $2 }' "$dir/results" | sort -g |
-        awk -v l="$(label "$c")" -v rss="$rss0/$rss1" '
+        awk -v l="$(label "$c")" -v rss="$rss0/$rss1" -v cpu="$cpu" '
             { v[NR] = $1 }
             END {
-                if (NR == 0) { printf "%s|-|-|-|%s\n", l, rss; exit }
+                if (NR == 0) { printf "%s|-|-|-|%s|%s\n", l, cpu, rss; exit }
                 m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                printf "%s|%.2f|%.2f|%.2f|%s\n", l, m, v[1], v[NR], rss
+                printf "%s|%.2f|%.2f|%.2f|%s|%s\n", l, m, v[1], v[NR], cpu, rss
             }'
 done | awk -F'|' '
     function ratio(v, b) { return (v != "-" && b != "-" && b > 0) ? sprintf("x%.3f", v / b) : "-" }
-    NR == 1 { base = $2; best = $4
-              printf "%-32s %8s %8s %8s %9s %9s  %s\n", "", "median", "min", "max", "median/1",
-                     "max/1", "peak RSS MiB (rank 0/1, median)" }
-    { printf "%-32s %8s %8s %8s %9s %9s  %s\n", $1, $2, $3, $4, ratio($2, base), ratio($4, best), $5 }'
+    NR == 1 { base = $2; best = $4; cbase = $5
+              printf "%-32s %8s %8s %8s %9s %9s %10s %9s  %s\n", "", "median", "min", "max",
+                     "median/1", "max/1", "CPU-s/step", "1/CPU", "peak RSS MiB (rank 0/1)" }
+    { printf "%-32s %8s %8s %8s %9s %9s %10s %9s  %s\n", $1, $2, $3, $4, ratio($2, base),
+             ratio($4, best), $5, ratio(cbase, $5), $6 }'
 exit "$failed"
