@@ -165,6 +165,37 @@ for backend in tcp $(echo "$backends" | grep -o mpi); do
                   --resume_from_checkpoint $dir/$name/checkpoint-5 && same one $name"
 done
 
+# A shard set with a file missing is refused, naming it, before anything
+# is trained.
+mkdir -p "$dir/missing"
+cp -r "$dir/saved2/checkpoint-5" "$dir/missing/"
+rm "$dir/missing/checkpoint-5/optimizer-shard-1-of-2.safetensors"
+if ranks shm 2 missing --per_device_train_batch_size 6 \
+    --resume_from_checkpoint "$dir/missing/checkpoint-5" > /dev/null; then
+    bad "a shard set missing optimizer-shard-1-of-2 is refused"
+elif grep -q "optimizer-shard-1-of-2.safetensors" "$dir/missing.rank0.log" &&
+    [ ! -e "$dir/missing/model.safetensors" ]; then
+    ok "a shard set missing optimizer-shard-1-of-2 is refused, naming it"
+else
+    bad "a shard set missing optimizer-shard-1-of-2 is refused (message)"
+    tail -n 3 "$dir/missing.rank0.log"
+fi
+
+# DistilBERT with sinusoidal positions (a frozen tensor, which no shard
+# updates) sharded = 1 rank.
+cat > "$dir/data/config_distil.json" <<'JSON'
+{"model_type": "distilbert", "architectures": ["DistilBertForQuestionAnswering"],
+ "vocab_size": 427, "dim": 64, "n_layers": 2, "n_heads": 2, "hidden_dim": 128,
+ "max_position_embeddings": 128, "sinusoidal_pos_embds": true, "dropout": 0.0,
+ "attention_dropout": 0.0, "qa_dropout": 0.0, "pad_token_id": 0}
+JSON
+plain_args=$args
+args=$(echo "$args" | sed "s|config_no_dropout.json|config_distil.json|")
+check "shm: distilbert, sinusoidal positions, 3 ranks x batch 4, sharded = 1 x 12" \
+    eval 'one distil-one --per_device_train_batch_size 12 &&
+          ranks shm 3 distil-3 --per_device_train_batch_size 4 && same distil-one distil-3'
+args=$plain_args
+
 # Refused: sharding with save_on_each_node (shards would be split between
 # machines' output_dirs).
 if ranks shm 2 refused --per_device_train_batch_size 6 --optim_shard true \
