@@ -58,7 +58,7 @@ typedef struct ct__dist_backend {
      * consecutive pieces, counts[r] floats each (they add up to n; a count
      * may be 0); afterwards rank r's own piece holds the sum (average != 0:
      * mean) over the ranks, the same bits on every call with the same
-     * pieces (shm and mpi: the bits an allreduce gives there; tcp's ring
+     * pieces (shm: the bits an allreduce gives there; tcp's ring
      * adds in its own order), and the other pieces are unspecified (left
      * as they were, partial, or reduced too). NULL: the host allreduces the
      * whole buffer. */

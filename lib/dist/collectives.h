@@ -10,10 +10,10 @@
 
 /* buf is n floats in world consecutive pieces of counts[r] floats (adding
  * up to n). Afterwards rank r's piece holds the sum (average: the mean)
- * over the ranks — on shm and mpi the bits ct_dist_allreduce gives there,
- * on tcp the ring's order (within rounding of it) — and the other pieces
- * are unspecified. A backend without its own reduce-scatter allreduces the
- * whole buffer. Every rank passes the same n and counts. */
+ * over the ranks — on shm the bits ct_dist_allreduce gives there, on tcp
+ * the ring's order (within rounding of it) — and the other pieces are
+ * unspecified. A backend without its own reduce-scatter (mpi: see its
+ * table) allreduces the whole buffer. Every rank passes the same n and counts. */
 ct_status ct__dist_reduce_scatter_f32(ct_dist *dist, float *buf, size_t n, int average,
                                       const size_t *counts);
 
