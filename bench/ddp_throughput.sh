@@ -136,7 +136,10 @@ echo "== summary: $ROUNDS runs each (samples/s); ratios to 1 rank's median and m
 echo "   least disturbed run on a shared machine); median CPU seconds per step (all ranks)"
 echo "   and 1 rank's CPU-s/step over this one's (above 1: less work per step)"
 med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-for c in $configs; do
+# 1 rank first: the ratios are to it.
+ordered=$(for c in $configs; do [ "$c" = one ] && echo one; done
+    for c in $configs; do [ "$c" = one ] || echo "$c"; done)
+for c in $ordered; do
     rss0=$(awk -v c="$c" '$1 == c && $3 != "-" { print int($3 / 1024) }' "$dir/results" | med)
     rss1=$(awk -v c="$c" '$1 == c && $4 != "-" { print int($4 / 1024) }' "$dir/results" | med)
     cpu=$(awk -v c="$c" '$1 == c { print $5 }' "$dir/results" | med)
