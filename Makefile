@@ -44,7 +44,7 @@ LIB_LDLIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null) -lm -ldl -pt
 LIB_SRCS := $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
-TEST_SRCS := $(sort $(wildcard tests/check_*.c))
+TEST_SRCS := $(sort $(wildcard tests/check_*.c)) tests/scratch.c
 TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 CHECK_RUNNER := $(B)/tests/check_all
 
@@ -92,6 +92,17 @@ $(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
 	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
+
+# cputrain-plot reads only trainer_state.json, with the library's own JSON
+# reader (lib/core/json.h, as the Trainer reads the file on resume), not a
+# second one: unlike the other tools it uses that one internal module, so it
+# is built with -Ilib and linked from the static archive, which pulls in just
+# the reader and what it needs (the .so keeps its ct__ symbols hidden).
+PLOT_SRCS := $(wildcard tools/plot/*.c)
+$(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h) $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ tools/cputrain-plot.c $(PLOT_SRCS) \
+	    $(STATIC) $(LIB_LDLIBS)
 
 # ---- tests -----------------------------------------------------------------
 
@@ -146,6 +157,14 @@ $(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcpu
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
 	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
 
+# cputrain-plot's log_history reader and SVG writer on whatever the
+# library's JSON reader accepts.
+$(FUZZ_B)/fuzz/fuzz_plot: tests/fuzz/fuzz_plot.c tests/fuzz/fuzz_common.h $(PLOT_SRCS) \
+    $(wildcard tools/plot/*.h) $(FUZZ_B)/lib/libcputrain.a
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(BASE_CFLAGS) -Itools -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
+	    $(PLOT_SRCS) $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
+
 fuzz-lib:
 fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
@@ -154,7 +173,8 @@ fuzz-check: fuzz-build
 	@sh tests/fuzz/run.sh check $(FUZZ_B)/fuzz 3
 
 # The main job on its built-in default: generate the demo SQuAD set, train a
-# small BERT from scratch in bf16 with cputrain-qa, evaluate EM/F1.
+# small BERT from scratch in bf16 with cputrain-qa, evaluate EM/F1, and draw
+# the run's curves into $(DEMO)/out/training_curves.svg.
 DEMO := $(B)/demo
 DEMO_ARGS := --per_device_train_batch_size 32 --learning_rate 1e-3 --warmup_ratio 0.1 \
     --max_seq_length 96 --doc_stride 32 --bf16 --use_cpu --logging_steps 50 \
@@ -165,6 +185,7 @@ demo: all
 	    --tokenizer_name $(DEMO)/data --train_file $(DEMO)/data/train.json \
 	    --validation_file $(DEMO)/data/validation.json --do_train --do_eval \
 	    --num_train_epochs 5 $(DEMO_ARGS) --overwrite_output_dir --output_dir $(DEMO)/out
+	$(B)/bin/cputrain-plot $(DEMO)/out
 
 # Figures, not tests: our training step and GEMM against PyTorch's, same run.
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
@@ -237,6 +258,13 @@ abi-baseline: $(SHARED)
 
 # ---- install ---------------------------------------------------------------
 
+# $(call install_pc,NAME): NAME.pc from NAME.pc.in with this install's paths.
+# cputrain.pc links the shared library; cputrain-static.pc the archive (a
+# program that must not need libcputrain.so at run time).
+install_pc = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@REQUIRES_PRIVATE@|$(DEP_PKGS)|g' $(1).pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$(1).pc
+
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/cputrain $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 include/cputrain/*.h bindings/cpp/cputrain.hpp $(DESTDIR)$(INCLUDEDIR)/cputrain/
@@ -246,16 +274,47 @@ install: all
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@REQUIRES_PRIVATE@|$(DEP_PKGS)|g' libcputrain.pc.in \
-	    > $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc
+	$(call install_pc,libcputrain)
 	ln -sf libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
+	$(call install_pc,libcputrain-static)
+	ln -sf libcputrain-static.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain-static.pc
+
+# The Python package, into the folder $(PYTHON) reads packages from under
+# PREFIX (scripts/python_install.py; PYTHON_SITEDIR=DIR chooses another),
+# with _installed.py naming LIBDIR so that it loads this install's library;
+# an older copy there is replaced as a whole (no stale modules). Without a
+# working $(PYTHON) it is left out, and said so.
+PY_PKG_SRCS := $(wildcard bindings/python/cputrain/*.py)
+PYTHON_SITEDIR ?= $(shell $(PYTHON) -E scripts/python_install.py sitedir $(abspath $(PREFIX)) \
+    2>/dev/null)
+.PHONY: install-python uninstall-python
+install: install-python
+uninstall: uninstall-python
+install-python:
+	@site='$(PYTHON_SITEDIR)'; \
+	if [ -z "$$site" ]; then \
+	    echo "install: Python package left out: $(PYTHON) does not run (PYTHON=... or PYTHON_SITEDIR=DIR)"; \
+	    exit 0; fi; \
+	set -ex; \
+	rm -rf "$(DESTDIR)$$site/cputrain"; \
+	install -d "$(DESTDIR)$$site/cputrain"; \
+	install -m 644 $(PY_PKG_SRCS) "$(DESTDIR)$$site/cputrain/"; \
+	$(PYTHON) -E scripts/python_install.py installed $(abspath $(LIBDIR)) "$$site/cputrain" \
+	    > "$(DESTDIR)$$site/cputrain/_installed.py"
+
+uninstall-python:
+	@site='$(PYTHON_SITEDIR)'; \
+	if [ -z "$$site" ]; then \
+	    echo "uninstall: Python package not looked for: $(PYTHON) does not run (PYTHON_SITEDIR=DIR)"; \
+	    exit 0; fi; \
+	set -x; rm -rf "$(DESTDIR)$$site/cputrain"
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libcputrain.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libcputrain.so $(DESTDIR)$(LIBDIR)/libcputrain.a \
-	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc
+	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain.pc $(DESTDIR)$(PKGCONFIGDIR)/cputrain.pc \
+	      $(DESTDIR)$(PKGCONFIGDIR)/libcputrain-static.pc \
+	      $(DESTDIR)$(PKGCONFIGDIR)/cputrain-static.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/cputrain
 	rm -f $(patsubst $(B)/bin/%,$(DESTDIR)$(BINDIR)/%,$(TOOLS))
 

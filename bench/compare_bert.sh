@@ -2,7 +2,8 @@
 # One bert-base-uncased QA training step (forward + backward, batch 8, seq 128)
 # with the library and with PyTorch on the same machine in the same run,
 # alternating twice (the machine is shared and noisy), then the ratios of the
-# medians. usage: bench/compare_bert.sh [BUILD_DIR]   (env: PYTHON, STEPS, THREADS)
+# medians. usage: bench/compare_bert.sh [BUILD_DIR]   (env: PYTHON, STEPS, THREADS;
+# CPUTRAIN_ISA=avx512 on a bf16 CPU measures bf16 emulated against fp32)
 set -eu
 here=$(dirname "$0")
 build=${1:-build}
@@ -28,4 +29,6 @@ awk '{ key = $1 " " $2; n[key]++; v[key, n[key]] = $3 }
                 t["ours bf16"], t["torch bf16"], t["torch bf16"] / t["ours bf16"]
          printf "ours fp32 %.3f s, torch fp32 %.3f s: ours is %.2fx faster\n",
                 t["ours fp32"], t["torch fp32"], t["torch fp32"] / t["ours fp32"]
-     }' "$out"
+         printf "ours bf16 / ours fp32: %.3f (kernels %s)\n", t["ours bf16"] / t["ours fp32"],
+                isa
+     }' isa="${CPUTRAIN_ISA:-best}" "$out"

@@ -9,6 +9,7 @@
 
 #include <cputrain/cputrain.h>
 
+#include "scratch.h"
 #include "suites.h"
 
 static ct_args *args;
@@ -331,30 +332,6 @@ START_TEST(validation_names_field_and_rule)
 }
 END_TEST
 
-static char tmpdir[64];
-
-/* Made before the tests fork, removed after, so every test sees it. */
-static void make_tmpdir(void)
-{
-    strcpy(tmpdir, "/tmp/ct_args_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static const char *tmp_path(const char *name)
-{
-    static char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    return path;
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *read_text(const char *path)
 {
     static char buf[16384];
@@ -377,7 +354,7 @@ START_TEST(json_round_trip)
                            "--warmup_ratio", "0.1", "--max_grad_norm", "0",
                            "--eval_steps", "inf"),
                      CT_OK);
-    snprintf(path, sizeof path, "%s", tmp_path("training_args.json"));
+    snprintf(path, sizeof path, "%s", scratch_at("training_args.json"));
     ck_assert_int_eq(ct_args_save_json(args, path), CT_OK);
     text = read_text(path);
     ck_assert_ptr_nonnull(strstr(text, "{\n  \"output_dir\": \"out \\\"quoted\\\" \\\\ dir\",\n"));
@@ -404,10 +381,10 @@ START_TEST(json_round_trip)
     ct_args_free(b);
 
     /* A single .json argument is read as the whole command line. */
-    write_text(tmp_path("cmd.json"), "{\"learning_rate\": 1e-3, \"max_steps\": 10, "
+    write_text(scratch_at("cmd.json"), "{\"learning_rate\": 1e-3, \"max_steps\": 10, "
                                      "\"model_name_or_path\": \"m\", \"max_seq_length\": 128, "
                                      "\"pad\": true, \"x\": null}");
-    ck_assert_int_eq(PARSE(tmp_path("cmd.json")), CT_OK);
+    ck_assert_int_eq(PARSE(scratch_at("cmd.json")), CT_OK);
     ck_assert_str_eq(text_of(args, "learning_rate"), "0.001");
     ck_assert_str_eq(text_of(args, "max_steps"), "10");
     ck_assert_uint_eq(ct_args_unparsed_count(args), 8);
@@ -436,9 +413,9 @@ START_TEST(non_utf8_and_out_of_range_values_are_refused)
     ck_assert_str_eq(text_of(args, "run_name"), "None");
     /* Valid UTF-8 beyond ASCII is kept and written as is. */
     ck_assert_int_eq(PARSE("--output_dir", "/tmp/caf\xc3\xa9/out"), CT_OK);
-    ck_assert_int_eq(ct_args_save_json(args, tmp_path("utf8.json")), CT_OK);
+    ck_assert_int_eq(ct_args_save_json(args, scratch_at("utf8.json")), CT_OK);
     {
-        const char *text = read_text(tmp_path("utf8.json"));
+        const char *text = read_text(scratch_at("utf8.json"));
         ck_assert_ptr_nonnull(strstr(text, "\"output_dir\": \"/tmp/caf\xc3\xa9/out\","));
     }
     ASSERT_ERROR_HAS(PARSE("--seed", "99999999999999999999"), CT_ERR_INVALID_ARG,
@@ -481,7 +458,7 @@ START_TEST(bad_json_changes_nothing)
     size_t i;
     ck_assert_int_eq(ct_args_set(args, "seed", "11"), CT_OK);
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *path = tmp_path("bad.json");
+        const char *path = scratch_at("bad.json");
         write_text(path, cases[i].text);
         ASSERT_ERROR_HAS(ct_args_load_json(args, path), cases[i].status, cases[i].needle);
         ck_assert_msg(strstr(ct_last_error(), "bad.json") != NULL, "no file name in '%s'",
@@ -489,7 +466,7 @@ START_TEST(bad_json_changes_nothing)
         ck_assert_str_eq(text_of(args, "seed"), "11");
         ck_assert_str_eq(text_of(args, "bf16"), "False");
     }
-    ASSERT_ERROR_HAS(ct_args_load_json(args, tmp_path("missing.json")), CT_ERR_IO,
+    ASSERT_ERROR_HAS(ct_args_load_json(args, scratch_at("missing.json")), CT_ERR_IO,
                      "missing.json");
     ASSERT_ERROR_HAS(ct_args_save_json(args, "/nonexistent-dir/training_args.json"),
                      CT_ERR_IO, "/nonexistent-dir/training_args.json");
@@ -509,7 +486,7 @@ START_TEST(report_to_names_and_lists)
         {"{\"report_to\": \"none\"}", "none"},
         {"{\"report_to\": null}", "None"},
     };
-    const char *path = tmp_path("report.json");
+    const char *path = scratch_at("report.json");
     ck_assert_str_eq(text_of(args, "report_to"), "None");
     ASSERT_ERROR_HAS(PARSE("--report_to", "wandb"), CT_ERR_UNSUPPORTED,
                      "argument --report_to: 'wandb' is not available here: only tensorboard");
@@ -523,7 +500,8 @@ START_TEST(report_to_names_and_lists)
     ck_assert_ptr_nonnull(strstr(read_text(path), "\n  \"report_to\": [],\n"));
     ck_assert_int_eq(PARSE("--report_to", "tensorboard"), CT_OK);
     ck_assert_int_eq(ct_args_save_json(args, path), CT_OK);
-    ck_assert_ptr_nonnull(strstr(read_text(path), "\n  \"report_to\": [\n    \"tensorboard\"\n  ],\n"));
+    ck_assert_ptr_nonnull(strstr(read_text(path),
+                          "\n  \"report_to\": [\n    \"tensorboard\"\n  ],\n"));
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
         ck_assert_int_eq(PARSE("--report_to", "tensorboard"), CT_OK);
         write_text(path, lists[i].json);
@@ -572,16 +550,6 @@ START_TEST(copy_is_deep)
 }
 END_TEST
 
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    if (tmpdir[0]) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        ck_assert_int_eq(system(cmd), 0);
-        tmpdir[0] = '\0';
-    }
-}
-
 Suite *args_suite(void)
 {
     Suite *s = suite_create("args");
@@ -600,7 +568,7 @@ Suite *args_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("json");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+    tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, json_round_trip);
     tcase_add_test(tc, bad_json_changes_nothing);
     tcase_add_test(tc, report_to_names_and_lists);

@@ -15,53 +15,21 @@
 
 #include <cputrain/cputrain.h>
 
+#include "scratch.h"
 #include "suites.h"
 
 enum { T = 12, N_EXAMPLES = 24 };
-
-static char root[64];
-
-static void make_root(void)
-{
-    strcpy(root, "/tmp/ct_cancel_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static void remove_root(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static const char *at(const char *name)
-{
-    static char path[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", root, name);
-    return path[k];
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
 
 /* A small BERT with dropout, so that eval mode and the dropout generator's
  * position after resuming both show in the numbers. */
 static ct_model *model_with_dropout(ct_task task)
 {
-    const char *cfg = at("drop.json");
-    FILE *f = fopen(cfg, "w");
+    const char *cfg = scratch_at("drop.json");
     ct_model *m;
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
-          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
-          "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.3, "
-          "\"attention_probs_dropout_prob\": 0.3, \"num_labels\": 3}", f);
-    fclose(f);
+    write_text(cfg, "{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
+               "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
+               "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.3, "
+               "\"attention_probs_dropout_prob\": 0.3, \"num_labels\": 3}");
     OK(ct_model_create(cfg, task, 11, &m));
     return m;
 }
@@ -123,7 +91,7 @@ static float *params_of(ct_model *m, size_t *n_out)
 /* How a run is driven: cancel at a step (from the progress callback, or
  * through a signal handler), an evaluation callback, a resume. */
 typedef struct plan {
-    const char *out; /* a name under root */
+    const char *out; /* a name under scratch_dir */
     const char *save_strategy, *resume;
     int cancel_at;     /* ct_trainer_cancel after this step (0: never) */
     int by_signal;     /* ... from a SIGUSR1 handler raised there */
@@ -196,7 +164,7 @@ static float *run(const plan *p, size_t *n)
 {
     ct_model *m = model_with_dropout(CT_TASK_QUESTION_ANSWERING);
     ct_dataset *d = make_dataset(CT_TASK_QUESTION_ANSWERING);
-    ct_args *a = make_args(at(p->out), p->save_strategy ? p->save_strategy : "steps");
+    ct_args *a = make_args(scratch_at(p->out), p->save_strategy ? p->save_strategy : "steps");
     ct_trainer *t;
     float *params;
     if (p->resume)
@@ -245,11 +213,11 @@ START_TEST(cancel_saves_a_checkpoint_that_resumes_exactly)
     plan rest = {.out = "cut", .resume = "true", .expect = CT_OK, .final_step = 6};
     float *a = run(&full, &n1), *b, *c;
     free(run(&cut, &n2));
-    ck_assert(exists(at("cut/checkpoint-2/cputrain_checkpoint_complete")));
-    ck_assert(exists(at("cut/checkpoint-3/cputrain_checkpoint_complete")));
-    ck_assert(exists(at("cut/checkpoint-3/optimizer.safetensors")));
-    ck_assert(exists(at("cut/trainer_state.json")));
-    ck_assert(!exists(at("cut/model.safetensors"))); /* no final save */
+    ck_assert(path_exists(scratch_at("cut/checkpoint-2/cputrain_checkpoint_complete")));
+    ck_assert(path_exists(scratch_at("cut/checkpoint-3/cputrain_checkpoint_complete")));
+    ck_assert(path_exists(scratch_at("cut/checkpoint-3/optimizer.safetensors")));
+    ck_assert(path_exists(scratch_at("cut/trainer_state.json")));
+    ck_assert(!path_exists(scratch_at("cut/model.safetensors"))); /* no final save */
     b = run(&rest, &n3);
     ck_assert_uint_eq(n1, n3);
     ck_assert_msg(memcmp(a, b, n1 * sizeof *a) == 0, "the resumed run differs from the full one");
@@ -267,8 +235,8 @@ START_TEST(cancel_saves_a_checkpoint_that_resumes_exactly)
         ck_assert_int_eq(sigaction(SIGUSR1, &sa, &old), 0);
         free(run(&sig, &n2));
         sigaction(SIGUSR1, &old, NULL);
-        ck_assert(exists(at("nosave/checkpoint-4/cputrain_checkpoint_complete")));
-        ck_assert(!exists(at("nosave/checkpoint-2")));
+        ck_assert(path_exists(scratch_at("nosave/checkpoint-4/cputrain_checkpoint_complete")));
+        ck_assert(!path_exists(scratch_at("nosave/checkpoint-2")));
         c = run(&rest2, &n3);
         ck_assert_msg(memcmp(a, c, n1 * sizeof *a) == 0, "resumed after a signal: differs");
         free(c);
@@ -284,7 +252,7 @@ START_TEST(cancel_before_and_on_a_save_point)
 {
     ct_model *m = model_with_dropout(CT_TASK_QUESTION_ANSWERING);
     ct_dataset *d = make_dataset(CT_TASK_QUESTION_ANSWERING);
-    ct_args *a = make_args(at("early"), "steps");
+    ct_args *a = make_args(scratch_at("early"), "steps");
     ct_trainer *t;
     ct_trainer_cancel(NULL); /* nothing to cancel: no effect */
     OK(ct_trainer_create(m, a, &t));
@@ -292,7 +260,7 @@ START_TEST(cancel_before_and_on_a_save_point)
     ct_trainer_cancel(t);
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_CANCELLED, "before its first step");
     ck_assert_int_eq(ct_trainer_global_step(t), 0);
-    ck_assert(!exists(at("early/checkpoint-0")));
+    ck_assert(!path_exists(scratch_at("early/checkpoint-0")));
     /* the request is gone: this run stops where its callback cancels it */
     OK(ct_trainer_set_progress_callback(t, progress, NULL));
     running = t;
@@ -301,8 +269,8 @@ START_TEST(cancel_before_and_on_a_save_point)
     saves = 0;
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_CANCELLED, "after step 2 of 6");
     ck_assert_int_eq(saves, 1); /* save_steps saved step 2; the cancel did not again */
-    ck_assert(exists(at("early/checkpoint-2/cputrain_checkpoint_complete")));
-    ck_assert(!exists(at("early/checkpoint-3")));
+    ck_assert(path_exists(scratch_at("early/checkpoint-2/cputrain_checkpoint_complete")));
+    ck_assert(!path_exists(scratch_at("early/checkpoint-3")));
     running = NULL;
     ct_trainer_free(t);
     ct_args_free(a);
@@ -336,7 +304,7 @@ static void check_predict(ct_task task, int ndim_expect, int64_t last_dim)
 {
     ct_model *m = model_with_dropout(task);
     ct_dataset *d = make_dataset(task);
-    ct_args *a = make_args(at("pred"), "no");
+    ct_args *a = make_args(scratch_at("pred"), "no");
     ct_trainer *t;
     ct_batch *b;
     int ndim = 0, got_ndim;
@@ -406,7 +374,7 @@ START_TEST(predict_and_labels_input_checks)
     ct_dataset *qa = make_dataset(CT_TASK_QUESTION_ANSWERING);
     ct_dataset *cls = make_dataset(CT_TASK_SEQUENCE_CLASSIFICATION);
     ct_dataset *mlm = make_dataset(CT_TASK_MASKED_LM);
-    ct_args *a = make_args(at("checks"), "no");
+    ct_args *a = make_args(scratch_at("checks"), "no");
     ct_trainer *t;
     int32_t labels[2 * N_EXAMPLES], one[T];
     float x;
@@ -450,7 +418,7 @@ Suite *cancel_suite(void)
 {
     Suite *s = suite_create("cancel");
     TCase *tc = tcase_create("cancel");
-    tcase_add_unchecked_fixture(tc, make_root, remove_root);
+    tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cancel_saves_a_checkpoint_that_resumes_exactly);
     tcase_add_test(tc, cancel_before_and_on_a_save_point);

@@ -1,5 +1,5 @@
 /* Status codes and names, error text, version, log callback, float text and
- * atomic file writes. */
+ * atomic file writes (and the helpers beside them). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +12,9 @@
 
 #include "core/cpu.h"
 #include "core/fileio.h"
+#include "core/json.h"
 #include "core/strbuf.h"
+#include "scratch.h"
 #include "suites.h"
 
 START_TEST(status_names_match_the_list)
@@ -273,6 +275,47 @@ START_TEST(error_text_may_quote_itself)
 }
 END_TEST
 
+/* The shared ends of file writers: a built text goes in whole, one whose
+ * building failed writes nothing and says where; a path that is a file or
+ * the folder holding it. */
+START_TEST(text_writer_and_file_or_folder)
+{
+    ct__strbuf sb = {0};
+    char *file = NULL, expect[512];
+    int is_dir = -1;
+    scratch_make();
+    ct__sb_puts(&sb, "{}");
+    OK(ct__write_text_atomic(scratch_at("ok.json"), &sb, "writing metrics"));
+    ck_assert_ptr_null(sb.data); /* freed */
+    ck_assert(path_exists(scratch_at("ok.json")));
+    ck_assert_int_eq(ct__json_write_string(&sb, "\xff", 1), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__write_text_atomic(scratch_at("bad.json"), &sb, "writing metrics"),
+                     CT_ERR_INVALID_ARG);
+    snprintf(expect, sizeof expect, "%s: writing metrics: cannot write a JSON string",
+             scratch_at("bad.json"));
+    ck_assert_msg(strncmp(ct_last_error(), expect, strlen(expect)) == 0, "%s", ct_last_error());
+    ck_assert(!path_exists(scratch_at("bad.json")));
+    ck_assert_int_eq(ct__json_write_string(&sb, "\xff", 1), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__write_text_atomic(scratch_at("bad.json"), &sb, NULL), CT_ERR_INVALID_ARG);
+    snprintf(expect, sizeof expect, "%s: cannot write", scratch_at("bad.json"));
+    ck_assert_msg(strncmp(ct_last_error(), expect, strlen(expect)) == 0, "%s", ct_last_error());
+
+    OK(ct__file_or_folder(scratch_dir, "config.json", &file, &is_dir));
+    ck_assert_str_eq(file, scratch_at("config.json"));
+    ck_assert_int_eq(is_dir, 1);
+    free(file);
+    OK(ct__file_or_folder(scratch_at("ok.json"), "config.json", &file, &is_dir));
+    ck_assert_str_eq(file, scratch_at("ok.json"));
+    ck_assert_int_eq(is_dir, 0);
+    free(file);
+    ASSERT_ERROR_HAS(ct__file_or_folder(scratch_at("none"), "config.json", &file, NULL),
+                     CT_ERR_IO, "No such file or directory");
+    ck_assert_ptr_null(file);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), scratch_at("none")));
+    scratch_remove();
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -287,6 +330,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, float_text_is_python_repr);
     tcase_add_test(tc, float_text_round_trips);
     tcase_add_test(tc, atomic_write_replaces_whole_or_nothing);
+    tcase_add_test(tc, text_writer_and_file_or_folder);
     tcase_add_test(tc, inputs_must_be_regular_files);
     suite_add_tcase(s, tc);
     return s;

@@ -15,24 +15,20 @@
 #include <cputrain/cputrain.h>
 
 #include "ranks.h"
+#include "scratch.h"
 #include "suites.h"
 
 enum { T = 12, N_EXAMPLES = 32 };
 
-static char root[64];
-
 static void setup(void)
 {
     map_out_area();
-    strcpy(root, "/tmp/ct_ddp_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
+    scratch_make();
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    ck_assert_int_eq(system(cmd), 0);
+    scratch_remove();
     unmap_out_area();
 }
 
@@ -41,7 +37,7 @@ static ct_status make_model(int rank, int layers, int hidden, ct_model **out)
 {
     char path[128], text[512];
     FILE *f;
-    snprintf(path, sizeof path, "%s/config-%d.json", root, rank);
+    snprintf(path, sizeof path, "%s/config-%d.json", scratch_dir, rank);
     snprintf(text, sizeof text,
              "{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": %d, "
              "\"num_hidden_layers\": %d, \"num_attention_heads\": 2, \"intermediate_size\": %d, "
@@ -162,9 +158,10 @@ static int train_rank(int rank, int world, void *arg)
     ct_status st;
     uint32_t h = 2166136261u;
 
-    snprintf(out, sizeof out, "%s/%s-out%s", root, j->name, rank == j->bad_dir_rank ? "-file" : "");
+    snprintf(out, sizeof out, "%s/%s-out%s", scratch_dir, j->name,
+             rank == j->bad_dir_rank ? "-file" : "");
     if (j->save_each)
-        snprintf(out, sizeof out, "%s/%s-out-%d", root, j->name, rank);
+        snprintf(out, sizeof out, "%s/%s-out-%d", scratch_dir, j->name, rank);
     if (rank == j->bad_dir_rank)
         fclose(fopen(out, "w"));
     snprintf(mb, sizeof mb, "%d", j->bucket_mb ? j->bucket_mb : 25);
@@ -317,7 +314,7 @@ static int predict_rank(int rank, int world, void *arg)
     ct_dataset *d = make_dataset();
     ct_args *a = NULL;
     ct_trainer *t = NULL;
-    const char *argv[] = {"--output_dir", root, "--per_device_eval_batch_size", arg};
+    const char *argv[] = {"--output_dir", scratch_dir, "--per_device_eval_batch_size", arg};
     size_t n = (size_t)N_EXAMPLES * T * 2;
     float *logits = malloc(n * sizeof *logits);
     ct_status st;
@@ -380,7 +377,7 @@ END_TEST
 static int exists(const char *name)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/%s", root, name);
+    snprintf(path, sizeof path, "%s/%s", scratch_dir, name);
     return access(path, F_OK) == 0;
 }
 

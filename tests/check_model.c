@@ -13,6 +13,7 @@
 #include <cputrain/cputrain.h>
 
 #include "kernels/kernels.h"
+#include "scratch.h"
 #include "suites.h"
 
 enum { B = 3, T = 11 };
@@ -252,21 +253,6 @@ START_TEST(threads_do_not_change_results)
 }
 END_TEST
 
-static char dir[64];
-
-static void make_dir(void)
-{
-    strcpy(dir, "/tmp/ct_model_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -307,17 +293,17 @@ START_TEST(save_load_save_is_byte_identical)
     float l1, l2;
     OK(ct_model_create("distilbert-test", CT_TASK_SEQUENCE_CLASSIFICATION, 9, &m));
     OK(ct_model_set_training(m, 0));
-    OK(ct_model_save(m, dir, CT_DTYPE_F32));
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    OK(ct_model_save(m, scratch_dir, CT_DTYPE_F32));
+    snprintf(path, sizeof path, "%s/model.safetensors", scratch_dir);
     first = slurp(path, &n1);
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(path, sizeof path, "%s/config.json", scratch_dir);
     config = slurp(path, &nc);
     ck_assert_ptr_nonnull(strstr(config, "\"DistilBertForSequenceClassification\""));
     ck_assert_ptr_nonnull(strstr(config, "\"model_type\": \"distilbert\""));
     ck_assert_ptr_nonnull(strstr(first + 8, "\"__metadata__\":{\"format\":\"pt\"}"));
-    OK(ct_model_load(dir, CT_TASK_SEQUENCE_CLASSIFICATION, 1, &m2));
+    OK(ct_model_load(scratch_dir, CT_TASK_SEQUENCE_CLASSIFICATION, 1, &m2));
     ck_assert_uint_eq(ct_model_new_tensor_count(m2), 0);
-    snprintf(sub, sizeof sub, "%s/again", dir);
+    snprintf(sub, sizeof sub, "%s/again", scratch_dir);
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     OK(ct_model_save(m2, sub, CT_DTYPE_F32));
     snprintf(path, sizeof path, "%s/model.safetensors", sub);
@@ -355,9 +341,9 @@ START_TEST(new_head_on_pretrained_encoder)
     ct_model *mlm, *qa;
     size_t i;
     OK(ct_model_create("bert-test", CT_TASK_MASKED_LM, 4, &mlm));
-    OK(ct_model_save(mlm, dir, CT_DTYPE_F32));
+    OK(ct_model_save(mlm, scratch_dir, CT_DTYPE_F32));
     /* run_qa's case: a pre-trained encoder gets a new QA head. */
-    OK(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 4, &qa));
+    OK(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 4, &qa));
     ck_assert_uint_eq(ct_model_new_tensor_count(qa), 2);
     ck_assert_str_eq(ct_model_new_tensor_name(qa, 0), "qa_outputs.weight");
     ck_assert_str_eq(ct_model_new_tensor_name(qa, 1), "qa_outputs.bias");
@@ -376,55 +362,58 @@ START_TEST(bad_folders_are_clear_errors)
     char path[128], *data, *cfg;
     size_t n, nc;
     OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 4, &m));
-    OK(ct_model_save(m, dir, CT_DTYPE_F32));
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    OK(ct_model_save(m, scratch_dir, CT_DTYPE_F32));
+    snprintf(path, sizeof path, "%s/model.safetensors", scratch_dir);
     data = slurp(path, &n);
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(path, sizeof path, "%s/config.json", scratch_dir);
     cfg = slurp(path, &nc);
 
     /* truncated weights */
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", scratch_dir);
     spit(path, data, n - 10);
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
-                     "model.safetensors");
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT, "model.safetensors");
     ck_assert_ptr_null(other);
     spit(path, data, n);
     /* a config that disagrees with the weights: the tensor is named */
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(path, sizeof path, "%s/config.json", scratch_dir);
     spit_text(path, "{\"model_type\": \"bert\", \"vocab_size\": 128, \"hidden_size\": 32, "
                "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 48, "
                "\"max_position_embeddings\": 64}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT,
                      "intermediate.dense.weight' has shape [64, 32] but the configuration "
                      "needs [48, 32]");
     spit_text(path, "{\"model_type\": \"gpt2\"}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
                      CT_ERR_UNSUPPORTED, "model_type 'gpt2' is not supported");
     spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": \"big\"}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
-                     "key 'hidden_size': expected an integer, got string");
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT, "key 'hidden_size': expected an integer, got string");
     /* integers checked against the int they go into, naming the key (issue 10) */
     spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": 4294967312}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
-                     "key 'hidden_size': 4294967312 is outside [1, 65536]");
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT, "key 'hidden_size': 4294967312 is outside [1, 65536]");
     spit_text(path, "{\"model_type\": \"bert\", \"num_hidden_layers\": 18446744073709551618}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT,
                      "key 'num_hidden_layers': expected an integer in [0, 1024], got "
                      "18446744073709551618");
     spit_text(path, "{\"model_type\": \"bert\", \"vocab_size\": 2.5}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT,
                      "key 'vocab_size': expected an integer in [1, 16777216], got 2.5");
     spit_text(path, "{\"model_type\": \"bert\", \"hidden_size\": 30, \"num_attention_heads\": 4}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_FORMAT,
-                     "not a multiple");
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_FORMAT, "not a multiple");
     spit_text(path, "{\"model_type\": \"bert\", \"hidden_act\": \"swish\"}");
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
                      CT_ERR_UNSUPPORTED, "activation 'swish'");
     spit(path, cfg, nc);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", scratch_dir);
     unlink(path);
-    ASSERT_ERROR_HAS(ct_model_load(dir, CT_TASK_QUESTION_ANSWERING, 1, &other), CT_ERR_NOT_FOUND,
-                     "no model.safetensors");
+    ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                     CT_ERR_NOT_FOUND, "no model.safetensors");
     ASSERT_ERROR_HAS(ct_model_load("/nonexistent", CT_TASK_QUESTION_ANSWERING, 1, &other),
                      CT_ERR_IO, "/nonexistent/config.json");
     ASSERT_ERROR_HAS(ct_model_create("bert-huge", CT_TASK_QUESTION_ANSWERING, 1, &other),
@@ -606,7 +595,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, bad_batches_are_clear_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("folders");
-    tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
+    tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, save_load_save_is_byte_identical);
     tcase_add_test(tc, new_head_on_pretrained_encoder);
     tcase_add_test(tc, bad_folders_are_clear_errors);

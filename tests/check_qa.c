@@ -8,7 +8,6 @@
  * windows of max_seq_length - len(question) - 3 context tokens, each
  * starting doc_stride tokens before the previous one ended). */
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +17,12 @@
 #include <cputrain/cputrain.h>
 
 #include "model/batch.h"
+#include "scratch.h"
 #include "suites.h"
 
 Suite *qa_suite(void);
 
 /* ids: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4, where 5, cafe 6, t0.. 7.. */
-static char dir[64];
 static ct_tokenizer *tok;
 
 #define ID_PAD 0
@@ -31,17 +30,6 @@ static ct_tokenizer *tok;
 #define ID_SEP 3
 #define ID_WHERE 5
 #define ID_T(i) (7 + (i))
-
-static void write_file(const char *name, const char *text)
-{
-    char p[256];
-    FILE *f;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    f = fopen(p, "wb");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 /* One paragraph, context "t0 t1 t2 t3 t4" (five tokens, 14 characters):
  * q0 answers "t2 t3" (chars 6..11), q1 "t4" (the context's last token,
@@ -84,9 +72,8 @@ static void setup(void)
 {
     char p[128];
     FILE *f;
-    strcpy(dir, "/tmp/ct_qa_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(p, sizeof p, "%s/vocab.txt", dir);
+    scratch_make();
+    snprintf(p, sizeof p, "%s/vocab.txt", scratch_dir);
     f = fopen(p, "wb");
     ck_assert_ptr_nonnull(f);
     fputs("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nwhere\ncafe\n", f);
@@ -94,34 +81,22 @@ static void setup(void)
         fprintf(f, "t%d\n", i);
     fclose(f);
     ck_assert_msg(ct_tokenizer_load(p, &tok) == CT_OK, "%s", ct_last_error());
-    write_file("short.json", SHORT_JSON);
-    write_file("long.json", LONG_JSON);
+    write_text(scratch_at("short.json"), SHORT_JSON);
+    write_text(scratch_at("long.json"), LONG_JSON);
 }
 
 static void teardown(void)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[512];
     ct_tokenizer_free(tok);
     tok = NULL;
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_remove();
 }
 
 static ct_squad *load(const char *name)
 {
     char p[256];
     ct_squad *s = NULL;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    snprintf(p, sizeof p, "%s/%s", scratch_dir, name);
     ck_assert_msg(ct_squad_load(p, &s) == CT_OK, "%s", ct_last_error());
     return s;
 }
@@ -338,6 +313,43 @@ START_TEST(max_examples_limits_the_examples)
 }
 END_TEST
 
+/* The progress callback sees 0, then the total, and can stop the build. */
+static size_t calls, last_done, last_total;
+static int stop_after;
+
+static int count_progress(void *user, size_t done, size_t total)
+{
+    (void)user;
+    calls++;
+    last_done = done;
+    last_total = total;
+    return stop_after && (int)calls >= stop_after;
+}
+
+START_TEST(progress_callback_counts_and_cancels)
+{
+    ct_squad *s = load("long.json");
+    ct_qa_features *f = NULL;
+    calls = 0;
+    stop_after = 0;
+    ck_assert_int_eq(ct_qa_features_create_with_progress(tok, s, -1, 10, 2, count_progress, NULL,
+                                                         &f), CT_OK);
+    ck_assert_uint_eq(ct_qa_features_count(f), 18); /* as without a callback */
+    ck_assert_uint_ge(calls, 2);
+    ck_assert_uint_eq(last_done, last_total);
+    ck_assert_uint_eq(last_total, ct_squad_count(s));
+    ct_qa_features_free(f);
+    calls = 0;
+    stop_after = 1;
+    f = NULL;
+    ck_assert_int_eq(ct_qa_features_create_with_progress(tok, s, -1, 10, 2, count_progress, NULL,
+                                                         &f), CT_ERR_CANCELLED);
+    ck_assert_ptr_null(f);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "stopped by the progress callback"));
+    ct_squad_free(s);
+}
+END_TEST
+
 /* ---- bad arguments ------------------------------------------------------------------ */
 
 /* Finding 6 of issue 10: answer_start is any int64 in the file; beyond the
@@ -347,7 +359,7 @@ START_TEST(answer_start_outside_the_context)
 {
     ct_squad *s;
     ct_qa_features *f;
-    write_file("far.json",
+    write_text(scratch_at("far.json"),
                "{\"version\": \"1.1\", \"data\": [{\"title\": \"far\", \"paragraphs\": [\n"
                " {\"context\": \"t0 t1 t2 t3 t4\", \"qas\": [\n"
                "  {\"id\": \"max\", \"question\": \"where\", \"answers\": [{\"text\": \"t2\", "
@@ -408,6 +420,7 @@ Suite *qa_suite(void)
     TCase *tc = tcase_create("qa");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, answer_inside_one_window);
+    tcase_add_test(tc, progress_callback_counts_and_cancels);
     tcase_add_test(tc, answer_at_the_end_of_the_context);
     tcase_add_test(tc, long_context_in_overlapping_windows);
     tcase_add_test(tc, stride_zero_and_wider_windows);

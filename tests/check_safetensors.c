@@ -16,21 +16,14 @@
 #include <cputrain/cputrain.h>
 
 #include "core/safetensors.h"
+#include "scratch.h"
 #include "suites.h"
 
 Suite *safetensors_suite(void);
 
-static char dir[64];
-
-static void make_dir(void)
-{
-    strcpy(dir, "/tmp/ct_st_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
 static int count_files(void)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(scratch_dir);
     struct dirent *e;
     int n = 0;
     ck_assert_ptr_nonnull(d);
@@ -41,26 +34,9 @@ static int count_files(void)
     return n;
 }
 
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[512];
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static void in_dir(char *out, size_t size, const char *name)
 {
-    snprintf(out, size, "%s/%s", dir, name);
+    snprintf(out, size, "%s/%s", scratch_dir, name);
 }
 
 static void put_file(const char *path, const void *data, size_t len)
@@ -400,7 +376,7 @@ START_TEST(open_io_errors)
     ck_assert_ptr_null(f);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), path));
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "No such file or directory"));
-    ck_assert_int_eq(ct__st_open(dir, &f), CT_ERR_IO);
+    ck_assert_int_eq(ct__st_open(scratch_dir, &f), CT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "not a regular file"));
     ck_assert_int_eq(ct__st_open(NULL, &f), CT_ERR_INVALID_ARG);
     ck_assert_int_eq(ct__st_open(path, NULL), CT_ERR_INVALID_ARG);
@@ -849,7 +825,7 @@ START_TEST(save_failure_keeps_old_file)
     free(after);
 
     /* A folder that does not exist. */
-    snprintf(path, sizeof path, "%s/no/such/dir/x.safetensors", dir);
+    snprintf(path, sizeof path, "%s/no/such/scratch_dir/x.safetensors", scratch_dir);
     ck_assert_int_eq(ct__st_save(path, s.t, 8, NULL, 0), CT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "No such file or directory"));
 }
@@ -1041,7 +1017,7 @@ Suite *safetensors_suite(void)
 {
     Suite *s = suite_create("safetensors");
     TCase *tc = tcase_create("malformed");
-    tcase_add_checked_fixture(tc, make_dir, remove_dir);
+    tcase_add_checked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, file_too_small);
     tcase_add_test(tc, header_too_large);
     tcase_add_test(tc, header_longer_than_file);
@@ -1067,7 +1043,7 @@ Suite *safetensors_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("write");
-    tcase_add_checked_fixture(tc, make_dir, remove_dir);
+    tcase_add_checked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, reference_byte_layout);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, resave_is_byte_identical);

@@ -16,6 +16,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "data/squad.h"
+#include "scratch.h"
 #include "suites.h"
 
 Suite *squad_suite(void);
@@ -24,27 +25,11 @@ Suite *squad_suite(void);
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static char tmpdir[64];
-
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ct_squad_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-/* Write `len` bytes into tmpdir/name; the path is static. */
+/* Write `len` bytes into the scratch folder's `name`; returns its path. */
 static const char *write_tmp(const char *name, const char *text, size_t len)
 {
-    static char path[256];
+    const char *path = scratch_at(name);
     FILE *f;
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     f = fopen(path, "wb");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(text, 1, len, f), len);
@@ -270,7 +255,7 @@ START_TEST(read_flat_and_duplicates)
     ck_assert_str_eq(ct_squad_text(s, 2, CT_SQUAD_QUESTION, NULL), "Which city?");
     ct_squad_free(s);
 
-    make_tmpdir();
+    scratch_make();
     start_capture();
     s = load_ok(write_tmp("dup.json", dup, strlen(dup)));
     stop_capture();
@@ -285,7 +270,7 @@ START_TEST(read_flat_and_duplicates)
     ck_assert_uint_eq(ct_squad_count(s), 0);
     ck_assert_ptr_null(ct_squad_texts(s, CT_SQUAD_ID));
     ct_squad_free(s);
-    remove_tmpdir();
+    scratch_remove();
 }
 END_TEST
 
@@ -368,7 +353,7 @@ START_TEST(read_errors)
     const struct bad_case *c = &bad_cases[_i];
     ct_squad *s = (ct_squad *)1;
     ct_status st;
-    make_tmpdir();
+    scratch_make();
     st = ct_squad_load(write_tmp(c->name, c->text, strlen(c->text)), &s);
     ck_assert_msg(st == c->status, "%s: status %s (%s)", c->name, ct_status_name(st),
                   ct_last_error());
@@ -376,7 +361,7 @@ START_TEST(read_errors)
     ck_assert_msg(strstr(ct_last_error(), c->want1) && strstr(ct_last_error(), c->want2),
                   "%s: error text \"%s\" lacks \"%s\" or \"%s\"", c->name, ct_last_error(),
                   c->want1, c->want2);
-    remove_tmpdir();
+    scratch_remove();
 }
 END_TEST
 
@@ -651,8 +636,8 @@ START_TEST(scores_dictionary)
     ck_assert_int_eq(ct_squad_scores_set(sc, "bad", 1.5, 1), CT_ERR_INVALID_ARG);
     ck_assert_int_eq(ct_squad_scores_set(sc, "bad\xff", 1.5, 0), CT_ERR_INVALID_ARG);
 
-    make_tmpdir();
-    snprintf(path, sizeof path, "%s/eval_results.json", tmpdir);
+    scratch_make();
+    snprintf(path, sizeof path, "%s/eval_results.json", scratch_dir);
     ck_assert_int_eq(ct_squad_scores_save(sc, path), CT_OK);
     text = read_text(path);
     /* json.dump(metrics, f, indent=4, sort_keys=True) */
@@ -687,7 +672,7 @@ START_TEST(scores_dictionary)
                            "}");
     free(text);
     ct_squad_scores_free(sc);
-    remove_tmpdir();
+    scratch_remove();
 }
 END_TEST
 
@@ -749,10 +734,10 @@ static void run_post_case(const ct__json *c, size_t ci)
     ck_assert_msg(st == CT_OK, "case %zu (%s): %s", ci, name, ct_last_error());
     ck_assert_uint_eq(ct_squad_preds_count(p), ne);
     snprintf(prefix, sizeof prefix, "case%zu", ci);
-    ck_assert_int_eq(ct_squad_preds_save(p, tmpdir, prefix), CT_OK);
+    ck_assert_int_eq(ct_squad_preds_save(p, scratch_dir, prefix), CT_OK);
     for (i = 0; i < 3; i++) {
         const ct__json *want = ct__json_get(c, keys[i]);
-        snprintf(path, sizeof path, "%s/%s_%s", tmpdir, prefix, files[i]);
+        snprintf(path, sizeof path, "%s/%s_%s", scratch_dir, prefix, files[i]);
         if (want->type == CT_JSON_NULL) {
             ck_assert_msg(access(path, F_OK) != 0, "case %zu (%s) wrote %s", ci, name, files[i]);
             continue;
@@ -782,10 +767,10 @@ START_TEST(post_fixture)
                   ct_last_error());
     cases = ct__json_get(ct__json_root(doc), "cases");
     ck_assert_uint_ge(cases->n, 20);
-    make_tmpdir();
+    scratch_make();
     for (i = 0; i < cases->n; i++)
         run_post_case(&cases->items[i], i);
-    remove_tmpdir();
+    scratch_remove();
     ct__json_free(doc);
 }
 END_TEST
@@ -911,16 +896,16 @@ START_TEST(post_errors)
     ck_assert_int_eq(ct_squad_postprocess(NULL, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, 1, 20, 30,
                                           0.0, &p),
                      CT_OK);
-    make_tmpdir();
-    ck_assert_int_eq(ct_squad_preds_save(p, tmpdir, NULL), CT_OK);
+    scratch_make();
+    ck_assert_int_eq(ct_squad_preds_save(p, scratch_dir, NULL), CT_OK);
     {
         char path[256], *text;
-        snprintf(path, sizeof path, "%s/null_odds.json", tmpdir);
+        snprintf(path, sizeof path, "%s/null_odds.json", scratch_dir);
         text = read_text(path);
         ck_assert_str_eq(text, "{}\n");
         free(text);
     }
-    remove_tmpdir();
+    scratch_remove();
     ct_squad_preds_free(p);
     ck_assert_int_eq(ct_squad_postprocess(win_ids, win_ctx, 1, win_fe, 2, 6, win_sl, win_el,
                                           win_off, 0, 20, 30, 0.0, NULL),

@@ -16,23 +16,9 @@
 
 #include "core/crc32c.h"
 #include "core/fileio.h"
+#include "scratch.h"
 #include "suites.h"
 #include "train/tb_events.h"
-
-static char root[64];
-
-static void make_root(void)
-{
-    strcpy(root, "/tmp/ct_tb_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static void remove_root(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    ck_assert_int_eq(system(cmd), 0);
-}
 
 static uint64_t le(const unsigned char *p, int bytes)
 {
@@ -96,10 +82,10 @@ START_TEST(scalar_record_bytes)
         0x0a, 0x0a, 't', 'r', 'a', 'i', 'n', '/', 'l', 'o', 's', 's', /* 1: tag */
         0x15, 0, 0, 0, 0x3f,                /*     2: simple_value, fixed32 */
     };
-    make_root();
-    OK(ct__tb_open(root, &w));
+    scratch_make();
+    OK(ct__tb_open(scratch_dir, &w));
     gethostname(host, sizeof host);
-    snprintf(expect_prefix, sizeof expect_prefix, "%s/events.out.tfevents.", root);
+    snprintf(expect_prefix, sizeof expect_prefix, "%s/events.out.tfevents.", scratch_dir);
     ck_assert_msg(!strncmp(ct__tb_path(w), expect_prefix, strlen(expect_prefix)), "%s",
                   ct__tb_path(w));
     {
@@ -122,7 +108,7 @@ START_TEST(scalar_record_bytes)
     ck_assert_mem_eq(text + 23, "brain.Event:2", 13);
     free(text);
     ct__tb_close(w);
-    remove_root();
+    scratch_remove();
 }
 END_TEST
 
@@ -132,8 +118,8 @@ START_TEST(step_zero_and_negative_steps)
     char *text;
     size_t len, last_len;
     const unsigned char *last;
-    make_root();
-    OK(ct__tb_open(root, &w));
+    scratch_make();
+    OK(ct__tb_open(scratch_dir, &w));
     OK(ct__tb_add_scalar(w, "t", 0.0, 0, 2.0)); /* proto3: step 0 is left out */
     OK(ct__read_file(ct__tb_path(w), 1 << 20, &text, &len));
     check_records((const unsigned char *)text, len, &last, &last_len);
@@ -150,7 +136,7 @@ START_TEST(step_zero_and_negative_steps)
     ck_assert_int_eq(last[19], 0x01);
     free(text);
     ct__tb_close(w);
-    remove_root();
+    scratch_remove();
 }
 END_TEST
 
@@ -163,8 +149,8 @@ START_TEST(log_keys_become_transformers_tags)
     char *text;
     size_t len, last_len;
     const unsigned char *last;
-    make_root();
-    OK(ct__tb_open(root, &w));
+    scratch_make();
+    OK(ct__tb_open(scratch_dir, &w));
     for (int i = 0; i < 5; i++) {
         OK(ct__tb_add_log_value(w, keys[i], 1.0, 7));
         OK(ct__read_file(ct__tb_path(w), 1 << 20, &text, &len));
@@ -174,7 +160,7 @@ START_TEST(log_keys_become_transformers_tags)
         free(text);
     }
     ct__tb_close(w);
-    remove_root();
+    scratch_remove();
 }
 END_TEST
 
@@ -183,8 +169,8 @@ START_TEST(two_writers_two_files_and_parents_made)
     ct__tb_writer *a, *b;
     char dir[128];
     struct stat sb;
-    make_root();
-    snprintf(dir, sizeof dir, "%s/runs/x/y", root);
+    scratch_make();
+    snprintf(dir, sizeof dir, "%s/runs/x/y", scratch_dir);
     OK(ct__tb_open(dir, &a));
     OK(ct__tb_open(dir, &b));
     ck_assert_str_ne(ct__tb_path(a), ct__tb_path(b));
@@ -193,7 +179,7 @@ START_TEST(two_writers_two_files_and_parents_made)
     ct__tb_close(a);
     ct__tb_close(b);
     ct__tb_close(NULL);
-    remove_root();
+    scratch_remove();
 }
 END_TEST
 
@@ -202,8 +188,8 @@ START_TEST(unusable_logging_dir_is_named)
     ct__tb_writer *w = (ct__tb_writer *)&w;
     char file[128], dir[160];
     FILE *f;
-    make_root();
-    snprintf(file, sizeof file, "%s/plain", root);
+    scratch_make();
+    snprintf(file, sizeof file, "%s/plain", scratch_dir);
     f = fopen(file, "w");
     ck_assert_ptr_nonnull(f);
     fclose(f);
@@ -214,7 +200,7 @@ START_TEST(unusable_logging_dir_is_named)
     ASSERT_ERROR_HAS(ct__tb_open(file, &w), CT_ERR_IO, "is not a folder");
     ASSERT_ERROR_HAS(ct__tb_open("", &w), CT_ERR_INVALID_ARG, "logging_dir");
     ASSERT_ERROR_HAS(ct__tb_open(NULL, &w), CT_ERR_INVALID_ARG, "logdir");
-    remove_root();
+    scratch_remove();
 }
 END_TEST
 
@@ -232,8 +218,8 @@ START_TEST(failed_write_is_named_and_cut_back)
     const unsigned char *last;
     ct_status st = CT_OK;
     int written = 0;
-    make_root();
-    OK(ct__tb_open(root, &w));
+    scratch_make();
+    OK(ct__tb_open(scratch_dir, &w));
     ck_assert_int_eq(stat(ct__tb_path(w), &sb), 0);
     signal(SIGXFSZ, SIG_IGN);
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -254,7 +240,7 @@ START_TEST(failed_write_is_named_and_cut_back)
     ASSERT_ERROR_HAS(ct__tb_add_scalar(w, "train/loss", 1.0, 9, 3.0), CT_ERR_IO,
                      "an earlier event could not be written");
     ct__tb_close(w);
-    remove_root();
+    scratch_remove();
 }
 END_TEST
 

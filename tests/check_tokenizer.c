@@ -4,7 +4,6 @@
  * texts, special tokens in the text, offsets in characters and bytes, pair
  * windows with stride, loading and bad input with the error text. */
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include <cputrain/cputrain.h>
 
 #include "core/strbuf.h"
+#include "scratch.h"
 #include "suites.h"
 
 Suite *tokenizer_suite(void);
@@ -31,26 +31,14 @@ static const char *const VOCAB[] = {
 };
 #define N_VOCAB (sizeof VOCAB / sizeof VOCAB[0])
 
-static char dir[64];
 static char vocab_path[128];
 static ct_tokenizer *tok;
-
-static void write_file(const char *name, const char *text)
-{
-    char p[256];
-    FILE *f;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    f = fopen(p, "wb");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static void write_vocab(const char *name, const char *skip)
 {
     char p[256];
     FILE *f;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    snprintf(p, sizeof p, "%s/%s", scratch_dir, name);
     f = fopen(p, "wb");
     ck_assert_ptr_nonnull(f);
     for (size_t i = 0; i < N_VOCAB; i++)
@@ -60,30 +48,17 @@ static void write_vocab(const char *name, const char *skip)
 
 static void setup(void)
 {
-    strcpy(dir, "/tmp/ct_tok_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_make();
     write_vocab("vocab.txt", NULL);
-    snprintf(vocab_path, sizeof vocab_path, "%s/vocab.txt", dir);
+    snprintf(vocab_path, sizeof vocab_path, "%s/vocab.txt", scratch_dir);
     ck_assert_int_eq(ct_tokenizer_load(vocab_path, &tok), CT_OK);
 }
 
 static void teardown(void)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[512];
     ct_tokenizer_free(tok);
     tok = NULL;
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_remove();
 }
 
 /* Compare a window's ids and character offsets with "id id ..." and
@@ -493,8 +468,8 @@ START_TEST(vocab_lines_as_transformers_reads_them)
     char p[128];
     /* CR LF and lone CR end lines; an empty line is a token; a repeated
      * token keeps its last id; spaces are kept; no final line end. */
-    write_file("v2.txt", "[PAD]\r\n[UNK]\r[CLS]\n\n[SEP]\ncat \ncat\ncat");
-    snprintf(p, sizeof p, "%s/v2.txt", dir);
+    write_text(scratch_at("v2.txt"), "[PAD]\r\n[UNK]\r[CLS]\n\n[SEP]\ncat \ncat\ncat");
+    snprintf(p, sizeof p, "%s/v2.txt", scratch_dir);
     ck_assert_int_eq(ct_tokenizer_load(p, &t), CT_OK);
     ck_assert_uint_eq(ct_tokenizer_vocab_size(t), 8);
     ck_assert_str_eq(ct_tokenizer_id_to_token(t, 3), "");
@@ -511,13 +486,13 @@ START_TEST(load_errors_name_the_file)
 {
     ct_tokenizer *t = (ct_tokenizer *)1;
     char p[128], expect_text[256];
-    snprintf(p, sizeof p, "%s/missing.txt", dir);
+    snprintf(p, sizeof p, "%s/missing.txt", scratch_dir);
     ck_assert_int_eq(ct_tokenizer_load(p, &t), CT_ERR_IO);
     ck_assert_ptr_null(t);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), p));
 
     write_vocab("nocls.txt", "[CLS]");
-    snprintf(p, sizeof p, "%s/nocls.txt", dir);
+    snprintf(p, sizeof p, "%s/nocls.txt", scratch_dir);
     ck_assert_int_eq(ct_tokenizer_load(p, &t), CT_ERR_FORMAT);
     snprintf(expect_text, sizeof expect_text,
              "%s: the vocabulary has no cls_token token \"[CLS]\"", p);
@@ -525,18 +500,18 @@ START_TEST(load_errors_name_the_file)
     for (int k = 0; k < 3; k++) {
         const char *names[] = {"[UNK]", "[SEP]", "[PAD]"};
         write_vocab("nox.txt", names[k]);
-        snprintf(p, sizeof p, "%s/nox.txt", dir);
+        snprintf(p, sizeof p, "%s/nox.txt", scratch_dir);
         ck_assert_int_eq(ct_tokenizer_load(p, &t), CT_ERR_FORMAT);
         ck_assert_ptr_nonnull(strstr(ct_last_error(), names[k]));
         ck_assert_ptr_nonnull(strstr(ct_last_error(), p));
     }
-    write_file("bad.txt", "[PAD]\n[UNK]\nca\xfft\n");
-    snprintf(p, sizeof p, "%s/bad.txt", dir);
+    write_text(scratch_at("bad.txt"), "[PAD]\n[UNK]\nca\xfft\n");
+    snprintf(p, sizeof p, "%s/bad.txt", scratch_dir);
     ck_assert_int_eq(ct_tokenizer_load(p, &t), CT_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "line 3: invalid UTF-8"));
 
     /* A folder without vocab.txt. */
-    snprintf(p, sizeof p, "%s/sub", dir);
+    snprintf(p, sizeof p, "%s/sub", scratch_dir);
     ck_assert_int_eq(mkdir(p, 0700), 0);
     ck_assert_int_eq(ct_tokenizer_load(p, &t), CT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "sub/vocab.txt"));
@@ -550,12 +525,12 @@ START_TEST(folder_with_tokenizer_config)
 {
     ct_tokenizer *t;
     int64_t v;
-    write_file("tokenizer_config.json",
+    write_text(scratch_at("tokenizer_config.json"),
                "{\"do_lower_case\": false, \"strip_accents\": true, \"model_max_length\": 512,"
                " \"tokenize_chinese_chars\": false, \"unk_token\": \"[MASK]\","
                " \"mask_token\": {\"content\": \"[UNK]\", \"lstrip\": false},"
                " \"additional_special_tokens\": [\"cat\"], \"tokenizer_class\": \"BertTokenizer\"}");
-    ck_assert_int_eq(ct_tokenizer_load(dir, &t), CT_OK);
+    ck_assert_int_eq(ct_tokenizer_load(scratch_dir, &t), CT_OK);
     ck_assert_int_eq(ct_tokenizer_get_option(t, CT_TOKENIZER_DO_LOWER_CASE, &v), CT_OK);
     ck_assert_int_eq(v, 0);
     ck_assert_int_eq(ct_tokenizer_get_option(t, CT_TOKENIZER_STRIP_ACCENTS, &v), CT_OK);
@@ -577,25 +552,25 @@ START_TEST(folder_with_tokenizer_config)
     }
     ct_tokenizer_free(t);
 
-    write_file("tokenizer_config.json", "{\"do_lower_case\": \"yes\"}");
-    ck_assert_int_eq(ct_tokenizer_load(dir, &t), CT_ERR_FORMAT);
+    write_text(scratch_at("tokenizer_config.json"), "{\"do_lower_case\": \"yes\"}");
+    ck_assert_int_eq(ct_tokenizer_load(scratch_dir, &t), CT_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "tokenizer_config.json"));
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "do_lower_case"));
-    write_file("tokenizer_config.json", "{\"do_lower_case\": tru}");
-    ck_assert_int_eq(ct_tokenizer_load(dir, &t), CT_ERR_FORMAT);
+    write_text(scratch_at("tokenizer_config.json"), "{\"do_lower_case\": tru}");
+    ck_assert_int_eq(ct_tokenizer_load(scratch_dir, &t), CT_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "tokenizer_config.json"));
     /* A vocab.txt path finds the config beside it; 1e30 means no limit;
      * special_tokens_map.json names the special tokens. */
-    write_file("tokenizer_config.json", "{\"model_max_length\": 1000000000000000019884624838656,"
-                                        " \"strip_accents\": null}");
-    write_file("special_tokens_map.json", "{\"cls_token\": \"[SEP]\"}");
+    write_text(scratch_at("tokenizer_config.json"),
+               "{\"model_max_length\": 1000000000000000019884624838656, \"strip_accents\": null}");
+    write_text(scratch_at("special_tokens_map.json"), "{\"cls_token\": \"[SEP]\"}");
     ck_assert_int_eq(ct_tokenizer_load(vocab_path, &t), CT_OK);
     ck_assert_int_eq(ct_tokenizer_get_option(t, CT_TOKENIZER_MODEL_MAX_LENGTH, &v), CT_OK);
     ck_assert_int_eq(v, -1);
     ck_assert_int_eq(ct_tokenizer_special_id(t, CT_SPECIAL_CLS), 3);
     ct_tokenizer_free(t);
     /* ...unless the config is of the newer kind, with added_tokens_decoder. */
-    write_file("tokenizer_config.json", "{\"added_tokens_decoder\": {}}");
+    write_text(scratch_at("tokenizer_config.json"), "{\"added_tokens_decoder\": {}}");
     ck_assert_int_eq(ct_tokenizer_load(vocab_path, &t), CT_OK);
     ck_assert_int_eq(ct_tokenizer_special_id(t, CT_SPECIAL_CLS), 2);
     ct_tokenizer_free(t);

@@ -16,6 +16,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "scratch.h"
 #include "suites.h"
 
 static const char *const VOCAB[] = {
@@ -26,25 +27,6 @@ static const char *const VOCAB[] = {
 };
 #define N_VOCAB (sizeof VOCAB / sizeof VOCAB[0])
 
-static char root[64];
-
-static const char *at(const char *name)
-{
-    static char path[8][256];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(path[k], sizeof path[k], "%s/%s", root, name);
-    return path[k];
-}
-
-static void put(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *slurp(const char *path)
 {
     char *data;
@@ -53,30 +35,16 @@ static char *slurp(const char *path)
     return data;
 }
 
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
-
 static void setup(void)
 {
     char text[1024] = "";
-    strcpy(root, "/tmp/ct_toksave_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    ck_assert_int_eq(mkdir(at("src"), 0755), 0);
+    scratch_make();
+    ck_assert_int_eq(mkdir(scratch_at("src"), 0755), 0);
     for (size_t i = 0; i < N_VOCAB; i++) {
         strcat(text, VOCAB[i]);
         strcat(text, "\n");
     }
-    put(at("src/vocab.txt"), text);
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    ck_assert_int_eq(system(cmd), 0);
+    write_text(scratch_at("src/vocab.txt"), text);
 }
 
 static ct_tokenizer *load(const char *path)
@@ -93,7 +61,7 @@ static ct__json_doc *parse(const char *path)
     return doc;
 }
 
-/* A key path into a parsed document: get(root, "model", "vocab", NULL). */
+/* A key path into a parsed document: get(scratch_dir, "model", "vocab", NULL). */
 static const ct__json *get(const ct__json *v, ...)
 {
     va_list ap;
@@ -174,22 +142,22 @@ static void same_tokenizer(const ct_tokenizer *a, const ct_tokenizer *b)
 
 START_TEST(files_are_what_bert_tokenizer_fast_writes)
 {
-    ct_tokenizer *t = load(at("src"));
+    ct_tokenizer *t = load(scratch_at("src"));
     ct__json_doc *doc;
     const ct__json *r, *v;
     char *a, *b;
     OK(ct_tokenizer_set_option(t, CT_TOKENIZER_MODEL_MAX_LENGTH, 512));
-    ck_assert_int_eq(mkdir(at("out"), 0755), 0);
-    OK(ct_tokenizer_save(t, at("out")));
+    ck_assert_int_eq(mkdir(scratch_at("out"), 0755), 0);
+    OK(ct_tokenizer_save(t, scratch_at("out")));
 
     /* vocab.txt: the source's bytes */
-    a = slurp(at("src/vocab.txt"));
-    b = slurp(at("out/vocab.txt"));
+    a = slurp(scratch_at("src/vocab.txt"));
+    b = slurp(scratch_at("out/vocab.txt"));
     ck_assert_str_eq(a, b);
     free(a);
     free(b);
 
-    doc = parse(at("out/tokenizer_config.json"));
+    doc = parse(scratch_at("out/tokenizer_config.json"));
     r = ct__json_root(doc);
     for (size_t i = 1; i < r->n; i++) /* json.dumps(sort_keys=True) */
         ck_assert_msg(strcmp(r->members[i - 1].key, r->members[i].key) < 0, "%s before %s",
@@ -210,14 +178,14 @@ START_TEST(files_are_what_bert_tokenizer_fast_writes)
     ck_assert_ptr_null(ct__json_get(r, "split_special_tokens"));
     ct__json_free(doc);
 
-    doc = parse(at("out/special_tokens_map.json"));
+    doc = parse(scratch_at("out/special_tokens_map.json"));
     r = ct__json_root(doc);
     ck_assert_uint_eq(r->n, 5);
     ck_assert_str_eq(get(r, "unk_token", NULL)->str, "[UNK]");
     ck_assert_str_eq(get(r, "pad_token", NULL)->str, "[PAD]");
     ct__json_free(doc);
 
-    doc = parse(at("out/tokenizer.json"));
+    doc = parse(scratch_at("out/tokenizer.json"));
     r = ct__json_root(doc);
     ck_assert_str_eq(get(r, "version", NULL)->str, "1.0");
     ck_assert_int_eq(get(r, "truncation", NULL)->type, CT_JSON_NULL);
@@ -265,28 +233,29 @@ START_TEST(a_save_loads_back_alike_and_saves_again_byte_for_byte)
     ct_tokenizer *t, *back;
     /* Every setting off its default, one extra special token, and a vocab
      * with CR LF, an empty line and a repeated token. */
-    put(at("src/vocab.txt"), "[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n\nthe\ncat\n##s\ncat\nsat\n"
-                             "caf\xc3\xa9\ncafe\n\xe4\xb8\xad\n[MASK]\nmat");
-    put(at("src/tokenizer_config.json"),
+    write_text(scratch_at("src/vocab.txt"),
+               "[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n\nthe\ncat\n##s\ncat\nsat\n"
+               "caf\xc3\xa9\ncafe\n\xe4\xb8\xad\n[MASK]\nmat");
+    write_text(scratch_at("src/tokenizer_config.json"),
         "{\"do_lower_case\": false, \"strip_accents\": true, \"tokenize_chinese_chars\": false,"
         " \"model_max_length\": 64, \"additional_special_tokens\": [\"mat\"]}");
-    t = load(at("src"));
+    t = load(scratch_at("src"));
     OK(ct_tokenizer_set_option(t, CT_TOKENIZER_CLEAN_TEXT, 0));
     OK(ct_tokenizer_set_option(t, CT_TOKENIZER_MAX_INPUT_CHARS_PER_WORD, 7));
-    ck_assert_int_eq(mkdir(at("a"), 0755), 0);
-    ck_assert_int_eq(mkdir(at("b"), 0755), 0);
-    OK(ct_tokenizer_save(t, at("a")));
-    back = load(at("a"));
+    ck_assert_int_eq(mkdir(scratch_at("a"), 0755), 0);
+    ck_assert_int_eq(mkdir(scratch_at("b"), 0755), 0);
+    OK(ct_tokenizer_save(t, scratch_at("a")));
+    back = load(scratch_at("a"));
     same_tokenizer(t, back);
     ck_assert_int_eq(ct_tokenizer_token_to_id(back, "cat"), 8);
     ck_assert_str_eq(ct_tokenizer_id_to_token(back, 4), "");
-    OK(ct_tokenizer_save(back, at("b")));
+    OK(ct_tokenizer_save(back, scratch_at("b")));
     for (int i = 0; i < 4; i++) {
         char pa[64], pb[64], *x, *y;
         snprintf(pa, sizeof pa, "a/%s", names[i]);
         snprintf(pb, sizeof pb, "b/%s", names[i]);
-        x = slurp(at(pa));
-        y = slurp(at(pb));
+        x = slurp(scratch_at(pa));
+        y = slurp(scratch_at(pb));
         ck_assert_msg(strcmp(x, y) == 0, "%s differs after a second save", names[i]);
         free(x);
         free(y);
@@ -294,7 +263,7 @@ START_TEST(a_save_loads_back_alike_and_saves_again_byte_for_byte)
     {
         /* The JSON vocab holds "cat" once, with its last id; the extra
          * special token is listed as Transformers lists it. */
-        ct__json_doc *doc = parse(at("a/tokenizer.json"));
+        ct__json_doc *doc = parse(scratch_at("a/tokenizer.json"));
         const ct__json *r = ct__json_root(doc);
         expect_int(get(r, "model", "vocab", "cat", NULL), 8);
         ck_assert_uint_eq(get(r, "model", "vocab", NULL)->n, 14);
@@ -303,7 +272,7 @@ START_TEST(a_save_loads_back_alike_and_saves_again_byte_for_byte)
         ck_assert_int_eq(get(r, "normalizer", "strip_accents", NULL)->type, CT_JSON_TRUE);
         ck_assert_uint_eq(get(r, "added_tokens", NULL)->n, 6);
         ct__json_free(doc);
-        doc = parse(at("a/tokenizer_config.json"));
+        doc = parse(scratch_at("a/tokenizer_config.json"));
         r = ct__json_root(doc);
         ck_assert_str_eq(get(r, "additional_special_tokens", NULL)->items[0].str, "mat");
         ck_assert_int_eq(get(r, "do_lower_case", NULL)->type, CT_JSON_FALSE);
@@ -318,12 +287,12 @@ END_TEST
 START_TEST(split_special_tokens_and_a_missing_mask_survive)
 {
     ct_tokenizer *t, *back;
-    put(at("src/vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n");
-    t = load(at("src"));
+    write_text(scratch_at("src/vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n");
+    t = load(scratch_at("src"));
     OK(ct_tokenizer_set_option(t, CT_TOKENIZER_SPLIT_SPECIAL_TOKENS, 1));
-    ck_assert_int_eq(mkdir(at("out"), 0755), 0);
-    OK(ct_tokenizer_save(t, at("out")));
-    back = load(at("out"));
+    ck_assert_int_eq(mkdir(scratch_at("out"), 0755), 0);
+    OK(ct_tokenizer_save(t, scratch_at("out")));
+    back = load(scratch_at("out"));
     ck_assert_int_eq(ct_tokenizer_special_id(back, CT_SPECIAL_MASK), -1);
     {
         int64_t v;
@@ -332,7 +301,7 @@ START_TEST(split_special_tokens_and_a_missing_mask_survive)
     }
     same_encoding(t, back, "the [CLS] [MASK]", NULL);
     {
-        ct__json_doc *doc = parse(at("out/tokenizer.json"));
+        ct__json_doc *doc = parse(scratch_at("out/tokenizer.json"));
         ck_assert_uint_eq(get(ct__json_root(doc), "added_tokens", NULL)->n, 4);
         ct__json_free(doc);
     }
@@ -343,52 +312,54 @@ END_TEST
 
 START_TEST(a_failed_save_names_the_path_and_changes_nothing)
 {
-    ct_tokenizer *t = load(at("src"));
+    ct_tokenizer *t = load(scratch_at("src"));
     struct rlimit old, small;
     void (*old_handler)(int);
     char *text;
-    ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("missing")), CT_ERR_IO, at("missing"));
-    ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("src/vocab.txt")), CT_ERR_IO, "not a folder");
-    ck_assert_int_eq(ct_tokenizer_save(NULL, root), CT_ERR_INVALID_ARG);
+    ASSERT_ERROR_HAS(ct_tokenizer_save(t, scratch_at("missing")), CT_ERR_IO, scratch_at("missing"));
+    ASSERT_ERROR_HAS(ct_tokenizer_save(t, scratch_at("src/vocab.txt")), CT_ERR_IO, "not a folder");
+    ck_assert_int_eq(ct_tokenizer_save(NULL, scratch_dir), CT_ERR_INVALID_ARG);
     ck_assert_int_eq(ct_tokenizer_save(t, NULL), CT_ERR_INVALID_ARG);
 
     /* A folder holding an older tokenizer; tokenizer.json, the largest
-     * file, cannot be written (a file-size limit, which holds for root
+     * file, cannot be written (a file-size limit, which holds for scratch_dir
      * too): no file is replaced and no temporary file stays. */
-    ck_assert_int_eq(mkdir(at("out"), 0755), 0);
-    put(at("out/vocab.txt"), "old\n");
+    ck_assert_int_eq(mkdir(scratch_at("out"), 0755), 0);
+    write_text(scratch_at("out/vocab.txt"), "old\n");
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
     small.rlim_cur = 2000; /* the soft limit only, so it can be raised again */
     small.rlim_max = old.rlim_max;
     old_handler = signal(SIGXFSZ, SIG_IGN);
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
-    ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("out")), CT_ERR_IO, at("out/tokenizer.json"));
+    ASSERT_ERROR_HAS(ct_tokenizer_save(t, scratch_at("out")), CT_ERR_IO,
+                     scratch_at("out/tokenizer.json"));
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, old_handler);
-    text = slurp(at("out/vocab.txt"));
+    text = slurp(scratch_at("out/vocab.txt"));
     ck_assert_str_eq(text, "old\n");
     free(text);
     {
         char cmd[256];
-        snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = vocab.txt", at("out"));
+        snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = vocab.txt", scratch_at("out"));
         ck_assert_msg(system(cmd) == 0, "files other than vocab.txt were left in out/");
     }
-    if (geteuid() != 0) { /* permissions do not stop root */
-        ck_assert_int_eq(chmod(at("out"), 0555), 0);
-        ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("out")), CT_ERR_IO, at("out/"));
-        chmod(at("out"), 0755);
+    if (geteuid() != 0) { /* permissions do not stop scratch_dir */
+        ck_assert_int_eq(chmod(scratch_at("out"), 0555), 0);
+        ASSERT_ERROR_HAS(ct_tokenizer_save(t, scratch_at("out")), CT_ERR_IO, scratch_at("out/"));
+        chmod(scratch_at("out"), 0755);
     }
     /* A folder where tokenizer.json belongs: refused before any rename. */
-    ck_assert_int_eq(mkdir(at("out/tokenizer.json"), 0755), 0);
-    ASSERT_ERROR_HAS(ct_tokenizer_save(t, at("out")), CT_ERR_IO, "tokenizer.json: is a folder");
-    text = slurp(at("out/vocab.txt"));
+    ck_assert_int_eq(mkdir(scratch_at("out/tokenizer.json"), 0755), 0);
+    ASSERT_ERROR_HAS(ct_tokenizer_save(t, scratch_at("out")), CT_ERR_IO,
+                     "tokenizer.json: is a folder");
+    text = slurp(scratch_at("out/vocab.txt"));
     ck_assert_str_eq(text, "old\n");
     free(text);
-    ck_assert(!exists(at("out/tokenizer_config.json")));
-    ck_assert_int_eq(rmdir(at("out/tokenizer.json")), 0);
+    ck_assert(!path_exists(scratch_at("out/tokenizer_config.json")));
+    ck_assert_int_eq(rmdir(scratch_at("out/tokenizer.json")), 0);
     /* And the same save, unhindered, goes through. */
-    OK(ct_tokenizer_save(t, at("out")));
-    ck_assert(exists(at("out/tokenizer.json")));
+    OK(ct_tokenizer_save(t, scratch_at("out")));
+    ck_assert(path_exists(scratch_at("out/tokenizer.json")));
     ct_tokenizer_free(t);
 }
 END_TEST
@@ -397,12 +368,12 @@ END_TEST
 
 START_TEST(trainer_saves_the_tokenizer_with_the_model)
 {
-    ct_tokenizer *tok = load(at("src"));
+    ct_tokenizer *tok = load(scratch_at("src"));
     ct_model *m;
     ct_dataset *d;
     ct_args *a;
     ct_trainer *t;
-    const char *argv[] = {"--output_dir", at("run"), "--per_device_train_batch_size", "2",
+    const char *argv[] = {"--output_dir", scratch_at("run"), "--per_device_train_batch_size", "2",
                           "--max_steps", "2", "--save_steps", "1", "--logging_steps", "1"};
     OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 3, &m));
     OK(ct_dataset_create(CT_TASK_QUESTION_ANSWERING, 8, &d));
@@ -426,16 +397,16 @@ START_TEST(trainer_saves_the_tokenizer_with_the_model)
         for (int i = 0; i < 3; i++)
             for (int f = 0; f < 4; f++) {
                 snprintf(p, sizeof p, "%s/%s", dirs[i], files[f]);
-                ck_assert_msg(exists(at(p)), "%s missing", p);
+                ck_assert_msg(path_exists(scratch_at(p)), "%s missing", p);
             }
     }
     {
         /* The saved folder is a whole model again: tokenizer and head. */
-        ct_tokenizer *back = load(at("run/checkpoint-1"));
+        ct_tokenizer *back = load(scratch_at("run/checkpoint-1"));
         ct_task task = CT_TASK_MASKED_LM;
         same_tokenizer(tok, back);
         ct_tokenizer_free(back);
-        OK(ct_model_config_task(at("run"), &task));
+        OK(ct_model_config_task(scratch_at("run"), &task));
         ck_assert_int_eq(task, CT_TASK_QUESTION_ANSWERING);
     }
     /* Cleared with NULL: the next run saves no tokenizer. */
@@ -465,26 +436,28 @@ START_TEST(config_task_reads_architectures)
         task = (ct_task)-1;
         snprintf(text, sizeof text, "{\"model_type\": \"bert\", \"architectures\": [\"%s\"]}",
                  cases[i].arch);
-        put(at("src/config.json"), text);
-        OK(ct_model_config_task(at("src"), &task));
+        write_text(scratch_at("src/config.json"), text);
+        OK(ct_model_config_task(scratch_at("src"), &task));
         ck_assert_int_eq(task, cases[i].task);
         task = (ct_task)-1;
-        OK(ct_model_config_task(at("src/config.json"), &task));
+        OK(ct_model_config_task(scratch_at("src/config.json"), &task));
         ck_assert_int_eq(task, cases[i].task);
     }
-    put(at("src/config.json"), "{\"model_type\": \"bert\"}");
-    ASSERT_ERROR_HAS(ct_model_config_task(at("src"), &task), CT_ERR_NOT_FOUND, "architectures");
-    ck_assert_ptr_nonnull(strstr(ct_last_error(), at("src/config.json")));
-    put(at("src/config.json"), "{\"architectures\": [\"BertForPreTraining\"]}");
-    ASSERT_ERROR_HAS(ct_model_config_task(at("src"), &task), CT_ERR_UNSUPPORTED,
+    write_text(scratch_at("src/config.json"), "{\"model_type\": \"bert\"}");
+    ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_NOT_FOUND,
+                     "architectures");
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), scratch_at("src/config.json")));
+    write_text(scratch_at("src/config.json"), "{\"architectures\": [\"BertForPreTraining\"]}");
+    ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_UNSUPPORTED,
                      "BertForPreTraining");
-    put(at("src/config.json"), "{\"architectures\": \"BertForMaskedLM\"}");
-    ASSERT_ERROR_HAS(ct_model_config_task(at("src"), &task), CT_ERR_FORMAT, "list");
-    put(at("src/config.json"), "{\"architectures\": [");
-    ASSERT_ERROR_HAS(ct_model_config_task(at("src"), &task), CT_ERR_FORMAT, "config.json");
-    ASSERT_ERROR_HAS(ct_model_config_task(at("nowhere"), &task), CT_ERR_IO, at("nowhere"));
+    write_text(scratch_at("src/config.json"), "{\"architectures\": \"BertForMaskedLM\"}");
+    ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_FORMAT, "list");
+    write_text(scratch_at("src/config.json"), "{\"architectures\": [");
+    ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("src"), &task), CT_ERR_FORMAT, "config.json");
+    ASSERT_ERROR_HAS(ct_model_config_task(scratch_at("nowhere"), &task), CT_ERR_IO,
+                     scratch_at("nowhere"));
     ck_assert_int_eq(ct_model_config_task(NULL, &task), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct_model_config_task(at("src"), NULL), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct_model_config_task(scratch_at("src"), NULL), CT_ERR_INVALID_ARG);
 }
 END_TEST
 
@@ -492,25 +465,27 @@ START_TEST(tokenizer_json_settings_are_read_and_checked)
 {
     ct_tokenizer *t;
     int64_t v;
-    put(at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
-                                  "\"clean_text\": false}, \"model\": {\"type\": \"WordPiece\", "
-                                  "\"max_input_chars_per_word\": 9}}");
-    t = load(at("src"));
+    write_text(scratch_at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
+               "\"clean_text\": false}, \"model\": {\"type\": \"WordPiece\", "
+               "\"max_input_chars_per_word\": 9}}");
+    t = load(scratch_at("src"));
     OK(ct_tokenizer_get_option(t, CT_TOKENIZER_CLEAN_TEXT, &v));
     ck_assert_int_eq(v, 0);
     OK(ct_tokenizer_get_option(t, CT_TOKENIZER_MAX_INPUT_CHARS_PER_WORD, &v));
     ck_assert_int_eq(v, 9);
     ct_tokenizer_free(t);
-    put(at("src/tokenizer.json"), "{\"model\": {\"type\": \"WordPiece\", "
-                                  "\"max_input_chars_per_word\": 0}}");
-    ASSERT_ERROR_HAS(ct_tokenizer_load(at("src"), &t), CT_ERR_FORMAT, "max_input_chars_per_word");
-    ck_assert_ptr_nonnull(strstr(ct_last_error(), at("src/tokenizer.json")));
-    put(at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
-                                  "\"clean_text\": 1}}");
-    ASSERT_ERROR_HAS(ct_tokenizer_load(at("src"), &t), CT_ERR_FORMAT, "clean_text");
+    write_text(scratch_at("src/tokenizer.json"), "{\"model\": {\"type\": \"WordPiece\", "
+               "\"max_input_chars_per_word\": 0}}");
+    ASSERT_ERROR_HAS(ct_tokenizer_load(scratch_at("src"), &t), CT_ERR_FORMAT,
+                     "max_input_chars_per_word");
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), scratch_at("src/tokenizer.json")));
+    write_text(scratch_at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"BertNormalizer\", "
+               "\"clean_text\": 1}}");
+    ASSERT_ERROR_HAS(ct_tokenizer_load(scratch_at("src"), &t), CT_ERR_FORMAT, "clean_text");
     /* Other normalizers and models are not ours to read. */
-    put(at("src/tokenizer.json"), "{\"normalizer\": {\"type\": \"NFC\", \"clean_text\": 1}}");
-    t = load(at("src"));
+    write_text(scratch_at("src/tokenizer.json"),
+               "{\"normalizer\": {\"type\": \"NFC\", \"clean_text\": 1}}");
+    t = load(scratch_at("src"));
     ct_tokenizer_free(t);
 }
 END_TEST
@@ -519,7 +494,7 @@ Suite *tokenizer_save_suite(void)
 {
     Suite *s = suite_create("tokenizer_save");
     TCase *tc = tcase_create("tokenizer_save");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, scratch_remove);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, files_are_what_bert_tokenizer_fast_writes);
     tcase_add_test(tc, a_save_loads_back_alike_and_saves_again_byte_for_byte);

@@ -19,47 +19,21 @@
 
 #include <cputrain/cputrain.h>
 
+#include "scratch.h"
 #include "suites.h"
 #include "train/sampler.h"
 
 enum { T = 12, N_EXAMPLES = 24 };
 
-static char root[64];
-
-static void make_root(void)
-{
-    strcpy(root, "/tmp/ct_train_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static void remove_root(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static const char *at(const char *name)
-{
-    static char path[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", root, name);
-    return path[k];
-}
-
 /* A BERT test model without dropout, so runs compare exactly. */
 static ct_model *model_without_dropout(void)
 {
-    const char *cfg = at("nodrop.json");
-    FILE *f = fopen(cfg, "w");
+    const char *cfg = scratch_at("nodrop.json");
     ct_model *m;
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
-          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
-          "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.0, "
-          "\"attention_probs_dropout_prob\": 0.0}", f);
-    fclose(f);
+    write_text(cfg, "{\"model_type\": \"bert\", \"vocab_size\": 64, \"hidden_size\": 16, "
+               "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
+               "\"max_position_embeddings\": 32, \"hidden_dropout_prob\": 0.0, "
+               "\"attention_probs_dropout_prob\": 0.0}");
     OK(ct_model_create(cfg, CT_TASK_QUESTION_ANSWERING, 11, &m));
     return m;
 }
@@ -127,12 +101,6 @@ static float *train_params(const char *out, const char *const *extra, int n_extr
     ct_model_free(m);
     *n_out = n;
     return copy;
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
 }
 
 /* ---- optimizer ------------------------------------------------------------- */
@@ -316,7 +284,7 @@ START_TEST(nan_loss_step_is_skipped_and_logged)
     ct_dataset *d = make_dataset(5); /* example 5's loss is NaN */
     const char *extra[] = {"--per_device_train_batch_size", "1", "--max_steps", "24",
                            "--save_strategy", "no", "--logging_steps", "1"};
-    ct_args *a = make_args(at("nan"), extra, 8);
+    ct_args *a = make_args(scratch_at("nan"), extra, 8);
     ct_trainer *t;
     const char *hist;
     OK(ct_trainer_create(m, a, &t));
@@ -362,11 +330,11 @@ static int same_params(const float *a, const float *b, size_t n)
 START_TEST(resume_is_bitwise_exact_and_files_are_complete)
 {
     size_t n1, n2;
-    float *full = train_params(at("full"), NULL, 0, CT_OK, &n1);
+    float *full = train_params(scratch_at("full"), NULL, 0, CT_OK, &n1);
     const char *resume[] = {"--resume_from_checkpoint", "true"};
     ct_model *m = model_without_dropout();
     ct_dataset *d = make_dataset(-1);
-    ct_args *a = make_args(at("cut"), NULL, 0);
+    ct_args *a = make_args(scratch_at("cut"), NULL, 0);
     ct_trainer *t;
     float *resumed;
     static const char *const files[] = {"config.json", "model.safetensors", "optimizer.safetensors",
@@ -387,17 +355,17 @@ START_TEST(resume_is_bitwise_exact_and_files_are_complete)
     ct_model_free(m);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char p[256];
-        snprintf(p, sizeof p, "%s/checkpoint-2/%s", at("cut"), files[i]);
-        ck_assert_msg(exists(p), "%s missing", p);
+        snprintf(p, sizeof p, "%s/checkpoint-2/%s", scratch_at("cut"), files[i]);
+        ck_assert_msg(path_exists(p), "%s missing", p);
     }
-    ck_assert(!exists(at("cut/checkpoint-4")));
-    resumed = train_params(at("cut"), resume, 2, CT_OK, &n2);
+    ck_assert(!path_exists(scratch_at("cut/checkpoint-4")));
+    resumed = train_params(scratch_at("cut"), resume, 2, CT_OK, &n2);
     ck_assert_uint_eq(n1, n2);
     ck_assert_msg(same_params(full, resumed, n1), "resumed run differs from the full run");
     for (size_t i = 0; i < sizeof final_files / sizeof final_files[0]; i++) {
         char p[256];
-        snprintf(p, sizeof p, "%s/%s", at("cut"), final_files[i]);
-        ck_assert_msg(exists(p), "%s missing", p);
+        snprintf(p, sizeof p, "%s/%s", scratch_at("cut"), final_files[i]);
+        ck_assert_msg(path_exists(p), "%s missing", p);
     }
     free(full);
     free(resumed);
@@ -421,9 +389,9 @@ static int has_entry(const char *dir, const char *prefix)
 START_TEST(killed_during_a_save_resumes_exactly)
 {
     size_t n1, n2;
-    float *full = train_params(at("full2"), NULL, 0, CT_OK, &n1);
+    float *full = train_params(scratch_at("full2"), NULL, 0, CT_OK, &n1);
     const char *resume[] = {"--resume_from_checkpoint", "true"};
-    const char *out = at("killed");
+    const char *out = scratch_at("killed");
     float *resumed;
     pid_t child;
     int status, waited = 0;
@@ -445,8 +413,8 @@ START_TEST(killed_during_a_save_resumes_exactly)
     kill(child, SIGKILL);
     ck_assert_int_eq(waitpid(child, &status, 0), child);
     ck_assert(WIFSIGNALED(status));
-    ck_assert(!exists(at("killed/checkpoint-4"))); /* never half a checkpoint */
-    ck_assert(exists(at("killed/checkpoint-2/cputrain_checkpoint_complete")));
+    ck_assert(!path_exists(scratch_at("killed/checkpoint-4"))); /* never half a checkpoint */
+    ck_assert(path_exists(scratch_at("killed/checkpoint-2/cputrain_checkpoint_complete")));
     resumed = train_params(out, resume, 2, CT_OK, &n2);
     ck_assert_msg(same_params(full, resumed, n1), "resumed run differs from the full run");
     ck_assert(!has_entry(out, "tmp-checkpoint-4")); /* the leftover was cleaned up */
@@ -459,11 +427,11 @@ START_TEST(save_total_limit_keeps_the_newest)
 {
     const char *extra[] = {"--save_steps", "1", "--save_total_limit", "2"};
     size_t n;
-    free(train_params(at("rot"), extra, 4, CT_OK, &n));
-    ck_assert(exists(at("rot/checkpoint-6")));
-    ck_assert(exists(at("rot/checkpoint-5")));
-    ck_assert(!exists(at("rot/checkpoint-4")));
-    ck_assert(!exists(at("rot/checkpoint-1")));
+    free(train_params(scratch_at("rot"), extra, 4, CT_OK, &n));
+    ck_assert(path_exists(scratch_at("rot/checkpoint-6")));
+    ck_assert(path_exists(scratch_at("rot/checkpoint-5")));
+    ck_assert(!path_exists(scratch_at("rot/checkpoint-4")));
+    ck_assert(!path_exists(scratch_at("rot/checkpoint-1")));
 }
 END_TEST
 
@@ -473,11 +441,11 @@ START_TEST(bad_resume_input_is_a_clear_error)
     const char *resume[] = {"--resume_from_checkpoint", "true"};
     char path[256], cmd[512];
     FILE *f;
-    free(train_params(at("bad"), NULL, 0, CT_OK, &n));
+    free(train_params(scratch_at("bad"), NULL, 0, CT_OK, &n));
     /* corrupted optimizer file: named, and nothing overwritten */
-    snprintf(path, sizeof path, "%s", at("bad/checkpoint-6/optimizer.safetensors"));
+    snprintf(path, sizeof path, "%s", scratch_at("bad/checkpoint-6/optimizer.safetensors"));
     ck_assert_int_eq(truncate(path, 100), 0);
-    free(train_params(at("bad"), resume, 2, CT_ERR_FORMAT, &n));
+    free(train_params(scratch_at("bad"), resume, 2, CT_ERR_FORMAT, &n));
     ck_assert_msg(strstr(ct_last_error(), "optimizer.safetensors") != NULL, "%s",
                   ct_last_error());
     f = fopen(path, "rb");
@@ -486,13 +454,14 @@ START_TEST(bad_resume_input_is_a_clear_error)
     fclose(f);
     /* a checkpoint of another model: the missing tensor is named */
     {
-        const char *explicit_resume[] = {"--resume_from_checkpoint", at("bad/checkpoint-4")};
+        const char *explicit_resume[] = {"--resume_from_checkpoint",
+                                         scratch_at("bad/checkpoint-4")};
         ct_model *other;
-        snprintf(cmd, sizeof cmd, "%s", at("bad/checkpoint-4"));
+        snprintf(cmd, sizeof cmd, "%s", scratch_at("bad/checkpoint-4"));
         OK(ct_model_create("distilbert-test", CT_TASK_QUESTION_ANSWERING, 1, &other));
         OK(ct_model_save(other, cmd, CT_DTYPE_F32));
         ct_model_free(other);
-        free(train_params(at("bad"), explicit_resume, 2, CT_ERR_FORMAT, &n));
+        free(train_params(scratch_at("bad"), explicit_resume, 2, CT_ERR_FORMAT, &n));
         ck_assert_msg(strstr(ct_last_error(), "exp_avg") != NULL ||
                           strstr(ct_last_error(), "bert.") != NULL,
                       "%s", ct_last_error());
@@ -500,11 +469,11 @@ START_TEST(bad_resume_input_is_a_clear_error)
     /* an output_dir that cannot be made */
     {
         const char *bad_dir[] = {"--output_dir", "/proc/cputrain/out"};
-        free(train_params(at("unused"), bad_dir, 2, CT_ERR_IO, &n));
+        free(train_params(scratch_at("unused"), bad_dir, 2, CT_ERR_IO, &n));
         ck_assert_msg(strstr(ct_last_error(), "/proc/cputrain") != NULL, "%s", ct_last_error());
     }
     /* no checkpoint at all */
-    free(train_params(at("empty"), resume, 2, CT_ERR_NOT_FOUND, &n));
+    free(train_params(scratch_at("empty"), resume, 2, CT_ERR_NOT_FOUND, &n));
     ck_assert_msg(strstr(ct_last_error(), "no complete checkpoint") != NULL, "%s",
                   ct_last_error());
 }
@@ -514,7 +483,7 @@ END_TEST
 
 START_TEST(concurrent_runs_on_one_output_dir)
 {
-    const char *out = at("shared");
+    const char *out = scratch_at("shared");
     const char *resume[] = {"--resume_from_checkpoint", "true"};
     char pid_text[64];
     pid_t child;
@@ -549,7 +518,7 @@ START_TEST(concurrent_runs_on_one_output_dir)
     ck_assert(WIFSIGNALED(status));
     free(train_params(out, resume, 2, CT_OK, &n));
     ck_assert(!has_entry(out, "tmp-checkpoint-"));
-    ck_assert(exists(at("shared/checkpoint-6/cputrain_checkpoint_complete")));
+    ck_assert(path_exists(scratch_at("shared/checkpoint-6/cputrain_checkpoint_complete")));
 }
 END_TEST
 
@@ -558,19 +527,19 @@ START_TEST(two_trainers_of_one_process_exclude_each_other)
     /* flock is per open file, so this holds inside one process too (fcntl
      * locks would not). The first trainer's callback tries a second. */
     size_t n;
-    free(train_params(at("inproc"), NULL, 0, CT_OK, &n));
+    free(train_params(scratch_at("inproc"), NULL, 0, CT_OK, &n));
     {
-        int fd = open(at("inproc/.lock"), O_RDONLY);
+        int fd = open(scratch_at("inproc/.lock"), O_RDONLY);
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0); /* released after the run */
         {
             const char *again[] = {"--overwrite_output_dir"};
-            free(train_params(at("inproc"), again, 1, CT_ERR_BUSY, &n));
+            free(train_params(scratch_at("inproc"), again, 1, CT_ERR_BUSY, &n));
             ck_assert_msg(strstr(ct_last_error(), "in use by another run"), "%s", ct_last_error());
         }
         close(fd);
     }
-    ck_assert(exists(at("inproc/checkpoint-6"))); /* the refused run deleted nothing */
+    ck_assert(path_exists(scratch_at("inproc/checkpoint-6"))); /* the refused run deleted nothing */
 }
 END_TEST
 
@@ -597,23 +566,23 @@ START_TEST(old_checkpoints_need_resume_or_overwrite)
     const char *overwrite[] = {"--max_steps", "2", "--overwrite_output_dir"};
     const char *resume[] = {"--resume_from_checkpoint", "true"};
     size_t n;
-    free(train_params(at("old"), NULL, 0, CT_OK, &n)); /* checkpoints 2, 4, 6 */
+    free(train_params(scratch_at("old"), NULL, 0, CT_OK, &n)); /* checkpoints 2, 4, 6 */
     /* A new run would mix its checkpoints with these: refused, untouched. */
-    free(train_params(at("old"), shorter, 2, CT_ERR_INVALID_ARG, &n));
+    free(train_params(scratch_at("old"), shorter, 2, CT_ERR_INVALID_ARG, &n));
     ck_assert_msg(strstr(ct_last_error(), "checkpoint-") &&
                       strstr(ct_last_error(), "overwrite_output_dir") &&
                       strstr(ct_last_error(), "resume_from_checkpoint"),
                   "%s", ct_last_error());
-    ck_assert(exists(at("old/checkpoint-6")));
+    ck_assert(path_exists(scratch_at("old/checkpoint-6")));
     /* Resuming the finished run is allowed (nothing left to do). */
-    free(train_params(at("old"), resume, 2, CT_OK, &n));
+    free(train_params(scratch_at("old"), resume, 2, CT_OK, &n));
     /* overwrite_output_dir starts over: the old checkpoints are gone. */
-    free(train_params(at("old"), overwrite, 3, CT_OK, &n));
-    ck_assert(exists(at("old/checkpoint-2")));
-    ck_assert(!exists(at("old/checkpoint-4")));
-    ck_assert(!exists(at("old/checkpoint-6")));
-    ck_assert_int_eq(state_global_step(at("old/checkpoint-2")), 2);
-    ck_assert_int_eq(state_global_step(at("old")), 2);
+    free(train_params(scratch_at("old"), overwrite, 3, CT_OK, &n));
+    ck_assert(path_exists(scratch_at("old/checkpoint-2")));
+    ck_assert(!path_exists(scratch_at("old/checkpoint-4")));
+    ck_assert(!path_exists(scratch_at("old/checkpoint-6")));
+    ck_assert_int_eq(state_global_step(scratch_at("old/checkpoint-2")), 2);
+    ck_assert_int_eq(state_global_step(scratch_at("old")), 2);
 }
 END_TEST
 
@@ -623,8 +592,8 @@ START_TEST(negative_seed_resumes)
     const char *neg[] = {"--seed", "-1"};
     const char *resume[] = {"--seed", "-1", "--resume_from_checkpoint", "true"};
     size_t n;
-    free(train_params(at("negseed"), neg, 2, CT_OK, &n));
-    free(train_params(at("negseed"), resume, 4, CT_OK, &n));
+    free(train_params(scratch_at("negseed"), neg, 2, CT_OK, &n));
+    free(train_params(scratch_at("negseed"), resume, 4, CT_OK, &n));
 }
 END_TEST
 
@@ -643,7 +612,7 @@ START_TEST(a_run_that_cannot_learn_fails)
 {
     ct_model *m = model_without_dropout(), *loaded;
     ct_dataset *d = make_dataset(-1);
-    ct_args *a = make_args(at("nanw"), NULL, 0);
+    ct_args *a = make_args(scratch_at("nanw"), NULL, 0);
     ct_trainer *t;
     size_t n;
     /* NaN weights: every step skipped; saved and loaded, they are named. */
@@ -651,11 +620,11 @@ START_TEST(a_run_that_cannot_learn_fails)
         if (!strcmp(ct_model_tensor_name(m, i), "bert.embeddings.word_embeddings.weight"))
             for (size_t j = 0; j < ct_model_tensor_numel(m, i); j++)
                 ct_model_tensor_data(m, i)[j] = NAN;
-    ck_assert_int_eq(mkdir(at("nanmodel"), 0755), 0);
-    OK(ct_model_save(m, at("nanmodel"), CT_DTYPE_F32));
+    ck_assert_int_eq(mkdir(scratch_at("nanmodel"), 0755), 0);
+    OK(ct_model_save(m, scratch_at("nanmodel"), CT_DTYPE_F32));
     nan_weight_warnings = 0;
     ct_log_set_callback(count_nan_weights, NULL);
-    OK(ct_model_load(at("nanmodel"), CT_TASK_QUESTION_ANSWERING, 1, &loaded));
+    OK(ct_model_load(scratch_at("nanmodel"), CT_TASK_QUESTION_ANSWERING, 1, &loaded));
     ct_log_set_callback(NULL, NULL);
     ck_assert_int_eq(nan_weight_warnings, 1);
     ct_model_free(loaded);
@@ -663,7 +632,7 @@ START_TEST(a_run_that_cannot_learn_fails)
     OK(ct_trainer_set_train_dataset(t, d));
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_NUMERIC, "first at step 1");
     ck_assert_msg(strstr(ct_last_error(), "6 of its 6"), "%s", ct_last_error());
-    ck_assert(!exists(at("nanw/model.safetensors"))); /* no broken result saved */
+    ck_assert(!path_exists(scratch_at("nanw/model.safetensors"))); /* no broken result saved */
     ct_trainer_free(t);
     ct_args_free(a);
     ct_dataset_free(d);
@@ -671,7 +640,7 @@ START_TEST(a_run_that_cannot_learn_fails)
     /* An absurd learning rate: the first step ruins the weights. */
     {
         const char *huge[] = {"--learning_rate", "1e308", "--warmup_steps", "0"};
-        free(train_params(at("hugelr"), huge, 4, CT_ERR_NUMERIC, &n));
+        free(train_params(scratch_at("hugelr"), huge, 4, CT_ERR_NUMERIC, &n));
         ck_assert_msg(strstr(ct_last_error(), "did not learn"), "%s", ct_last_error());
     }
 }
@@ -704,7 +673,7 @@ START_TEST(dataset_and_trainer_input_checks)
     OK(ct_trainer_set_train_dataset(t, d));
     ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_INVALID_ARG, "output_dir");
     ct_trainer_free(t);
-    OK(ct_args_set(a, "output_dir", at("x")));
+    OK(ct_args_set(a, "output_dir", scratch_at("x")));
     OK(ct_args_set(a, "eval_strategy", "epoch"));
     OK(ct_trainer_create(m, a, &t));
     OK(ct_trainer_set_train_dataset(t, d));
@@ -818,14 +787,12 @@ START_TEST(group_by_length_trains)
     OK(ct_args_get_bool(a, "group_by_length", &v));
     ck_assert_int_eq(v, 0);
     ct_args_free(a);
-    make_root();
-    p_on = train_params(at("on"), on, 1, CT_OK, &n1);
-    p_again = train_params(at("again"), on, 1, CT_OK, &n2);
+    p_on = train_params(scratch_at("on"), on, 1, CT_OK, &n1);
+    p_again = train_params(scratch_at("again"), on, 1, CT_OK, &n2);
     ck_assert_uint_eq(n1, n2);
     ck_assert_mem_eq(p_on, p_again, n1 * sizeof *p_on);
     free(p_on);
     free(p_again);
-    remove_root();
 }
 END_TEST
 
@@ -839,7 +806,7 @@ Suite *train_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("trainer");
     tcase_set_timeout(tc, 120);
-    tcase_add_unchecked_fixture(tc, make_root, remove_root);
+    tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, accumulation_equals_larger_batch);
     tcase_add_test(tc, nan_loss_step_is_skipped_and_logged);
     tcase_add_test(tc, resume_is_bitwise_exact_and_files_are_complete);

@@ -73,6 +73,8 @@ run "data-parallel training: N ranks x batch b = 1 rank x N*b (shm, tcp, mpi)" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/ddp_equiv.sh
 run "sharded optimizer (optim_shard): 2/3/4 ranks = 1 rank, resume at another world size" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/optim_shard.sh
+run "cputrain-run and elastic world size: a rank killed, 3 -> 2 -> 3 ranks = fixed 2 ranks" \
+    env B="$B" PYTHON="$PYTHON" sh tests/dist/elastic.sh
 run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-back)" \
     env B="$B" sh tests/topo_cli/run.sh
 run "ct_dist API under mpirun -n 2, 3 and from RANK/WORLD_SIZE (shm, tcp)" \
@@ -88,7 +90,8 @@ mpi_plugin_tests() {
 }
 run "mpi plugin under mpirun -n 2, 3, 4: collectives, and a stuck rank's timeout" \
     mpi_plugin_tests
-run "install + pkg-config, shared and static" sh tests/pkgconfig/run.sh
+run "install + pkg-config (shared, rpath, static beside the .so), Python package, uninstall" \
+    env PYTHON="$PYTHON" sh tests/pkgconfig/run.sh
 
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"
 [ -z "$skipped_names" ] || echo "skipped groups:$skipped_names"

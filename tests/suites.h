@@ -1,6 +1,6 @@
 /* Every Check suite besides core_suite, one line each: the runner adds them
  * all. Each lives in tests/check_<area>.c. Also the assertion helpers the
- * suites share. */
+ * suites share; their scratch folder and file helpers are scratch.h. */
 #ifndef CT_TESTS_SUITES_H
 #define CT_TESTS_SUITES_H
 
@@ -26,6 +26,7 @@ Suite *core_suite(void);
 
 #define CT_TEST_SUITES(X) \
     X(args_suite)             \
+    X(arg_fates_suite)        \
     X(json_suite)             \
     X(safetensors_suite)      \
     X(kernels_suite)          \

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- run_qa.py's ModelArguments and DataTrainingArguments -------------- */
@@ -23,7 +25,7 @@ typedef struct qa_options {
     const char *dataset_name, *dataset_dir, *train_file, *validation_file, *test_file;
     long max_seq_length, doc_stride, max_train_samples, max_eval_samples, max_predict_samples;
     long n_best_size, max_answer_length;
-    int pad_to_max_length, version_2_with_negative;
+    int version_2_with_negative;
     double null_score_diff_threshold;
 } qa_options;
 
@@ -54,8 +56,6 @@ static const struct option_row {
     ROW_SAMPLES(max_predict_samples, "Use only the first N test examples."),
     ROW(n_best_size, INT, "Candidate answers kept per question (default 20)."),
     ROW(max_answer_length, INT, "Longest answer in tokens (default 30)."),
-    ROW(pad_to_max_length, FLAG, "Pad every window to max_seq_length (always done; default "
-                                 "True). Padding costs nothing: only real tokens are computed."),
     ROW(version_2_with_negative, FLAG, "Some questions have no answer (SQuAD v2.0)."),
     ROW(null_score_diff_threshold, FLOAT, "Predict no answer when its score beats the best "
                                           "span by more than this (default 0.0)."),
@@ -63,31 +63,81 @@ static const struct option_row {
 #undef ROW_SAMPLES
 };
 
-/* Accepted for compatibility with run_qa.py command lines; they change
- * nothing here (no cache, no hub, one tokenizer kind). */
-static const char *const ignored[] = {"overwrite_cache", "preprocessing_num_workers",
-                                      "cache_dir", "use_fast_tokenizer", "model_revision",
-                                      "token", "trust_remote_code", "dataset_config_name"};
+static const char *const fate_names[] = {"implemented", "no effect", "refused", "?"};
+
+/* HfArgumentParser's truthy and falsy words. */
+static int bool_word(const char *s, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "t", "y", "1"};
+    static const char *const no[] = {"false", "no", "f", "n", "0"};
+    for (int i = 0; i < 5; i++) {
+        if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+            *out = !strcasecmp(s, yes[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The library's table of every run_qa.py / TrainingArguments name: run_qa's
+ * own arguments this program reads are IMPLEMENTED rows there, and each must
+ * be in options[] above; the others have no effect (a warning) or are
+ * refused (an error), as the table says. */
+static void usage_fates(const char *group, int fate)
+{
+    for (size_t i = 0; i < ct_args_known_count(); i++)
+        if (strcmp(ct_args_known_group(i), group) == 0 && ct_args_known_fate(i) == fate)
+            printf("  --%-26s %s: %s.\n", ct_args_known_name(i),
+                   fate == CT_ARG_NO_EFFECT ? "No effect" : "Refused", ct_args_known_reason(i));
+}
 
 static void usage(void)
 {
     printf("usage: cputrain-qa [--model_name_or_path DIR] [--train_file F] [--validation_file F]\n"
            "                   [--test_file F] [--do_train] [--do_eval] [--do_predict]\n"
            "                   [TrainingArguments...]\n\n"
-           "Question answering arguments:\n");
+           "Question answering arguments (run_qa.py's ModelArguments and DataTrainingArguments):\n");
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
         printf("  --%-26s %s\n", options[i].name, options[i].help);
+    printf("\nrun_qa.py arguments accepted with no effect here (a warning says why):\n");
+    usage_fates("ModelArguments", CT_ARG_NO_EFFECT);
+    usage_fates("DataTrainingArguments", CT_ARG_NO_EFFECT);
     printf("\n%s", ct_args_help());
 }
 
-static int set_option(qa_options *o, const char *name, const char *value, int *used_value)
+/* A name that is not one of options[]: the library's table decides. A
+ * no-effect name is accepted with its warning, a refused one fails with the
+ * reason, and a name neither run_qa.py nor TrainingArguments has is an error. */
+static int set_known(ct_args *args, const char *name, const char *value, int *used_value)
+{
+    size_t k;
+    int b, flag;
+    ct_status st;
+    if (ct_args_known_index(name, &k) != CT_OK) {
+        fprintf(stderr, "cputrain-qa: unknown argument --%s: neither run_qa.py nor "
+                        "TrainingArguments has it (see --help)\n", name);
+        return -1;
+    }
+    flag = ct_args_known_type(k) == CT_ARG_BOOL;
+    if (flag && !(value && bool_word(value, &b)))
+        value = NULL; /* a bare --flag */
+    else if (!flag && (!value || strncmp(value, "--", 2) == 0)) {
+        fprintf(stderr, "cputrain-qa: argument --%s: expected one argument\n", name);
+        return -1;
+    }
+    *used_value = value != NULL;
+    if ((st = ct_args_set(args, name, value ? value : "True")) != CT_OK) {
+        fprintf(stderr, "cputrain-qa: %s (%s %s)\n", ct_last_error(),
+                fate_names[ct_args_known_fate(k) & 3], ct_args_known_group(k));
+        return -1;
+    }
+    return 0;
+}
+
+static int set_option(qa_options *o, ct_args *args, const char *name, const char *value,
+                      int *used_value)
 {
     *used_value = 0;
-    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-        if (strcmp(name, ignored[i]) == 0) {
-            *used_value = value && strncmp(value, "--", 2) != 0;
-            return 0;
-        }
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
         const struct option_row *r = &options[i];
         char *end;
@@ -137,8 +187,7 @@ static int set_option(qa_options *o, const char *name, const char *value, int *u
         }
         return 0;
     }
-    fprintf(stderr, "cputrain-qa: unknown argument --%s (see --help)\n", name);
-    return -1;
+    return set_known(args, name, value, used_value);
 }
 
 /* ---- data ------------------------------------------------------------------ */
@@ -314,6 +363,64 @@ static ct_status gather_logits(run *r, float *all, size_t block, int T)
     return st;
 }
 
+/* A tqdm-style bar on stderr, as datasets.map draws while run_qa.py
+ * tokenizes and Trainer's loop while it evaluates: only on a terminal, only
+ * on rank 0, not with --disable_tqdm. done == total == 0 clears the line. */
+static void draw_bar(const run *r, const char *what, size_t done, size_t total,
+                     struct timespec t0)
+{
+    static const char hashes[] = "##############################";
+    struct timespec now;
+    int disabled = 0, width = 30, filled;
+    double spent, rate;
+    ct_args_get_bool(r->args, "disable_tqdm", &disabled);
+    if (r->rank != 0 || disabled || !isatty(STDERR_FILENO))
+        return;
+    if (!total) {
+        fputs("\r\033[K", stderr);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    spent = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+    rate = spent > 0 ? (double)done / spent : 0;
+    filled = (int)((size_t)width * done / total);
+    fprintf(stderr, "\r%s: %3d%%|%.*s%*s| %zu/%zu [%.0fs, %.2f it/s]\033[K", what,
+            (int)(100 * done / total), filled, hashes, width - filled, "", done, total, spent,
+            rate);
+    fflush(stderr);
+}
+
+static void eval_progress(const run *r, size_t done, size_t total, struct timespec t0)
+{
+    draw_bar(r, "Evaluation", done, total, t0);
+}
+
+/* Features with a bar over the examples (ct_count_progress_fn). */
+typedef struct bar_state {
+    const run *r;
+    const char *what;
+    struct timespec t0;
+} bar_state;
+
+static int features_progress(void *user, size_t done, size_t total)
+{
+    bar_state *b = user;
+    draw_bar(b->r, b->what, done, total, b->t0);
+    if (done == total)
+        draw_bar(b->r, b->what, 0, 0, b->t0);
+    return 0;
+}
+
+static ct_status build_features(const run *r, const char *what, const ct_squad *examples,
+                                long max_samples, ct_qa_features **out)
+{
+    bar_state b = {r, what, {0, 0}};
+    clock_gettime(CLOCK_MONOTONIC, &b.t0);
+    return ct_qa_features_create_with_progress(r->tok, examples, max_samples,
+                                               (int)r->o.max_seq_length, (int)r->o.doc_stride,
+                                               features_progress, &b, out);
+}
+
 /* Start and end logits of every feature of a split (each rank computes one
  * block of them, all gather), then utils_qa.py's post-processing into
  * *preds and, when scores is not NULL, the SQuAD metric into *scores. */
@@ -333,7 +440,10 @@ static ct_status evaluate_on(run *r, const ct_squad *examples, const ct_qa_featu
     int64_t *idx = NULL;
     ct_batch *batch = NULL;
     ct_status st = CT_OK;
-    int was_training = ct_model_get_training(r->model);
+    int was_training = ct_model_get_training(r->model), bf16 = 0, full_eval = 0;
+    ct_precision was_precision = ct_model_get_precision(r->model);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
 
     ct_args_get_int(r->args, "per_device_eval_batch_size", &bs);
     idx = malloc((size_t)bs * sizeof *idx);
@@ -344,6 +454,13 @@ static ct_status evaluate_on(run *r, const ct_squad *examples, const ct_qa_featu
         return CT_ERR_NOMEM;
     }
     ct_model_set_training(r->model, 0);
+    /* bf16_full_eval evaluates with bf16 products even after fp32 training
+     * (or none); otherwise in the training precision, as Trainer's autocast. */
+    ct_args_get_bool(r->args, "bf16", &bf16);
+    ct_args_get_bool(r->args, "bf16_full_eval", &full_eval);
+    if ((st = ct_model_set_precision(r->model, bf16 || full_eval ? CT_PRECISION_BF16
+                                                                 : CT_PRECISION_FP32)) != CT_OK)
+        goto out;
     for (size_t first = begin; first < stop && st == CT_OK; first += (size_t)bs) {
         int m = (int)(stop - first < (size_t)bs ? stop - first : (size_t)bs);
         const float *logits;
@@ -357,7 +474,12 @@ static ct_status evaluate_on(run *r, const ct_squad *examples, const ct_qa_featu
             start[first * (size_t)T + k] = logits[2 * k];
             end[first * (size_t)T + k] = logits[2 * k + 1];
         }
+        eval_progress(r, (first - begin) / (size_t)bs + 1,
+                      (stop - begin + (size_t)bs - 1) / (size_t)bs, t0);
     }
+    eval_progress(r, 0, 0, t0); /* clear the line */
+    ct_model_set_precision(r->model, was_precision);
+out:
     ct_model_set_training(r->model, was_training);
     if (st == CT_OK && r->world > 1 && (st = gather_logits(r, start, block, T)) == CT_OK)
         st = gather_logits(r, end, block, T);
@@ -404,8 +526,42 @@ static ct_status eval_callback(void *user, ct_trainer *trainer)
     return st;
 }
 
+/* What the library logs before this process knows its rank (the arguments'
+ * warnings) is held here: every rank parses the same arguments, so only the
+ * main process says it, once the rank is known; an exit before then says
+ * it on every process, since then there is nothing else to go by. */
+static struct {
+    int level[64];
+    char text[64][512];
+    int n, lost;
+} held;
+
+static void hold_log(ct_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (held.n == 64) {
+        held.lost++;
+        return;
+    }
+    held.level[held.n] = (int)level;
+    snprintf(held.text[held.n++], sizeof held.text[0], "%s", message);
+}
+
+static void release_log(int say)
+{
+    ct_log_set_callback(ct_log_to_stderr, NULL);
+    for (int i = 0; say && i < held.n; i++)
+        if (held.level[i] <= (int)ct_log_get_level())
+            ct_log_to_stderr((ct_log_level)held.level[i], held.text[i], NULL);
+    if (say && held.lost)
+        fprintf(stderr, "cputrain-qa: (%d more messages)\n", held.lost);
+    held.n = held.lost = 0;
+}
+
 static int fail(const char *what, ct_status st)
 {
+    if (held.n)
+        release_log(1); /* the arguments' warnings first, in order */
     fprintf(stderr, "cputrain-qa: %s: %s: %s\n", what, ct_status_name(st), ct_last_error());
     return 1;
 }
@@ -544,8 +700,8 @@ static int load_split(run *r, const char *file, long max_samples, qa_split *s)
 {
     ct_status st;
     if ((st = ct_squad_load(file, &s->examples)) != CT_OK ||
-        (st = ct_qa_features_create(r->tok, s->examples, max_samples, (int)r->o.max_seq_length,
-                                    (int)r->o.doc_stride, &s->features)) != CT_OK)
+        (st = build_features(r, "Running tokenizer on prediction dataset", s->examples,
+                             max_samples, &s->features)) != CT_OK)
         return fail(file, st);
     if (max_samples >= 0)
         ct_qa_features_truncate(s->features, (size_t)max_samples);
@@ -729,6 +885,139 @@ fail:
     return -1;
 }
 
+/* ---- model and tokenizer sources -------------------------------------------------- */
+
+/* What --model_name_or_path / --config_name / --tokenizer_name name, when it
+ * is not a folder holding the expected file: a folder without it, a file, a
+ * path that is not there, or a Hugging Face Hub id ("bert-base-uncased",
+ * "org/name"), which run_qa.py would download and this program never does. */
+static int looks_like_hub_id(const char *name)
+{
+    int slashes = 0;
+    if (!*name || *name == '/' || *name == '.' || *name == '~')
+        return 0;
+    for (const char *c = name; *c; c++) {
+        if (*c == '/')
+            slashes++;
+        else if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') ||
+                   (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+            return 0;
+    }
+    return slashes <= 1;
+}
+
+static void not_local(const char *option, const char *name, const char *wanted)
+{
+    struct stat sb;
+    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode))
+        fprintf(stderr, "cputrain-qa: --%s %s: the folder has no %s\n", option, name, wanted);
+    else if (looks_like_hub_id(name))
+        fprintf(stderr, "cputrain-qa: --%s %s: not a local folder, and nothing is downloaded "
+                        "here. Download it with the Hub's CLI (huggingface-cli download %s "
+                        "--local-dir DIR) and pass --%s DIR\n", option, name, name, option);
+    else
+        fprintf(stderr, "cputrain-qa: --%s %s: no such file or folder\n", option, name);
+}
+
+/* The model: a folder's weights, else a config (config.json path or
+ * built-in name) with fresh weights. A Hub id that happens to be a built-in
+ * configuration gets a loud word that its weights are random. */
+static int make_model(run *r, uint64_t seed)
+{
+    const char *src = r->o.config_name ? r->o.config_name : r->o.model_name_or_path;
+    const char *option = r->o.config_name ? "config_name" : "model_name_or_path";
+    char cfg[4200];
+    struct stat sb;
+    ct_status st;
+    snprintf(cfg, sizeof cfg, "%s/config.json", r->o.model_name_or_path ? r->o.model_name_or_path : "");
+    r->model_from_folder = r->o.model_name_or_path && file_exists(cfg);
+    if (r->model_from_folder)
+        st = ct_model_load(r->o.model_name_or_path, CT_TASK_QUESTION_ANSWERING, seed, &r->model);
+    else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
+        st = ct_model_create(src, CT_TASK_QUESTION_ANSWERING, seed, &r->model);
+    else if (stat(src, &sb) != 0 && looks_like_hub_id(src) &&
+             ct_model_create(src, CT_TASK_QUESTION_ANSWERING, seed, &r->model) == CT_OK) {
+        if (!r->o.config_name && r->rank == 0)
+            fprintf(stderr,
+                    "cputrain-qa: WARNING: --model_name_or_path %s is not a local folder: it is "
+                    "the library's built-in configuration of that name, with RANDOM weights "
+                    "(nothing is downloaded), so this run does not fine-tune the pre-trained "
+                    "model. To do that, download it with the Hub's CLI (huggingface-cli download "
+                    "%s --local-dir DIR) and pass --model_name_or_path DIR.\n", src, src);
+        return 0;
+    } else {
+        not_local(option, src, "config.json");
+        return -1;
+    }
+    if (st != CT_OK)
+        return fail("model", st), -1;
+    /* a config.json path given as --model_name_or_path: no weights either */
+    return 0;
+}
+
+static int load_tokenizer(run *r)
+{
+    const char *t = r->o.tokenizer_name ? r->o.tokenizer_name : r->o.model_name_or_path;
+    const char *option = r->o.tokenizer_name ? "tokenizer_name" : "model_name_or_path";
+    char vocab[4200];
+    struct stat sb;
+    ct_status st;
+    if (!t) {
+        fprintf(stderr, "cputrain-qa: --tokenizer_name is needed with --config_name\n");
+        return -1;
+    }
+    snprintf(vocab, sizeof vocab, "%s/vocab.txt", t);
+    if (stat(t, &sb) != 0 || (S_ISDIR(sb.st_mode) && !file_exists(vocab))) {
+        not_local(option, t, "vocab.txt (give --tokenizer_name with a folder that has one)");
+        return -1;
+    }
+    if ((st = ct_tokenizer_load(t, &r->tok)) != CT_OK)
+        return fail("tokenizer", st), -1;
+    return 0;
+}
+
+/* run_qa.py: max_seq_length above what the model takes is clamped, with a
+ * warning, before any feature is built (it uses the tokenizer's
+ * model_max_length; the model's max_position_embeddings bounds it too). */
+static int clamp_max_seq_length(run *r)
+{
+    int64_t positions = -1, max_len = -1, limit;
+    ct_model_config_int(r->model, "max_position_embeddings", &positions);
+    ct_tokenizer_get_option(r->tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
+    limit = max_len > 0 && (positions <= 0 || max_len < positions) ? max_len : positions;
+    if (limit > 0 && r->o.max_seq_length > limit) {
+        if (r->rank == 0)
+            fprintf(stderr, "cputrain-qa: warning: the max_seq_length passed (%ld) is larger "
+                            "than the maximum length for the model (%lld). Using "
+                            "max_seq_length=%lld.\n", r->o.max_seq_length, (long long)limit,
+                    (long long)limit);
+        r->o.max_seq_length = (long)limit;
+    }
+    if (r->o.doc_stride >= r->o.max_seq_length) {
+        fprintf(stderr, "cputrain-qa: --doc_stride %ld must be below max_seq_length (%ld)\n",
+                r->o.doc_stride, r->o.max_seq_length);
+        return -1;
+    }
+    return 0;
+}
+
+/* Trainer's levels: log_level on the main process (passive: this program's
+ * info), log_level_replica on the others (passive: warning). */
+static void apply_log_levels(run *r)
+{
+    static const char *const names[] = {"passive", "critical", "error", "warning", "info", "debug"};
+    static const ct_log_level levels[] = {CT_LOG_INFO, CT_LOG_ERROR,   CT_LOG_ERROR,
+                                          CT_LOG_WARNING, CT_LOG_INFO, CT_LOG_DEBUG};
+    const char *name = NULL;
+    int each_node = 1;
+    ct_args_get_bool(r->args, "log_on_each_node", &each_node);
+    int main_process = r->rank == 0 || (each_node && ct_dist_local_rank(r->dist) == 0);
+    ct_args_get_string(r->args, main_process ? "log_level" : "log_level_replica", &name);
+    for (int i = 0; name && i < 6; i++)
+        if (!strcmp(name, names[i]))
+            ct_log_set_level(i == 0 && !main_process ? CT_LOG_WARNING : levels[i]);
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -751,10 +1040,14 @@ int main(int argc, char **argv)
     r.o.max_predict_samples = -1;
     r.o.n_best_size = 20;
     r.o.max_answer_length = 30;
-    r.o.pad_to_max_length = 1;
 
-    ct_log_set_callback(ct_log_to_stderr, NULL);
-    ct_log_set_level(CT_LOG_INFO);
+    /* Whole lines on stdout even when piped, so they interleave with stderr's
+     * in the order they were written. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    ct_log_set_callback(hold_log, NULL);
+    /* Warnings only until this process knows its rank: then the main process
+     * logs information and the others what log_level_replica says. */
+    ct_log_set_level(CT_LOG_WARNING);
     catch_signals();
     if ((st = ct_args_create(&r.args)) != CT_OK)
         return fail("arguments", st);
@@ -783,7 +1076,7 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - a - 2 : (long)strlen(a + 2)), a + 2);
         for (char *c = name; *c; c++)
             *c = *c == '-' ? '_' : *c;
-        if (set_option(&r.o, name, eq ? eq + 1 : next, &used) != 0) {
+        if (set_option(&r.o, r.args, name, eq ? eq + 1 : next, &used) != 0) {
             rc = 2;
             goto done;
         }
@@ -794,7 +1087,15 @@ int main(int argc, char **argv)
         int64_t v;
         int b;
         ct_args_get_bool(r.args, "do_train", &do_train);
+        const char *strategy = NULL;
         ct_args_get_bool(r.args, "do_eval", &do_eval);
+        /* TrainingArguments: an eval_strategy other than "no" sets do_eval,
+         * so its need for validation data is known before any work. */
+        ct_args_get_string(r.args, "eval_strategy", &strategy);
+        if (strategy && strcmp(strategy, "no") != 0 && !do_eval) {
+            do_eval = 1;
+            ct_args_set_bool(r.args, "do_eval", 1);
+        }
         ct_args_get_bool(r.args, "do_predict", &do_predict);
         ct_args_get_string(r.args, "output_dir", &r.output_dir);
         (void)v;
@@ -874,28 +1175,24 @@ int main(int argc, char **argv)
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
         goto done;
-    if (r.rank != 0) {
-        ct_log_set_level(CT_LOG_WARNING);
-        quiet_signals = 1;
+    {
+        int each_node = 1;
+        ct_args_get_bool(r.args, "log_on_each_node", &each_node);
+        release_log(r.rank == 0 || (each_node && ct_dist_local_rank(r.dist) == 0));
     }
+    apply_log_levels(&r);
+    if (r.rank != 0)
+        quiet_signals = 1;
+    if (r.rank == 0 && r.world > 1)
+        fprintf(stderr, "cputrain-qa: %d processes (backend %s, launcher %s)\n", r.world,
+                ct_dist_backend(r.dist), ct_dist_launcher(r.dist));
 
     /* Model: pre-trained weights from a folder, else a fresh one. */
     {
         int64_t seed = 42;
-        char cfg[4200];
         ct_args_get_int(r.args, "seed", &seed);
-        snprintf(cfg, sizeof cfg, "%s/config.json", r.o.model_name_or_path ? r.o.model_name_or_path : "");
-        r.model_from_folder = r.o.model_name_or_path && file_exists(cfg);
-        if (r.model_from_folder)
-            st = ct_model_load(r.o.model_name_or_path, CT_TASK_QUESTION_ANSWERING, (uint64_t)seed,
-                               &r.model);
-        else
-            st = ct_model_create(r.o.config_name ? r.o.config_name : r.o.model_name_or_path,
-                                 CT_TASK_QUESTION_ANSWERING, (uint64_t)seed, &r.model);
-        if (st != CT_OK) {
-            fail("model", st);
+        if (make_model(&r, (uint64_t)seed) != 0)
             goto done;
-        }
     }
     /* This rank's share of the machine: its socket / NUMA node or an even
      * split of the cores, one pinned thread per core (OMP_NUM_THREADS can
@@ -909,27 +1206,17 @@ int main(int argc, char **argv)
             fail("placement", st);
             goto done;
         }
-        fprintf(stderr, "cputrain-qa: placement of rank %d: %s\n", r.rank,
-                ct_placement_describe(p));
+        /* the library logs the placement once, at info level */
         ct_placement_free(p);
     }
-    {
-        const char *t = r.o.tokenizer_name ? r.o.tokenizer_name : r.o.model_name_or_path;
-        if (!t) {
-            fprintf(stderr, "cputrain-qa: --tokenizer_name is needed with --config_name\n");
-            goto done;
-        }
-        if ((st = ct_tokenizer_load(t, &r.tok)) != CT_OK) {
-            fail("tokenizer", st);
-            goto done;
-        }
-    }
+    if (load_tokenizer(&r) != 0 || clamp_max_seq_length(&r) != 0)
+        goto done;
 
     if (do_eval) {
         if ((st = ct_squad_load(eval_file, &r.eval_examples)) != CT_OK ||
-            (st = ct_qa_features_create(r.tok, r.eval_examples, r.o.max_eval_samples,
-                                        (int)r.o.max_seq_length, (int)r.o.doc_stride,
-                                        &r.eval_features)) != CT_OK) {
+            (st = build_features(&r, "Running tokenizer on validation dataset",
+                                 r.eval_examples, r.o.max_eval_samples, &r.eval_features)) !=
+                CT_OK) {
             fail(eval_file, st);
             goto done;
         }
@@ -951,9 +1238,8 @@ int main(int argc, char **argv)
     }
     if (do_train) {
         if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
-            (st = ct_qa_features_create(r.tok, train_examples, r.o.max_train_samples,
-                                        (int)r.o.max_seq_length, (int)r.o.doc_stride,
-                                        &train_features)) != CT_OK) {
+            (st = build_features(&r, "Running tokenizer on train dataset", train_examples,
+                                 r.o.max_train_samples, &train_features)) != CT_OK) {
             fail(train_file, st);
             goto done;
         }
@@ -1033,6 +1319,8 @@ finished:
         goto done;
     rc = 0;
 done:
+    if (held.n)
+        release_log(1); /* an exit before the rank was known */
     ct_qa_features_free(test.features);
     ct_squad_free(test.examples);
     ct_trainer_free(trainer);

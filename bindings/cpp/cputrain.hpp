@@ -61,6 +61,17 @@ struct field_info {
     std::string choices;        // "a|b|c" for CT_ARG_CHOICE, else ""
 };
 
+// One row of the table of every Transformers 4.x / run_qa.py argument and
+// its fate here (ct_args_known_*).
+struct known_argument {
+    std::string name;
+    std::string group;          // "TrainingArguments", "ModelArguments", ...
+    ct_arg_fate fate;           // implemented, no effect (warns), refused (throws)
+    ct_arg_type type;
+    std::string default_value;  // as command-line text; "a|b" lists spellings
+    std::string reason;         // why, and what to do instead; "" if implemented
+};
+
 // Owns a ct_args handle. Copying copies the values (ct_args_copy); moving
 // transfers the handle and leaves the source empty (get() == nullptr),
 // where every call but destruction and assignment throws CT_ERR_INVALID_ARG.
@@ -108,6 +119,24 @@ public:
             f.help = ct_args_field_help(i);
             f.choices = ct_args_field_choices(i);
             out.push_back(f);
+        }
+        return out;
+    }
+
+    // Every argument a Transformers user may pass, fields first, with its fate.
+    static std::vector<known_argument> known_arguments() {
+        std::vector<known_argument> out;
+        std::size_t n = ct_args_known_count();
+        out.reserve(n);
+        for (std::size_t i = 0; i < n; i++) {
+            known_argument k;
+            k.name = ct_args_known_name(i);
+            k.group = ct_args_known_group(i);
+            k.fate = static_cast<ct_arg_fate>(ct_args_known_fate(i));
+            k.type = static_cast<ct_arg_type>(ct_args_known_type(i));
+            k.default_value = ct_args_known_default(i);
+            k.reason = ct_args_known_reason(i);
+            out.push_back(k);
         }
         return out;
     }

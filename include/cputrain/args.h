@@ -42,6 +42,38 @@ CT_API const char *ct_args_field_help(size_t index);
 /* "linear|cosine|..." for CT_ARG_CHOICE fields, "" otherwise. */
 CT_API const char *ct_args_field_choices(size_t index);
 
+/* ---- Every argument a Transformers user may pass, and its fate --------- */
+/* One table covers every TrainingArguments field of Transformers 4.x and
+ * every argument of run_qa.py (ModelArguments, DataTrainingArguments): the
+ * fields above (all CT_ARG_IMPLEMENTED) come first, then every other name.
+ * A NO_EFFECT name given a value other than its default is accepted by
+ * ct_args_set / ct_args_parse / ct_args_load_json with one CT_LOG_WARNING
+ * (once per handle and name) saying why it has no effect; a REFUSED one fails
+ * with CT_ERR_UNSUPPORTED and a message naming it, the reason and what to do
+ * instead. Their default values are accepted silently. run_qa.py's own
+ * arguments are left to the program (ct_args_parse keeps them unparsed,
+ * ct_args_set refuses the IMPLEMENTED ones with CT_ERR_NOT_FOUND). */
+typedef enum ct_arg_fate {
+    CT_ARG_IMPLEMENTED = 0,
+    CT_ARG_NO_EFFECT = 1, /* accepted, with a warning giving the reason */
+    CT_ARG_REFUSED = 2    /* an error giving the reason and what to do */
+} ct_arg_fate;
+
+CT_API size_t ct_args_known_count(void);
+/* Index of a name in that table (deprecated aliases resolve to their field);
+ * CT_ERR_NOT_FOUND for a name Transformers and run_qa.py do not have. */
+CT_API ct_status ct_args_known_index(const char *name, size_t *index);
+/* Properties of entry `index`; NULL / -1 when index is out of range. */
+CT_API const char *ct_args_known_name(size_t index);
+/* "TrainingArguments", "ModelArguments", "DataTrainingArguments", or
+ * "cputrain-qa" for the program's own. */
+CT_API const char *ct_args_known_group(size_t index);
+CT_API int ct_args_known_fate(size_t index);         /* a ct_arg_fate */
+CT_API int ct_args_known_type(size_t index);         /* a ct_arg_type */
+CT_API const char *ct_args_known_default(size_t index); /* "a|b": either spelling */
+/* Why it has no effect or is refused, and what to do; "" if implemented. */
+CT_API const char *ct_args_known_reason(size_t index);
+
 /* ---- Values as strings, exactly as on a command line ------------------ */
 
 /* Parse `value` as the field's type ("3e-5", "true", "cosine", "None" for an

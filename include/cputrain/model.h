@@ -91,6 +91,13 @@ CT_API int ct_model_get_training(const ct_model *model);
  * the same, bit for bit. Off in a new model. */
 CT_API ct_status ct_model_set_gradient_checkpointing(ct_model *model, int enable);
 CT_API int ct_model_get_gradient_checkpointing(const ct_model *model);
+/* Label smoothing of the cross-entropy over `labels` (sequence
+ * classification, masked LM), as Trainer's LabelSmoother with
+ * label_smoothing_factor = epsilon in [0, 1): the loss of each counted label
+ * is (1 - epsilon) * -log p[label] + epsilon * mean over the classes of
+ * -log p, labels of -100 ignored. As in Trainer, question answering's
+ * start/end positions and regression are not smoothed. 0 in a new model. */
+CT_API ct_status ct_model_set_label_smoothing(ct_model *model, double epsilon);
 /* Seed of the dropout generator and the step counter it is combined with;
  * the counter advances by one with every training-mode forward pass. */
 CT_API ct_status ct_model_set_seed(ct_model *model, uint64_t seed, uint64_t step);

@@ -27,6 +27,17 @@ typedef struct ct_qa_features ct_qa_features;
 CT_API ct_status ct_qa_features_create(const ct_tokenizer *tokenizer, const ct_squad *examples,
                                        int64_t max_examples, int max_seq_length, int doc_stride,
                                        ct_qa_features **out);
+/* Progress of a long job over `total` items: called with done = 0, then
+ * every few hundred items, and last with done == total. A non-zero return
+ * stops the job (CT_ERR_CANCELLED). Called on the caller's thread. */
+typedef int (*ct_count_progress_fn)(void *user, size_t done, size_t total);
+/* ct_qa_features_create, reporting its progress over the examples (for a
+ * bar like the one datasets.map draws while run_qa.py tokenizes). */
+CT_API ct_status ct_qa_features_create_with_progress(const ct_tokenizer *tokenizer,
+                                                     const ct_squad *examples,
+                                                     int64_t max_examples, int max_seq_length,
+                                                     int doc_stride, ct_count_progress_fn progress,
+                                                     void *user, ct_qa_features **out);
 CT_API void ct_qa_features_free(ct_qa_features *features);
 /* The features as a QA dataset (owned by the handle). */
 CT_API const ct_dataset *ct_qa_features_dataset(const ct_qa_features *features);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/strbuf.h"
+
 static const char *kind_of(mode_t mode)
 {
     return S_ISDIR(mode)    ? "a directory"
@@ -198,4 +200,41 @@ ct_status ct__write_file_atomic(const char *path, const void *data, size_t len)
     st = ct__commit_file(fd, tmp, path);
     free(tmp);
     return st;
+}
+
+ct_status ct__write_text_atomic(const char *path, ct__strbuf *sb, const char *what)
+{
+    ct_status st;
+    if (sb->failed)
+        st = what ? ct__error_prefix((ct_status)sb->failed, "%s: %s", path, what)
+                  : ct__error_prefix((ct_status)sb->failed, "%s", path);
+    else
+        st = ct__write_file_atomic(path, sb->data, sb->len);
+    ct__sb_free(sb);
+    return st;
+}
+
+char *ct__join_path(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+ct_status ct__file_or_folder(const char *path, const char *name, char **file, int *is_dir)
+{
+    struct stat sb;
+    *file = NULL;
+    if (stat(path, &sb) != 0)
+        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
+    if (is_dir)
+        *is_dir = S_ISDIR(sb.st_mode);
+    if (!(*file = S_ISDIR(sb.st_mode) ? ct__join_path(path, name) : strdup(path)))
+        return ct__error(CT_ERR_NOMEM, "no memory");
+    return CT_OK;
 }

@@ -8,6 +8,7 @@
 #include "core/error.h"
 
 struct stat;
+struct ct__strbuf;
 /* Open an input for reading without ever blocking in open(): a FIFO, a
  * device, a socket or a directory is refused by name (CT_ERR_IO, "is a
  * FIFO, not a regular file"). The fd (blocking again) or -1 with the error
@@ -33,5 +34,19 @@ ct_status ct__commit_file(int fd, const char *tmp_path, const char *path) CT__MU
 ct_status ct__fsync_dir(const char *dir) CT__MUST_USE;
 /* Close fd and remove the temporary file (abandoning a write). */
 void ct__abandon_file(int fd, const char *tmp_path);
+/* ct__write_file_atomic of a text built in sb, which is freed either way.
+ * A text whose building failed (out of memory, a string not UTF-8) writes
+ * nothing: its error, after "path: what: " ("path: " when what is NULL). */
+ct_status ct__write_text_atomic(const char *path, struct ct__strbuf *sb,
+                                const char *what) CT__MUST_USE;
+
+/* dir/name in new memory; NULL (no error set) when there is none. */
+char *ct__join_path(const char *dir, const char *name);
+/* For inputs given as a file or as the folder that holds it (a tokenizer's
+ * vocab.txt, a model's config.json): *file is path/name when path is a
+ * folder, else path itself, in new memory; *is_dir says which (may be
+ * NULL). A path that does not exist is CT_ERR_IO "path: reason". */
+ct_status ct__file_or_folder(const char *path, const char *name, char **file,
+                             int *is_dir) CT__MUST_USE;
 
 #endif

@@ -75,6 +75,15 @@ static void label_window(const int32_t *offsets, const int32_t *seq, size_t len,
 ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int64_t max_examples,
                                 int max_seq_length, int doc_stride, ct_qa_features **out)
 {
+    return ct_qa_features_create_with_progress(tok, ex, max_examples, max_seq_length, doc_stride,
+                                               NULL, NULL, out);
+}
+
+ct_status ct_qa_features_create_with_progress(const ct_tokenizer *tok, const ct_squad *ex,
+                                              int64_t max_examples, int max_seq_length,
+                                              int doc_stride, ct_count_progress_fn progress,
+                                              void *user, ct_qa_features **out)
+{
     ct_qa_features *f;
     ct_status st = CT_OK;
     size_t n;
@@ -99,6 +108,12 @@ ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int
         n = (size_t)max_examples;
     for (size_t e = 0; e < n && st == CT_OK; e++) {
         size_t qlen, clen;
+        /* every 256 examples: often enough for a bar, rare enough to cost nothing */
+        if (progress && e % 256 == 0 && progress(user, e, n) != 0) {
+            st = ct__error(CT_ERR_CANCELLED, "building features stopped by the progress "
+                                             "callback at example %zu of %zu", e, n);
+            break;
+        }
         const char *q = ct_squad_text(ex, e, CT_SQUAD_QUESTION, &qlen);
         const char *c = ct_squad_text(ex, e, CT_SQUAD_CONTEXT, &clen);
         int64_t start_char = 0, end_char = 0;
@@ -164,6 +179,8 @@ ct_status ct_qa_features_create(const ct_tokenizer *tok, const ct_squad *ex, int
         }
         ct_encoding_free(enc);
     }
+    if (st == CT_OK && progress)
+        progress(user, n, n); /* done: the last call always says so */
     if (st != CT_OK) {
         ct_qa_features_free(f);
         return st;

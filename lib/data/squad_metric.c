@@ -746,7 +746,6 @@ ct_status ct_squad_scores_save(const ct_squad_scores *sc, const char *path)
     const entry **order;
     ct__strbuf sb = {0};
     size_t i;
-    ct_status st;
     CT__CHECK_ARG(sc);
     CT__CHECK_ARG(path);
     if (!(order = malloc((sc->n ? sc->n : 1) * sizeof *order)))
@@ -768,14 +767,7 @@ ct_status ct_squad_scores_save(const ct_squad_scores *sc, const char *path)
     if (sc->n)
         ct__sb_puts(&sb, "\n}");
     free(order);
-    if (sb.failed) {
-        st = ct__error_prefix((ct_status)sb.failed, "%s: writing metrics", path);
-        ct__sb_free(&sb);
-        return st;
-    }
-    st = ct__write_file_atomic(path, sb.data, sb.len);
-    ct__sb_free(&sb);
-    return st;
+    return ct__write_text_atomic(path, &sb, "writing metrics");
 }
 
 /* ---- scoring ------------------------------------------------------------------------------- */

@@ -677,21 +677,13 @@ static CT__MUST_USE ct_status write_json(const char *dir, const char *prefix, co
                             ct__strbuf *sb)
 {
     char path[4096];
-    ct_status st;
     int n = prefix ? snprintf(path, sizeof path, "%s/%s_%s", dir, prefix, name)
                    : snprintf(path, sizeof path, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= sizeof path) {
         ct__sb_free(sb);
         return ct__error(CT_ERR_INVALID_ARG, "%s: output path too long", dir);
     }
-    if (sb->failed) {
-        st = ct__error_prefix((ct_status)sb->failed, "%s", path);
-        ct__sb_free(sb);
-        return st;
-    }
-    st = ct__write_file_atomic(path, sb->data, sb->len);
-    ct__sb_free(sb);
-    return st;
+    return ct__write_text_atomic(path, sb, NULL);
 }
 
 /* The logits and probability as float(np.float32) / float(np.float64). */

@@ -7,10 +7,8 @@
 #include "core/fileio.h"
 #include "core/json.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define VOCAB_MAX_BYTES ((size_t)1 << 30)
@@ -21,18 +19,6 @@ static const char *const special_defaults[CT__N_SPECIAL] = {"[UNK]", "[SEP]", "[
                                                              "[MASK]"};
 
 /* ---- loading ------------------------------------------------------------------ */
-
-static char *join_path(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p)
-        return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
 
 static ct_status json_bool(const ct__json *root, const char *key, const char *path, int *out)
 {
@@ -101,24 +87,36 @@ static ct_status add_special(ct_tokenizer *tok, const char *text)
     return CT_OK;
 }
 
+/* Parse the JSON object in `path` into *doc, which stays NULL (with CT_OK)
+ * when there is no such file: every file beside vocab.txt is optional. */
+static ct_status parse_optional_object(const char *path, ct__json_doc **doc)
+{
+    ct_status st;
+    *doc = NULL;
+    if (access(path, F_OK) != 0)
+        return CT_OK;
+    if ((st = ct__json_parse_file(path, doc)) != CT_OK)
+        return st;
+    if (ct__json_root(*doc)->type != CT_JSON_OBJECT) {
+        ct__json_free(*doc);
+        *doc = NULL;
+        return ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
+    }
+    return CT_OK;
+}
+
 /* Settings and special tokens from tokenizer_config.json (config = 1, and
  * *decoder tells whether it has an added_tokens_decoder) or
  * special_tokens_map.json; a missing file is fine. */
 static ct_status read_config(ct_tokenizer *tok, const char *path, int config, int *decoder,
                              char **extra[], size_t *n_extra)
 {
-    ct__json_doc *doc = NULL;
+    ct__json_doc *doc;
     const ct__json *root, *v;
     ct_status st;
-    if (access(path, F_OK) != 0)
-        return CT_OK;
-    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+    if ((st = parse_optional_object(path, &doc)) != CT_OK || !doc)
         return st;
     root = ct__json_root(doc);
-    if (root->type != CT_JSON_OBJECT) {
-        st = ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
-        goto done;
-    }
     if (config) {
         *decoder = ct__json_get(root, "added_tokens_decoder") != NULL;
         if ((st = json_bool(root, "do_lower_case", path, &tok->do_lower_case)) != CT_OK ||
@@ -185,18 +183,12 @@ done:
  * A missing file is fine. */
 static ct_status read_fast_json(ct_tokenizer *tok, const char *path)
 {
-    ct__json_doc *doc = NULL;
+    ct__json_doc *doc;
     const ct__json *root, *part, *v;
-    ct_status st = CT_OK;
-    if (access(path, F_OK) != 0)
-        return CT_OK;
-    if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
+    ct_status st;
+    if ((st = parse_optional_object(path, &doc)) != CT_OK || !doc)
         return st;
     root = ct__json_root(doc);
-    if (root->type != CT_JSON_OBJECT) {
-        st = ct__error(CT_ERR_FORMAT, "%s: not a JSON object", path);
-        goto done;
-    }
     part = ct__json_get(root, "normalizer");
     v = part && part->type == CT_JSON_OBJECT ? ct__json_get(part, "type") : NULL;
     if (v && v->type == CT_JSON_STRING && strcmp(v->str, "BertNormalizer") == 0 &&
@@ -240,27 +232,24 @@ void ct_tokenizer_free(ct_tokenizer *tok)
 
 ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out)
 {
-    struct stat sb;
     ct_tokenizer *tok = NULL;
     char *dir = NULL, *vocab_path = NULL, *file = NULL, *data = NULL, **extra = NULL;
     size_t len, n_extra = 0;
-    int decoder = 0;
+    int decoder = 0, is_dir;
     ct_status st;
 
     CT__CHECK_ARG(out);
     *out = NULL;
     CT__CHECK_ARG(path);
-    if (stat(path, &sb) != 0)
-        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) {
+    if ((st = ct__file_or_folder(path, "vocab.txt", &vocab_path, &is_dir)) != CT_OK)
+        return st;
+    if (is_dir) {
         dir = strdup(path);
-        vocab_path = join_path(path, "vocab.txt");
     } else {
         const char *slash = strrchr(path, '/');
         dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-        vocab_path = strdup(path);
     }
-    if (!(tok = calloc(1, sizeof *tok)) || !dir || !vocab_path) {
+    if (!(tok = calloc(1, sizeof *tok)) || !dir) {
         st = ct__error(CT_ERR_NOMEM, "no memory");
         goto done;
     }
@@ -283,16 +272,16 @@ ct_status ct_tokenizer_load(const char *path, ct_tokenizer **out)
     /* Transformers reads special_tokens_map.json after the config, letting
      * it override, only for configs without added_tokens_decoder (older
      * ones); newer configs hold the special tokens themselves. */
-    if (!(file = join_path(dir, "tokenizer_config.json")) ||
+    if (!(file = ct__join_path(dir, "tokenizer_config.json")) ||
         (st = read_config(tok, file, 1, &decoder, &extra, &n_extra)) != CT_OK)
         goto done_or_nomem;
     free(file);
     file = NULL;
-    if (!decoder && (!(file = join_path(dir, "special_tokens_map.json")) ||
+    if (!decoder && (!(file = ct__join_path(dir, "special_tokens_map.json")) ||
                      (st = read_config(tok, file, 0, NULL, &extra, &n_extra)) != CT_OK))
         goto done_or_nomem;
     free(file);
-    if (!(file = join_path(dir, "tokenizer.json")) ||
+    if (!(file = ct__join_path(dir, "tokenizer.json")) ||
         (st = read_fast_json(tok, file)) != CT_OK)
         goto done_or_nomem;
 

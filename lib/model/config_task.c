@@ -3,11 +3,10 @@
 #include "model/config.h"
 #include "model/model.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "core/fileio.h"
 #include "core/json.h"
 
 ct_status ct_model_config_task(const char *path, ct_task *out)
@@ -15,25 +14,15 @@ ct_status ct_model_config_task(const char *path, ct_task *out)
     static const ct__arch archs[2] = {CT__ARCH_BERT, CT__ARCH_DISTILBERT};
     static const ct_task tasks[3] = {CT_TASK_QUESTION_ANSWERING,
                                      CT_TASK_SEQUENCE_CLASSIFICATION, CT_TASK_MASKED_LM};
-    struct stat sb;
-    char *file = NULL;
+    char *file;
     ct__json_doc *doc = NULL;
     const ct__json *root, *list, *name;
     ct_status st;
 
     CT__CHECK_ARG(out);
     CT__CHECK_ARG(path);
-    if (stat(path, &sb) != 0)
-        return ct__error(CT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) {
-        size_t n = strlen(path);
-        if (!(file = malloc(n + sizeof "/config.json")))
-            return ct__error(CT_ERR_NOMEM, "no memory");
-        memcpy(file, path, n);
-        memcpy(file + n, "/config.json", sizeof "/config.json");
-    } else if (!(file = strdup(path))) {
-        return ct__error(CT_ERR_NOMEM, "no memory");
-    }
+    if ((st = ct__file_or_folder(path, "config.json", &file, NULL)) != CT_OK)
+        return st;
     if ((st = ct__json_parse_file(file, &doc)) != CT_OK)
         goto done;
     root = ct__json_root(doc);

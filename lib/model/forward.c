@@ -438,6 +438,37 @@ static ct_status head_fwd(pass *p)
     return st;
 }
 
+/* Trainer's LabelSmoother on top of a plain cross-entropy: the sum over the
+ * counted rows of sum_k -log p_k (= V * logsumexp(z) - sum_k z_k), and, with
+ * dlogits, the gradient of `scale` times that smoothing part minus the
+ * smoothed share of the NLL: scale * (onehot - 1/V) added per counted row,
+ * since d/dz [(1-e) nll + e/V sum_k -log p_k] = (p - onehot) + e (onehot - 1/V). */
+static double smoothing_term(float *dlogits, const float *logits, const int32_t *target,
+                             int rows, int V, int32_t ignore, float scale)
+{
+    double total = 0;
+    for (int i = 0; i < rows; i++) {
+        const float *z = logits + (size_t)i * V;
+        double mx = -INFINITY, sum = 0, zsum = 0;
+        if (target[i] == ignore)
+            continue;
+        for (int j = 0; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        for (int j = 0; j < V; j++) {
+            sum += exp((double)z[j] - mx);
+            zsum += z[j];
+        }
+        total += V * (log(sum) + mx) - zsum;
+        if (dlogits) {
+            float *dz = dlogits + (size_t)i * V;
+            for (int j = 0; j < V; j++)
+                dz[j] -= scale / (float)V;
+            dz[target[i]] += scale;
+        }
+    }
+    return total;
+}
+
 /* Loss of the last head forward; with dlogits set (backward), also the
  * gradient of loss * scale with respect to the logits. */
 static float head_loss(pass *p, float scale, float *dlogits)
@@ -498,6 +529,12 @@ static float head_loss(pass *p, float scale, float *dlogits)
         if (dlogits)
             ct__p_cross_entropy_backward(p->pool, dlogits, a->logits, labels, rows, V, -100,
                                          count ? scale / count : 0.0f);
+        if (m->label_smoothing > 0) {
+            double eps = m->label_smoothing;
+            double smooth = smoothing_term(dlogits, a->logits, labels, rows, V, -100,
+                                           count ? (float)(eps * scale / count) : 0.0f);
+            return (float)((1 - eps) * sum / count + eps * smooth / ((double)count * V));
+        }
         return (float)(sum / count);
     }
 }

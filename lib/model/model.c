@@ -214,6 +214,16 @@ int ct_model_get_gradient_checkpointing(const ct_model *m)
     return m ? m->gradient_checkpointing : 0;
 }
 
+ct_status ct_model_set_label_smoothing(ct_model *m, double epsilon)
+{
+    CT__CHECK_ARG(m);
+    if (!(epsilon >= 0 && epsilon < 1))
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "label smoothing factor must lie in [0, 1) (got %g)", epsilon);
+    m->label_smoothing = (float)epsilon;
+    return CT_OK;
+}
+
 ct_status ct_model_set_seed(ct_model *m, uint64_t seed, uint64_t step)
 {
     CT__CHECK_ARG(m);

@@ -57,6 +57,7 @@ struct ct_model {
     ct_precision precision;
     int training;
     int gradient_checkpointing;
+    float label_smoothing; /* epsilon of the labels' cross-entropy, 0: none */
     uint64_t dropout_seed, dropout_step;
 
     ct__tensor *tensors;

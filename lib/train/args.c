@@ -291,6 +291,7 @@ ct_status ct__args_clone(const ct_args *src, ct_args **out)
     size_t i;
     if (!dst)
         return ct__error(CT_ERR_NOMEM, "out of memory copying training arguments");
+    memcpy(dst->warned, src->warned, sizeof dst->warned);
     for (i = 0; i < CT_ARGS_NFIELDS; i++) {
         dst->v[i] = src->v[i];
         dst->v[i].s = NULL;
@@ -381,6 +382,8 @@ ct_status ct_args_set(ct_args *args, const char *name, const char *value)
     ct_status st;
     CT__CHECK_ARG(args);
     CT__CHECK_ARG(value);
+    if (name && ct__args_find(name) < 0 && (f = ct__fate_find(name)) >= 0)
+        return ct__fate_apply(args, f, value);
     if ((st = find_field(__func__, name, &f)) != CT_OK)
         return st;
     if ((st = ct__arg_value_parse(f, value, &v)) != CT_OK)
@@ -471,6 +474,11 @@ ct_status ct_args_unset(ct_args *args, const char *name)
 ct_status ct_args_set_bool(ct_args *args, const char *name, int value)
 {
     int f;
+    char text[48];
+    if (args && name && ct__args_find(name) < 0 && (f = ct__fate_find(name)) >= 0) {
+        snprintf(text, sizeof text, "%s", value ? "True" : "False");
+        return ct__fate_apply(args, f, text);
+    }
     ct_status st = typed_field(__func__, args, name, CT_ARG_BOOL, CT_ARG_BOOL, &f);
     if (st != CT_OK)
         return st;
@@ -491,6 +499,11 @@ ct_status ct_args_get_bool(const ct_args *args, const char *name, int *out)
 ct_status ct_args_set_int(ct_args *args, const char *name, int64_t value)
 {
     int f;
+    char text[48];
+    if (args && name && ct__args_find(name) < 0 && (f = ct__fate_find(name)) >= 0) {
+        snprintf(text, sizeof text, "%lld", (long long)value);
+        return ct__fate_apply(args, f, text);
+    }
     ct_status st = typed_field(__func__, args, name, CT_ARG_INT, CT_ARG_INT, &f);
     if (st != CT_OK)
         return st;
@@ -511,6 +524,11 @@ ct_status ct_args_get_int(const ct_args *args, const char *name, int64_t *out)
 ct_status ct_args_set_float(ct_args *args, const char *name, double value)
 {
     int f;
+    char text[48];
+    if (args && name && ct__args_find(name) < 0 && (f = ct__fate_find(name)) >= 0) {
+        ct__format_double(text, sizeof text, value);
+        return ct__fate_apply(args, f, text);
+    }
     ct_status st = typed_field(__func__, args, name, CT_ARG_FLOAT, CT_ARG_FLOAT, &f);
     if (st != CT_OK)
         return st;
@@ -532,6 +550,8 @@ ct_status ct_args_set_string(ct_args *args, const char *name, const char *value)
 {
     int f;
     ct__arg_value v;
+    if (args && name && ct__args_find(name) < 0 && (f = ct__fate_find(name)) >= 0)
+        return ct__fate_apply(args, f, value ? value : "None");
     ct_status st = typed_field(__func__, args, name, CT_ARG_STRING, CT_ARG_CHOICE, &f);
     if (st != CT_OK)
         return st;

@@ -47,6 +47,11 @@
     X(adam_epsilon, FLOAT, 0, "1e-08", "", "AdamW epsilon.")                                 \
     X(max_grad_norm, FLOAT, 0, "1.0", "",                                                    \
       "Clip gradients to this global L2 norm; 0 disables clipping.")                        \
+    X(label_smoothing_factor, FLOAT, 0, "0.0", "",                                           \
+      "Label smoothing epsilon of the cross-entropy over labels (Trainer's LabelSmoother): "\
+      "(1-eps) * NLL + eps * mean over the classes of -log p. As in Trainer, it applies "    \
+      "to classification and masked-LM labels, not to question answering's start/end "      \
+      "positions.")                                                                         \
     X(num_train_epochs, FLOAT, 0, "3.0", "",                                                 \
       "Epochs to train (a fraction trains part of the last epoch).")                        \
     X(max_steps, INT, 0, "-1", "",                                                           \
@@ -57,9 +62,10 @@
     X(warmup_steps, INT, 0, "0", "",                                                         \
       "Steps of linear warmup; overrides warmup_ratio when above 0.")                       \
     X(log_level, CHOICE, 0, "passive", CT_LOG_LEVELS,                                        \
-      "Log level of the main process; passive leaves the application's setting.")          \
+      "Log level of the main process (rank 0); passive leaves the application's setting.") \
     X(log_level_replica, CHOICE, 0, "warning", CT_LOG_LEVELS,                                \
-      "Log level of the other processes.")                                                  \
+      "Log level of the other processes (passive: warning), so by default only rank 0 "     \
+      "prints information.")                                                                \
     X(log_on_each_node, BOOL, 0, "True", "",                                                 \
       "With several machines, log on the first process of each rather than only rank 0.")   \
     X(logging_dir, STRING, 1, "None", "",                                                    \
@@ -72,6 +78,9 @@
       "Steps between logs (a value below 1 is a fraction of the total steps).")             \
     X(logging_nan_inf_filter, BOOL, 0, "True", "",                                           \
       "Leave non-finite losses out of the logged average.")                                 \
+    X(include_tokens_per_second, BOOL, 0, "False", "",                                       \
+      "Add train_tokens_per_second (input_ids numel per second over all ranks, padding "    \
+      "included, as Trainer counts) to the final training metrics.")                        \
     X(save_strategy, CHOICE, 0, "steps", CT_STRATEGIES,                                      \
       "When to write checkpoints: never, every save_steps, or each epoch.")                 \
     X(save_steps, FLOAT, 0, "500", "",                                                       \
@@ -100,7 +109,10 @@
       "bf16 mixed precision: bf16 matrix products with fp32 accumulation and fp32 "         \
       "master weights.")                                                                    \
     X(fp16, BOOL, 0, "False", "", "fp16 mixed precision (needs a GPU; not supported).")      \
-    X(bf16_full_eval, BOOL, 0, "False", "", "Evaluate in bf16 too.")                         \
+    X(bf16_full_eval, BOOL, 0, "False", "",                                                  \
+      "Evaluate with bf16 matrix products even when training is fp32 or absent (LayerNorm, " \
+      "softmax and sums stay fp32: the library's one bf16 mode). Without it evaluation "    \
+      "runs in the training precision (--bf16 or fp32).")                                  \
     X(dataloader_drop_last, BOOL, 0, "False", "",                                            \
       "Drop the last incomplete batch of each epoch.")                                      \
     X(group_by_length, BOOL, 0, "False", "",                                                 \
@@ -113,7 +125,9 @@
       "Integrations that receive the logs: tensorboard (event files in logging_dir, from "  \
       "the main process), none, or all (those available here: tensorboard); None means "    \
       "all, Transformers 4's default. Others (wandb, mlflow, ...) are not available.")       \
-    X(run_name, STRING, 1, "None", "", "Name of the run in logs; defaults to output_dir.")    \
+    X(run_name, STRING, 1, "None", "",                                                       \
+      "Name of the run, shown in the start-of-training log line (Transformers hands it to " \
+      "experiment trackers, none of which is used here).")                                  \
     X(disable_tqdm, BOOL, 0, "False", "", "Do not draw progress bars.")                      \
     X(gradient_checkpointing, BOOL, 0, "False", "",                                          \
       "Keep only each layer's input and recompute the layer in backward: less memory, one "  \
@@ -130,11 +144,15 @@
       "With several ranks, each keeps and updates the optimizer state of 1/N of the "       \
       "parameters (ZeRO stage 1; not a Transformers argument). None: on with several ranks " \
       "unless save_on_each_node.")                                                           \
-    X(optim, CHOICE, 0, "adamw_torch", "adamw_torch", "Optimizer.")
+    X(optim, CHOICE, 0, "adamw_torch", "adamw_torch|adamw_torch_fused",                     \
+      "Optimizer: AdamW (adamw_torch_fused, Transformers' default with torch 2.8, is the "  \
+      "same algorithm; other optimizers are not offered).")
 
 /* Old names Transformers still accepts, and the field each one sets. */
 #define CT_ARGS_ALIASES(X)                                                                   \
     X(no_cuda, use_cpu)                                                                      \
-    X(evaluation_strategy, eval_strategy)
+    X(evaluation_strategy, eval_strategy)                                                    \
+    X(per_gpu_train_batch_size, per_device_train_batch_size)                                 \
+    X(per_gpu_eval_batch_size, per_device_eval_batch_size)
 
 #endif

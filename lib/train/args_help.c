@@ -86,6 +86,24 @@ static void build_help(void)
     option_line(&sb, "--" #alias, "Deprecated name of --" #target ".");
     CT_ARGS_ALIASES(CT__ALIAS_HELP)
 #undef CT__ALIAS_HELP
+    /* The rest of TrainingArguments, each with its fate and the reason. */
+    for (int fate = CT_ARG_NO_EFFECT; fate <= CT_ARG_REFUSED; fate++) {
+        ct__sb_puts(&sb, fate == CT_ARG_NO_EFFECT
+                             ? "\nTrainingArguments accepted with no effect here (a warning says "
+                               "why):\n"
+                             : "\nTrainingArguments refused (the error says what to do "
+                               "instead):\n");
+        for (f = 0; f < CT_ARGS_NFATES; f++) {
+            const ct__arg_fate_row *r = &ct__arg_fates[f];
+            char invocation[128], help[1024];
+            if (r->group != CT__GROUP_TRAINING || (int)r->fate != fate)
+                continue;
+            snprintf(invocation, sizeof invocation, "--%s", r->name);
+            snprintf(help, sizeof help, "%s: %s.", fate == CT_ARG_NO_EFFECT ? "No effect" : "Refused",
+                     r->reason);
+            option_line(&sb, invocation, help);
+        }
+    }
     help_text = ct__sb_take(&sb);
 }
 

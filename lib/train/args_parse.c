@@ -6,6 +6,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,37 @@ static void underscores(char *key)
 
 static ct_status apply_json(ct_args *args, const char *path);
 
+/* A TrainingArguments name that is not a field (args_fates.h): its value is
+ * read as a field's would be, then accepted, warned about or refused. Any
+ * other name is kept for the caller, run_qa.py's included. */
+static ct_status parse_fate(ct_args *args, int argc, const char *const *argv, int *i,
+                            const char *key, const char *inline_value)
+{
+    int row = ct__fate_find(key), negated = 0, b;
+    if (row < 0 && strncmp(key, "no_", 3) == 0 && (row = ct__fate_find(key + 3)) >= 0) {
+        negated = 1; /* --no_dataloader_pin_memory, as HfArgumentParser offers it */
+        if (!ct__fate_is_flag(row) || strncmp(ct__arg_fates[row].def, "True", 4) != 0)
+            row = -1;
+    }
+    if (row < 0 || !ct__fate_is_parsed(row))
+        return keep_unparsed(args, argv[*i]);
+    if (negated) {
+        if (inline_value)
+            return ct__error(CT_ERR_INVALID_ARG, "argument --%s: takes no value", key);
+        return ct__fate_apply(args, row, "False");
+    }
+    if (inline_value)
+        return ct__fate_apply(args, row, inline_value);
+    if (ct__fate_is_flag(row)) {
+        if (*i + 1 < argc && ct__parse_bool_text(argv[*i + 1], &b))
+            return ct__fate_apply(args, row, argv[++*i]);
+        return ct__fate_apply(args, row, "True");
+    }
+    if (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0)
+        return ct__error(CT_ERR_INVALID_ARG, "argument --%s: expected one argument", key);
+    return ct__fate_apply(args, row, argv[++*i]);
+}
+
 /* Parse one "--name[=value]" at argv[*i], consuming a following value. */
 static ct_status parse_option(ct_args *args, int argc, const char *const *argv, int *i)
 {
@@ -76,7 +108,7 @@ static ct_status parse_option(ct_args *args, int argc, const char *const *argv, 
         }
     }
     if (f < 0)
-        return keep_unparsed(args, arg);
+        return parse_fate(args, argc, argv, i, key, inline_value);
     if (!negated && strcmp(key, ct__arg_fields[f].name) != 0)
         ct__log(CT_LOG_WARNING, "--%s is deprecated; use --%s", key, ct__arg_fields[f].name);
 
@@ -181,6 +213,26 @@ static ct_status keep_json_member(ct_args *args, const ct__json_member *m)
     return st;
 }
 
+/* A fate row's JSON value, as the text a command line would hold. Nested
+ * values (Transformers writes {} for lr_scheduler_kwargs) count as their
+ * JSON text. */
+static ct_status apply_json_fate(ct_args *args, int row, const ct__json_member *m)
+{
+    switch (m->value.type) {
+    case CT_JSON_NULL: return ct__fate_apply(args, row, "None");
+    case CT_JSON_TRUE: return ct__fate_apply(args, row, "True");
+    case CT_JSON_FALSE: return ct__fate_apply(args, row, "False");
+    case CT_JSON_STRING: return ct__fate_apply(args, row, m->value.str);
+    case CT_JSON_NUMBER: {
+        char text[64];
+        snprintf(text, sizeof text, "%.*s", (int)m->value.len, m->value.str);
+        return ct__fate_apply(args, row, text);
+    }
+    case CT_JSON_OBJECT: return ct__fate_apply(args, row, m->value.n ? "{...}" : "{}");
+    default: return ct__fate_apply(args, row, m->value.n ? "[...]" : "[]");
+    }
+}
+
 /* report_to as Transformers' training_args.json holds it: a list, [] for
  * none; ["tensorboard"] reads back as tensorboard, ["all"] as all. A list
  * of several names is refused by the first that is not tensorboard. */
@@ -204,8 +256,12 @@ static ct_status apply_json_member(ct_args *args, const ct__json_member *m)
     int f = ct__args_find(m->key);
     const ct__arg_field *fd;
     ct__arg_value nv;
-    if (f < 0)
+    if (f < 0) {
+        int row = ct__fate_find(m->key);
+        if (row >= 0 && ct__fate_is_parsed(row))
+            return apply_json_fate(args, row, m);
         return keep_json_member(args, m);
+    }
     if (f == CT_A_report_to && v->type == CT_JSON_ARRAY)
         return apply_report_to_list(args, f, v);
     fd = &ct__arg_fields[f];

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/strbuf.h"
+#include "train/args_fates.h"
 #include "train/args_internal.h"
 
 typedef struct ct__arg_field {
@@ -24,8 +25,41 @@ typedef struct ct__arg_value {
     char *s;
 } ct__arg_value;
 
+/* Rows of args_fates.h: names that are not fields, and their fate. */
+enum ct__arg_group { CT__GROUP_TRAINING, CT__GROUP_MODEL, CT__GROUP_DATA, CT__GROUP_TOOL };
+
+enum {
+#define CT__FATE_ENUM(name, group, fate, type, def, reason) CT__FATE_##name,
+    CT_ARGS_FATES(CT__FATE_ENUM)
+#undef CT__FATE_ENUM
+    CT_ARGS_NFATES
+};
+
+typedef struct ct__arg_fate_row {
+    const char *name;
+    enum ct__arg_group group;
+    ct_arg_fate fate;
+    ct_arg_type type;
+    const char *def;
+    const char *reason;
+} ct__arg_fate_row;
+
+extern const ct__arg_fate_row ct__arg_fates[CT_ARGS_NFATES];
+
+/* Row of a name in args_fates.h, -1 if none. */
+int ct__fate_find(const char *name);
+/* 1 for a BOOL row: a bare --flag means true. */
+int ct__fate_is_flag(int row);
+/* 1 when ct_args_parse consumes the row's name (a TrainingArguments name
+ * that is not implemented); run_qa.py's names are left to the program. */
+int ct__fate_is_parsed(int row);
+/* A value given to row's name: its default passes silently; otherwise a
+ * NO_EFFECT name warns (once per handle), a REFUSED one fails. */
+ct_status ct__fate_apply(ct_args *args, int row, const char *text);
+
 struct ct_args {
     ct__arg_value v[CT_ARGS_NFIELDS];
+    unsigned char warned[CT_ARGS_NFATES]; /* no-effect warning given for this row */
     char **unparsed;
     size_t n_unparsed;
 };

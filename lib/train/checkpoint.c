@@ -253,6 +253,13 @@ static CT__MUST_USE char *rng_state_json(const ct_trainer *t)
     ct__json_write_double(&sb, t->loss_since_log);
     ct__sb_puts(&sb, ",\n  \"loss_sum_all\": ");
     ct__json_write_double(&sb, t->loss_sum_all);
+    /* The split of the global batch this position counts in: a run resumed
+     * at another world size keeps the global batch (elastic.c) and finds
+     * its place in the epoch from these. */
+    ct__sb_printf(&sb, ",\n  \"gradient_accumulation_steps\": %lld,"
+                       "\n  \"per_device_train_batch_size\": %lld,\n  \"world_size\": %d",
+                  (long long)A_INT(gradient_accumulation_steps),
+                  (long long)A_INT(per_device_train_batch_size), t->world);
     ct__sb_printf(&sb, ",\n  \"steps_counted\": %lld\n}\n", (long long)t->steps_counted);
     return ct__sb_take(&sb);
 }
@@ -536,9 +543,30 @@ static ct_status get_best(const ct__json *s, const char *file, int64_t *step, in
     return CT_OK;
 }
 
-ct_status ct__checkpoint_resume(ct_trainer *t)
+ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size)
 {
     const char *spec = A_STR(resume_from_checkpoint), *out = A_STR(output_dir);
+    if (truthy(spec)) {
+        found *list;
+        size_t n = list_checkpoints(out, &list);
+        if (n == 0) {
+            free(list);
+            return ct__error(CT_ERR_NOT_FOUND,
+                             "resume_from_checkpoint: no complete checkpoint in %s", out);
+        }
+        snprintf(dir, size, "%s/%s", out, list[n - 1].name);
+        free(list);
+    } else {
+        snprintf(dir, size, "%s", spec);
+        if (!is_complete(dir))
+            return ct__error(CT_ERR_FORMAT, "resume_from_checkpoint: %s is not a complete "
+                                            "checkpoint (no %s)", dir, MARKER);
+    }
+    return CT_OK;
+}
+
+ct_status ct__checkpoint_resume(ct_trainer *t)
+{
     char dir[4096], path[4200];
     ct__json_doc *state = NULL, *rng = NULL;
     const ct__json *s, *r, *hist;
@@ -551,22 +579,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     char *best_dir = NULL;
     ct_status st;
 
-    if (truthy(spec)) {
-        found *list;
-        size_t n = list_checkpoints(out, &list);
-        if (n == 0) {
-            free(list);
-            return ct__error(CT_ERR_NOT_FOUND,
-                             "resume_from_checkpoint: no complete checkpoint in %s", out);
-        }
-        snprintf(dir, sizeof dir, "%s/%s", out, list[n - 1].name);
-        free(list);
-    } else {
-        snprintf(dir, sizeof dir, "%s", spec);
-        if (!is_complete(dir))
-            return ct__error(CT_ERR_FORMAT, "resume_from_checkpoint: %s is not a complete "
-                                            "checkpoint (no %s)", dir, MARKER);
-    }
+    if ((st = ct__checkpoint_resume_dir(t, dir, sizeof dir)) != CT_OK)
+        return st;
     snprintf(path, sizeof path, "%s/rng_state.json", dir);
     if ((st = ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &rng)) != CT_OK)
         return ct__error_prefix(st, "resume_from_checkpoint (a model-only checkpoint cannot be "
@@ -606,6 +620,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
                        (long long)last_logged, (long long)steps_counted);
         goto done;
     }
+    if ((st = ct__elastic_position(t, r, path, &batch_in_epoch)) != CT_OK)
+        goto done;
     if (batch_in_epoch < 0 || batch_in_epoch > t->batches_per_epoch || epoch_index < 0) {
         st = ct__error(CT_ERR_FORMAT,
                        "%s/rng_state.json: position (epoch %lld, batch %lld) does not fit this "

@@ -40,7 +40,6 @@ static void put_number(ct__strbuf *sb, const ct__metric *m)
 static CT__MUST_USE ct_status write_sorted(const char *path, merged *e, size_t n)
 {
     ct__strbuf sb = {0};
-    ct_status st;
     qsort(e, n, sizeof *e, merged_cmp);
     ct__sb_puts(&sb, n ? "{" : "{}");
     for (size_t i = 0; i < n; i++) {
@@ -54,14 +53,7 @@ static CT__MUST_USE ct_status write_sorted(const char *path, merged *e, size_t n
     }
     if (n)
         ct__sb_puts(&sb, "\n}");
-    if (sb.failed) {
-        st = ct__error_prefix((ct_status)sb.failed, "%s: writing metrics", path);
-        ct__sb_free(&sb);
-        return st;
-    }
-    st = ct__write_file_atomic(path, sb.data, sb.len);
-    ct__sb_free(&sb);
-    return st;
+    return ct__write_text_atomic(path, &sb, "writing metrics");
 }
 
 ct_status ct__save_metrics(const char *dir, const char *split, const ct__metric *m, size_t n)

@@ -677,7 +677,7 @@ static ct_status final_save(ct_trainer *t, double runtime)
     {
         /* run_qa.py's trainer.save_metrics("train", metrics), with
          * train_samples added as it does. */
-        ct__metric m[7] = {
+        ct__metric m[8] = {
             {"epoch", t->epoch, 0},
             {"total_flos", t->total_flos, 0},
             {"train_loss", ct_trainer_train_loss(t), 0},
@@ -685,8 +685,11 @@ static ct_status final_save(ct_trainer *t, double runtime)
             {"train_samples", (double)t->train->n, 1},
             {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
             {"train_steps_per_second", round_to((double)t->global_step / runtime, 3), 0},
+            {"train_tokens_per_second", t->tokens_per_second, 0},
         };
-        if ((st = ct__save_metrics(dir, "train", m, 7)) != CT_OK)
+        /* the last only with include_tokens_per_second, as Trainer */
+        if ((st = ct__save_metrics(dir, "train", m, isnan(t->tokens_per_second) ? 7 : 8)) !=
+            CT_OK)
             return st;
     }
     if (!(text = ct__trainer_state_json(t)))
@@ -919,6 +922,10 @@ static ct_status train_checked(ct_trainer *t)
     if (!t->eval && !strategy_is(t, CT_A_eval_strategy, "no"))
         return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but no evaluation callback is set "
                                        "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
+    /* Resuming at another world size: the checkpoint's global batch, kept
+     * by the accumulation the plan is made with. */
+    if (A_STR(resume_from_checkpoint) && (st = ct__elastic_keep_global_batch(t)) != CT_OK)
+        return st;
     if ((st = plan(t)) != CT_OK)
         return st;
     /* Nothing in output_dir is deleted or written before the lock is ours:
@@ -1008,13 +1015,16 @@ static ct_status train_run(ct_trainer *t)
     double start, grad_norm = NAN, window_loss = 0;
     int window_bad = 0, cancelled = 0;
     window_start window = {0};
+    int64_t run_tokens = 0;
     ct_status st;
     const char *resume;
 
     b = A_INT(per_device_train_batch_size);
     ga = A_INT(gradient_accumulation_steps);
 
-    if ((st = ct_model_set_precision(m, A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32)) !=
+    ct__trainer_apply_log_level(t->args, t->rank, t->dist ? ct_dist_local_rank(t->dist) : 0);
+    if ((st = ct__trainer_apply_model_args(t->args, m, t->rank)) != CT_OK ||
+        (st = ct_model_set_precision(m, A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32)) !=
             CT_OK ||
         (st = ct_model_set_training(m, 1)) != CT_OK ||
         (st = ct_model_set_seed(m, (uint64_t)A_INT(seed), 0)) != CT_OK)
@@ -1059,9 +1069,10 @@ static ct_status train_run(ct_trainer *t)
     }
     if (t->rank == 0)
         ct__log(CT_LOG_INFO,
-                "training: %zu examples, %lld epochs, batch %lld x %d ranks, accumulation %lld, "
-                "%lld optimizer steps%s",
-                t->train->n, (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
+                "training%s%s: %zu examples, %lld epochs, batch %lld x %d ranks, accumulation "
+                "%lld, %lld optimizer steps%s",
+                A_STR(run_name) ? " " : "", A_STR(run_name) ? A_STR(run_name) : "", t->train->n,
+                (long long)t->num_epochs, (long long)b, t->world, (long long)ga,
                 (long long)t->max_steps, resume ? " (resumed)" : "");
     first_step = t->global_step;
     t->saved_step = -1;
@@ -1095,6 +1106,7 @@ static ct_status train_run(ct_trainer *t)
             micro++;
             t->samples_since_log += (int64_t)n * t->world;
             t->tokens_since_log += (int64_t)n * t->train->T * t->world;
+            run_tokens += (int64_t)n * t->train->T; /* this rank's input_ids numel */
             t->total_flos += 6.0 * (double)m->n_params * n * t->train->T * t->world;
             if (!isfinite(loss))
                 window_bad = 1;
@@ -1172,14 +1184,20 @@ static ct_status train_run(ct_trainer *t)
         double runtime = ct__now() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
                           A_INT(gradient_accumulation_steps) * t->world;
-        entry_kv kv[5] = {{"train_runtime", round_to(runtime, 4), 0},
+        entry_kv kv[6] = {{"train_runtime", round_to(runtime, 4), 0},
                           {"train_loss", ct_trainer_train_loss(t), 0},
                           {"total_flos", t->total_flos, 0},
                           {"train_samples_per_second", round_to((double)samples / runtime, 3), 0},
                           {"train_steps_per_second",
                            round_to((double)t->global_step / runtime, 3), 0}};
         char *json = NULL;
-        if ((st = add_entry(t, kv, 5, &json)) == CT_OK) {
+        /* Trainer's speed metric: its per-device count of input_ids
+         * elements, padding included, over the run's time. */
+        t->tokens_per_second = A_BOOL(include_tokens_per_second)
+                                   ? round_to((double)run_tokens / runtime, 4)
+                                   : NAN;
+        kv[5] = (entry_kv){"train_tokens_per_second", t->tokens_per_second, 0};
+        if ((st = add_entry(t, kv, isnan(t->tokens_per_second) ? 5 : 6, &json)) == CT_OK) {
             if (t->rank == 0)
                 ct__log(CT_LOG_DEBUG, "%s", json);
             st = notify(t, CT_EVENT_LOG, json);
@@ -1209,6 +1227,7 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     size_t counted = 0, block, begin, end;
     ct_status st = CT_OK;
     int was_training;
+    ct_precision was_precision;
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(d);
     CT__CHECK_ARG(loss);
@@ -1226,7 +1245,13 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     begin = block * (size_t)t->rank < d->n ? block * (size_t)t->rank : d->n;
     end = begin + block < d->n ? begin + block : d->n;
     was_training = t->model->training;
+    was_precision = ct_model_get_precision(t->model);
     ct_model_set_training(t->model, 0);
+    /* Trainer's eval loss: label smoothing as in training; bf16_full_eval
+     * evaluates with bf16 products whatever the training precision. */
+    if ((st = ct__trainer_apply_model_args(t->args, t->model, t->rank)) == CT_OK &&
+        A_BOOL(bf16_full_eval))
+        st = ct_model_set_precision(t->model, CT_PRECISION_BF16);
     for (size_t first = begin; first < end && st == CT_OK; first += (size_t)b) {
         int n = (int)(end - first < (size_t)b ? end - first : (size_t)b);
         float l;
@@ -1240,6 +1265,7 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
         }
     }
     ct_model_set_training(t->model, was_training);
+    ct_model_set_precision(t->model, was_precision);
     ct_batch_free(batch);
     free(idx);
     if (st == CT_OK && t->world > 1) {

@@ -66,6 +66,7 @@ struct ct_trainer {
     char *best_model_checkpoint;
     int64_t samples_since_log, tokens_since_log;
     double log_window_start;
+    double tokens_per_second; /* this rank's, with include_tokens_per_second; else NaN */
     struct ct__tb_writer *tb; /* report_to tensorboard, on rank 0 while training */
 };
 
@@ -80,6 +81,22 @@ ct_status ct__checkpoint_resume(ct_trainer *t);
  * it into the checkpoint folder (r -1: the staging folder). */
 ct_status ct__checkpoint_stage_shard(ct_trainer *t) CT__MUST_USE;
 void ct__checkpoint_shard_path(const ct_trainer *t, int r, char *out, size_t size);
+/* The checkpoint resume_from_checkpoint names ("true": the newest complete
+ * one of output_dir) into dir. */
+ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size);
+
+/* elastic.c: resuming at another world size. Before the plan is made: when
+ * the checkpoint's global batch (per-rank batch x world x accumulation, from
+ * its rng_state.json) differs from this run's, gradient_accumulation_steps
+ * (else the per-rank batch too) of the trainer's arguments changes so that
+ * it is the same again, with a log line; refused when the world size does
+ * not divide it. Checkpoints without the record are left alone. */
+ct_status ct__elastic_keep_global_batch(ct_trainer *t);
+/* During resume: *batch_in_epoch, counted in the checkpoint's micro-batches
+ * (rng_state.json root `r`, named `file`), in this run's. */
+struct ct__json;
+ct_status ct__elastic_position(const ct_trainer *t, const struct ct__json *r, const char *file,
+                               int64_t *batch_in_epoch);
 /* trainer_state.json text for the current state. */
 char *ct__trainer_state_json(const ct_trainer *t) CT__MUST_USE;
 /* Start-up of a run in its (locked) output_dir: remove the temporary
@@ -97,5 +114,12 @@ int ct__checkpoint_is_complete(const char *dir);
 void ct__checkpoint_keep_only_best(const ct_trainer *t);
 
 double ct__now(void);
+
+/* trainer_args.c */
+/* log_level on the main process, log_level_replica on the others
+ * (passive: leave the application's level), as Trainer sets them. */
+void ct__trainer_apply_log_level(const ct_args *args, int rank, int local_rank);
+/* The model's loss options from the arguments (label_smoothing_factor). */
+ct_status ct__trainer_apply_model_args(const ct_args *args, ct_model *m, int rank);
 
 #endif

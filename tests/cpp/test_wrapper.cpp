@@ -122,6 +122,20 @@ static void test_field_table_and_help() {
     CHECK(found);
     std::string help = cputrain::training_args::help();
     CHECK(help.find("--learning_rate") != std::string::npos);
+    // the fate table: fields first, then names with no effect or refused
+    std::vector<cputrain::known_argument> known = cputrain::training_args::known_arguments();
+    CHECK(known.size() > fields.size());
+    CHECK(known[0].name == fields[0].name && known[0].fate == CT_ARG_IMPLEMENTED);
+    bool refused = false;
+    for (size_t i = 0; i < known.size(); i++)
+        if (known[i].name == "push_to_hub") {
+            refused = known[i].fate == CT_ARG_REFUSED &&
+                      known[i].reason.find("Hub's CLI") != std::string::npos;
+        }
+    CHECK(refused);
+    cputrain::training_args args;
+    EXPECT_ERROR(args.set("push_to_hub", "true"), CT_ERR_UNSUPPORTED, "Hub's CLI");
+    args.set("push_to_hub", "false");
 }
 
 static void test_parse() {

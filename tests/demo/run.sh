@@ -2,7 +2,8 @@
 # The demo really learns: a shortened `make demo` (3 epochs instead of 5)
 # must reach exact match >= 60 on the validation people, where the trivial
 # baselines the generator prints stay below 10. Also checks the files
-# run_qa.py writes. Expects B and PYTHON.
+# run_qa.py writes, and that cputrain-plot draws the run as `make demo` does
+# (one curve per series, a point per logged value). Expects B and PYTHON.
 set -eu
 : "${B:=build}" "${PYTHON:=/usr/bin/python3}"
 dir=$B/demo-test
@@ -24,4 +25,18 @@ m = json.load(open(sys.argv[1]))
 em, f1 = m["eval_exact_match"], m["eval_f1"]
 print("demo: eval_exact_match %.2f, eval_f1 %.2f (bar: exact match >= 60)" % (em, f1))
 sys.exit(0 if em >= 60 else 1)
+PY
+"$B/bin/cputrain-plot" "$dir/out" > "$dir/plot.txt" 2>&1 || { cat "$dir/plot.txt"; exit 1; }
+"$PYTHON" - "$dir/out" <<'PY'
+import json, os, sys
+import xml.etree.ElementTree as ET
+out = sys.argv[1]
+log = json.load(open(os.path.join(out, "trainer_state.json")))["log_history"]
+root = ET.parse(os.path.join(out, "training_curves.svg")).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+lines = {p.get("data-series"): len(p.get("points").split())
+         for p in root.iter("{http://www.w3.org/2000/svg}polyline")}
+want = {k: sum(k in e for e in log) for k in ("loss", "learning_rate", "grad_norm")}
+print("demo: training_curves.svg has %s (log_history: %s)" % (lines, want))
+sys.exit(0 if lines == want and want["loss"] > 0 else 1)
 PY

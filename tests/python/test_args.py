@@ -8,7 +8,7 @@ import pathlib
 import pickle
 import unittest
 
-from cputrain import ArgType, CputrainError, Status, TrainingArgs
+from cputrain import ArgFate, ArgType, CputrainError, Status, TrainingArgs
 
 PY_TYPE = {ArgType.BOOL: bool, ArgType.INT: int, ArgType.FLOAT: float,
            ArgType.STRING: str, ArgType.CHOICE: str}
@@ -381,6 +381,83 @@ class LifetimeTest(unittest.TestCase):
         lines = text.splitlines()[1:-1]
         self.assertEqual(lines, sorted(lines))
         self.assertEqual(len(lines), len(TrainingArgs.fields()))
+
+
+def _other_text(arg):
+    """Command-line text that differs from a known argument's default."""
+    if arg.type == ArgType.BOOL:
+        return "False" if arg.default.startswith("True") else "True"
+    return {ArgType.INT: "7", ArgType.FLOAT: "0.25"}.get(arg.type, "x-test")
+
+
+class FateTableTest(unittest.TestCase):
+    """The fate of every Transformers / run_qa.py argument, as Python sees it:
+    the same table as the C library's, walked whole."""
+
+    def setUp(self):
+        import cputrain
+        self.warnings = []
+        cputrain.set_log_callback(lambda level, message: self.warnings.append(message))
+        self.addCleanup(cputrain.set_log_callback, cputrain.log_to_python_logging)
+        self.addCleanup(cputrain.set_log_level, cputrain.get_log_level())
+        cputrain.set_log_level("warning")
+
+    def test_fields_come_first_and_are_implemented(self):
+        known = TrainingArgs.known_arguments()
+        fields = TrainingArgs.fields()
+        self.assertEqual([k.name for k in known[:len(fields)]], [f.name for f in fields])
+        self.assertTrue(all(k.fate == ArgFate.IMPLEMENTED for k in known[:len(fields)]))
+        for name in ("push_to_hub", "dataloader_num_workers", "max_seq_length", "cache_dir"):
+            self.assertIn(name, {k.name for k in known})
+
+    def test_no_effect_arguments_warn_with_their_reason(self):
+        walked = 0
+        for arg in TrainingArgs.known_arguments():
+            if arg.fate != ArgFate.NO_EFFECT:
+                continue
+            with TrainingArgs() as args:
+                del self.warnings[:]
+                args.set(arg.name, _other_text(arg))
+                self.assertEqual(len(self.warnings), 1, (arg.name, self.warnings))
+                self.assertIn(arg.reason, self.warnings[0])
+                self.assertIn("--%s" % arg.name, self.warnings[0])
+            walked += 1
+        self.assertGreater(walked, 40)
+
+    def test_refused_arguments_raise_with_their_reason(self):
+        walked = 0
+        with TrainingArgs() as args:
+            for arg in TrainingArgs.known_arguments():
+                if arg.fate != ArgFate.REFUSED:
+                    continue
+                with self.assertRaises(CputrainError) as caught:
+                    args.set(arg.name, _other_text(arg))
+                self.assertEqual(caught.exception.status, Status.ERR_UNSUPPORTED)
+                self.assertIn(arg.reason, str(caught.exception))
+                walked += 1
+        self.assertGreater(walked, 20)
+        self.assertEqual(self.warnings, [])
+
+    def test_transformers_keywords_and_attributes(self):
+        # TrainingArguments(dataloader_num_workers=4, push_to_hub=False) works
+        # here too: no effect with a warning; a refused value raises.
+        with TrainingArgs(dataloader_num_workers=4, push_to_hub=False,
+                          save_safetensors=True) as args:
+            self.assertEqual(len(self.warnings), 1)
+            self.assertIn("dataloader_num_workers 4 has no effect", self.warnings[0])
+            with self.assertRaisesRegex(CputrainError, "Hub's CLI"):
+                args.push_to_hub = True
+            with self.assertRaisesRegex(CputrainError, "only safetensors is written"):
+                args.save_safetensors = False
+        with self.assertRaisesRegex(CputrainError, "kernels are compiled"):
+            TrainingArgs(torch_compile=True)
+
+    def test_parse_consumes_no_effect_names_and_keeps_run_qa_names(self):
+        with TrainingArgs() as args:
+            args.parse(["--dataloader_num_workers", "2", "--max_seq_length", "256",
+                        "--cache_dir", "/tmp"])
+            self.assertEqual(args.unparsed(), ["--max_seq_length", "256", "--cache_dir", "/tmp"])
+            self.assertEqual(len(self.warnings), 1)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import unittest
 
 from cputrain import CputrainError, Event, Model, Status, Trainer, TrainingArgs
 
-from test_train_api import qa_dataset
+from helpers import TempDirTest, qa_dataset
 
 # 24 examples, batch 4, accumulation 2: 3 optimizer steps per epoch, 6 in all.
 SCORES = {1: 0.10, 2: 0.90, 3: 0.50, 4: 0.30, 5: 0.20, 6: 0.40}  # best: step 2
@@ -31,14 +31,13 @@ def read_json(path):
         return json.load(f)
 
 
-class BestModelTest(unittest.TestCase):
+class BestModelTest(TempDirTest):
+
+    prefix = "cputrain-best-"
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-best-")
+        super().setUp()
         self.out = os.path.join(self.dir, "out")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def args(self, **kw):
         fields = dict(output_dir=self.out, per_device_train_batch_size=4,

@@ -9,12 +9,7 @@ import unittest
 import cputrain
 from cputrain import CputrainError, Dist, Status
 
-try:
-    import numpy as np
-except ImportError:
-    np = None
-
-needs_numpy = unittest.skipIf(np is None, "numpy is not installed")
+from helpers import needs_numpy, np
 
 
 def in_ranks(world, body):

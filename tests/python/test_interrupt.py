@@ -11,7 +11,6 @@ dropout."""
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import time
 import unittest
@@ -20,32 +19,7 @@ from unittest import mock
 from cputrain import (CputrainError, Dataset, Event, Model, Status, Task, Trainer,
                       TrainingArgs)
 
-try:
-    import numpy as np
-except ImportError:
-    np = None
-
-needs_numpy = unittest.skipIf(np is None, "numpy is not installed")
-
-N, T = 24, 12
-
-
-def qa_dataset(n=N):
-    state = 17
-    ids, positions = [], []
-    for _ in range(n):
-        row = []
-        for _ in range(T):
-            state = (state * 1103515245 + 12345) % (1 << 31)
-            row.append(1 + state % 127)
-        ids.append(row)
-        start = row[0] % (T - 2)
-        positions.append([start, start + row[1] % 2])
-    return Dataset.from_arrays("question-answering", ids, positions)
-
-
-def params_bytes(model):
-    return {name: bytes(memoryview(view).cast("B")) for name, view in model.parameters().items()}
+from helpers import T, TempDirTest, params_bytes, qa_dataset
 
 
 def complete(directory):
@@ -62,14 +36,15 @@ class Sentinel:
         self.calls += 1
 
 
-class InterruptTest(unittest.TestCase):
+class InterruptTest(TempDirTest):
+
+    prefix = "cputrain-interrupt-"
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-interrupt-")
+        super().setUp()
         self.sentinel = Sentinel()
         self.before = signal.signal(signal.SIGINT, self.sentinel)
         self.addCleanup(signal.signal, signal.SIGINT, self.before)
-        self.addCleanup(shutil.rmtree, self.dir, True)
 
     def trainer(self, out, progress=None, **kw):
         # bert-test has dropout: resuming must put its generator back too
@@ -205,11 +180,9 @@ class InterruptTest(unittest.TestCase):
         self.assertIs(signal.getsignal(signal.SIGINT), self.sentinel)
 
 
-class PredictTest(unittest.TestCase):
+class PredictTest(TempDirTest):
 
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-predict-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
+    prefix = "cputrain-predict-"
 
     def test_labels_are_what_was_added(self):
         with Dataset("question-answering", 4) as ds:

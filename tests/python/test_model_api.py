@@ -20,12 +20,7 @@ from cputrain import (Batch, CputrainError, DType, Model, Precision, Status, Tas
 from cputrain import _model
 from cputrain._lib import lib
 
-try:
-    import numpy as np
-except ImportError:
-    np = None
-
-needs_numpy = unittest.skipIf(np is None, "numpy is not installed")
+from helpers import TempDirTest, needs_numpy, np
 
 B, T = 2, 6
 IDS = [[2, 17, 33, 5, 9, 3], [2, 41, 8, 3, 0, 0]]
@@ -520,13 +515,9 @@ class SettingsTest(unittest.TestCase):
                          r"<Model BertForQuestionAnswering, \d+ parameters, fp32, eval>")
 
 
-class SaveAndLifetimeTest(unittest.TestCase):
+class SaveAndLifetimeTest(TempDirTest):
 
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-api-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+    prefix = "cputrain-api-"
 
     def test_save_and_load(self):
         with qa_model(seed=8) as m:

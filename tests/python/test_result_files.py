@@ -5,14 +5,12 @@ model.safetensors really holds."""
 
 import json
 import os
-import shutil
 import struct
-import tempfile
 import unittest
 
 from cputrain import CputrainError, Model, SquadScores, Status, Trainer, TrainingArgs
 
-from test_train_api import qa_dataset
+from helpers import TempDirTest, qa_dataset
 
 
 def read_json(path):
@@ -27,13 +25,9 @@ def safetensors_dtypes(path):
     return {v["dtype"] for k, v in header.items() if k != "__metadata__"}
 
 
-class TempDir(unittest.TestCase):
+class TempDir(TempDirTest):
 
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-results-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+    prefix = "cputrain-results-"
 
 
 class AllResultsTest(TempDir):

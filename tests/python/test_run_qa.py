@@ -220,6 +220,29 @@ class FeaturesTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             features.dataset
 
+    def test_progress_callbacks(self):
+        tok = Tokenizer(self.data)
+        examples = SquadExamples.load(os.path.join(self.data, "validation.json"))
+        seen = []
+        features = QAFeatures.create(tok, examples, max_seq_length=64, doc_stride=16,
+                                     max_examples=20, progress=lambda d, t: seen.append((d, t)))
+        self.assertEqual(seen[0], (0, 20))
+        self.assertEqual(seen[-1], (20, 20))
+        with self.assertRaisesRegex(CputrainError, "stopped by the progress callback"):
+            QAFeatures.create(tok, examples, 64, 16, 20, progress=lambda d, t: True)
+
+        def boom(done, total):
+            raise KeyError("from the callback")
+        with self.assertRaises(KeyError):
+            QAFeatures.create(tok, examples, 64, 16, 20, progress=boom)
+        batches = []
+        model = Model.create(os.path.join(self.data, "config.json"), seed=1)
+        features.logits(model, batch_size=8, progress=lambda d, t: batches.append((d, t)))
+        n = -(-len(features) // 8)
+        self.assertEqual(batches, [(k, n) for k in range(1, n + 1)])
+        model.close()
+        features.close()
+
 
 def _env():
     env = dict(os.environ)
@@ -394,11 +417,31 @@ class RunQATest(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--validation_file", p.stdout)
 
+    def test_argument_fates_and_hub_ids(self):
+        base = ["--do_eval", "--tokenizer_name", self.data, "--validation_file",
+                os.path.join(self.tmp, "missing.json"), "--output_dir",
+                os.path.join(self.tmp, "never"), "--max_seq_length", "64", "--doc_stride", "16"]
+        cfg = ["--config_name", os.path.join(self.data, "config.json")]
+        p = self.run_qa(base + cfg + ["--cache_dir", "/x", "--dataloader_num_workers", "2"])
+        self.assertIn("--cache_dir /x has no effect here: nothing is downloaded", p.stdout)
+        self.assertIn("--dataloader_num_workers 2 has no effect here", p.stdout)
+        p = self.run_qa(base + cfg + ["--push_to_hub"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("push_to_hub True is refused", p.stdout)
+        self.assertIn("Hub's CLI", p.stdout)
+        p = self.run_qa(base + ["--model_name_or_path", "some-org/some-model"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("not a local folder, and nothing is downloaded", p.stdout)
+        p = self.run_qa(base + ["--model_name_or_path", "bert-test"])
+        self.assertIn("RANDOM weights", p.stdout)
+        self.assertEqual(p.stdout.count("placement:"), 1, p.stdout)
+
     def test_library_error_is_reported(self):
         p = self.run_qa(["--do_eval", "--config_name", os.path.join(self.data, "config.json"),
                          "--tokenizer_name", self.data, "--validation_file",
                          os.path.join(self.tmp, "missing.json"), "--output_dir",
-                         os.path.join(self.tmp, "never")])
+                         os.path.join(self.tmp, "never"), "--max_seq_length", "64",
+                         "--doc_stride", "16"])
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn("missing.json", p.stdout)
 

@@ -14,16 +14,14 @@ import json
 import math
 import os
 import re
-import shutil
 import socket
 import struct
-import tempfile
 import time
 import unittest
 
 from cputrain import CputrainError, Event, Model, Status, Trainer, TrainingArgs
 
-from test_train_api import qa_dataset
+from helpers import TempDirTest, qa_dataset
 
 # ---- the format, written from its description -------------------------------
 
@@ -151,14 +149,13 @@ def tag_of(key):
 # ---- the runs ------------------------------------------------------------------------
 
 
-class TensorBoardTest(unittest.TestCase):
+class TensorBoardTest(TempDirTest):
+
+    prefix = "cputrain-tb-"
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-tb-")
+        super().setUp()
         self.out = os.path.join(self.dir, "out")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def run_training(self, evaluate=True, **kw):
         fields = dict(output_dir=self.out, per_device_train_batch_size=4,

@@ -7,10 +7,8 @@ test_optim_torch.py; here only what the binding adds."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
 from unittest import mock
@@ -20,47 +18,15 @@ from cputrain import (Batch, CputrainError, Dataset, Event, Model, Optimizer, St
                       Trainer, TrainingArgs, TrainOutput)
 from cputrain import _train
 
-try:
-    import numpy as np
-except ImportError:
-    np = None
+import helpers
+from helpers import N, T, needs_numpy, np, params_bytes, qa_dataset, qa_examples
 
-needs_numpy = unittest.skipIf(np is None, "numpy is not installed")
-
-N, T = 24, 12  # 24 examples; batch 4 with accumulation 2: 3 optimizer steps per epoch
+# N = 24 examples; batch 4 with accumulation 2: 3 optimizer steps per epoch
 
 
-def qa_examples(n=N, seed=0):
-    """(input_ids, positions) as nested lists, so no numpy is needed."""
-    state = seed * 7919 + 17
-    ids, positions = [], []
-    for _ in range(n):
-        row = []
-        for _ in range(T):
-            state = (state * 1103515245 + 12345) % (1 << 31)
-            row.append(1 + state % 127)
-        ids.append(row)
-        start = row[0] % (T - 2)
-        positions.append([start, start + row[1] % 2])
-    return ids, positions
+class TempDirTest(helpers.TempDirTest):
 
-
-def qa_dataset(n=N, seed=0):
-    ids, positions = qa_examples(n, seed)
-    return Dataset.from_arrays("question-answering", ids, positions)
-
-
-def params_bytes(model):
-    return {name: bytes(memoryview(view).cast("B")) for name, view in model.parameters().items()}
-
-
-class TempDirTest(unittest.TestCase):
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="cputrain-train-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+    prefix = "cputrain-train-"
 
     def args(self, **kw):
         fields = dict(output_dir=os.path.join(self.dir, "out"), per_device_train_batch_size=4,
@@ -521,7 +487,7 @@ class TerminalProgressTest(TempDirTest):
         script = textwrap.dedent("""
             import sys
             sys.path.insert(0, %r)
-            from test_train_api import qa_dataset
+            from helpers import qa_dataset
             from cputrain import Model, Trainer, TrainingArgs, PROGRESS_TO_TERMINAL
             model = Model.create("bert-test", seed=1)
             args = TrainingArgs(output_dir=%r, per_device_train_batch_size=4, max_steps=3,

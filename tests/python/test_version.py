@@ -81,6 +81,37 @@ class FindLibraryTest(unittest.TestCase):
             self.assertTrue(p.endswith(os.path.join("build", "lib", soname)), p)
             self.assertLess(paths.index(p), paths.index(soname))
 
+    def test_an_installed_package_looks_in_its_libdir_first(self):
+        """What `make install` writes in _installed.py: LIBDIR, tried after
+        the same folder relative to the package (a staged or moved prefix
+        loads its own copy); the source tree's build/ is not looked at."""
+        import tempfile
+        soname = "libcputrain.so.%d" % _lib.API_MAJOR
+        env = {k: v for k, v in os.environ.items() if k != "CPUTRAIN_LIBRARY"}
+        with tempfile.TemporaryDirectory() as tmp:
+            package, staged, libdir = (os.path.join(tmp, d) for d in
+                                       ("stage/lib/python3/site-packages/cputrain", "stage/lib",
+                                        "lib"))
+            for folder in (package, staged, libdir):
+                os.makedirs(folder, exist_ok=True)
+            for folder in (staged, libdir):
+                open(os.path.join(folder, soname), "w").close()
+            installed = types.ModuleType("cputrain._installed")
+            installed.LIBDIR = libdir
+            installed.LIBDIR_FROM_PACKAGE = "../../.."
+            with mock.patch.dict(sys.modules, {"cputrain._installed": installed}), \
+                    mock.patch.dict(os.environ, env, clear=True):
+                self.assertEqual(_lib.installed_paths(package, soname),
+                                 [os.path.join(staged, soname), os.path.join(libdir, soname)])
+                os.unlink(os.path.join(staged, soname))
+                self.assertEqual(_lib.installed_paths(package, soname),
+                                 [os.path.join(libdir, soname)])
+                paths = _lib.candidate_paths()
+            self.assertFalse([p for p in paths if os.sep + "build" + os.sep in p], paths)
+            self.assertIn(soname, paths)
+        # From the source tree there is no _installed.py.
+        self.assertIsNone(_lib.installed_paths(os.path.dirname(_lib.__file__), soname))
+
     def run_import(self, library):
         package_dir = os.path.dirname(os.path.dirname(cputrain.__file__))
         env = dict(os.environ, PYTHONPATH=package_dir, CPUTRAIN_LIBRARY=library)

@@ -471,6 +471,10 @@ rc=$?
 check "after SIGKILL of the holder the folder is free again" [ "$rc" -eq 0 ]
 [ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/third.txt"
 
+# Every argument's fate, Hub ids, max_seq_length, logs (issue 12).
+# shellcheck source=tests/qa_cli/fates.sh
+. "$(dirname "$0")/fates.sh"
+
 # Early exits free what they made (LeakSanitizer found the args leaked).
 if command -v valgrind > /dev/null 2>&1; then
     for case in "--help" "--no_such_argument 3 --output_dir $dir/x" \

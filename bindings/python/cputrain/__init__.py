@@ -11,16 +11,17 @@
                                progress=lambda event, step, max_steps, epoch, log: False)
     trainer.train()
 
-The shared library is found through CPUTRAIN_LIBRARY, else this source
-tree's build/, else the system; its major version must be the one this
-package was written for (checked at import).
+The shared library is found through CPUTRAIN_LIBRARY, else the LIBDIR of
+the `make install` that installed this package (or this source tree's
+build/), else the system; its major version must be the one this package
+was written for (checked at import).
 """
 
 from ._lib import API_MAJOR, library_path, lib as _c
 from ._errors import CputrainError, Status
 from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging,
                    set_log_callback, set_log_level)
-from ._args import ArgType, Field, TrainingArgs
+from ._args import ArgFate, ArgType, Field, KnownArgument, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._placement import Placement
 from ._dist import Dist
@@ -40,7 +41,7 @@ def kernel_isa():
 
 
 __all__ = [
-    "API_MAJOR", "ArgType", "Batch", "CputrainError", "DType", "Dataset", "Event", "Field",
+    "API_MAJOR", "ArgFate", "ArgType", "KnownArgument", "Batch", "CputrainError", "DType", "Dataset", "Event", "Field",
     "LOG_TO_STDERR", "LogLevel", "Model", "Optimizer", "PROGRESS_TO_TERMINAL", "Precision",
     "Status", "Task", "TensorInfo", "Tokenizer", "TokenizerOption", "TrainOutput", "Trainer",
     "TrainingArgs", "Truncation", "__version__",

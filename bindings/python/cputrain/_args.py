@@ -77,6 +77,51 @@ def _read_fields():
 
 _FIELDS = _read_fields()
 
+
+class ArgFate(enum.IntEnum):
+    """ct_arg_fate: what happens to an argument a Transformers user passes."""
+    IMPLEMENTED = 0
+    NO_EFFECT = 1   # accepted, with a warning saying why
+    REFUSED = 2     # an error saying why and what to do instead
+
+
+class KnownArgument(NamedTuple):
+    name: str
+    group: str      # "TrainingArguments", "ModelArguments", "DataTrainingArguments", "cputrain-qa"
+    fate: ArgFate
+    type: ArgType
+    default: str    # command-line text; "a|b" lists several spellings
+    reason: str     # "" when implemented
+
+
+def _read_known():
+    known = {}
+    for i in range(lib.ct_args_known_count()):
+        arg = KnownArgument(
+            name=_decode(lib.ct_args_known_name(i)),
+            group=_decode(lib.ct_args_known_group(i)),
+            fate=ArgFate(lib.ct_args_known_fate(i)),
+            type=ArgType(lib.ct_args_known_type(i)),
+            default=_decode(lib.ct_args_known_default(i)),
+            reason=_decode(lib.ct_args_known_reason(i)),
+        )
+        known[arg.name] = arg
+    return known
+
+
+_KNOWN = _read_known()
+
+
+def _as_text(value):
+    """A Python value as the command-line text the library parses."""
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, (list, tuple, dict)) and not value:
+        return "[]" if not isinstance(value, dict) else "{}"
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -102,7 +147,7 @@ class TrainingArgs(OwnedHandle):
         self._handle = handle
         try:
             for name, value in overrides.items():
-                if self._field(name) is None:
+                if self._field(name) is None and name not in _KNOWN:
                     raise TypeError("TrainingArgs() got an unexpected keyword argument %r" % name)
                 setattr(self, name, value)
             self.validate()
@@ -116,6 +161,13 @@ class TrainingArgs(OwnedHandle):
     def fields():
         """Every field, in the library's table order."""
         return tuple(_FIELDS.values())
+
+    @staticmethod
+    def known_arguments():
+        """Every TrainingArguments field of Transformers 4.x and every run_qa.py
+        argument, with its fate here (implemented, no effect, refused) and the
+        reason: the library's one table."""
+        return tuple(_KNOWN.values())
 
     @staticmethod
     def help():
@@ -167,6 +219,11 @@ class TrainingArgs(OwnedHandle):
             object.__setattr__(self, name, value)
             return
         field = self._field(name)
+        if field is None and name in _KNOWN:
+            # a TrainingArguments name that is not a field here: the library
+            # warns that it has no effect, or refuses it with the reason
+            check(lib.ct_args_set(self._live(), _encode(name), _encode(_as_text(value))))
+            return
         if field is None:
             raise AttributeError("%r object has no field %r" % (type(self).__name__, name))
         self._set(field, value)

@@ -21,6 +21,9 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 #                               int64_t max_steps, double epoch, const char *log_json);
 PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64,
                                ctypes.c_int64, ctypes.c_double, ctypes.c_char_p)
+# typedef int (*ct_count_progress_fn)(void *user, size_t done, size_t total);
+COUNT_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_size_t)
 # typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
 EVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -60,6 +63,14 @@ PROTOTYPES = {
     "ct_args_field_help": (_str, [_size]),
     "ct_args_field_choices": (_str, [_size]),
     # args.h: values as command-line text
+    "ct_args_known_count": (_size, []),
+    "ct_args_known_index": (_status, [_str, _ptr(_size)]),
+    "ct_args_known_name": (_str, [_size]),
+    "ct_args_known_group": (_str, [_size]),
+    "ct_args_known_fate": (_int, [_size]),
+    "ct_args_known_type": (_int, [_size]),
+    "ct_args_known_default": (_str, [_size]),
+    "ct_args_known_reason": (_str, [_size]),
     "ct_args_set": (_status, [Handle, _str, _str]),
     "ct_args_get": (_status, [Handle, _str, _ptr(ctypes.c_char), _size, _ptr(_size)]),
     # args.h: typed access
@@ -96,6 +107,7 @@ PROTOTYPES = {
     "ct_model_set_training": (_status, [Handle, _int]),
     "ct_model_get_gradient_checkpointing": (_int, [Handle]),
     "ct_model_set_gradient_checkpointing": (_status, [Handle, _int]),
+    "ct_model_set_label_smoothing": (_status, [Handle, _f64]),
     "ct_model_set_seed": (_status, [Handle, _u64, _u64]),
     "ct_model_set_threads": (_status, [Handle, _int]),
     "ct_model_get_threads": (_int, [Handle]),
@@ -236,6 +248,9 @@ PROTOTYPES = {
     "ct_squad_preds_save": (_status, [Handle, _str, _str]),
     # qa.h: question-answering features
     "ct_qa_features_create": (_status, [Handle, Handle, _i64, _int, _int, _ptr(Handle)]),
+    "ct_qa_features_create_with_progress": (_status, [Handle, Handle, _i64, _int, _int,
+                                                      COUNT_PROGRESS_FN, ctypes.c_void_p,
+                                                      _ptr(Handle)]),
     "ct_qa_features_free": (None, [Handle]),
     "ct_qa_features_dataset": (Handle, [Handle]),
     "ct_qa_features_count": (_size, [Handle]),
@@ -272,17 +287,39 @@ PROTOTYPES = {
 }
 
 
+def installed_paths(here, soname):
+    """The library that `make install` put beside this package, when it
+    installed it: _installed.py (written by make install, absent in the
+    source tree) holds its LIBDIR, also relative to this folder, which is
+    tried first so that a DESTDIR staging tree or a moved prefix still
+    loads its own copy, not another one on the system."""
+    try:
+        from . import _installed
+    except ImportError:
+        return None
+    paths = []
+    for folder in (os.path.join(here, _installed.LIBDIR_FROM_PACKAGE), _installed.LIBDIR):
+        path = os.path.normpath(os.path.join(folder, soname))
+        if os.path.exists(path) and path not in paths:
+            paths.append(path)
+    return paths
+
+
 def candidate_paths():
     """Where to look, in order: CPUTRAIN_LIBRARY alone when set (an explicit
-    choice must not silently fall back to another copy), else this source
-    tree's build, else the system by SONAME, else whatever ldconfig knows."""
+    choice must not silently fall back to another copy), else the LIBDIR of
+    the `make install` that installed this package, or (from the source
+    tree) its build, else the system by SONAME, else whatever ldconfig
+    knows."""
     explicit = os.environ.get("CPUTRAIN_LIBRARY")
     if explicit:
         return [explicit]
     soname = "libcputrain.so.%d" % API_MAJOR
     here = os.path.dirname(os.path.abspath(__file__))
-    build = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
-    paths = [build] if os.path.exists(build) else []
+    paths = installed_paths(here, soname)
+    if paths is None:
+        build = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
+        paths = [build] if os.path.exists(build) else []
     paths.append(soname)
     found = ctypes.util.find_library("cputrain")
     if found and found not in paths:

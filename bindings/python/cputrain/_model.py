@@ -590,6 +590,13 @@ class Model(OwnedHandle):
                             % type(value).__name__)
         check(lib.ct_model_set_gradient_checkpointing(self._live(), int(value)))
 
+    def set_label_smoothing(self, epsilon):
+        """Trainer's LabelSmoother on the cross-entropy over `labels`
+        (classification, masked LM): (1 - epsilon) * NLL + epsilon * the mean
+        over the classes of -log p. QA positions and regression are not
+        smoothed, as in Trainer. 0 turns it off."""
+        check(lib.ct_model_set_label_smoothing(self._live(), float(epsilon)))
+
     def train(self, mode=True):
         """torch-style: training mode on (or off); returns the model."""
         self.training = bool(mode)

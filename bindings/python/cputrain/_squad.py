@@ -23,7 +23,7 @@ import os
 
 from ._args import _decode, _encode
 from ._errors import check
-from ._lib import Handle, lib
+from ._lib import COUNT_PROGRESS_FN, Handle, lib
 from ._model import Model, Task, _np, _path, _to_float32
 from ._tokenizer import Tokenizer
 from ._train import Dataset
@@ -527,9 +527,13 @@ class QAFeatures:
         raise TypeError("use QAFeatures.create(tokenizer, examples, ...)")
 
     @classmethod
-    def create(cls, tokenizer, examples, max_seq_length=384, doc_stride=128, max_examples=-1):
+    def create(cls, tokenizer, examples, max_seq_length=384, doc_stride=128, max_examples=-1,
+               progress=None):
         """max_examples >= 0 uses only the first that many examples
-        (--max_train_samples / --max_eval_samples); -1 or None all."""
+        (--max_train_samples / --max_eval_samples); -1 or None all.
+        progress(done, total), if given, is called every few hundred
+        examples and last with done == total (a bar, as datasets.map shows);
+        a true return value stops the build (CputrainError CANCELLED)."""
         if not isinstance(tokenizer, Tokenizer):
             raise TypeError("tokenizer must be a cputrain.Tokenizer, not %s"
                             % type(tokenizer).__name__)
@@ -544,9 +548,27 @@ class QAFeatures:
         if not 0 < max_seq_length < (1 << 31) or not 0 <= doc_stride < (1 << 31):
             raise ValueError("max_seq_length must be positive and doc_stride not negative")
         handle = Handle()
-        check(lib.ct_qa_features_create(tokenizer._live(), examples._live(),
-                                        max(int(max_examples), -1), int(max_seq_length),
-                                        int(doc_stride), ctypes.byref(handle)))
+        if progress is None:
+            check(lib.ct_qa_features_create(tokenizer._live(), examples._live(),
+                                            max(int(max_examples), -1), int(max_seq_length),
+                                            int(doc_stride), ctypes.byref(handle)))
+        else:
+            raised = []
+
+            def trampoline(user, done, total):
+                try:
+                    return 1 if progress(done, total) else 0
+                except BaseException as e:  # noqa: BLE001 - re-raised below
+                    raised.append(e)
+                    return 1
+
+            fn = COUNT_PROGRESS_FN(trampoline)
+            status = lib.ct_qa_features_create_with_progress(
+                tokenizer._live(), examples._live(), max(int(max_examples), -1),
+                int(max_seq_length), int(doc_stride), fn, None, ctypes.byref(handle))
+            if raised:
+                raise raised[0]
+            check(status)
         self = object.__new__(cls)
         self._handle = handle
         self._examples = examples
@@ -649,12 +671,13 @@ class QAFeatures:
 
     # ---- evaluation ---------------------------------------------------------
 
-    def logits(self, model, batch_size=8, rows=None):
+    def logits(self, model, batch_size=8, rows=None, progress=None):
         """Forward every feature through `model` in eval mode, batch_size at
         a time, as Trainer.predict: (start_logits, end_logits), each
         [features, seq_len] float32 (numpy arrays, else array('f') flat).
         rows: a range of features to compute (one rank's block); the other
-        rows stay zero. The model's training mode is restored afterwards."""
+        rows stay zero. The model's training mode is restored afterwards.
+        progress(done, total), if given, is called after each batch."""
         if not isinstance(model, Model):
             raise TypeError("model must be a cputrain.Model, not %s" % type(model).__name__)
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
@@ -675,8 +698,10 @@ class QAFeatures:
         model.training = False
         try:
             with Batch() as batch:
-                for first in range(rows.start, min(rows.stop, n), batch_size):
-                    m = min(batch_size, min(rows.stop, n) - first)
+                stop = min(rows.stop, n)
+                batches = -(-max(stop - rows.start, 0) // batch_size)
+                for first in range(rows.start, stop, batch_size):
+                    m = min(batch_size, stop - first)
                     dataset.batch(range(first, first + m), batch)
                     model.forward(batch)
                     view = model.logits()
@@ -687,6 +712,8 @@ class QAFeatures:
                         flat = view.cast("B").cast("f").tolist()
                         start[first * T:(first + m) * T] = array.array("f", flat[0::2])
                         end[first * T:(first + m) * T] = array.array("f", flat[1::2])
+                    if progress is not None:
+                        progress((first - rows.start) // batch_size + 1, batches)
         finally:
             model.training = was_training
         return start, end

@@ -18,17 +18,20 @@ import os
 import signal
 import sys
 import threading
+import time
 
-from . import (__version__, LOG_TO_STDERR, PROGRESS_TO_TERMINAL, CputrainError, Dist, LogLevel, Model,
+from . import (__version__, LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
+               Dist, LogLevel, Model, Precision,
                Placement, QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer,
                TrainingArgs, set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
 
-# Accepted for compatibility with run_qa.py command lines; they change
-# nothing here (no cache, no hub, one tokenizer kind).
-IGNORED = ("overwrite_cache", "preprocessing_num_workers", "cache_dir", "use_fast_tokenizer",
-           "model_revision", "token", "trust_remote_code", "dataset_config_name")
+# run_qa.py's arguments that change nothing here, or are refused, with the
+# reason: the library's one table (the same rows cputrain-qa reads).
+RUN_QA_FATES = tuple(k for k in TrainingArgs.known_arguments()
+                     if k.group in ("ModelArguments", "DataTrainingArguments")
+                     and k.fate != ArgFate.IMPLEMENTED)
 
 
 def _bool(text):
@@ -74,16 +77,108 @@ def parser():
         help="Candidate answers kept per question (default 20).")
     add("--max_answer_length", type=int, default=30,
         help="Longest answer in tokens (default 30).")
-    add("--pad_to_max_length", type=_bool, nargs="?", const=True, default=True,
-        help="Pad every window to max_seq_length (always done; default True).")
     add("--version_2_with_negative", type=_bool, nargs="?", const=True, default=False,
         help="Some questions have no answer (SQuAD v2.0).")
     add("--null_score_diff_threshold", type=float, default=0.0,
         help="Predict no answer when its score beats the best span by more than this "
              "(default 0.0).")
-    for name in IGNORED:
-        qa.add_argument("--" + name, nargs="?", const=None, help=argparse.SUPPRESS)
+    other = p.add_argument_group("run_qa.py arguments with no effect here (a warning says why)")
+    for k in RUN_QA_FATES:
+        if k.type == ArgType.BOOL:
+            other.add_argument("--" + k.name, nargs="?", const="True", default=None,
+                               help="%s: %s." % ("No effect" if k.fate == ArgFate.NO_EFFECT
+                                                 else "Refused", k.reason))
+        else:
+            other.add_argument("--" + k.name, default=None,
+                               help="%s: %s." % ("No effect" if k.fate == ArgFate.NO_EFFECT
+                                                 else "Refused", k.reason))
     return p
+
+
+def apply_fates(o, args):
+    """run_qa.py's no-effect arguments warn (the library says why); a refused
+    one raises CputrainError with the reason."""
+    for k in RUN_QA_FATES:
+        value = getattr(o, k.name)
+        if value is not None:
+            args.set(k.name, value)
+
+
+def _looks_like_hub_id(name):
+    if not name or name[0] in "/.~" or name.count("/") > 1:
+        return False
+    return all(c.isascii() and (c.isalnum() or c in "-_./") for c in name)
+
+
+def not_local(option, name, wanted):
+    """The message for a --model_name_or_path / --config_name /
+    --tokenizer_name that is not a folder with `wanted`."""
+    if os.path.isdir(name):
+        return "--%s %s: the folder has no %s" % (option, name, wanted)
+    if _looks_like_hub_id(name):
+        return ("--%s %s: not a local folder, and nothing is downloaded here. Download it "
+                "with the Hub's CLI (huggingface-cli download %s --local-dir DIR) and pass "
+                "--%s DIR" % (option, name, name, option))
+    return "--%s %s: no such file or folder" % (option, name)
+
+
+def make_model(o, args, rank):
+    """A folder's weights, else a configuration with fresh weights; a Hub id
+    that is a built-in configuration gets a loud word about its random
+    weights. (model, None) or (None, message)."""
+    src = o.config_name or o.model_name_or_path
+    option = "config_name" if o.config_name else "model_name_or_path"
+    if o.model_name_or_path and os.path.isfile(os.path.join(o.model_name_or_path, "config.json")):
+        return Model.load(o.model_name_or_path, "question-answering", seed=args.seed), None
+    if os.path.isfile(src):
+        return Model.create(src, "question-answering", seed=args.seed), None
+    if not os.path.exists(src) and _looks_like_hub_id(src):
+        try:
+            model = Model.create(src, "question-answering", seed=args.seed)
+        except CputrainError:
+            return None, not_local(option, src, "config.json")
+        if not o.config_name and rank == 0:
+            print("%s: WARNING: --model_name_or_path %s is not a local folder: it is the "
+                  "library's built-in configuration of that name, with RANDOM weights (nothing "
+                  "is downloaded), so this run does not fine-tune the pre-trained model. To do "
+                  "that, download it with the Hub's CLI (huggingface-cli download %s "
+                  "--local-dir DIR) and pass --model_name_or_path DIR." % (PROG, src, src),
+                  file=sys.stderr)
+        return model, None
+    return None, not_local(option, src, "config.json")
+
+
+class Bar:
+    """A tqdm-style bar on stderr while features are built and while
+    evaluation runs, as datasets.map and Trainer's loop draw them: only on a
+    terminal, only on rank 0, not with --disable_tqdm."""
+
+    def __init__(self, what, args, rank):
+        self.what = what
+        self.on = rank == 0 and not args.disable_tqdm and sys.stderr.isatty()
+        self.start = time.monotonic()
+
+    def __call__(self, done, total):
+        if not self.on or not total:
+            return
+        spent = time.monotonic() - self.start
+        filled = 30 * done // total
+        sys.stderr.write("\r%s: %3d%%|%s%s| %d/%d [%.0fs, %.2f it/s]\033[K"
+                         % (self.what, 100 * done // total, "#" * filled, " " * (30 - filled),
+                            done, total, spent, done / spent if spent > 0 else 0.0))
+        if done == total:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def apply_log_levels(args, dist):
+    """Trainer's levels: log_level on the main process (passive: info here),
+    log_level_replica on the others (passive: warning)."""
+    main_process = dist.rank == 0 or (args.log_on_each_node and dist.local_rank == 0)
+    name = args.log_level if main_process else args.log_level_replica
+    if name == "passive":
+        name = "info" if main_process else "warning"
+    set_log_level("error" if name == "critical" else name)
 
 
 def find_split(o, split):
@@ -130,7 +225,8 @@ class QARun:
         mine = range(min(rank * block, n), min(rank * block + block, n))
         start, end = self.features.logits(self.model,
                                           batch_size=self.args.per_device_eval_batch_size,
-                                          rows=mine)
+                                          rows=mine,
+                                          progress=Bar("Evaluation", self.args, rank))
         if world > 1:
             row = 4 * self.features.seq_len
             for logits in (start, end):
@@ -144,7 +240,15 @@ class QARun:
         """Logits of every evaluation feature, utils_qa.py's
         post-processing, then the SQuAD metric: a SquadScores (None
         without score)."""
-        start, end = self._logits()
+        # bf16_full_eval: bf16 products even after fp32 training (or none);
+        # otherwise the training precision, as Trainer's autocast
+        was = self.model.precision
+        self.model.precision = (Precision.BF16 if self.args.bf16 or self.args.bf16_full_eval
+                                else Precision.FP32)
+        try:
+            start, end = self._logits()
+        finally:
+            self.model.precision = was
         if self.preds is not None:
             self.preds.close()
         self.preds = self.features.postprocess(
@@ -363,8 +467,11 @@ def main(argv=None):
 
 def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # whole lines, in order with stderr
     set_log_callback(LOG_TO_STDERR)
-    set_log_level(LogLevel.INFO)
+    # warnings only until this process knows its rank (apply_log_levels)
+    set_log_level(LogLevel.WARNING)
     args = TrainingArgs()
     try:
         rest = args.parse(argv)
@@ -372,6 +479,13 @@ def _main(argv):
         print("%s: arguments: %s" % (PROG, e), file=sys.stderr)
         return 2
     o = parser().parse_args(rest)  # exits 2 on an unknown argument, 0 after --help
+    try:
+        apply_fates(o, args)
+    except CputrainError as e:
+        print("%s: arguments: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    if args.eval_strategy != "no" and not args.do_eval:
+        args.do_eval = True  # TrainingArguments' rule, known before any work
 
     if o.dataset_name == "squad_v2":
         o.version_2_with_negative = True
@@ -426,55 +540,69 @@ def _main(argv):
             options["backend"] = args.ddp_backend
         dist = Dist(**options)
         rank = dist.rank
-        if rank != 0:
-            set_log_level(LogLevel.WARNING)
+        apply_log_levels(args, dist)
         what = "model"
         # Model: pre-trained weights from a folder, else a fresh one.
         from_folder = bool(o.model_name_or_path) and os.path.isfile(
             os.path.join(o.model_name_or_path, "config.json"))
-        if from_folder:
-            model = Model.load(o.model_name_or_path, "question-answering", seed=args.seed)
-        else:
-            model = Model.create(o.config_name or o.model_name_or_path, "question-answering",
-                                 seed=args.seed)
+        model, refused = make_model(o, args, rank)
+        if refused:
+            print("%s: %s" % (PROG, refused), file=sys.stderr)
+            return 2
         # This rank's share of the machine, one pinned thread per core.
         what = "placement"
         with Placement(dist.local_rank, dist.local_world_size) as placement:
-            model.set_placement(placement)
-            print("%s: placement of rank %d: %s" % (PROG, rank, placement.describe()),
-                  file=sys.stderr)
+            model.set_placement(placement)  # the library logs it, once
         what = "tokenizer"
+        if not (os.path.isfile(tokenizer_path) or
+                os.path.isfile(os.path.join(tokenizer_path, "vocab.txt"))):
+            print("%s: %s" % (PROG, not_local("tokenizer_name" if o.tokenizer_name else
+                                              "model_name_or_path", tokenizer_path,
+                                              "vocab.txt")), file=sys.stderr)
+            return 2
         tokenizer = Tokenizer(tokenizer_path)
+        # run_qa.py clamps max_seq_length to what the model takes, up front
+        limit = model.config_int("max_position_embeddings")
+        if tokenizer.model_max_length is not None and tokenizer.model_max_length > 0:
+            limit = min(limit, tokenizer.model_max_length)
+        if o.max_seq_length > limit:
+            if rank == 0:
+                print("%s: warning: the max_seq_length passed (%d) is larger than the maximum "
+                      "length for the model (%d). Using max_seq_length=%d."
+                      % (PROG, o.max_seq_length, limit, limit), file=sys.stderr)
+            o.max_seq_length = limit
+        if o.doc_stride >= o.max_seq_length:
+            print("%s: --doc_stride %d must be below max_seq_length (%d)"
+                  % (PROG, o.doc_stride, o.max_seq_length), file=sys.stderr)
+            return 2
+
+        def featurize(path, limit, dataset, label):
+            """One file's examples and features (the progress bar named as
+            run_qa.py's), reported on rank 0 as "label: N examples, M
+            features"."""
+            examples = SquadExamples.load(path)
+            features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
+                                         limit, progress=Bar("Running tokenizer on %s dataset"
+                                                             % dataset, args, rank))
+            if rank == 0:
+                print("%s: %d examples, %d features"
+                      % (label, features.n_examples, len(features)))
+            return examples, features
 
         run = None
         if do_eval:
             what = eval_file
-            examples = SquadExamples.load(eval_file)
-            features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
-                                         max_eval)
+            examples, features = featurize(eval_file, max_eval, "validation", "evaluation")
             run = QARun(o, args, model, examples, features, dist)
-            if rank == 0:
-                print("evaluation: %d examples, %d features"
-                      % (features.n_examples, len(features)))
         test_run = None
         if do_predict:
             what = test_file
-            test_examples = SquadExamples.load(test_file)
-            test_features = QAFeatures.create(tokenizer, test_examples, o.max_seq_length,
-                                              o.doc_stride, max_predict)
-            test_run = QARun(o, args, model, test_examples, test_features, dist)
-            if rank == 0:
-                print("prediction: %d examples, %d features"
-                      % (test_features.n_examples, len(test_features)))
+            examples, features = featurize(test_file, max_predict, "prediction", "prediction")
+            test_run = QARun(o, args, model, examples, features, dist)
         trainer = None
         if do_train:
             what = train_file
-            train_examples = SquadExamples.load(train_file)
-            train_features = QAFeatures.create(tokenizer, train_examples, o.max_seq_length,
-                                               o.doc_stride, max_train)
-            if rank == 0:
-                print("training: %d examples, %d features" % (train_features.n_examples,
-                                                              len(train_features)))
+            _, train_features = featurize(train_file, max_train, "train", "training")
             what = "training"
             trainer = Trainer(model, args, train_dataset=train_features.dataset,
                               progress=PROGRESS_TO_TERMINAL if rank == 0 else None,

@@ -1,0 +1,121 @@
+/* Resuming at another world size with the same training: the global batch
+ * (per_device_train_batch_size x world x gradient_accumulation_steps) of the
+ * checkpoint is kept by changing the accumulation (else the per-rank batch
+ * too), and the position in the epoch is carried over in examples. With the
+ * data order of rank_order (global batch k is positions [kG, (k+1)G) of the
+ * epoch's order whatever the split) the run then sees the same sequence of
+ * global batches, and ends with the model of a fixed-size run, to the
+ * reduction order's rounding (dropout aside: its masks are drawn per rank). */
+#include "train/trainer.h"
+
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "train/args_internal.h"
+#include "train/dataset.h"
+
+#define A_INT(f) ct__args_int(t->args, CT_A_##f)
+#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
+
+/* The split a checkpoint recorded; 0 when it has none (written before
+ * elastic resume existed, or by another tool). */
+typedef struct split {
+    int64_t batch, accumulation, world;
+} split;
+
+static int read_split(const ct__json *r, split *s)
+{
+    const ct__json *b = ct__json_get(r, "per_device_train_batch_size"),
+                   *a = ct__json_get(r, "gradient_accumulation_steps"),
+                   *w = ct__json_get(r, "world_size");
+    return b && a && w && ct__json_int64(b, &s->batch) && ct__json_int64(a, &s->accumulation) &&
+           ct__json_int64(w, &s->world) && s->batch > 0 && s->accumulation > 0 && s->world > 0 &&
+           s->batch <= (1 << 24) && s->accumulation <= (1 << 24) && s->world <= (1 << 24);
+}
+
+ct_status ct__elastic_keep_global_batch(ct_trainer *t)
+{
+    char dir[4096], path[4200];
+    ct__json_doc *doc = NULL;
+    split was;
+    int64_t b = A_INT(per_device_train_batch_size), ga = A_INT(gradient_accumulation_steps);
+    int64_t global, share, nb, nga;
+    ct_status st;
+    /* No checkpoint, or an unreadable one: resuming itself says so later. */
+    if (ct__checkpoint_resume_dir(t, dir, sizeof dir) != CT_OK)
+        return CT_OK;
+    snprintf(path, sizeof path, "%s/rng_state.json", dir);
+    if (ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &doc) != CT_OK)
+        return CT_OK;
+    if (!read_split(ct__json_root(doc), &was)) {
+        ct__json_free(doc);
+        return CT_OK;
+    }
+    ct__json_free(doc);
+    global = was.batch * was.world * was.accumulation;
+    if (b * t->world * ga == global) {
+        if (was.world != t->world && t->rank == 0)
+            ct__log(CT_LOG_INFO, "elastic: %s was trained by %lld ranks, this run has %d; its "
+                                 "global batch %lld is this run's too (%lld x %d x %lld)", dir,
+                    (long long)was.world, t->world, (long long)global, (long long)b, t->world,
+                    (long long)ga);
+        return CT_OK;
+    }
+    if (global % t->world != 0)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "resume_from_checkpoint %s: its global batch %lld (batch %lld x %lld "
+                         "ranks x accumulation %lld) does not split over %d ranks, so the run "
+                         "cannot continue as it began; choose a global batch every world size "
+                         "of the job divides (e.g. 12 for 1 to 4 ranks)", dir, (long long)global,
+                         (long long)was.batch, (long long)was.world, (long long)was.accumulation,
+                         t->world);
+    share = global / t->world;
+    /* Keep the per-rank batch (its memory) where it divides the share; else
+     * the largest batch below it that does. */
+    nb = b < share ? b : share;
+    while (share % nb != 0)
+        nb--;
+    nga = share / nb;
+    if ((st = ct_args_set_int(t->args, "gradient_accumulation_steps", nga)) != CT_OK ||
+        (st = ct_args_set_int(t->args, "per_device_train_batch_size", nb)) != CT_OK)
+        return ct__error_prefix(st, "elastic resume");
+    if (t->rank == 0) {
+        char batch_note[128] = "";
+        if (nb != b)
+            snprintf(batch_note, sizeof batch_note, ", per_device_train_batch_size %lld -> %lld",
+                     (long long)b, (long long)nb);
+        ct__log(CT_LOG_WARNING,
+                "elastic: %s was trained with a global batch of %lld (batch %lld x %lld ranks x "
+                "accumulation %lld); this run has %d ranks and keeps it: "
+                "gradient_accumulation_steps %lld -> %lld%s", dir, (long long)global,
+                (long long)was.batch, (long long)was.world, (long long)was.accumulation, t->world,
+                (long long)ga, (long long)nga, batch_note);
+    }
+    return CT_OK;
+}
+
+ct_status ct__elastic_position(const ct_trainer *t, const struct ct__json *r, const char *file,
+                               int64_t *batch_in_epoch)
+{
+    split was;
+    int64_t b = A_INT(per_device_train_batch_size), old_shard, old_batches, done;
+    if (!read_split(r, &was) || (was.batch == b && was.world == t->world))
+        return CT_OK;
+    /* The checkpoint's own plan: was its epoch finished? */
+    old_shard = ((int64_t)t->train->n + was.world - 1) / was.world;
+    old_batches = A_BOOL(dataloader_drop_last) ? old_shard / was.batch
+                                               : (old_shard + was.batch - 1) / was.batch;
+    if (*batch_in_epoch >= old_batches) {
+        *batch_in_epoch = t->batches_per_epoch;
+        return CT_OK;
+    }
+    done = *batch_in_epoch * was.batch * was.world; /* examples of the epoch's order */
+    if (done % (b * t->world) != 0)
+        return ct__error(CT_ERR_FORMAT,
+                         "%s: the position (%lld examples into the epoch) is not at a batch of "
+                         "%lld x %d ranks, so it cannot be resumed at this world size", file,
+                         (long long)done, (long long)b, t->world);
+    *batch_in_epoch = done / (b * t->world);
+    return CT_OK;
+}
