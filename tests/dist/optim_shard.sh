@@ -9,8 +9,9 @@
 # size (2 -> 1, 3, 4 and 1 -> 3), ending where the uninterrupted run does;
 # world size 1 writes the single optimizer.safetensors, byte for byte the
 # same with optim_shard on or off. Uses the ddp_equiv.sh setup (no dropout,
-# adam_epsilon 1e-4). Expects B and PYTHON. Ends with "optim_shard: N
-# passed, M failed".
+# adam_epsilon 1e-4). Also the default: sharded on shm and tcp, not on mpi
+# (whose reduce-scatter is an allreduce). Expects B and PYTHON. Ends with
+# "optim_shard: N passed, M failed".
 set -u
 : "${B:=build}" "${PYTHON:=/usr/bin/python3}"
 qa=$B/bin/cputrain-qa
@@ -34,7 +35,7 @@ PY
 args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
 --train_file $dir/data/train.json --max_train_samples 36 --do_train --max_steps 10
 --learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
---save_strategy no --seed 42 --logging_steps 1 --ddp_timeout 120"
+--save_strategy no --seed 42 --logging_steps 1 --ddp_timeout 120 --optim_shard true"
 
 # ranks BACKEND WORLD NAME EXTRA...: WORLD ranks, torchrun's way (mpirun for mpi).
 port=$((20000 + $$ % 20000))
@@ -151,7 +152,7 @@ check "  ... the 3 ranks said they resharded 2 shards" \
 check "  ... resumed with 3 ranks, it saves 3 shards" \
     eval '[ -f $dir/resume2to3/checkpoint-10/optimizer-shard-2-of-3.safetensors ]'
 check "1 rank saves the single optimizer.safetensors, the same bytes with optim_shard on" \
-    eval 'one saved1 --per_device_train_batch_size 12 $save &&
+    eval 'one saved1 --per_device_train_batch_size 12 $save --optim_shard false &&
           one saved1-on --per_device_train_batch_size 12 $save --optim_shard true &&
           cmp $dir/saved1/checkpoint-5/optimizer.safetensors \
               $dir/saved1-on/checkpoint-5/optimizer.safetensors &&
@@ -194,6 +195,23 @@ args=$(echo "$args" | sed "s|config_no_dropout.json|config_distil.json|")
 check "shm: distilbert, sinusoidal positions, 3 ranks x batch 4, sharded = 1 x 12" \
     eval 'one distil-one --per_device_train_batch_size 12 &&
           ranks shm 3 distil-3 --per_device_train_batch_size 4 && same distil-one distil-3'
+args=$plain_args
+
+# The default: sharded with several ranks on shm and tcp, not on mpi (whose
+# reduce-scatter is an allreduce) nor at world size 1.
+default_args=$(echo "$args" | sed "s|--optim_shard true||")
+plain_args=$args
+args=$default_args
+check "default: shm 2 ranks shard (optim_shard line, shard files)" \
+    eval 'ranks shm 2 default-shm --per_device_train_batch_size 6 $save &&
+          grep -q "optim_shard: each of the 2 ranks" $dir/default-shm.rank0.log &&
+          [ -f $dir/default-shm/checkpoint-5/optimizer-shard-1-of-2.safetensors ]'
+if echo "$backends" | grep -q mpi; then
+    check "default: mpi 2 ranks do not shard (optimizer.safetensors)" \
+        eval 'ranks mpi 2 default-mpi --per_device_train_batch_size 6 $save &&
+              ! grep -q "optim_shard: each" $dir/default-mpi.rank0.log &&
+              [ -f $dir/default-mpi/checkpoint-5/optimizer.safetensors ] && same one default-mpi'
+fi
 args=$plain_args
 
 # Refused: sharding with save_on_each_node (shards would be split between
