@@ -17,11 +17,6 @@
 ct_status ct__dist_reduce_scatter_f32(ct_dist *dist, float *buf, size_t n, int average,
                                       const size_t *counts);
 
-/* 1 when the backend reduce-scatters itself (shm, tcp), 0 when the host
- * composes it from an allreduce (mpi): then sharding saves no traffic and
- * adds the parameters' gather. */
-int ct__dist_has_reduce_scatter(const ct_dist *dist);
-
 /* The inverse: rank r's piece of `bytes[r]` bytes (consecutive, as above)
  * copied from rank r into every rank's buf — a broadcast from each owner
  * in turn, so the pieces may differ in size. */

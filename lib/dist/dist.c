@@ -298,11 +298,6 @@ ct_status ct__dist_reduce_scatter_f32(ct_dist *d, float *buf, size_t n, int aver
     return done(d, d->be->allreduce_f32(d->state, buf, n, average));
 }
 
-int ct__dist_has_reduce_scatter(const ct_dist *d)
-{
-    return d && d->be->reduce_scatter_f32 != NULL;
-}
-
 ct_status ct__dist_allgather_pieces(ct_dist *d, void *buf, const size_t *bytes)
 {
     size_t at = 0;

@@ -143,7 +143,7 @@
     X(optim_shard, BOOL, 1, "None", "",                                                      \
       "With several ranks, each keeps and updates the optimizer state of 1/N of the "       \
       "parameters (ZeRO stage 1; not a Transformers argument). None: on with several ranks " \
-      "on shm or tcp, off with mpi or save_on_each_node.")                                   \
+      "on shm, off on tcp and mpi and with save_on_each_node.")                              \
     X(optim, CHOICE, 0, "adamw_torch", "adamw_torch|adamw_torch_fused",                     \
       "Optimizer: AdamW (adamw_torch_fused, Transformers' default with torch 2.8, is the "  \
       "same algorithm; other optimizers are not offered).")

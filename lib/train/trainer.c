@@ -18,7 +18,6 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "model/model.h"
-#include "dist/collectives.h"
 #include "optim/optim.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
@@ -412,17 +411,22 @@ static int writes_files(const ct_trainer *t)
     return t->rank == 0 || (A_BOOL(save_on_each_node) && t->local_rank == 0);
 }
 
-/* optim_shard as given, else on with several ranks when the backend has a
- * reduce-scatter of its own (shm, tcp: the reduce-scatter and the gather
- * move what the allreduce did, and each rank does 1/N of AdamW; measured
- * never slower). Off with mpi, whose reduce-scatter is an allreduce (the
- * gather would be extra traffic), and with save_on_each_node: machines
- * that do not share output_dir would each hold only some of the shards. */
+/* optim_shard as given, else on with several ranks on shm, where the
+ * reduce-scatter and the gather are memory copies that together move what
+ * the allreduce did, and each rank does 1/N of AdamW: measured faster than
+ * unsharded at every turn (bench/ddp_throughput.sh). Off on tcp, whose
+ * gather is one broadcast per owner (one direction of each link at a time,
+ * where the ring allreduce's second half uses both): measured within noise
+ * of unsharded, sometimes slower. Off on mpi, whose reduce-scatter is an
+ * allreduce, so the gather is extra traffic. Off with save_on_each_node:
+ * machines that do not share output_dir would each hold only some of the
+ * shards. */
 static int optim_shard(const ct_trainer *t)
 {
     if (ct__args_is_set(t->args, CT_A_optim_shard))
         return A_BOOL(optim_shard);
-    return t->world > 1 && !A_BOOL(save_on_each_node) && ct__dist_has_reduce_scatter(t->dist);
+    return t->world > 1 && !A_BOOL(save_on_each_node) &&
+           !strcmp(ct_dist_backend(t->dist), "shm");
 }
 
 static ct_status save_checkpoint_files(ct_trainer *t);
