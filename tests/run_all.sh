@@ -71,6 +71,8 @@ run "cputrain-qa on SIGINT / SIGTERM: checkpoint, exit 130 / 143, exact resume, 
     "$PYTHON" tests/qa_cli/signals.py "$B/bin/cputrain-qa" "$B/qa-signals-test"
 run "data-parallel training: N ranks x batch b = 1 rank x N*b (shm, tcp, mpi)" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/ddp_equiv.sh
+run "sharded optimizer (optim_shard): 2/3/4 ranks = 1 rank, resume at another world size" \
+    env B="$B" PYTHON="$PYTHON" sh tests/dist/optim_shard.sh
 run "cputrain-run and elastic world size: a rank killed, 3 -> 2 -> 3 ranks = fixed 2 ranks" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/elastic.sh
 run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-back)" \

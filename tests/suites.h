@@ -48,7 +48,8 @@ Suite *core_suite(void);
     X(secret_suite)           \
     X(attention_suite)        \
     X(packed_suite)           \
-    X(tb_suite)
+    X(tb_suite)               \
+    X(shard_suite)
 
 #define DECLARE_SUITE(fn) Suite *fn(void);
 CT_TEST_SUITES(DECLARE_SUITE)

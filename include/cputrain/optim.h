@@ -58,7 +58,9 @@ CT_API ct_status ct_optim_memory_bytes(const ct_optim *optim, const char *catego
 
 /* Optimizer and scheduler state (moments, step, schedule) as one
  * safetensors file, written atomically; loading checks that the file
- * belongs to a model of the same tensor names and shapes. */
+ * belongs to a model of the same tensor names and shapes. A trainer's
+ * sharded optimizer (optim_shard) loads its own part of such a file, and
+ * cannot be saved this way (CT_ERR_STATE). */
 CT_API ct_status ct_optim_save(const ct_optim *optim, const char *path);
 CT_API ct_status ct_optim_load(ct_optim *optim, const char *path);
 

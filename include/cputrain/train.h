@@ -170,7 +170,10 @@ CT_API int64_t ct_trainer_global_step(const ct_trainer *trainer);
 CT_API int64_t ct_trainer_max_steps(const ct_trainer *trainer);
 /* Mean training loss over the steps run (train_results.json's train_loss). */
 CT_API double ct_trainer_train_loss(const ct_trainer *trainer);
-/* The optimizer the trainer created (NULL before ct_trainer_train). */
+/* The optimizer the trainer created (NULL before ct_trainer_train). With
+ * several ranks and optim_shard it holds this rank's shard of the state:
+ * its step and grad_norm are then collectives every rank must call, and
+ * ct_optim_save refuses it (CT_ERR_STATE; checkpoints save every shard). */
 CT_API ct_optim *ct_trainer_optim(ct_trainer *trainer);
 /* The log history as a JSON array text, owned by the trainer. */
 CT_API const char *ct_trainer_log_history(const ct_trainer *trainer);

@@ -15,7 +15,7 @@
 
 /* Bumped whenever a table below changes incompatibly; the host refuses a
  * plugin built for another version. */
-#define CT__DIST_API_VERSION 1
+#define CT__DIST_API_VERSION 2
 
 /* Who this process is in the job, as ct_dist resolved it. */
 typedef struct ct__dist_member {
@@ -54,6 +54,16 @@ typedef struct ct__dist_backend {
     /* NULL: the host composes allgather from broadcasts. */
     ct_status (*allgather)(void *state, const void *send, size_t bytes, void *recv);
     void (*close)(void *state);
+    /* In-place reduce-scatter (version 2): buf is n floats made of world
+     * consecutive pieces, counts[r] floats each (they add up to n; a count
+     * may be 0); afterwards rank r's own piece holds the sum (average != 0:
+     * mean) over the ranks, the same bits on every call with the same
+     * pieces (shm: the bits an allreduce gives there; tcp's ring
+     * adds in its own order), and the other pieces are unspecified (left
+     * as they were, partial, or reduced too). NULL: the host allreduces the
+     * whole buffer. */
+    ct_status (*reduce_scatter_f32)(void *state, float *buf, size_t n, int average,
+                                    const size_t *counts);
 } ct__dist_backend;
 
 /* The plugin's entry point: returns its table, or NULL after reporting why

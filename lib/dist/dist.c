@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include "core/error.h"
+#include "dist/collectives.h"
 #include "dist/dist_internal.h"
 #include "dist/launcher.h"
 #include "kernels/kernels.h"
@@ -271,5 +272,45 @@ ct_status ct_dist_allgather(ct_dist *d, const void *send, size_t bytes, void *re
         memmove((char *)recv + (size_t)d->rank * bytes, send, bytes);
     for (int r = 0; r < d->world && st == CT_OK; r++)
         st = d->be->broadcast(d->state, (char *)recv + (size_t)r * bytes, bytes, r);
+    return done(d, st);
+}
+
+/* ---- pieces (collectives.h) ------------------------------------------------------------ */
+
+ct_status ct__dist_reduce_scatter_f32(ct_dist *d, float *buf, size_t n, int average,
+                                      const size_t *counts)
+{
+    size_t total = 0;
+    ct_status st;
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(counts);
+    if (!buf && n)
+        return ct__error(CT_ERR_INVALID_ARG, "reduce-scatter: buf is NULL for %zu floats", n);
+    for (int r = 0; r < d->world; r++)
+        total += counts[r];
+    if (total != n)
+        return ct__error(CT_ERR_INVALID_ARG, "reduce-scatter: the %d pieces add up to %zu "
+                                             "floats, not %zu", d->world, total, n);
+    if ((st = usable(d, "reduce-scatter")) != CT_OK)
+        return st;
+    if (d->be->reduce_scatter_f32)
+        return done(d, d->be->reduce_scatter_f32(d->state, buf, n, average, counts));
+    return done(d, d->be->allreduce_f32(d->state, buf, n, average));
+}
+
+ct_status ct__dist_allgather_pieces(ct_dist *d, void *buf, const size_t *bytes)
+{
+    size_t at = 0;
+    ct_status st;
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(bytes);
+    if ((st = usable(d, "allgather")) != CT_OK)
+        return st;
+    for (int r = 0; r < d->world && st == CT_OK; r++) {
+        /* bytes 0 may come with a NULL buf, which the backends must not see */
+        if (bytes[r])
+            st = d->be->broadcast(d->state, (char *)buf + at, bytes[r], r);
+        at += bytes[r];
+    }
     return done(d, st);
 }

@@ -49,9 +49,16 @@ static ct_status local_allgather(void *state, const void *send, size_t bytes, vo
 
 static void local_close(void *state) { (void)state; }
 
+static ct_status local_reduce_scatter(void *state, float *buf, size_t n, int average,
+                                      const size_t *counts)
+{
+    (void)state, (void)buf, (void)n, (void)average, (void)counts;
+    return CT_OK;
+}
+
 const ct__dist_backend ct__dist_local = {
     CT__DIST_API_VERSION, "local", local_open, local_allreduce, local_broadcast,
-    local_barrier,        local_allgather, local_close,
+    local_barrier,        local_allgather, local_close, local_reduce_scatter,
 };
 
 /* ---- shm ---------------------------------------------------------------------------- */
@@ -81,9 +88,15 @@ static ct_status shm_broadcast(void *state, void *buf, size_t bytes, int root)
 static ct_status shm_barrier(void *state) { return ct__shm_barrier(state); }
 static void shm_close(void *state) { ct__shm_close(state); }
 
+static ct_status shm_reduce_scatter(void *state, float *buf, size_t n, int average,
+                                    const size_t *counts)
+{
+    return ct__shm_reduce_scatter_f32(state, buf, n, average, counts);
+}
+
 const ct__dist_backend ct__dist_shm = {
     CT__DIST_API_VERSION, "shm", shm_open, shm_allreduce, shm_broadcast, shm_barrier, NULL,
-    shm_close,
+    shm_close, shm_reduce_scatter,
 };
 
 /* ---- tcp ---------------------------------------------------------------------------- */
@@ -121,7 +134,13 @@ static ct_status tcp_broadcast(void *state, void *buf, size_t bytes, int root)
 static ct_status tcp_barrier(void *state) { return ct__tcp_barrier(state); }
 static void tcp_close(void *state) { ct__tcp_close(state); }
 
+static ct_status tcp_reduce_scatter(void *state, float *buf, size_t n, int average,
+                                    const size_t *counts)
+{
+    return ct__tcp_reduce_scatter_f32(state, buf, n, average, counts);
+}
+
 const ct__dist_backend ct__dist_tcp = {
     CT__DIST_API_VERSION, "tcp", tcp_open, tcp_allreduce, tcp_broadcast, tcp_barrier, NULL,
-    tcp_close,
+    tcp_close, tcp_reduce_scatter,
 };

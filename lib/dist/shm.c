@@ -324,7 +324,8 @@ done:
     return CT_OK;
 }
 
-enum { CALL_BARRIER = 1, CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST };
+enum { CALL_BARRIER = 1, CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST,
+       CALL_SCATTER_SUM, CALL_SCATTER_MEAN };
 
 static uint64_t call_code(unsigned kind, int root, size_t count)
 {
@@ -341,6 +342,9 @@ static void call_text(uint64_t code, char *out, size_t size)
         snprintf(out, size, "barrier");
     else if (kind == CALL_BROADCAST)
         snprintf(out, size, "broadcast of %llu bytes from rank %u", count, root);
+    else if (kind == CALL_SCATTER_SUM || kind == CALL_SCATTER_MEAN)
+        snprintf(out, size, "reduce-scatter (%s) of %llu floats",
+                 kind == CALL_SCATTER_MEAN ? "mean" : "sum", count);
     else
         snprintf(out, size, "allreduce (%s) of %llu floats",
                  kind == CALL_ALLREDUCE_MEAN ? "mean" : "sum", count);
@@ -591,7 +595,8 @@ static void slice_of(size_t count, int world, int rank, size_t *lo, size_t *hi)
 
 /* out[j] = a[j] + b[j] for j < n; with w > 0, out[j] = (a[j] + b[j]) / w
  * (the mean's last step, fused: the same two roundings as separate passes).
- * out may be a (an in-place add), never b. In explicit 4-wide vectors
+ * out may be a or b itself (each element is read before it is written;
+ * never an overlapping offset). In explicit 4-wide vectors
  * because -O2 (GCC 12's cheap cost model) leaves the plain loop scalar,
  * which cost allreduce 10-20% of its large-buffer bandwidth on a 2-core
  * Xeon. Element-wise, so the same bits as the loop. */
@@ -684,6 +689,70 @@ ct_status ct__shm_allreduce_f32(ct__shm *shm, float *buf, size_t n, int average)
             size_t rlo, rhi;
             slice_of(c, world, r, &rlo, &rhi);
             memcpy(mine + rlo, (float *)stage(shm, set, r) + rlo, (rhi - rlo) * sizeof(float));
+        }
+        shm->set ^= 1u;
+        done += c;
+    }
+    return CT_OK;
+}
+
+ct_status ct__shm_reduce_scatter_f32(ct__shm *shm, float *buf, size_t n, int average,
+                                     const size_t *counts)
+{
+    size_t chunk, done = 0, lo = 0, hi;
+    int world, r;
+    ct_status st;
+    uint64_t code;
+    CT__CHECK_ARG(shm);
+    CT__CHECK_ARG(counts);
+    if (n > 0)
+        CT__CHECK_ARG(buf);
+    world = shm->world;
+    if (world == 1) {
+        if (shm->broken)
+            return ct__error(CT_ERR_DIST, "shm reduce-scatter: the shm communicator failed "
+                                          "earlier");
+        return CT_OK;
+    }
+    /* The piece sizes differ between calls, so the call check covers the
+     * total only; the host checked that the counts add up to it. */
+    code = call_code(average ? CALL_SCATTER_MEAN : CALL_SCATTER_SUM, 0, n);
+    if (n == 0)
+        return first_barrier(shm, "shm reduce-scatter", code);
+    for (r = 0; r < shm->rank; r++)
+        lo += counts[r];
+    hi = lo + counts[shm->rank];
+    chunk = shm->slot / sizeof(float);
+    /* Chunk by chunk: every rank copies the chunk into its own slot of set
+     * `set`, barrier, and the owner of each part adds the slots in rank
+     * order straight into its buffer. Ranks 0 and 1 read their own values
+     * from their buffer, which the sum overwrites only where it has just
+     * read them (element by element), so they copy only the others' parts;
+     * a later rank's own values would be overwritten before their turn, so
+     * it copies all. One barrier per chunk is enough: the next chunk writes
+     * the other set, and the one after this set again only past the next
+     * chunk's barrier, which every rank reaches after its reads here
+     * (allreduce's alternation argument). */
+    while (done < n) {
+        size_t c = n - done < chunk ? n - done : chunk;
+        size_t a = lo > done ? lo - done : 0, b = hi < done + c ? hi - done : c;
+        int own = hi > done && lo < done + c && a < b;
+        unsigned set = shm->set;
+        float *slot = (float *)stage(shm, set, shm->rank), *mine = buf + done;
+        if (own && shm->rank < 2) {
+            memcpy(slot, mine, a * sizeof(float));
+            memcpy(slot + b, mine + b, (c - b) * sizeof(float));
+        } else {
+            memcpy(slot, mine, c * sizeof(float));
+        }
+        st = done == 0 ? first_barrier(shm, "shm reduce-scatter", code)
+                       : barrier(shm, "shm reduce-scatter");
+        if (st != CT_OK)
+            return st;
+        for (r = 1; own && r < world; r++) {
+            const float *x = r > 1 ? mine : shm->rank == 0 ? mine : (float *)stage(shm, set, 0);
+            const float *y = r == shm->rank && r < 2 ? mine : (float *)stage(shm, set, r);
+            add_into(mine + a, x + a, y + a, b - a, average && r == world - 1 ? (float)world : 0.0f);
         }
         shm->set ^= 1u;
         done += c;

@@ -37,6 +37,14 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
  * chunks; within a chunk each rank reduces one slice. */
 ct_status ct__shm_allreduce_f32(ct__shm *shm, float *buf, size_t n, int average);
 
+/* In-place reduce-scatter: buf is world consecutive pieces of counts[r]
+ * floats (adding up to n); afterwards this rank's own piece holds exactly
+ * what ct__shm_allreduce_f32 would put there (rank order, the mean's
+ * division fused into the last add), the other pieces are left as they
+ * were. Every rank must pass the same n and counts. */
+ct_status ct__shm_reduce_scatter_f32(ct__shm *shm, float *buf, size_t n, int average,
+                                     const size_t *counts);
+
 /* Copies `bytes` bytes of `root`'s buf into every other rank's buf. */
 ct_status ct__shm_broadcast(ct__shm *shm, void *buf, size_t bytes, int root);
 

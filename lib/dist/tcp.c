@@ -1221,6 +1221,77 @@ ct_status ct__tcp_allreduce_f32(ct__tcp *tcp, float *buf, size_t n, int average)
     return allreduce_ring(tcp, buf, n, average);
 }
 
+/* The ring's reduce-scatter half alone, over the caller's pieces: segment
+ * s of allreduce_ring is complete on rank s - 1, so piece r is made segment
+ * r + 1 and ends complete on rank r. Empty segments cost one empty step.
+ * A piece's sum starts at the rank after its owner and goes round the ring,
+ * so its bits are the ring's order, not allreduce's (which splits evenly):
+ * the same on every call with the same pieces. */
+ct_status ct__tcp_reduce_scatter_f32(ct__tcp *t, float *buf, size_t n, int average,
+                                     const size_t *counts)
+{
+    const char *op = "tcp reduce-scatter";
+    int w, me, left, right, k;
+    size_t *start, j;
+    float *tmp;
+    ct_status st;
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(counts);
+    if (n > 0)
+        CT__CHECK_ARG(buf);
+    if ((st = check_usable(t, op)) != CT_OK)
+        return st;
+    w = t->world;
+    me = t->rank;
+    if (w == 1 || n == 0)
+        return CT_OK;
+    if (n * sizeof(float) < CT__TCP_SMALL_BYTES) /* latency-bound: the star allreduce */
+        return allreduce_small(t, buf, n, average);
+    left = (me + w - 1) % w;
+    right = (me + 1) % w;
+    if (tmp_reserve(t, RING_CHUNK * sizeof(float)) != 0 ||
+        !(start = malloc(((size_t)w + 1) * sizeof *start))) {
+        break_all(t);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", op);
+    }
+    start[0] = 0;
+    for (int r = 0; r < w; r++)
+        start[r + 1] = start[r] + counts[r];
+    tmp = t->tmp;
+    /* segment s is piece (s - 1) mod w */
+#define SEG_LO(s) start[((s) + w - 1) % w]
+#define SEG_HI(s) start[((s) + w - 1) % w + 1]
+    for (k = 0; k < w - 1; k++) {
+        int ss = ((me - k) % w + w) % w, rs = ((me - k - 1) % w + w) % w;
+        size_t slo = SEG_LO(ss), shi = SEG_HI(ss), rlo = SEG_LO(rs), rhi = SEG_HI(rs), c;
+        io_op ops[2];
+        ops[0] = (io_op){ t->right_fd, right, 0, (char *)(buf + slo), (shi - slo) * sizeof(float) };
+        for (c = rlo; c < rhi; c += RING_CHUNK) {
+            size_t e = rhi - c < RING_CHUNK ? rhi : c + RING_CHUNK;
+            ops[1] = (io_op){ t->left_fd, left, 1, (char *)tmp, (e - c) * sizeof(float) };
+            if ((st = run_io_ex(t, op, ops, 2, -1, 2u)) != CT_OK) {
+                free(start);
+                return st;
+            }
+            for (j = c; j < e; j++)
+                buf[j] = tmp[j - c] + buf[j];
+        }
+        if ((st = run_io(t, op, ops, 1, -1)) != CT_OK) {
+            free(start);
+            return st;
+        }
+    }
+#undef SEG_LO
+#undef SEG_HI
+    if (average) {
+        float fw = (float)w;
+        for (j = start[me]; j < start[me + 1]; j++)
+            buf[j] /= fw;
+    }
+    free(start);
+    return CT_OK;
+}
+
 ct_status ct__tcp_broadcast(ct__tcp *tcp, void *buf, size_t bytes, int root)
 {
     const char *op = "tcp broadcast";

@@ -64,6 +64,13 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
  *    rank order.
  * The mean divides that sum by world, once, on the rank that completed it. */
 ct_status ct__tcp_allreduce_f32(ct__tcp *tcp, float *buf, size_t n, int average);
+/* In-place reduce-scatter over world consecutive pieces of counts[r]
+ * floats: the ring's reduce-scatter half, each piece ending complete on its
+ * owner (the other pieces are left partial). The sum's order is the ring's
+ * from the rank after the owner, so the bits may differ from an allreduce's
+ * in the last place; small buffers go through the star allreduce. */
+ct_status ct__tcp_reduce_scatter_f32(ct__tcp *tcp, float *buf, size_t n, int average,
+                                     const size_t *counts);
 
 /* The rank whose value element `index` of an n-float allreduce starts its
  * sum with (then first+1, ... mod world, as above). For tests and for

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "dist/collectives.h"
 #include "train/args_internal.h"
 
 ct_status ct_optim_create(ct_model *model, const ct_args *args, ct_optim **out)
@@ -39,15 +40,13 @@ ct_status ct_optim_create(ct_model *model, const ct_args *args, ct_optim **out)
         return ct__error(CT_ERR_UNSUPPORTED, "lr_scheduler_type '%s' is not supported",
                          ct__args_string(args, CT_A_lr_scheduler_type));
     }
-    if (posix_memalign((void **)&o->exp_avg, 64, model->n_floats * sizeof(float)) != 0 ||
-        posix_memalign((void **)&o->exp_avg_sq, 64, model->n_floats * sizeof(float)) != 0 ||
+    o->shard_hi = model->n_floats;
+    if (ct__optim_map_moments(o, model->n_floats) != CT_OK ||
         !(o->decays = malloc(model->n_tensors))) {
         ct_optim_free(o);
         return ct__error(CT_ERR_NOMEM, "out of memory for AdamW state of %zu parameters",
                          model->n_params);
     }
-    memset(o->exp_avg, 0, model->n_floats * sizeof(float));
-    memset(o->exp_avg_sq, 0, model->n_floats * sizeof(float));
     for (size_t i = 0; i < model->n_tensors; i++)
         o->decays[i] = (unsigned char)model->tensors[i].decays;
     *out = o;
@@ -58,9 +57,9 @@ void ct_optim_free(ct_optim *o)
 {
     if (!o)
         return;
-    free(o->exp_avg);
-    free(o->exp_avg_sq);
+    ct__optim_unmap_moments(o);
     free(o->decays);
+    free(o->bounds);
     free(o);
 }
 
@@ -113,8 +112,9 @@ ct_status ct_optim_memory_bytes(const ct_optim *o, const char *category, size_t 
     if (strcmp(category, "optimizer_moments") != 0)
         return ct__error(CT_ERR_NOT_FOUND, "ct_optim_memory_bytes: no memory category '%s' "
                                            "(optimizer_moments)", category);
-    /* exp_avg and exp_avg_sq, each as long as the model's flat buffer */
-    *bytes = 2 * o->model->n_floats * sizeof(float);
+    /* exp_avg and exp_avg_sq, each as long as the model's flat buffer, or
+     * as this rank's shard of it */
+    *bytes = 2 * (o->shard_hi - o->shard_lo) * sizeof(float);
     return CT_OK;
 }
 
@@ -125,24 +125,19 @@ int64_t ct_optim_get_step(const ct_optim *o)
 
 /* ---- the fused pass ------------------------------------------------------- */
 
-/* Tensors are split into chunks of this many floats: the unit of work of a
- * thread, and of the partial sums of the norm (fixed, so the result does
- * not depend on the thread count). */
-#define CHUNK 65536
-
-typedef struct chunk {
-    size_t tensor, begin, end; /* [begin, end) within the tensor */
-} chunk;
+#define CHUNK CT__OPTIM_CHUNK
+typedef ct__optim_chunk chunk;
 
 typedef struct step_job {
     ct_optim *o;
     const chunk *chunks;
     size_t n_chunks;
     double *partial;
+    int *owner; /* sharded: per chunk, 1 for this rank's (NULL: all) */
     ct__adamw_hyper hyper; /* the update's; decay applies to decaying tensors */
 } step_job;
 
-static size_t make_chunks(const ct_model *m, chunk **out)
+size_t ct__optim_chunks(const ct_model *m, chunk **out)
 {
     size_t n = 0, k = 0;
     chunk *c;
@@ -169,8 +164,9 @@ static void norm_task(void *ctx, int task, int thread)
     const chunk *c = &j->chunks[task];
     const ct__tensor *t = &m->tensors[c->tensor];
     (void)thread;
-    j->partial[task] =
-        t->frozen ? 0.0 : m->k->sum_squares(m->grads + t->offset + c->begin, c->end - c->begin);
+    j->partial[task] = t->frozen || (j->owner && !j->owner[task])
+                           ? 0.0
+                           : m->k->sum_squares(m->grads + t->offset + c->begin, c->end - c->begin);
 }
 
 static void update_task(void *ctx, int task, int thread)
@@ -184,7 +180,7 @@ static void update_task(void *ctx, int task, int thread)
     float *p = m->params + off, *g = m->grads + off;
     ct__adamw_hyper h = j->hyper;
     (void)thread;
-    if (t->frozen) {
+    if (t->frozen || (j->owner && !j->owner[task])) { /* another rank's: it updates them */
         memset(g, 0, n * sizeof *g);
         return;
     }
@@ -193,7 +189,8 @@ static void update_task(void *ctx, int task, int thread)
     /* torch.optim.AdamW, operation by operation in fp32:
      *   g *= clip; p *= 1 - lr * wd; m = b1 m + (1 - b1) g;
      *   v = b2 v + (1 - b2) g g; p += -step_size * m / (sqrt(v) / bc2 + eps) */
-    m->k->adamw_update(p, g, o->exp_avg + off, o->exp_avg_sq + off, n, &h);
+    m->k->adamw_update(p, g, o->exp_avg + (off - o->shard_lo), o->exp_avg_sq + (off - o->shard_lo),
+                       n, &h);
 }
 
 static void zero_task(void *ctx, int task, int thread)
@@ -210,7 +207,7 @@ static void zero_task(void *ctx, int task, int thread)
 static ct_status grad_norm(const ct_optim *o, step_job *j, chunk **chunks, double *norm)
 {
     ct_model *m = o->model;
-    size_t n = make_chunks(m, chunks);
+    size_t n = ct__optim_chunks(m, chunks);
     double total = 0;
     if (n == (size_t)-1 || !(j->partial = malloc((n ? n : 1) * sizeof *j->partial))) {
         free(n == (size_t)-1 ? NULL : *chunks);
@@ -219,9 +216,28 @@ static ct_status grad_norm(const ct_optim *o, step_job *j, chunk **chunks, doubl
     j->o = (ct_optim *)o;
     j->chunks = *chunks;
     j->n_chunks = n;
+    if (o->dist && !(j->owner = malloc((n ? n : 1) * sizeof *j->owner))) {
+        free(*chunks);
+        free(j->partial);
+        j->partial = NULL;
+        return ct__error(CT_ERR_NOMEM, "out of memory in the optimizer step");
+    }
+    if (o->dist) {
+        /* a chunk is the shard's whose start is */
+        for (size_t i = 0; i < n; i++) {
+            size_t at = m->tensors[(*chunks)[i].tensor].offset + (*chunks)[i].begin;
+            j->owner[i] = at >= o->shard_lo && at < o->shard_hi;
+        }
+    }
     ct__pool_run(m->pool, norm_task, j, (int)n);
-    for (size_t i = 0; i < n; i++)
-        total += j->partial[i];
+    if (o->dist) {
+        ct_status st = ct__optim_shard_norm((ct_optim *)o, j->partial, n, j->owner, &total);
+        if (st != CT_OK)
+            return st;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            total += j->partial[i];
+    }
     *norm = sqrt(total);
     return CT_OK;
 }
@@ -236,6 +252,7 @@ ct_status ct_optim_grad_norm(const ct_optim *o, double *norm)
     memset(&j, 0, sizeof j);
     st = grad_norm(o, &j, &chunks, norm);
     free(j.partial);
+    free(j.owner);
     free(chunks);
     return st;
 }
@@ -253,13 +270,18 @@ ct_status ct_optim_step(ct_optim *o, double *grad_norm_out)
         return ct__error(CT_ERR_STATE, "ct_optim_step: the schedule needs the total number of "
                                        "steps first (ct_optim_set_total_steps)");
     memset(&j, 0, sizeof j);
-    if ((st = grad_norm(o, &j, &chunks, &norm)) != CT_OK)
+    if ((st = grad_norm(o, &j, &chunks, &norm)) != CT_OK) {
+        free(j.partial);
+        free(j.owner);
+        free(chunks);
         return st;
+    }
     if (grad_norm_out)
         *grad_norm_out = norm;
     if (!isfinite(norm)) {
         ct__pool_run(m->pool, zero_task, &j, (int)j.n_chunks);
         free(j.partial);
+        free(j.owner);
         free(chunks);
         return ct__error(CT_ERR_NUMERIC,
                          "gradient norm is %g at optimizer step %lld: step skipped, nothing "
@@ -283,12 +305,27 @@ ct_status ct_optim_step(ct_optim *o, double *grad_norm_out)
     j.hyper.step_size = (float)-(lr / (1.0 - pow(o->beta1, t)));
     j.hyper.bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, t));
     ct__pool_run(m->pool, update_task, &j, (int)j.n_chunks);
+    /* Sharded: every rank's updated fp32 shard to all (fp32, not bf16: each
+     * rank keeps the whole fp32 master copy, which checkpoints save and the
+     * next step's unsharded parts of the model read). */
+    if (o->dist) {
+        size_t *bytes = malloc((size_t)o->shard_world * sizeof *bytes);
+        if (!bytes)
+            st = ct__error(CT_ERR_NOMEM, "out of memory in the optimizer step");
+        for (int r = 0; bytes && r < o->shard_world; r++)
+            bytes[r] = (o->bounds[r + 1] - o->bounds[r]) * sizeof(float);
+        if (bytes)
+            st = ct__dist_allgather_pieces(o->dist, m->params, bytes);
+        free(bytes);
+    }
     /* The packed bf16 weights are rebuilt, once, by the next forward. */
     m->bf16_stale = 1;
-    o->step++;
+    if (st == CT_OK)
+        o->step++;
     free(j.partial);
+    free(j.owner);
     free(chunks);
-    return CT_OK;
+    return st;
 }
 
 /* ---- state on disk ------------------------------------------------------------- */
@@ -303,6 +340,9 @@ ct_status ct_optim_save(const ct_optim *o, const char *path)
     ct_status st;
     CT__CHECK_ARG(o);
     CT__CHECK_ARG(path);
+    if (o->dist)
+        return ct__error(CT_ERR_STATE, "%s: this optimizer holds one shard of the state "
+                                       "(optim_shard); each rank saves its own", path);
     m = o->model;
     n = m->n_tensors;
     list = calloc(2 * n, sizeof *list);
@@ -400,10 +440,16 @@ ct_status ct_optim_load(ct_optim *o, const char *path)
     }
     for (size_t i = 0; i < 2 * m->n_tensors && st == CT_OK; i++) {
         const ct__tensor *t = &m->tensors[i / 2];
+        /* a sharded optimizer takes the part of each tensor in its shard */
+        size_t lo = t->offset > o->shard_lo ? t->offset : o->shard_lo;
+        size_t hi = t->offset + t->numel < o->shard_hi ? t->offset + t->numel : o->shard_hi;
         char name[112];
+        if (lo >= hi)
+            continue;
         snprintf(name, sizeof name, "%s.%s", i % 2 ? "exp_avg_sq" : "exp_avg", t->name);
-        memcpy((i % 2 ? o->exp_avg_sq : o->exp_avg) + t->offset, ct__st_find(f, name)->data,
-               t->numel * sizeof(float));
+        memcpy((i % 2 ? o->exp_avg_sq : o->exp_avg) + (lo - o->shard_lo),
+               (const char *)ct__st_find(f, name)->data + (lo - t->offset) * sizeof(float),
+               (hi - lo) * sizeof(float));
     }
     if (st == CT_OK) {
         o->step = step;

@@ -31,9 +31,61 @@ struct ct_optim {
     double warmup_ratio;
     int64_t total_steps;  /* 0 until set */
     int64_t step;         /* optimizer steps taken */
-    float *exp_avg, *exp_avg_sq; /* flat, like the model's parameters */
+    /* Flat, like the model's parameters, but only over [shard_lo,
+     * shard_hi): exp_avg[i] belongs to parameter shard_lo + i. Unsharded,
+     * that is the whole buffer. Mapped pages (moments_bytes each), so that
+     * moments a sharded run drops were never touched. */
+    float *exp_avg, *exp_avg_sq;
+    size_t moments_bytes;
     unsigned char *decays;       /* per tensor */
+    /* Sharded (ZeRO stage 1, adamw_shard.c): NULL when unsharded. Rank r
+     * owns the flat range [bounds[r], bounds[r + 1]), boundaries at norm
+     * chunk starts (multiples of 16 floats: 64 bytes). */
+    ct_dist *dist;
+    int shard_rank, shard_world;
+    size_t *bounds;
+    size_t shard_lo, shard_hi;
 };
+
+/* Tensors are split into chunks of this many floats: the unit of work of a
+ * thread, of the partial sums of the norm (fixed, so the result does not
+ * depend on the thread count or the world size), and of shard boundaries. */
+#define CT__OPTIM_CHUNK 65536
+
+/* A shard's file in a checkpoint folder: rank, world size. */
+#define CT__SHARD_FILE "optimizer-shard-%d-of-%d.safetensors"
+
+/* adamw_shard.c. Makes the optimizer update only this rank's 1/world of
+ * the flat buffer, keeping moments for it alone (those of the rest are
+ * dropped); its steps are collectives over dist from then on (the norm
+ * from every rank's chunk sums, the updated parameters gathered from their
+ * owners). World size 1: nothing changes. */
+ct_status ct__optim_shard(ct_optim *o, ct_dist *dist);
+/* Every rank's shard [bounds[r], bounds[r + 1]) of `world` ranks, as
+ * ct__optim_shard draws them (bounds has world + 1 entries). */
+ct_status ct__optim_shard_bounds(const ct_model *m, int world, size_t *bounds);
+/* The global norm's chunk sums: partial[i] is this rank's for the chunks it
+ * owns (0 for the others); afterwards every rank's total, added over all
+ * chunks in their order, as unsharded. */
+ct_status ct__optim_shard_norm(ct_optim *o, const double *partial, size_t n, int *owner,
+                               double *total);
+/* Optimizer state for the checkpoint folder `dir`: unsharded, the single
+ * file optimizer.safetensors (ct_optim_save); sharded, this rank's
+ * optimizer-shard-<rank>-of-<world>.safetensors. */
+ct_status ct__optim_save_dir(const ct_optim *o, const char *dir);
+/* Loads this rank's range from either layout in `dir`, whatever world size
+ * wrote it (resharding); checks every file before changing anything. */
+ct_status ct__optim_load_dir(ct_optim *o, const char *dir);
+/* The layout hash the shard files record (tensor names, shapes, offsets). */
+uint64_t ct__optim_layout_hash(const ct_model *m);
+/* Chunk c of the norm's fixed list: its flat start and length, owner. */
+typedef struct ct__optim_chunk {
+    size_t tensor, begin, end; /* [begin, end) within the tensor */
+} ct__optim_chunk;
+size_t ct__optim_chunks(const ct_model *m, ct__optim_chunk **out);
+/* Moments of n floats each, zeroed, untouched until used. */
+ct_status ct__optim_map_moments(ct_optim *o, size_t n);
+void ct__optim_unmap_moments(ct_optim *o);
 
 /* Warmup steps in force for the current total. */
 int64_t ct__optim_warmup(const ct_optim *o);

@@ -140,6 +140,10 @@
       "Seconds a collective may wait for the other processes before failing.")              \
     X(ddp_bucket_cap_mb, INT, 0, "25", "",                                                   \
       "Size in MiB of the gradient buckets reduced while backward runs.")                   \
+    X(optim_shard, BOOL, 1, "None", "",                                                      \
+      "With several ranks, each keeps and updates the optimizer state of 1/N of the "       \
+      "parameters (ZeRO stage 1; not a Transformers argument). None: on with several ranks " \
+      "on shm, off on tcp and mpi and with save_on_each_node.")                              \
     X(optim, CHOICE, 0, "adamw_torch", "adamw_torch|adamw_torch_fused",                     \
       "Optimizer: AdamW (adamw_torch_fused, Transformers' default with torch 2.8, is the "  \
       "same algorithm; other optimizers are not offered).")

@@ -368,6 +368,29 @@ void ct__checkpoint_keep_only_best(const ct_trainer *t)
     free(list);
 }
 
+/* Rank r's optimizer shard waits here for rank 0's checkpoint folder (which
+ * only rank 0 names); r -1: the staging folder itself. Named like a
+ * temporary checkpoint, so that an interrupted run's is cleared with them. */
+void ct__checkpoint_shard_path(const ct_trainer *t, int r, char *out, size_t size)
+{
+    if (r < 0)
+        snprintf(out, size, "%s/" TMP_PREFIX "%lld-shards", A_STR(output_dir),
+                 (long long)t->global_step);
+    else
+        snprintf(out, size, "%s/" TMP_PREFIX "%lld-shards/" CT__SHARD_FILE, A_STR(output_dir),
+                 (long long)t->global_step, r, t->optim->shard_world);
+}
+
+ct_status ct__checkpoint_stage_shard(ct_trainer *t)
+{
+    char dir[4200];
+    ct__checkpoint_shard_path(t, -1, dir, sizeof dir);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return ct__error(CT_ERR_IO, "%s: cannot create the optimizer shards' folder: %s", dir,
+                         strerror(errno));
+    return ct__optim_save_dir(t->optim, dir);
+}
+
 ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
 {
     const char *out = A_STR(output_dir);
@@ -390,8 +413,21 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
         st = ct_tokenizer_save(t->tokenizer, tmp);
     test_pause();
     if (st == CT_OK && !A_BOOL(save_only_model)) {
-        snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-        st = ct_optim_save(t->optim, path);
+        /* One file, or (optim_shard) this rank's shard and the others',
+         * which they staged before (ct__checkpoint_stage_shard). */
+        st = ct__optim_save_dir(t->optim, tmp);
+        for (int r = 1; st == CT_OK && t->optim->dist && r < t->optim->shard_world; r++) {
+            char staged[4200];
+            ct__checkpoint_shard_path(t, r, staged, sizeof staged);
+            snprintf(path, sizeof path, "%s/" CT__SHARD_FILE, tmp, r, t->optim->shard_world);
+            if (rename(staged, path) != 0)
+                st = ct__error(CT_ERR_IO, "%s: cannot move rank %d's optimizer shard into the "
+                                          "checkpoint: %s", staged, r, strerror(errno));
+        }
+        if (st == CT_OK && t->optim->dist) {
+            ct__checkpoint_shard_path(t, -1, path, sizeof path);
+            rmdir(path);
+        }
         test_pause();
         if (st == CT_OK) {
             ct__strbuf sb = {0};
@@ -595,8 +631,7 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     }
     /* Optimizer first: it checks the whole file before changing anything;
      * then the weights, checked before being copied too. */
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    if ((st = ct_optim_load(t->optim, path)) != CT_OK ||
+    if ((st = ct__optim_load_dir(t->optim, dir)) != CT_OK ||
         (st = ct__model_load_weights(t->model, dir, 0, 1)) != CT_OK)
         goto done;
     t->optim->total_steps = t->max_steps;

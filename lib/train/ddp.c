@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "dist/collectives.h"
 #include "model/model.h"
 
 typedef struct bucket {
@@ -42,6 +43,11 @@ struct ct__ddp {
     bucket *queue; /* a ring of `cap` entries: one per layer is enough */
     size_t cap, head, count;
     int busy, quit, started;
+    /* Sharded optimizer: rank r owns grads[bounds[r] .. bounds[r + 1]), and
+     * a bucket is reduce-scattered to its owners instead of allreduced;
+     * counts is the comm thread's scratch (world entries). NULL: allreduce. */
+    const size_t *bounds;
+    size_t *counts;
     ct_status status;   /* the first failure of this pass */
     char message[1024]; /* its ct_last_error text, from the thread */
 };
@@ -64,8 +70,20 @@ static void *comm_main(void *arg)
         if (d->status == CT_OK) {
             double t0 = ct__now_s();
             pthread_mutex_unlock(&d->lock);
-            st = ct_dist_allreduce(d->dist, d->model->grads + b.first, b.n, CT_DTYPE_F32,
-                                   CT_REDUCE_AVG);
+            if (d->bounds) {
+                int world = ct_dist_world_size(d->dist);
+                for (int r = 0; r < world; r++) {
+                    size_t lo = d->bounds[r] > b.first ? d->bounds[r] : b.first;
+                    size_t hi = d->bounds[r + 1] < b.first + b.n ? d->bounds[r + 1]
+                                                                : b.first + b.n;
+                    d->counts[r] = hi > lo ? hi - lo : 0;
+                }
+                st = ct__dist_reduce_scatter_f32(d->dist, d->model->grads + b.first, b.n, 1,
+                                                 d->counts);
+            } else {
+                st = ct_dist_allreduce(d->dist, d->model->grads + b.first, b.n, CT_DTYPE_F32,
+                                       CT_REDUCE_AVG);
+            }
             pthread_mutex_lock(&d->lock);
             d->pass_busy += ct__now_s() - t0;
             if (st != CT_OK && d->status == CT_OK) {
@@ -157,7 +175,17 @@ void ct__ddp_free(ct__ddp *d)
     pthread_cond_destroy(&d->wake);
     pthread_cond_destroy(&d->idle);
     free(d->queue);
+    free(d->counts);
     free(d);
+}
+
+ct_status ct__ddp_set_shards(ct__ddp *d, const size_t *bounds)
+{
+    if (bounds && !d->counts &&
+        !(d->counts = calloc((size_t)ct_dist_world_size(d->dist), sizeof *d->counts)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    d->bounds = bounds;
+    return CT_OK;
 }
 
 void ct__ddp_arm(ct__ddp *d)
@@ -191,8 +219,9 @@ ct_status ct__ddp_finish(ct__ddp *d)
     if (!d->reported && ct_dist_rank(d->dist) == 0) {
         d->reported = 1;
         ct__log(CT_LOG_DEBUG, "ddp: %zu gradients averaged in %d buckets of up to %zu MiB, "
-                              "sent while backward ran", d->model->n_floats, d->buckets,
-                d->cap_floats * sizeof(float) >> 20);
+                              "%s while backward ran", d->model->n_floats, d->buckets,
+                d->cap_floats * sizeof(float) >> 20,
+                d->bounds ? "reduce-scattered to their shard's owner" : "allreduced");
     }
     return CT_OK;
 }

@@ -29,6 +29,11 @@ ct_status ct__ddp_same_everywhere(ct__ddp *ddp, uint64_t value, const char *what
  * them; ct__ddp_finish waits for the last bucket. Always call finish after
  * arm, also when backward failed, before the gradients are touched. */
 void ct__ddp_arm(ct__ddp *ddp);
+/* Sharded optimizer (optim_shard): from now on rank r receives only the
+ * average of grads[bounds[r] .. bounds[r + 1]) (world + 1 entries, kept by
+ * the caller); the rest of its gradients are left unreduced, for the
+ * optimizer step to zero. NULL: every rank gets all of them again. */
+ct_status ct__ddp_set_shards(ct__ddp *ddp, const size_t *bounds);
 ct_status ct__ddp_finish(ct__ddp *ddp);
 
 #endif

@@ -18,6 +18,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "model/model.h"
+#include "optim/optim.h"
 #include "train/ddp.h"
 #include "train/dataset.h"
 #include "train/metrics_file.h"
@@ -410,7 +411,42 @@ static int writes_files(const ct_trainer *t)
     return t->rank == 0 || (A_BOOL(save_on_each_node) && t->local_rank == 0);
 }
 
+/* optim_shard as given, else on with several ranks on shm, where the
+ * reduce-scatter and the gather are memory copies that together move what
+ * the allreduce did, and each rank does 1/N of AdamW: measured faster than
+ * unsharded at every turn (bench/ddp_throughput.sh). Off on tcp, whose
+ * gather is one broadcast per owner (one direction of each link at a time,
+ * where the ring allreduce's second half uses both): measured within noise
+ * of unsharded, sometimes slower. Off on mpi, whose reduce-scatter is an
+ * allreduce, so the gather is extra traffic. Off with save_on_each_node:
+ * machines that do not share output_dir would each hold only some of the
+ * shards. */
+static int optim_shard(const ct_trainer *t)
+{
+    if (ct__args_is_set(t->args, CT_A_optim_shard))
+        return A_BOOL(optim_shard);
+    return t->world > 1 && !A_BOOL(save_on_each_node) &&
+           !strcmp(ct_dist_backend(t->dist), "shm");
+}
+
+static ct_status save_checkpoint_files(ct_trainer *t);
+static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what);
+
+/* With a sharded optimizer, every rank writes its part: the others stage
+ * theirs first, rank 0 moves them into its folder, and all learn the
+ * outcome (a rank that could not write its shard fails every rank). */
 static ct_status save_checkpoint(ct_trainer *t)
+{
+    ct_status st;
+    if (!t->optim->dist || A_BOOL(save_only_model))
+        return save_checkpoint_files(t);
+    st = t->rank == 0 ? CT_OK : ct__checkpoint_stage_shard(t);
+    if ((st = all_agree(t, st, "write its optimizer shard")) != CT_OK)
+        return ct__error_prefix(st, "checkpoint at step %lld", (long long)t->global_step);
+    return all_agree(t, save_checkpoint_files(t), "save the checkpoint");
+}
+
+static ct_status save_checkpoint_files(ct_trainer *t)
 {
     char path[4096], *json;
     ct__strbuf sb = {0};
@@ -756,6 +792,9 @@ static ct_status start_ddp(ct_trainer *t)
         return CT_OK;
     if ((st = ct__ddp_create(t->dist, t->model, (int)A_INT(ddp_bucket_cap_mb), &t->ddp)) != CT_OK)
         return st;
+    /* optim_shard: each rank receives only its shard's gradients */
+    if (t->optim->dist && (st = ct__ddp_set_shards(t->ddp, t->optim->bounds)) != CT_OK)
+        return st;
     {
         /* Ranks that would run different step counts would wait on each
          * other at the end until the timeout: refuse at once instead. */
@@ -1013,6 +1052,22 @@ static ct_status train_run(ct_trainer *t)
     ct__sb_free(&t->history);
     ct_model_zero_grad(m);
 
+    /* Sharded before resuming, so that a rank reads (and holds) only its
+     * part of the optimizer state. */
+    if (t->world > 1 && optim_shard(t)) {
+        if (A_BOOL(save_on_each_node))
+            return ct__error(CT_ERR_INVALID_ARG, "optim_shard with save_on_each_node: machines "
+                                                 "that do not share output_dir would each "
+                                                 "checkpoint only some optimizer shards; set "
+                                                 "optim_shard false");
+        if ((st = ct__optim_shard(t->optim, t->dist)) != CT_OK)
+            return st;
+        if (t->rank == 0)
+            ct__log(CT_LOG_INFO, "optim_shard: each of the %d ranks updates and keeps the "
+                                 "optimizer state of 1/%d of the %zu parameter floats (rank 0: "
+                                 "[0, %zu))", t->world, t->world, t->model->n_floats,
+                    t->optim->shard_hi);
+    }
     resume = A_STR(resume_from_checkpoint);
     if (resume && (st = ct__checkpoint_resume(t)) != CT_OK)
         return st;

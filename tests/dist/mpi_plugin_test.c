@@ -309,6 +309,9 @@ static void *battery(void *arg)
 
     test_barrier(p, st);
 
+    /* reduce-scatter: composed by the host from allreduce (see the table) */
+    CHECK(p->be->reduce_scatter_f32 == NULL, "the table has a reduce_scatter_f32 of its own");
+
     static const size_t gsizes[] = { 1, 13, 100003 };
     for (size_t k = 0; k < sizeof gsizes / sizeof *gsizes; k++)
         for (int mode = 0; mode < 3; mode++)
