@@ -158,7 +158,8 @@ static void note_bf16_level(const ct__kernels *k)
     else
         ct__log(CT_LOG_WARNING, "bf16 on the %s kernel level (no AVX512-BF16 in use): "
                                 "matrix products are fp32 GEMMs of bf16-rounded inputs "
-                                "(the same numerics), at fp32 speed, no faster",
+                                "(the same numerics); rounding them makes a step a few "
+                                "percent slower than fp32, never faster",
                 ct__isa_name(k->isa));
 }
 
