@@ -104,6 +104,14 @@ $(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ tools/cputrain-plot.c $(PLOT_SRCS) \
 	    $(STATIC) $(LIB_LDLIBS)
 
+# cputrain-run's rendezvous authenticates its launchers with the tcp
+# backend's own handshake and secret loader (lib/dist/tcp_auth.h, secret.c),
+# not a second HMAC: built as cputrain-plot is, with -Ilib and from the
+# static archive, which pulls in just those modules.
+$(B)/bin/cputrain-run: tools/cputrain-run.c $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ tools/cputrain-run.c $(STATIC) $(LIB_LDLIBS)
+
 # ---- tests -----------------------------------------------------------------
 
 $(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)

@@ -15,9 +15,19 @@
  * restarts narrower, down to MIN; the --grow_file FILE holds a number of
  * slots to add (what new nodes joining would bring), read at each restart
  * and on SIGUSR1, up to MAX. The workers resume from their newest
- * checkpoint; the trainer keeps the global batch. A rendezvous of several
- * machines' launchers (torchrun's c10d) is not implemented. */
+ * checkpoint; the trainer keeps the global batch. Several machines'
+ * launchers meet at a rendezvous of their own (--nnodes MIN:MAX with
+ * --rdzv_endpoint, below), authenticated as the tcp backend's ranks are.
+ *
+ * Unlike the other tools, this one is built with -Ilib and linked from the
+ * static archive (see the Makefile): the rendezvous reuses the library's
+ * internal secret loader (dist/secret.c) and the tcp backend's
+ * challenge-response handshake (dist/tcp_auth.c) rather than a second
+ * HMAC of its own; the archive pulls in only those modules. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
+#endif
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,6 +44,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <pthread.h>
+
+#include "core/clock.h"
+#include "core/sha256.h"
+#include "dist/backend.h"
+#include "dist/dist_internal.h"
+#include "dist/tcp_auth.h"
 
 #define MAX_WORKERS 1024
 
@@ -71,6 +89,8 @@ static const char *const USAGE =
     "                        a row (default 2)\n"
     "  --grow_file FILE      MIN:MAX only: slots to add, read (and emptied) at each\n"
     "                        restart and on SIGUSR1\n"
+    "CPUTRAIN_DIST_SECRET_FILE (or CPUTRAIN_DIST_SECRET): the job's secret; launchers\n"
+    "prove they hold it before they join a rendezvous, as the workers' ranks do.\n"
     "Exit status: 0 all workers succeeded; the first failed worker's exit code (128 +\n"
     "signal when a signal ended it) once restarts are used up; 2 bad usage.\n";
 
@@ -794,8 +814,8 @@ static int send_line(int fd, const char *fmt, ...)
 }
 
 /* Reads what is there; *line gets the next whole line (without '\n') and
- * returns 1, 0 when none is whole yet, -1 at end of file, an error or a
- * line longer than the buffer (a peer speaking another protocol). */
+ * returns 1, 0 when none is whole yet, -1 at end of file or an error, -3
+ * for a line longer than `size` (a peer speaking another protocol). */
 static int next_line(conn *c, char *line, size_t size, int do_read)
 {
     char *nl;
@@ -807,18 +827,52 @@ static int next_line(conn *c, char *line, size_t size, int do_read)
             c->len += (size_t)n;
     }
     if (!(nl = memchr(c->in, '\n', c->len)))
-        return c->len == sizeof c->in ? -1 : 0;
+        return c->len == sizeof c->in ? -3 : 0;
     *nl = '\0';
     {
         size_t k = (size_t)(nl - c->in);
         if (k >= size)
-            k = size - 1;
+            return -3; /* no message of ours is that long: not cut, refused */
         memcpy(line, c->in, k);
         line[k] = '\0';
     }
     c->len -= (size_t)(nl + 1 - c->in);
     memmove(c->in, nl + 1, c->len);
     return 1;
+}
+
+/* 1 when line is exactly `verb` and n decimal integers, each after one
+ * space, as send_line wrote them (no sign but '-', no other spaces, no
+ * overflow, nothing after); the caller checks each one's range. */
+static int parse_msg(const char *line, const char *verb, int n, long *v)
+{
+    size_t k = strlen(verb);
+    const char *p = line + k;
+    if (strncmp(line, verb, k) != 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        if (*p++ != ' ' || !(isdigit((unsigned char)*p) ||
+                             (*p == '-' && isdigit((unsigned char)p[1]))))
+            return 0;
+        errno = 0;
+        v[i] = strtol(p, &end, 10);
+        if (errno != 0)
+            return 0;
+        p = end;
+    }
+    return *p == '\0';
+}
+
+/* A peer's bytes as they may go into our log: the first 60, anything but
+ * printable ASCII shown as '?' (no terminal escapes from the network). */
+static const char *printable(const char *in, char out[64])
+{
+    int k = 0;
+    for (; in[k] && k < 60; k++)
+        out[k] = in[k] >= 0x20 && in[k] < 0x7f ? in[k] : '?';
+    out[k] = '\0';
+    return out;
 }
 
 /* --grow_file holds a number of slots (read_grow takes it). */
@@ -890,7 +944,17 @@ static outcome run_attempt(const opts *o, const attempt *a, group *g, char **arg
                 /* A node failed or left (kill: nothing can be saved without
                  * it), or one joins (stop: a checkpoint at the next step). */
                 int stop = !strcmp(line, "RESTART stop");
-                if (strncmp(line, "RESTART", 7) != 0 || r.remote || killed)
+                if (!stop && strcmp(line, "RESTART kill") != 0) {
+                    /* EXIT comes after the host stopped the round (its close
+                     * follows); anything else is no message of ours. */
+                    if (strncmp(line, "EXIT ", 5) != 0) {
+                        char shown[64];
+                        say("rendezvous: unexpected '%s' from the rendezvous host: ignored",
+                            printable(line, shown));
+                    }
+                    continue;
+                }
+                if (r.remote || killed)
                     continue;
                 r.remote = 1;
                 say("rendezvous: %s: stopping the %d worker%s (%s)",
@@ -1032,10 +1096,61 @@ static int read_grow(const opts *o)
  * a checkpoint at the next step) and the next round is wider, no restart
  * used. DONE from every node ends the job: EXIT 0; restarts used up: EXIT
  * <code of the failure>. The workers resume from the newest checkpoint and
- * the trainer keeps the global batch at the new width. The rendezvous does
- * not authenticate: the workers' own secret (CPUTRAIN_DIST_SECRET_FILE)
- * keeps strangers out of the training; a stranger here can only force
- * restarts. */
+ * the trainer keeps the global batch at the new width.
+ *
+ * Every connection to the rendezvous first goes through the tcp backend's
+ * handshake (dist/tcp_auth.h): a mutual HMAC-SHA256 challenge-response over
+ * fresh nonces from both sides on the job's secret (CPUTRAIN_DIST_SECRET_FILE
+ * or CPUTRAIN_DIST_SECRET, read as the library reads them), with the
+ * rendezvous id bound in, the secret never on the wire, a deadline per
+ * handshake and many handshakes at once, so a silent stranger holds up
+ * nobody. Only a launcher that proved itself becomes a member; strangers are
+ * dropped and logged by address before a byte of theirs is parsed as a
+ * message. Without a secret the handshake runs with empty proofs (anyone
+ * who reaches the endpoint joins) and the launcher warns once. The
+ * handshake's rank is a random slot the host expects (RDZV_SLOTS), only to
+ * keep two launchers' handshakes apart: the host assigns the group ranks. */
+
+/* The handshake's world: slots a joining launcher picks one of at random.
+ * Two launchers picking the same one at the same instant: the later is
+ * told "already joined" and tries again with another. */
+#define RDZV_SLOTS 65536
+
+typedef struct rdzv_auth {
+    char job[300]; /* bound into every proof: another run id, no admission */
+    int has_secret;
+    unsigned char key[32];
+} rdzv_auth;
+
+/* The library's messages (the handshake's strangers, the secret's
+ * warnings) on stderr, prefixed as ours. */
+static void library_log(ct_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    fprintf(stderr, "cputrain-run: rendezvous: %s\n", message);
+}
+
+static int rdzv_auth_load(const opts *o, rdzv_auth *au)
+{
+    ct__dist_member m;
+    memset(&m, 0, sizeof m);
+    memset(au, 0, sizeof *au);
+    if (ct__dist_secret_load(NULL, &m) != CT_OK) {
+        say("rendezvous: %s", ct_last_error());
+        return -1;
+    }
+    au->has_secret = m.has_secret;
+    memcpy(au->key, m.secret_key, sizeof au->key);
+    memset(&m, 0, sizeof m);
+    snprintf(au->job, sizeof au->job, "cputrain-run rendezvous v1 %s", o->rdzv_id);
+    if (!au->has_secret)
+        say("rendezvous: no secret is set, so the rendezvous cannot tell launchers from "
+            "strangers: the endpoint %s:%d must be reachable only from trusted hosts. Set "
+            "CPUTRAIN_DIST_SECRET_FILE (or CPUTRAIN_DIST_SECRET) on every node to "
+            "authenticate them", o->master_addr, o->master_port);
+    return 0;
+}
 
 
 enum { M_NEW, M_JOINED, M_RUNNING, M_DONE };
@@ -1044,6 +1159,7 @@ typedef struct member {
     conn c;
     int state, nproc, host;
     long order; /* when it joined */
+    char addr[80];
 } member;
 
 static double now_s(void)
@@ -1078,28 +1194,6 @@ static int try_host(const opts *o)
     return fd;
 }
 
-static int connect_endpoint(const opts *o)
-{
-    struct addrinfo hints, *res = NULL, *ai;
-    char port[16];
-    int fd = -1;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_socktype = SOCK_STREAM;
-    snprintf(port, sizeof port, "%d", o->master_port);
-    if (getaddrinfo(o->master_addr, port, &hints, &res) != 0)
-        return -1;
-    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-        if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0)) < 0)
-            continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
 /* A port of this machine free now, for the round's MASTER_PORT. */
 static int free_port_any(void)
 {
@@ -1125,21 +1219,102 @@ static void broadcast(member *m, int n, const char *line, int only_state)
             send_line(m[i].c.fd, "%s", line);
 }
 
+/* The door of the rendezvous host: a thread that runs the handshakes of
+ * everyone who connects (ct__tcp_hs_wait, its own poll loop with a
+ * deadline per connection) and hands the host each connection that proved
+ * itself, through a pipe. */
+typedef struct door_msg {
+    int fd;
+    char addr[80];
+} door_msg;
+
+typedef struct door {
+    ct__tcp_hs *hs;
+    int out;
+} door;
+
+static void *door_main(void *arg)
+{
+    door *d = arg;
+    for (;;) {
+        ct__tcp_hs_event ev;
+        door_msg msg;
+        if (ct__tcp_hs_wait(d->hs, ct__now_s() + 3600, &ev) != CT_OK) {
+            say("rendezvous: %s", ct_last_error());
+            _exit(1);
+        }
+        if (ev.fd < 0)
+            continue;
+        ct__tcp_hs_expect(d->hs, CT__TCP_JOIN, ev.hello.rank); /* the slot is free again */
+        fcntl(ev.fd, F_SETFL, fcntl(ev.fd, F_GETFL, 0) & ~O_NONBLOCK);
+        memset(&msg, 0, sizeof msg);
+        msg.fd = ev.fd;
+        snprintf(msg.addr, sizeof msg.addr, "%s", ev.addr);
+        if (write(d->out, &msg, sizeof msg) != (ssize_t)sizeof msg)
+            close(ev.fd);
+    }
+    return NULL;
+}
+
+/* Starts the door on lfd; the read end of its pipe, or -1. */
+static int door_open(const rdzv_auth *au, int lfd)
+{
+    static door d;
+    ct__tcp_self self;
+    pthread_t t;
+    int pfd[2];
+    self.job = au->job;
+    self.key = au->has_secret ? au->key : NULL;
+    self.rank = 0;
+    self.world = RDZV_SLOTS;
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        return -1;
+    fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL, 0) | O_NONBLOCK); /* the set accepts in batches */
+    if (ct__tcp_hs_create(&self, lfd, &d.hs) != CT_OK) {
+        say("rendezvous: %s", ct_last_error());
+        return -1;
+    }
+    for (int r = 0; r < RDZV_SLOTS; r++)
+        ct__tcp_hs_expect(d.hs, CT__TCP_JOIN, r);
+    d.out = pfd[1];
+    if (pthread_create(&t, NULL, door_main, &d) != 0)
+        return -1;
+    pthread_detach(t);
+    return pfd[0];
+}
+
+/* 1 when a member other than i, still connected, says it is the hosting
+ * launcher (only one is). */
+static int host_claimed(const member *m, int n, int i)
+{
+    for (int j = 0; j < n; j++)
+        if (j != i && m[j].c.fd >= 0 && m[j].host && m[j].order > 0)
+            return 1;
+    return 0;
+}
+
 /* The rendezvous host: a child of the hosting launcher. Never returns. */
-static void rdzv_host(const opts *o, int lfd)
+static void rdzv_host(const opts *o, const rdzv_auth *au, int lfd)
 {
     static member m[MAX_WORKERS + 64];
     int n = 0, running = 0, restarts = 0, round = 0, code = 1;
     long joins = 0;
     double last_call = -1, gather_since = now_s();
-    say("rendezvous: hosting at %s:%d for %d to %d nodes", o->master_addr, o->master_port,
-        o->nnodes_min, o->nnodes_max);
+    int dfd = door_open(au, lfd);
+    if (dfd < 0) {
+        say("rendezvous: cannot start the host's handshakes: %s", strerror(errno));
+        _exit(1);
+    }
+    say("rendezvous: hosting at %s:%d for %d to %d nodes (%s)", o->master_addr, o->master_port,
+        o->nnodes_min, o->nnodes_max,
+        au->has_secret ? "every launcher proves it holds the job's secret"
+                       : "no secret: unauthenticated");
     for (;;) {
         struct pollfd p[MAX_WORKERS + 65];
         int np = 1, joined = 0, busy = 0, timeout = -1;
         double t = now_s();
-        p[0].fd = lfd;
-        p[0].events = n < (int)(sizeof m / sizeof *m) ? POLLIN : 0;
+        p[0].fd = dfd;
+        p[0].events = POLLIN;
         for (int i = 0; i < n; i++) {
             joined += m[i].state == M_JOINED;
             busy += m[i].state == M_RUNNING || m[i].state == M_DONE;
@@ -1196,12 +1371,21 @@ static void rdzv_host(const opts *o, int lfd)
         if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)
             _exit(1);
         if (p[0].revents & POLLIN) {
-            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                memset(&m[n], 0, sizeof m[n]);
-                m[n].c.fd = fd;
-                m[n].state = M_NEW;
-                n++;
+            door_msg d;
+            if (read(dfd, &d, sizeof d) == (ssize_t)sizeof d) {
+                if (n < (int)(sizeof m / sizeof *m)) {
+                    say("rendezvous: a launcher at %s %s", d.addr,
+                        au->has_secret ? "proved it holds the job's secret" : "connected");
+                    memset(&m[n], 0, sizeof m[n]);
+                    snprintf(m[n].addr, sizeof m[n].addr, "%s", d.addr);
+                    m[n].c.fd = d.fd;
+                    m[n].state = M_NEW;
+                    n++;
+                } else {
+                    say("rendezvous: %d connections already: the launcher at %s is turned "
+                        "away", n, d.addr);
+                    close(d.fd);
+                }
             }
         }
         for (int i = 0; i < n; i++) {
@@ -1210,11 +1394,15 @@ static void rdzv_host(const opts *o, int lfd)
             if (!p[i + 1].revents)
                 continue;
             while ((got = next_line(&m[i].c, line, sizeof line, 1)) == 1) {
-                int a, b;
-                if (sscanf(line, "JOIN %d %d", &a, &b) == 2 && a >= 1 && a <= MAX_WORKERS) {
+                long v[2];
+                char shown[64];
+                /* JOIN <nproc in [1, 1024]> <0, or 1 from the hosting
+                 * launcher only>; FAIL <exit code in [1, 255]>; DONE. */
+                if (parse_msg(line, "JOIN", 2, v) && v[0] >= 1 && v[0] <= MAX_WORKERS &&
+                    (v[1] == 0 || (v[1] == 1 && !host_claimed(m, n, i)))) {
                     int was_new = m[i].state == M_NEW && m[i].order == 0;
-                    m[i].nproc = a;
-                    m[i].host = b == 1;
+                    m[i].nproc = (int)v[0];
+                    m[i].host = v[1] == 1;
                     m[i].state = M_JOINED;
                     m[i].order = ++joins;
                     if (running && was_new) {
@@ -1229,25 +1417,29 @@ static void rdzv_host(const opts *o, int lfd)
                             gather_since = now_s();
                         }
                     }
-                } else if (sscanf(line, "FAIL %d", &a) == 1 && m[i].state == M_RUNNING) {
-                    m[i].state = M_NEW;
-                    if (running) {
-                        code = a > 0 && a < 256 ? a : 1;
-                        lost = 2;
-                    }
-                } else if (!strcmp(line, "DONE") && m[i].state == M_RUNNING) {
-                    m[i].state = M_DONE;
-                } else if (!strcmp(line, "FAIL") || !strncmp(line, "FAIL ", 5) ||
-                           !strcmp(line, "DONE")) {
-                    /* late news of a round already stopped: the node joins again */
+                } else if (parse_msg(line, "FAIL", 1, v) && v[0] >= 1 && v[0] <= 255) {
+                    if (m[i].state == M_RUNNING) {
+                        m[i].state = M_NEW;
+                        if (running) {
+                            code = (int)v[0];
+                            lost = 2;
+                        }
+                    } /* else late news of a round already stopped: the node joins again */
+                } else if (!strcmp(line, "DONE")) {
+                    if (m[i].state == M_RUNNING)
+                        m[i].state = M_DONE;
                 } else {
-                    say("rendezvous: a node sent '%.60s', not this protocol: dropped", line);
+                    say("rendezvous: the launcher at %s sent '%s', not this protocol: "
+                        "dropped", m[i].addr, printable(line, shown));
                     lost = 1;
                     break;
                 }
                 if (lost == 2)
                     break;
             }
+            if (got == -3)
+                say("rendezvous: the launcher at %s sent a line of more than %zu bytes, not "
+                    "this protocol: dropped", m[i].addr, sizeof line - 1);
             if (got < 0 || lost == 1) {
                 int was_in_round = m[i].state == M_RUNNING || m[i].state == M_DONE;
                 close(m[i].c.fd);
@@ -1318,48 +1510,123 @@ static int wait_line(conn *c, char *line, size_t size)
     return got;
 }
 
+static int rdzv_prepare(void *user, int fd, int *port, char host[CT__TCP_HOST_LEN])
+{
+    const opts *o = user;
+    (void)fd;
+    *port = o->master_port; /* the hello's address fields: unused by the host */
+    snprintf(host, CT__TCP_HOST_LEN, "cputrain-run");
+    return 0;
+}
+
+/* Connects to the endpoint and runs the handshake until `deadline`: the
+ * connection (blocking), or -1 with why (*refused 1 when the host refused
+ * this launcher or could not prove itself: no use trying again). */
+static int rdzv_join(const opts *o, const rdzv_auth *au, double deadline, char *why,
+                     size_t size, int *refused)
+{
+    unsigned char r[4];
+    ct__tcp_self self;
+    ct__tcp_hs *hs;
+    ct__tcp_hs_event ev;
+    int t, fd = -1;
+    *refused = 0;
+    if (ct__random_bytes(r, sizeof r) != CT_OK) {
+        snprintf(why, size, "%s", ct_last_error());
+        return -1;
+    }
+    self.job = au->job;
+    self.key = au->has_secret ? au->key : NULL;
+    self.rank = (int)(((unsigned)r[0] << 8 | r[1]) % RDZV_SLOTS);
+    self.world = RDZV_SLOTS;
+    if (ct__tcp_hs_create(&self, -1, &hs) != CT_OK) {
+        snprintf(why, size, "%s", ct_last_error());
+        return -1;
+    }
+    t = ct__tcp_hs_connect(hs, o->master_addr, o->master_port, 0, CT__TCP_JOIN, rdzv_prepare,
+                           (void *)o);
+    /* The set would try a refused target again (after 10 ms) until the
+     * deadline; a launcher the host refused stops at once instead, rather
+     * than knock again and again. Hence slices shorter than that. */
+    for (;;) {
+        double now = ct__now_s(), until = now + 0.005 < deadline ? now + 0.005 : deadline;
+        if (ct__tcp_hs_wait(hs, until, &ev) != CT_OK) {
+            snprintf(why, size, "%s", ct_last_error());
+            break;
+        }
+        if (ev.fd >= 0) {
+            fd = ev.fd;
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);
+            break;
+        }
+        snprintf(why, size, "%s", ct__tcp_hs_target_status(hs, t));
+        /* Our random slot taken at that instant by another launcher's
+         * handshake: it is free again once that one is through. */
+        *refused = ct__tcp_hs_target_refused(hs, t) &&
+                   !strstr(why, ct__tcp_reason(CT__TCP_R_TAKEN));
+        if (*refused || until >= deadline)
+            break;
+    }
+    ct__tcp_hs_free(hs);
+    return fd;
+}
+
 static int agent_main(const opts *o, char **argv)
 {
     static group g;
     conn c;
+    rdzv_auth au;
     int lfd, host = 0, number = 0;
     pid_t host_pid = -1;
     double start = now_s();
-    char line[512];
+    char line[512], why[512];
     memset(&c, 0, sizeof c);
+    ct_log_set_callback(library_log, NULL);
+    if (rdzv_auth_load(o, &au) != 0)
+        return 2;
     /* The host may not be up (or the endpoint's name not resolve, a pod's
      * own Service before it is ready) yet: try to host, then to join,
      * until one works. */
     for (;;) {
+        int refused;
         if (!host && (lfd = try_host(o)) >= 0) {
             fflush(NULL);
             if ((host_pid = fork()) == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL); /* no host without its launcher */
                 signal(SIGINT, SIG_IGN);           /* the launcher decides */
                 signal(SIGTERM, SIG_DFL);
-                rdzv_host(o, lfd);
+                rdzv_host(o, &au, lfd);
             }
             close(lfd);
             host = host_pid > 0;
         }
-        if ((c.fd = connect_endpoint(o)) >= 0)
+        /* A few seconds of tries (the handshake retries the connect), then
+         * back to hosting, should nobody host yet. */
+        c.fd = rdzv_join(o, &au, start + o->join_timeout < now_s() + 3 ? start + o->join_timeout
+                                                                        : now_s() + 3,
+                         why, sizeof why, &refused);
+        if (c.fd >= 0)
             break;
+        if (refused) {
+            say("rendezvous: cannot join at %s:%d: %s", o->master_addr, o->master_port, why);
+            return 1;
+        }
         if (now_s() - start > o->join_timeout) {
-            say("rendezvous: cannot reach %s:%d within join_timeout %g s", o->master_addr,
-                o->master_port, o->join_timeout);
+            say("rendezvous: cannot reach %s:%d within join_timeout %g s: %s", o->master_addr,
+                o->master_port, o->join_timeout, why);
             return 1;
         }
         if (pending_int || pending_term)
             return 128 + (pending_int ? SIGINT : SIGTERM);
-        usleep(200000);
     }
+    memset(au.key, 0, sizeof au.key); /* the host child has its copy */
     say("rendezvous: %s %s:%d for %d to %d nodes, %d worker%s here", host ? "hosting" : "joining",
         o->master_addr, o->master_port, o->nnodes_min, o->nnodes_max, o->nproc,
         o->nproc == 1 ? "" : "s");
     if (send_line(c.fd, "JOIN %d %d", o->nproc, host) != 0)
         return say("rendezvous: cannot send to %s:%d", o->master_addr, o->master_port), 1;
     for (;;) {
-        int round, grank, nnodes, rank0, world, port, restart, got, code;
+        int round, grank, nnodes, rank0, world, port, restart, got;
         attempt a;
         outcome r;
         if ((got = wait_line(&c, line, sizeof line)) == -2) {
@@ -1371,24 +1638,33 @@ static int agent_main(const opts *o, char **argv)
             say("rendezvous: the connection to %s:%d is gone", o->master_addr, o->master_port);
             return 1;
         }
-        if (sscanf(line, "EXIT %d", &code) == 1) {
+        long v[7];
+        if (parse_msg(line, "EXIT", 1, v) && v[0] >= 0 && v[0] <= 255) {
             if (host_pid > 0)
                 waitpid(host_pid, NULL, 0);
-            return code;
+            return (int)v[0];
         }
-        if (!strncmp(line, "RESTART", 7)) { /* after our DONE: join the next round */
+        if (!strcmp(line, "RESTART kill") || !strcmp(line, "RESTART stop")) {
+            /* after our DONE: join the next round */
             if (send_line(c.fd, "JOIN %d %d", o->nproc, host) != 0)
                 return 1;
             continue;
         }
-        if (sscanf(line, "GO %d %d %d %d %d %d %d", &round, &grank, &nnodes, &rank0, &world,
-                   &port, &restart) != 7 || grank < 0 || grank >= nnodes || rank0 < 0 ||
-            world < 1 || world > (1 << 24) || rank0 + o->nproc > world || port < 1 ||
-            port > 65535 || restart < 0) {
-            say("rendezvous: unexpected '%.80s' from %s:%d", line, o->master_addr,
-                o->master_port);
+        /* GO <round> <group rank> <nodes> <first rank> <world> <port> <restart>,
+         * each within what any rendezvous host can send (its --nnodes and
+         * --max_restarts are its own, not necessarily ours): our ranks
+         * within the world, a port, no counter overflowing an int. */
+        if (!parse_msg(line, "GO", 7, v) || v[0] < 1 || v[0] > INT_MAX || v[2] < 1 ||
+            v[2] > MAX_WORKERS + 64 || v[1] < 0 || v[1] >= v[2] || v[4] < o->nproc ||
+            v[4] > (1 << 24) || v[3] < 0 || v[3] > v[4] - o->nproc || v[5] < 1 ||
+            v[5] > 65535 || v[6] < 0 || v[6] > INT_MAX) {
+            char shown[64];
+            say("rendezvous: unexpected '%s' from %s:%d", printable(line, shown),
+                o->master_addr, o->master_port);
             return 1;
         }
+        round = (int)v[0], grank = (int)v[1], nnodes = (int)v[2], rank0 = (int)v[3];
+        world = (int)v[4], port = (int)v[5], restart = (int)v[6];
         memset(&a, 0, sizeof a);
         a.number = number++;
         a.restart = restart;

@@ -7,14 +7,18 @@
 #   - elastic (--nnodes 2:3): the killed slot is dropped, 2 ranks resume
 #     with accumulation 3, then a slot is added back (--grow_file, SIGUSR1)
 #     and 3 ranks finish with accumulation 2;
-#   - the same with one launcher per node meeting at --rdzv_endpoint: the
-#     node of rank 2 killed, a new one joining later;
+#   - the same with one launcher per node meeting at --rdzv_endpoint, with
+#     a secret: the node of rank 2 killed, a new one joining later, while
+#     strangers (garbage, a silent connection, a launcher with another
+#     secret) and members sending malformed messages are dropped and
+#     logged by address, and change no round;
 #   - torchrun's protocol without the launcher (Debian's torchrun does not
 #     run under Python 3.11: its Std enum parsing fails in start_processes):
 #     ranks started by hand at 3, resumed by hand at 2 with
 #     TORCHELASTIC_RESTART_COUNT=1 from checkpoint-4;
 # and the launcher's exit codes, per-rank logs, signal forwarding and bad
-# arguments. 36 examples, no dropout, adam_epsilon 1e-4: as ddp_equiv.sh.
+# arguments; a rendezvous without a secret warns once. 36 examples, no
+# dropout, adam_epsilon 1e-4: as ddp_equiv.sh.
 # Expects B and PYTHON. Ends with "elastic: N passed, M failed".
 set -u
 : "${B:=build}" "${PYTHON:=/usr/bin/python3}"
@@ -148,20 +152,49 @@ check "elastic 3 -> 2 -> 3 = fixed 2 ranks (1e-6)" 'same "$dir/elastic"'
 # rendezvous of --nnodes 2:3 --rdzv_endpoint. The node holding rank 2 is
 # killed after checkpoint-4 (its launcher SIGKILLed, its worker follows);
 # the two left go on (accumulation 3); once they have saved a checkpoint a
-# fourth launcher joins, and three finish (accumulation 2).
+# fourth launcher joins, and three finish (accumulation 2). Every launcher
+# (and so every worker) holds the job's secret. Before the nodes join, a
+# stranger connects and stays silent, one sends garbage (the old line
+# protocol's "JOIN 1 0" and "FAIL 1"), and a launcher with another secret
+# tries to join; in round 1, members of the job (a Python peer holding the
+# secret) send malformed messages. None of them may count as a node, force
+# a restart or hold up the round.
 port=$((port + 1))
 rdzv="--nnodes 2:3 --nproc_per_node 1 --rdzv_endpoint 127.0.0.1:$port --rdzv_id multi
 --rdzv_conf last_call_timeout=1,join_timeout=120 --max_restarts 2"
+secret=7f3c9a1e5b2d4f6081a3c5e7092b4d6f8e1a3c5b7d9f0e2c4a6b8d0f1e3c5a79
+printf '%s\n' "$secret" > "$dir/secret"
+chmod 600 "$dir/secret"
 node() { # node NAME: a launcher in the background; its pid in $node_pid
-    KILL_RANK=2 KILL_AFTER=4 KILL_NODE=1 "$run" $rdzv --log_dir "$dir/$1-logs" \
+    CPUTRAIN_DIST_SECRET_FILE="$dir/secret" KILL_RANK=2 KILL_AFTER=4 KILL_NODE=1 \
+        "$run" $rdzv --log_dir "$dir/$1-logs" \
         "$dir/worker.sh" "$dir/multi" "$qa" $args --gradient_accumulation_steps 2 \
         > "$dir/$1.log" 2>&1 &
     node_pid=$!
 }
+stranger() { # stranger MODE NAME [LINE]: its output in $dir/NAME.out
+    RDZV_ID=multi CPUTRAIN_DIST_SECRET=$secret \
+        "$PYTHON" tests/dist/rdzv_stranger.py "$1" "$port" ${3:+"$3"} > "$dir/$2.out" 2>&1
+}
+sport() { sed -n 's/^port //p' "$dir/$1.out"; } # the stranger's own port
 node n0; p0=$node_pid
 wait_until 'grep -q "hosting 127.0.0.1" "$dir/n0.log"'
+stranger silent silent &
+silent_pid=$!
+wait_until 'grep -q "^port" "$dir/silent.out"'
+stranger garbage garbage
+CPUTRAIN_DIST_SECRET=another-secret-of-32-bytes-or-so "$run" $rdzv true > "$dir/wrong.log" 2>&1
+wrong_rc=$?
 node n1; p1=$node_pid
 node n2; p2=$node_pid
+if wait_until 'grep -q "round 1: 3 nodes" "$dir/n0.log"'; then
+    # still connected, silent, when the round formed: it held nobody up
+    silent_open=$(grep -c "^closed" "$dir/silent.out")
+    stranger member bad-nproc "JOIN 0 0"
+    stranger member bad-host "JOIN 1 1"
+    stranger member bad-number "JOIN 99999999999999999999 0"
+    stranger member bad-long "JOIN 1 0$(printf '%0700d' 0)"
+fi
 if wait_until 'grep -q "round 2: node 0 of 2" "$dir/n0.log"' &&
     wait_until 'grep -q "saved checkpoint" "$dir/n0-logs/attempt_1/0/stderr.log" 2> /dev/null'; then
     node n3; p3=$node_pid
@@ -169,6 +202,7 @@ if wait_until 'grep -q "round 2: node 0 of 2" "$dir/n0.log"' &&
     wait "$p1"; rc1=$?
     wait "$p2"; rc2=$?
     wait "$p3"; rc3=$?
+    wait "$silent_pid"
     lost=0
     for rc in $rc1 $rc2; do [ "$rc" = 137 ] && lost=$((lost + 1)); done
     check "rendezvous: the host and the surviving nodes exit 0, the killed one 137 (got $rc0 $rc1 $rc2, $rc3)" \
@@ -182,6 +216,36 @@ if wait_until 'grep -q "round 2: node 0 of 2" "$dir/n0.log"' &&
     check "rendezvous: the ranks met over tcp (one rank per node)" \
         'grep -q "3 processes (backend tcp, launcher torchrun)" "$dir/n0-logs/attempt_0/0/stderr.log"'
     check "rendezvous 3 -> 2 -> 3 nodes = fixed 2 ranks (1e-6)" 'same "$dir/multi"'
+    check "rendezvous: 8 admitted (4 launchers, 4 members of the malformed tests), the workers authenticated too" \
+        '[ "$(grep -c "proved it holds the job.s secret" "$dir/n0.log")" = 8 ] &&
+         grep -q "every launcher proves it holds the job.s secret" "$dir/n0.log" &&
+         ! grep -q "no secret is set" "$dir"/n*.log "$dir"/n*-logs/attempt_*/0/stderr.log'
+    check "rendezvous: the strangers changed no round (restarts 0, 1, 1; attempts 0-2 only)" \
+        'grep -q "round 1: 3 nodes, 3 workers (restart 0 of 2)" "$dir/n0.log" &&
+         grep -q "round 2: 2 nodes, 2 workers (restart 1 of 2)" "$dir/n0.log" &&
+         grep -q "round 3: 3 nodes, 3 workers (restart 1 of 2)" "$dir/n0.log" &&
+         ! grep -q "round 4" "$dir/n0.log" && [ -d "$dir/n0-logs/attempt_2" ] &&
+         [ ! -d "$dir/n0-logs/attempt_3" ] && [ "$(grep -c "left the round" "$dir/n0.log")" = 1 ]'
+    check "rendezvous: garbage dropped before a byte was parsed, logged by address" \
+        'grep -q "refused a stranger at 127.0.0.1:$(sport garbage): not this protocol" "$dir/n0.log" &&
+         grep -q "^closed" "$dir/garbage.out"'
+    check "rendezvous: round 1 formed while a silent stranger was connected (closed later, never a node)" \
+        '[ "${silent_open:-1}" = 0 ] && grep -q "^closed" "$dir/silent.out" &&
+         ! grep -q "127.0.0.1:$(sport silent) proved" "$dir/n0.log"'
+    check "rendezvous: a launcher with another secret refused (exit $wrong_rc), logged by address" \
+        '[ "$wrong_rc" = 1 ] && grep -q "cannot join at 127.0.0.1:$port: .*authentication failed" "$dir/wrong.log" &&
+         grep -q "refused a stranger at 127.0.0.1:[0-9]*: authentication failed" "$dir/n0.log"'
+    members_dropped() { # each admitted (the host proved itself), then closed, by address
+        for b in bad-nproc bad-host bad-number bad-long; do
+            grep -q "^admitted" "$dir/$b.out" && grep -q "^closed" "$dir/$b.out" || return 1
+        done
+        grep -q "at 127.0.0.1:$(sport bad-nproc) sent .JOIN 0 0., not this protocol: dropped" "$dir/n0.log" &&
+        grep -q "at 127.0.0.1:$(sport bad-host) sent .JOIN 1 1., not this protocol: dropped" "$dir/n0.log" &&
+        grep -q "at 127.0.0.1:$(sport bad-number) sent .JOIN 99999999999999999999 0., not this protocol" "$dir/n0.log" &&
+        grep -q "at 127.0.0.1:$(sport bad-long) sent a line of more than 511 bytes" "$dir/n0.log"
+    }
+    check "rendezvous: members sending malformed JOINs (nproc 0, a second host, overflow, 700 bytes) dropped, none a node" \
+        members_dropped
 else
     bad "rendezvous: the group did not re-form at 2 nodes"; tail -n 5 "$dir"/n*.log
     for p in $p0 $p1 $p2; do kill -9 "$p" 2> /dev/null; done
@@ -271,6 +335,39 @@ check "--standalone: one free port for both workers (got $ports)" \
 check "PET_* variables (a PyTorchJob's) are read, the command line wins" \
     '[ "$(PET_NPROC_PER_NODE=3 "$run" sh -c "[ \$RANK = 0 ] && echo \$WORLD_SIZE; exit 0" 2> /dev/null)" = 3 ] &&
      [ "$(PET_NPROC_PER_NODE=3 "$run" --nproc-per-node 1 sh -c "echo \$WORLD_SIZE" 2> /dev/null)" = 1 ]'
+
+# A silent stranger at its handshake deadline (5 s, longer than the run
+# above): one node whose program waits until the host has dropped it.
+port=$((port + 1))
+CPUTRAIN_DIST_SECRET_FILE="$dir/secret" "$run" --nnodes 1:2 --nproc_per_node 1 \
+    --rdzv_endpoint 127.0.0.1:$port --rdzv_conf last_call_timeout=0.1 sh -c 'n=0
+    until grep -q "did not finish the handshake" "$0"; do
+        n=$((n + 1)); [ "$n" -le 1200 ] || exit 1; sleep 0.1
+    done' "$dir/silent1.log" > "$dir/silent1.log" 2>&1 &
+launcher=$!
+wait_until 'grep -q "hosting 127.0.0.1" "$dir/silent1.log"'
+stranger silent silent1
+wait "$launcher"
+rc=$?
+check "rendezvous: a silent stranger dropped at its handshake deadline, logged by address (exit $rc)" \
+    '[ "$rc" = 0 ] && grep -q "^closed" "$dir/silent1.out" &&
+     grep -q "refused a stranger at 127.0.0.1:$(sport silent1): did not finish the handshake in time" "$dir/silent1.log" &&
+     grep -q "round 1: 1 node, 1 worker (restart 0 of 0)" "$dir/silent1.log" && ! grep -q "round 2" "$dir/silent1.log"'
+
+# A rendezvous without a secret: one node (--nnodes 1:2) hosts, runs and
+# ends; it says once that the endpoint must be reachable from trusted hosts.
+port=$((port + 1))
+"$run" --nnodes 1:2 --nproc_per_node 1 --rdzv_endpoint 127.0.0.1:$port \
+    --rdzv_conf last_call_timeout=0.1 true > "$dir/nosecret.log" 2>&1
+rc=$?
+check "rendezvous without a secret: exit $rc, warned once (reachable from trusted hosts only)" \
+    '[ "$rc" = 0 ] && [ "$(grep -c "no secret is set" "$dir/nosecret.log")" = 1 ] &&
+     grep -q "must be reachable only from trusted hosts" "$dir/nosecret.log"'
+CPUTRAIN_DIST_SECRET=x CPUTRAIN_DIST_SECRET_FILE="$dir/secret" "$run" --nnodes 1:2 \
+    --nproc_per_node 1 --rdzv_endpoint 127.0.0.1:$port true > "$dir/twosecrets.log" 2>&1
+rc=$?
+check "rendezvous: both secret variables set refused (exit $rc), named" \
+    '[ "$rc" = 2 ] && grep -q "both CPUTRAIN_DIST_SECRET_FILE and CPUTRAIN_DIST_SECRET are set" "$dir/twosecrets.log"'
 
 refused() { # refused WHAT EXPECTED-TEXT ARGS...: exit 2 and the reason
     what=$1 text=$2
