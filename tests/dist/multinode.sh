@@ -54,14 +54,8 @@ rm -rf "$dir"
 mkdir -p "$dir"
 fh_up 4 2> "$dir/netns.err" || skip "network namespaces: $(cat "$dir/netns.err")"
 
-"$PYTHON" data/demo/generate.py "$dir/data" > /dev/null || { bad "demo data"; exit 1; }
-"$PYTHON" - "$dir/data" <<'EOF'
-import json, sys
-path = sys.argv[1] + "/config.json"
-config = json.load(open(path))
-config["hidden_dropout_prob"] = config["attention_probs_dropout_prob"] = 0.0
-json.dump(config, open(sys.argv[1] + "/config_no_dropout.json", "w"))
-EOF
+. tests/dist/demo_data.sh
+demo_data "$dir/data" || { bad "demo data"; exit 1; }
 args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
 --train_file $dir/data/train.json --max_train_samples 36 --do_train --max_steps 10
 --learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
