@@ -1045,9 +1045,11 @@ int main(int argc, char **argv)
      * in the order they were written. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     ct_log_set_callback(hold_log, NULL);
-    /* Warnings only until this process knows its rank: then the main process
-     * logs information and the others what log_level_replica says. */
-    ct_log_set_level(CT_LOG_WARNING);
+    /* Held at INFO until this process knows its rank (what joining the job
+     * logs, e.g. where rank 0 listens, is information); then release_log
+     * prints what this process's level keeps: the main process information,
+     * the others what log_level_replica says. */
+    ct_log_set_level(CT_LOG_INFO);
     catch_signals();
     if ((st = ct_args_create(&r.args)) != CT_OK)
         return fail("arguments", st);
@@ -1175,12 +1177,12 @@ int main(int argc, char **argv)
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
         goto done;
+    apply_log_levels(&r); /* first: release_log keeps what the level keeps */
     {
         int each_node = 1;
         ct_args_get_bool(r.args, "log_on_each_node", &each_node);
         release_log(r.rank == 0 || (each_node && ct_dist_local_rank(r.dist) == 0));
     }
-    apply_log_levels(&r);
     if (r.rank != 0)
         quiet_signals = 1;
     if (r.rank == 0 && r.world > 1)
