@@ -44,6 +44,19 @@ if localedef -i de_DE -f UTF-8 "$B/locale/de_DE.UTF-8" >/dev/null 2>&1 ||
 fi
 
 run "C unit suites (Check)" env ${locpath:+LOCPATH="$locpath"} "$B/tests/check_all"
+# The model, kernel and training suites again at each lower kernel level
+# (CPUTRAIN_ISA; one the CPU cannot run falls back, with a warning), so a
+# level that is not this machine's best (bf16 on fp32 GEMMs, the generic
+# oracle) is tested here too.
+lower_levels() {
+    for isa in avx512 generic; do
+        for suite in model packed attention ops train; do
+            echo "CPUTRAIN_ISA=$isa $suite"
+            CPUTRAIN_ISA=$isa CK_RUN_SUITE=$suite "$B/tests/check_all" || return 1
+        done
+    done
+}
+run "C model, kernel and trainer suites at the lower kernel levels (avx512, generic)" lower_levels
 run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
     "$MAKE" --no-print-directory -s check-asan B="$B"
 # The libFuzzer harnesses of tests/fuzz/: built with clang (ASan, UBSan) in
