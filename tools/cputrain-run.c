@@ -487,11 +487,12 @@ static int check_logs(opts *o)
     return 0;
 }
 
-/* --standalone: a port of 127.0.0.1 nobody listens on now. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-static int free_port(void)
+/* A port free now on `addr` (network order: loopback for --standalone,
+ * any address for a round's MASTER_PORT), 0 if none. */
+static int free_port(uint32_t addr)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof sa;
@@ -500,7 +501,7 @@ static int free_port(void)
         return 0;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_addr.s_addr = addr;
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
         getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
         port = ntohs(sa.sin_port);
@@ -1194,23 +1195,6 @@ static int try_host(const opts *o)
     return fd;
 }
 
-/* A port of this machine free now, for the round's MASTER_PORT. */
-static int free_port_any(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
-    if (fd < 0)
-        return 0;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
 
 static void broadcast(member *m, int n, const char *line, int only_state)
 {
@@ -1337,7 +1321,7 @@ static void rdzv_host(const opts *o, const rdzv_auth *au, int lfd)
             }
             if (last_call >= 0 && t >= last_call) {
                 int order[MAX_WORKERS], k = 0, world = 0, rank0 = 0;
-                int port = free_port_any();
+                int port = free_port(htonl(INADDR_ANY));
                 /* the hosting node first: rank 0 runs at MASTER_ADDR */
                 for (int pass = 0; pass < 2; pass++)
                     for (int i = 0; i < n && k < o->nnodes_max; i++)
@@ -1732,7 +1716,7 @@ int main(int argc, char **argv)
         o.node_rank = 0;
     elastic = o.nnodes_min < o.nnodes_max;
     if (o.standalone) {
-        if (!(o.master_port = free_port())) {
+        if (!(o.master_port = free_port(htonl(INADDR_LOOPBACK)))) {
             say("--standalone: no free port on 127.0.0.1: %s", strerror(errno));
             return 1;
         }
