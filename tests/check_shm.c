@@ -28,6 +28,7 @@
 #include "dist/shm.h"
 #include "dist/shm_join.h"
 #include "ranks.h"
+#include "scratch.h"
 #include "suites.h"
 
 Suite *shm_suite(void);
@@ -537,8 +538,9 @@ START_TEST(bad_args)
 }
 END_TEST
 
-/* The endpoint's name: readable without a secret; with one, 32 hex digits
- * that change with the key, the job and the world; long jobs kept apart. */
+/* The endpoint's names: readable without a key; with one, 32 hex digits
+ * that change with the key, the job, the world and the index; long jobs
+ * kept apart; later names without a key carry their index. */
 START_TEST(endpoint_names)
 {
     unsigned char k1[32], k2[32];
@@ -548,31 +550,97 @@ START_TEST(endpoint_names)
     memset(k1, 1, sizeof k1);
     memset(k2, 1, sizeof k2);
     k2[31] = 2;
-    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, a, sizeof a), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, 0, a, sizeof a), CT_OK);
     ck_assert_str_eq(a, "cputrain-a_b_c-2");
-    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, a, 8), CT_ERR_INVALID_ARG);
-    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, a, sizeof a), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, 7, a, sizeof a), CT_OK);
+    ck_assert_str_eq(a, "cputrain-a_b_c-2.7");
+    ck_assert_int_eq(ct__shm_endpoint_name("a/b c", 2, NULL, 0, a, 8), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, 0, a, sizeof a), CT_OK);
     ck_assert_int_eq(strlen(a), strlen("cputrain-job-2-") + 32);
     ck_assert(strncmp(a, "cputrain-job-2-", 15) == 0);
     for (hexpart = a + 15, i = 0; i < 32; i++)
         ck_assert(strchr("0123456789abcdef", hexpart[i]) != NULL);
-    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k2, b, sizeof b), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k2, 0, b, sizeof b), CT_OK);
     ck_assert_str_ne(a, b);
-    ck_assert_int_eq(ct__shm_endpoint_name("job", 3, k1, b, sizeof b), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 3, k1, 0, b, sizeof b), CT_OK);
     ck_assert_str_ne(a + 15, b + 15);
-    ck_assert_int_eq(ct__shm_endpoint_name("jo", 2, k1, b, sizeof b), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name("jo", 2, k1, 0, b, sizeof b), CT_OK);
     ck_assert_str_ne(a + 15, b + 14);
-    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, b, sizeof b), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, 1, b, sizeof b), CT_OK);
+    ck_assert_int_eq(strlen(a), strlen(b));
+    ck_assert_str_ne(a + 15, b + 15);
+    ck_assert_int_eq(ct__shm_endpoint_name("job", 2, k1, 0, b, sizeof b), CT_OK);
     ck_assert_str_eq(a, b);
     memset(c, 'j', 100);
     c[100] = '\0';
-    ck_assert_int_eq(ct__shm_endpoint_name(c, 2, NULL, a, sizeof a), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 2, NULL, 0, a, sizeof a), CT_OK);
     c[99] = 'k';
-    ck_assert_int_eq(ct__shm_endpoint_name(c, 2, NULL, b, sizeof b), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 2, NULL, 0, b, sizeof b), CT_OK);
     ck_assert_str_ne(a, b);
     ck_assert_int_le(strlen(a), CT__SHM_ENDPOINT_MAX);
-    ck_assert_int_eq(ct__shm_endpoint_name(c, 1024, k1, a, sizeof a), CT_OK);
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 1024, k1, CT__SHM_ENDPOINT_NAMES - 1, a,
+                                           sizeof a), CT_OK);
     ck_assert_int_le(strlen(a), CT__SHM_ENDPOINT_MAX);
+    ck_assert_int_eq(ct__shm_endpoint_name(c, 1024, NULL, CT__SHM_ENDPOINT_NAMES - 1, a,
+                                           sizeof a), CT_OK);
+    ck_assert_int_le(strlen(a), CT__SHM_ENDPOINT_MAX);
+}
+END_TEST
+
+/* This user's key: made once, private, the same for every later caller;
+ * a planted file (another size, readable by others, a symlink) is not
+ * used; without a private place there is none, and the reason says why. */
+START_TEST(user_key)
+{
+    unsigned char k1[32], k2[32];
+    char why[300], path[200];
+    int fd;
+    ck_assert_msg(ct__shm_user_key(k1, why, sizeof why) == 1, "%s", why);
+    snprintf(path, sizeof path, "%s/cputrain-shm-endpoint.key", getenv("XDG_RUNTIME_DIR"));
+    {
+        struct stat sb;
+        ck_assert_int_eq(lstat(path, &sb), 0);
+        ck_assert(S_ISREG(sb.st_mode) && (sb.st_mode & 0777) == 0600 && sb.st_size == 32);
+    }
+    ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 1);
+    ck_assert(memcmp(k1, k2, 32) == 0);
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, path) && strstr(why, "not a private file"), "%s", why);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(symlink("/etc/hostname", path), 0);
+    ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 0);
+    ck_assert_int_eq(unlink(path), 0);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "short", 5), 5);
+    close(fd);
+    ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 0);
+    ck_assert_int_eq(unlink(path), 0);
+    /* Made again, it is another key. */
+    ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 1);
+    ck_assert(memcmp(k1, k2, 32) != 0);
+    {
+        const char *run = getenv("XDG_RUNTIME_DIR");
+        char saved[200];
+        snprintf(saved, sizeof saved, "%s", run);
+        setenv("XDG_RUNTIME_DIR", "relative", 1);
+        setenv("HOME", "/nonexistent-home", 1);
+        ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, "/nonexistent-home") != NULL, "%s", why);
+        /* A home of this user's: the key goes into its ~/.cache/cputrain. */
+        ck_assert_int_eq(mkdir(scratch_at("home"), 0755), 0);
+        setenv("HOME", scratch_at("home"), 1);
+        ck_assert_msg(ct__shm_user_key(k1, why, sizeof why) == 1, "%s", why);
+        ck_assert(path_exists(scratch_at("home/.cache/cputrain/cputrain-shm-endpoint.key")));
+        ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 1);
+        ck_assert(memcmp(k1, k2, 32) == 0);
+        /* One other users may write into is not private. */
+        ck_assert_int_eq(chmod(scratch_at("home/.cache/cputrain"), 0777), 0);
+        ck_assert_int_eq(ct__shm_user_key(k2, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, "writable by other users") != NULL, "%s", why);
+        setenv("XDG_RUNTIME_DIR", saved, 1);
+    }
 }
 END_TEST
 
@@ -618,6 +686,17 @@ static int wait_counter(int k, int value, double seconds)
     return 1;
 }
 
+/* The index-th name of the current job of world 2 as its ranks compute
+ * it: under `key`, else this user's key (the suite's XDG_RUNTIME_DIR). */
+static void job_name(int index, const unsigned char *key, char *name, size_t size)
+{
+    unsigned char user[32];
+    char why[300];
+    if (key == NULL && ct__shm_user_key(user, why, sizeof why))
+        key = user;
+    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, key, index, name, size), CT_OK);
+}
+
 static socklen_t abstract_addr(const char *name, struct sockaddr_un *a)
 {
     memset(a, 0, sizeof *a);
@@ -634,26 +713,92 @@ static int as_nobody(void)
            setresuid(NOBODY, NOBODY, NOBODY) == 0 && geteuid() == NOBODY ? 0 : -1;
 }
 
-/* Another user (65534 when this runs as root, else this user) takes
- * `name` before the job starts and, with `legacy`, also makes the
- * /dev/shm segment older versions used, mode 0666. It counts connections
- * and the bytes anyone sends it, until SQ_STOP. */
-static pid_t start_squatter(const char *name, const char *legacy, int other_user)
+/* One round (up to ms milliseconds) of holding squatted names: counts
+ * each connection to them, and the bytes sent on those, in out_area. */
+static void serve_squatted_once(const int *lfds, int nl, int *conns, int *n, int ms)
 {
+    struct pollfd p[256 + 64];
+    int i;
+    for (i = 0; i < nl; i++) {
+        p[i].fd = lfds[i];
+        p[i].events = POLLIN;
+    }
+    for (i = 0; i < *n; i++) {
+        p[nl + i].fd = conns[i];
+        p[nl + i].events = POLLIN;
+    }
+    if (poll(p, (nfds_t)(nl + *n), ms) <= 0)
+        return;
+    for (i = *n - 1; i >= 0; i--) {
+        char buf[512];
+        ssize_t got;
+        if (!p[nl + i].revents)
+            continue;
+        got = recv(conns[i], buf, sizeof buf, MSG_DONTWAIT);
+        if (got > 0)
+            __atomic_fetch_add(&out_area->counter[SQ_BYTES], (int)got, __ATOMIC_SEQ_CST);
+        else if (got == 0) {
+            close(conns[i]);
+            conns[i] = conns[--*n];
+        }
+    }
+    for (i = 0; i < nl; i++)
+        if ((p[i].revents & POLLIN) && *n < 64) {
+            conns[*n] = accept(lfds[i], NULL, NULL);
+            if (conns[*n] >= 0) {
+                ++*n;
+                __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
+            }
+        }
+}
+
+/* Holds the squatted names until SQ_STOP is set, or for 60 s. */
+static void serve_squatted(const int *lfds, int nl)
+{
+    int conns[64], n = 0;
+    double end = now_s() + 60;
+    while (!out_area->counter[SQ_STOP] && now_s() < end)
+        serve_squatted_once(lfds, nl, conns, &n, 10);
+}
+
+static int bind_abstract(const char *name)
+{
+    struct sockaddr_un a;
+    socklen_t alen = abstract_addr(name, &a);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, alen) != 0 || listen(fd, 64) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Another user (65534 when this runs as root, else this user) takes the
+ * job's names first..first+count-1 (at most 256) before the job starts
+ * and, with `legacy`, also makes the /dev/shm segment older versions used,
+ * mode 0666. It counts connections and the bytes anyone sends it, until
+ * SQ_STOP. `key` as for job_name. */
+static pid_t start_squatter_n(const unsigned char *key, int first, int count,
+                              const char *legacy, int other_user)
+{
+    char names[256][128];
     pid_t pid;
+    int i;
+    ck_assert_int_le(count, 256);
+    for (i = 0; i < count; i++)
+        job_name(first + i, key, names[i], sizeof names[i]);
     out_area->counter[SQ_READY] = out_area->counter[SQ_STOP] = 0;
     out_area->counter[SQ_CONNS] = out_area->counter[SQ_BYTES] = 0;
     pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        struct sockaddr_un a;
-        socklen_t alen = abstract_addr(name, &a);
-        int conns[64], n = 0, i, fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-        double end = now_s() + 60;
+        int lfds[256];
         if (other_user && as_nobody() != 0)
             _exit(2);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&a, alen) != 0 || listen(fd, 64) != 0)
-            _exit(3);
+        for (i = 0; i < count; i++)
+            if ((lfds[i] = bind_abstract(names[i])) < 0)
+                _exit(3);
         if (legacy) {
             int l = shm_open(legacy, O_CREAT | O_EXCL | O_RDWR, 0666);
             if (l < 0 || fchmod(l, 0666) != 0 || ftruncate(l, 1 << 20) != 0)
@@ -661,40 +806,68 @@ static pid_t start_squatter(const char *name, const char *legacy, int other_user
             close(l);
         }
         out_area->counter[SQ_READY] = 1;
-        while (!out_area->counter[SQ_STOP] && now_s() < end) {
-            struct pollfd p[65];
-            p[0].fd = fd;
-            p[0].events = POLLIN;
-            for (i = 0; i < n; i++) {
-                p[i + 1].fd = conns[i];
-                p[i + 1].events = POLLIN;
-            }
-            if (poll(p, (nfds_t)n + 1, 10) <= 0)
-                continue;
-            for (i = 0; i < n; i++) {
-                char buf[512];
-                ssize_t got;
-                if (!p[i + 1].revents)
-                    continue;
-                got = recv(conns[i], buf, sizeof buf, MSG_DONTWAIT);
-                if (got > 0)
-                    __atomic_fetch_add(&out_area->counter[SQ_BYTES], (int)got, __ATOMIC_SEQ_CST);
-                else if (got == 0) {
-                    close(conns[i]);
-                    conns[i--] = conns[--n];
-                }
-            }
-            if ((p[0].revents & POLLIN) && n < 64) {
-                conns[n] = accept(fd, NULL, NULL);
-                if (conns[n] >= 0) {
-                    n++;
-                    __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
-                }
-            }
-        }
+        serve_squatted(lfds, count);
         _exit(0);
     }
     ck_assert_msg(wait_counter(SQ_READY, 1, 10.0), "the squatter did not start");
+    return pid;
+}
+
+static pid_t start_squatter(const unsigned char *key, const char *legacy, int other_user)
+{
+    return start_squatter_n(key, 0, 1, legacy, other_user);
+}
+
+/* The attack of a watching user: uid 65534 reads /proc/net/unix, as
+ * anyone may, for the names of this job in use and, once a job's rank 0
+ * has let go of one, binds it, so that a later run of the same job finds
+ * it taken. SQ_READY counts the names it holds. */
+static pid_t start_watcher(void)
+{
+    pid_t pid;
+    out_area->counter[SQ_READY] = out_area->counter[SQ_STOP] = 0;
+    out_area->counter[SQ_CONNS] = out_area->counter[SQ_BYTES] = 0;
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char seen[8][128], needle[128], line[512];
+        int lfds[8], conns[64], nseen = 0, nheld = 0, nconn = 0;
+        double end = now_s() + 60;
+        if (as_nobody() != 0)
+            _exit(2);
+        snprintf(needle, sizeof needle, "@cputrain-%s-2", job);
+        while (!out_area->counter[SQ_STOP] && now_s() < end && nheld < 8) {
+            FILE *f = fopen("/proc/net/unix", "r");
+            int listed[8] = {0}, i;
+            if (f == NULL)
+                _exit(4);
+            while (fgets(line, sizeof line, f)) {
+                char *at = strstr(line, needle), *nl;
+                if (at == NULL)
+                    continue;
+                if ((nl = strpbrk(at, " \n")) != NULL)
+                    *nl = '\0';
+                for (i = 0; i < nseen && strcmp(seen[i], at + 1) != 0; i++)
+                    ;
+                if (i == nseen && nseen < 8)
+                    snprintf(seen[nseen++], sizeof seen[0], "%s", at + 1);
+                if (i < 8)
+                    listed[i] = 1;
+            }
+            fclose(f);
+            /* A name seen before and listed no more: the job let it go. */
+            for (i = nheld; i < nseen; i++)
+                if (!listed[i] && (lfds[nheld] = bind_abstract(seen[i])) >= 0) {
+                    nheld++;
+                    out_area->counter[SQ_READY] = nheld;
+                }
+            if (nheld)
+                serve_squatted_once(lfds, nheld, conns, &nconn, 0);
+            usleep(200);
+        }
+        serve_squatted(lfds, nheld);
+        _exit(0);
+    }
     return pid;
 }
 
@@ -747,15 +920,79 @@ static void legacy_name(char *out, size_t size)
     snprintf(out, size, "/cputrain-%s-2", job);
 }
 
-/* Another user took the job's rendezvous name (and the /dev/shm name
- * older versions used) before the job: neither rank may attach to or say
- * anything to it; both fail at once, naming its uid and pid; once it is
- * gone the same job runs. */
+/* Ranks whose rank 1 comes 300 ms after rank 0, so that rank 0's name is
+ * in use long enough for a watcher to see it; in an environment where
+ * this user has no private folder when `arg` says so. */
+static int open_rank_late(int rank, int world, void *arg)
+{
+    if (arg != NULL) {
+        unsetenv("XDG_RUNTIME_DIR");
+        setenv("HOME", "/nonexistent-home", 1);
+    }
+    if (rank == 1)
+        usleep(300000);
+    return open_rank(rank, world, NULL);
+}
+
+static void check_ran(int world, const char *when)
+{
+    int r;
+    for (r = 0; r < world; r++)
+        ck_assert_msg(WIFEXITED(out_area->status[r]) && out_area->code[r] == CT_OK,
+                      "%s, rank %d: status %d, %s '%s'", when, r, out_area->status[r],
+                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+}
+
+/* Another user reads each name the job used from /proc/net/unix and holds
+ * it once the job let go: every later run of the job, with its secret or
+ * with this user's key, still runs (on a name the watcher could not
+ * foresee), and says nothing to what the watcher holds. */
+static void run_watched_attempts(const unsigned char *key)
+{
+    pid_t w;
+    int attempt;
+    new_job();
+    test_key = key;
+    w = start_watcher();
+    for (attempt = 1; attempt <= 3; attempt++) {
+        char when[64];
+        snprintf(when, sizeof when, "attempt %d", attempt);
+        run_group(2, open_rank_late, NULL);
+        check_ran(2, when);
+        ck_assert_msg(wait_counter(SQ_READY, attempt, 10.0),
+                      "attempt %d: the watcher holds %d names", attempt,
+                      out_area->counter[SQ_READY]);
+    }
+    test_key = NULL;
+    /* The later runs knocked at the held names (and passed them over). */
+    ck_assert_int_ge(out_area->counter[SQ_CONNS], 2);
+    ck_assert_int_eq(out_area->counter[SQ_BYTES], 0);
+    stop_squatter(w);
+    assert_nothing_left("after the watched runs");
+}
+
+START_TEST(squatted_across_attempts)
+{
+    static const unsigned char key[32] = { 9, 8, 7 };
+    if (geteuid() != 0) {
+        printf("shm: SKIPPED squatted_across_attempts: needs root to act as uid %d\n", NOBODY);
+        return;
+    }
+    run_watched_attempts(key);  /* the job's secret */
+    run_watched_attempts(NULL); /* no secret: this user's key */
+}
+END_TEST
+
+/* Without a secret or a private folder the names can be predicted. Another
+ * user holding the first one (and the /dev/shm name older versions used)
+ * does not stop the job, which is not heard of there and touches neither;
+ * one holding every name does, and both ranks say so at once, naming it. */
 START_TEST(squatted_by_other_user)
 {
-    static const size_t sizes[] = { 1000 };
-    char name[128], legacy[128], path[160], want[64];
+    char legacy[128], path[160], want[64];
     unsigned char zero[4096], buf[4096];
+    const char *home = getenv("HOME"), *run = getenv("XDG_RUNTIME_DIR");
+    char saved_home[4096], saved_run[200];
     struct stat sb;
     pid_t sq;
     int r, fd;
@@ -764,34 +1001,16 @@ START_TEST(squatted_by_other_user)
         printf("shm: SKIPPED squatted_by_other_user: needs root to act as uid %d\n", NOBODY);
         return;
     }
+    snprintf(saved_home, sizeof saved_home, "%s", home ? home : "");
+    snprintf(saved_run, sizeof saved_run, "%s", run ? run : "");
+    unsetenv("XDG_RUNTIME_DIR");
+    setenv("HOME", "/nonexistent-home", 1);
     new_job();
     test_key = NULL;
-    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
     legacy_name(legacy, sizeof legacy);
-    sq = start_squatter(name, legacy, 1);
-    run_group(2, open_rank, NULL);
-    snprintf(want, sizeof want, "uid %d (pid %d)", NOBODY, (int)sq);
-    for (r = 0; r < 2; r++) {
-        ck_assert_msg(WIFEXITED(out_area->status[r]), "rank %d: status %d", r,
-                      out_area->status[r]);
-        ck_assert_msg(out_area->code[r] == CT_ERR_DIST, "rank %d: %s, '%s'", r,
-                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
-        ck_assert_msg(strstr(out_area->msg[r], want) != NULL, "rank %d: '%s' lacks '%s'", r,
-                      out_area->msg[r], want);
-        ck_assert_msg(strstr(out_area->msg[r], name) != NULL, "rank %d: '%s'", r,
-                      out_area->msg[r]);
-        ck_assert_msg(out_area->elapsed[r] < 5.0, "rank %d waited %.2f s", r,
-                      out_area->elapsed[r]);
-    }
-    printf("shm: squatted name, rank 0: %s\nshm: squatted name, rank 1: %s\n", out_area->msg[0],
-           out_area->msg[1]);
-    ck_assert_msg(strstr(out_area->msg[0], "refusing to use it") != NULL, "%s",
-                  out_area->msg[0]);
-    ck_assert_msg(strstr(out_area->msg[1], "refusing to join it") != NULL, "%s",
-                  out_area->msg[1]);
-    ck_assert_msg(strstr(out_area->msg[1], "CPUTRAIN_DIST_SECRET") != NULL, "%s",
-                  out_area->msg[1]);
-    /* Rank 1 connected (and rank 0 asked who is there), but said nothing. */
+    sq = start_squatter(NULL, legacy, 1);
+    run_group(2, open_rank_late, "no private folder");
+    check_ran(2, "past a held first name");
     ck_assert_int_ge(out_area->counter[SQ_CONNS], 1);
     ck_assert_int_eq(out_area->counter[SQ_BYTES], 0);
     /* The old name was not touched: still there, still all zeros. */
@@ -807,23 +1026,50 @@ START_TEST(squatted_by_other_user)
                   "someone wrote into %s", path);
     stop_squatter(sq);
     shm_unlink(legacy);
+
+    sq = start_squatter_n(NULL, 0, CT__SHM_ENDPOINT_NAMES, NULL, 1);
+    {
+        double timeout = 3.0;
+        ck_assert_int_eq(run_group(2, open_rank, &timeout), 0);
+    }
+    snprintf(want, sizeof want, "uid %d (pid %d)", NOBODY, (int)sq);
+    for (r = 0; r < 2; r++) {
+        ck_assert_msg(out_area->code[r] == CT_ERR_DIST, "rank %d: %s, '%s'", r,
+                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+        ck_assert_msg(strstr(out_area->msg[r], want) != NULL, "rank %d: '%s' lacks '%s'", r,
+                      out_area->msg[r], want);
+        ck_assert_msg(strstr(out_area->msg[r], "CPUTRAIN_DIST_SECRET") != NULL, "rank %d: '%s'",
+                      r, out_area->msg[r]);
+    }
+    printf("shm: every name held, rank 0: %s\nshm: every name held, rank 1: %s\n",
+           out_area->msg[0], out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[0], "all 256 names of this job are held by other users"),
+                  "%s", out_area->msg[0]);
+    ck_assert_msg(out_area->elapsed[0] < 2.0, "rank 0 waited %.2f s", out_area->elapsed[0]);
+    ck_assert_int_eq(out_area->counter[SQ_BYTES], 0);
+    stop_squatter(sq);
+    setenv("HOME", saved_home, 1);
+    if (saved_run[0])
+        setenv("XDG_RUNTIME_DIR", saved_run, 1);
     /* Gone: the same job at once. */
     job_seq--;
-    run_allreduce(2, sizes, 1);
+    {
+        static const size_t sizes[] = { 1000 };
+        run_allreduce(2, sizes, 1);
+    }
 }
 END_TEST
 
-/* With a secret the name is one the squatter cannot compute: it sits on
- * the name a job without a secret would use, and the job runs. */
+/* With a secret the names are ones the squatter cannot compute: it sits on
+ * the name the job without a secret would use, and the job runs without a
+ * knock at it. */
 START_TEST(squat_misses_secret_job)
 {
     static const unsigned char key[32] = { 7, 1, 2, 3, 4, 5, 6, 8 };
-    char name[128];
     pid_t sq;
     int bad;
     new_job();
-    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
-    sq = start_squatter(name, NULL, geteuid() == 0);
+    sq = start_squatter(NULL, NULL, geteuid() == 0);
     test_key = key;
     bad = run_group(2, open_rank, NULL);
     test_key = NULL;
@@ -1200,7 +1446,7 @@ static void run_fake_rank0(int kind, const char *want)
     ssize_t got;
     new_job();
     memset(out_area, 0, sizeof *out_area);
-    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
+    job_name(0, NULL, name, sizeof name);
     alen = abstract_addr(name, &a);
     lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(lfd, 0);
@@ -1351,8 +1597,7 @@ static int hostile_peer_rank(int rank, int world, void *arg)
         }
         return open_rank(1, 2, NULL);
     }
-    if (ct__shm_endpoint_name(job, 2, NULL, name, sizeof name) != CT_OK)
-        return 1;
+    job_name(0, NULL, name, sizeof name);
     silent = fake_connect(name, 10.0);
     for (i = 0; i < 5; i++) {
         static const uint32_t ranks[] = { 5, 1, 0, 1, 1 }, worlds[] = { 2, 3, 2, 2, 2 };
@@ -1425,8 +1670,8 @@ END_TEST
 
 /* Through the public API: the dist option `secret` reaches the shm
  * backend. A squatter (another user when root) sits on the name a job
- * without a secret uses: the job with the secret runs, the same job
- * without it fails, naming the squatter. */
+ * without a secret uses: the job with the secret runs without a knock at
+ * it; the same job without the secret knocks, passes it over and runs. */
 static int dist_rank(int rank, int world, void *arg)
 {
     const char *secret = arg;
@@ -1469,36 +1714,63 @@ static int dist_rank(int rank, int world, void *arg)
 
 START_TEST(dist_secret_reaches_shm)
 {
-    char name[128], want[64];
     pid_t sq;
     int r;
     new_job();
-    ck_assert_int_eq(ct__shm_endpoint_name(job, 2, NULL, name, sizeof name), CT_OK);
-    sq = start_squatter(name, NULL, geteuid() == 0);
+    sq = start_squatter(NULL, NULL, geteuid() == 0);
     ck_assert_int_eq(run_group(2, dist_rank, "0123456789abcdef-shm-test-secret"), 0);
     for (r = 0; r < 2; r++)
         ck_assert_msg(out_area->code[r] == CT_OK && out_area->msg[r][0] == '\0',
                       "with the secret, rank %d: %s '%s'", r,
                       ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
-    ck_assert_int_eq(run_group(2, dist_rank, NULL), 0);
-    snprintf(want, sizeof want, "(pid %d)", (int)sq);
-    for (r = 0; r < 2; r++)
-        ck_assert_msg(out_area->code[r] == CT_ERR_DIST && strstr(out_area->msg[r], want),
-                      "without the secret, rank %d: %s '%s'", r,
-                      ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+    ck_assert_int_eq(out_area->counter[SQ_CONNS], 0);
+    if (geteuid() == 0) {
+        ck_assert_int_eq(run_group(2, dist_rank, NULL), 0);
+        for (r = 0; r < 2; r++)
+            ck_assert_msg(out_area->code[r] == CT_OK, "without the secret, rank %d: %s '%s'", r,
+                          ct_status_name((ct_status)out_area->code[r]), out_area->msg[r]);
+        ck_assert_int_ge(out_area->counter[SQ_CONNS], 1);
+        ck_assert_int_eq(out_area->counter[SQ_BYTES], 0);
+    }
     stop_squatter(sq);
     assert_nothing_left("after the ct_dist jobs");
 }
 END_TEST
 
+/* The suite's own runtime folder: this user's key lives there, not in the
+ * home of whoever runs the tests. */
+static char saved_runtime_dir[4096];
+static int had_runtime_dir;
+
+static void private_runtime_dir(void)
+{
+    const char *run = getenv("XDG_RUNTIME_DIR");
+    had_runtime_dir = run != NULL;
+    snprintf(saved_runtime_dir, sizeof saved_runtime_dir, "%s", run ? run : "");
+    scratch_make();
+    ck_assert_int_eq(chmod(scratch_dir, 0700), 0);
+    setenv("XDG_RUNTIME_DIR", scratch_dir, 1);
+}
+
+static void restore_runtime_dir(void)
+{
+    if (had_runtime_dir)
+        setenv("XDG_RUNTIME_DIR", saved_runtime_dir, 1);
+    else
+        unsetenv("XDG_RUNTIME_DIR");
+    scratch_remove();
+}
+
 Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
     TCase *tc = tcase_create("shm");
+    tcase_add_unchecked_fixture(tc, private_runtime_dir, restore_runtime_dir);
     tcase_add_checked_fixture(tc, map_out_area, unmap_out_area);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, bad_args);
     tcase_add_test(tc, endpoint_names);
+    tcase_add_test(tc, user_key);
     tcase_add_test(tc, world_one);
     tcase_add_test(tc, allreduce_2);
     tcase_add_test(tc, allreduce_4);
@@ -1516,8 +1788,10 @@ Suite *shm_suite(void)
     tcase_add_test(tc, mismatched_calls);
     suite_add_tcase(s, tc);
     tc = tcase_create("attacks");
+    tcase_add_unchecked_fixture(tc, private_runtime_dir, restore_runtime_dir);
     tcase_add_checked_fixture(tc, map_out_area, unmap_out_area);
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, squatted_across_attempts);
     tcase_add_test(tc, squatted_by_other_user);
     tcase_add_test(tc, squat_misses_secret_job);
     tcase_add_test(tc, tampered_header_before_join);

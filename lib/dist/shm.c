@@ -470,14 +470,14 @@ static const char *check_header(ct__shm *s, char *why, size_t size)
 }
 
 /* A peer: the segment from rank 0, checked before and after mapping. */
-static ct_status fetch_segment(ct__shm *s, double deadline, int has_secret)
+static ct_status fetch_segment(ct__shm *s, const ct__shm_endpoint *ep, double deadline)
 {
     char why[CT__SHM_JOIN_TEXT];
     pid_t from = 0;
     int fd, conn;
     void *h;
-    ct_status st = ct__shm_join_fetch(s->name, s->rank, s->world, s->map_bytes, deadline,
-                                      s->timeout_s, has_secret, &fd, &conn, &from);
+    ct_status st = ct__shm_join_fetch(ep, s->rank, s->map_bytes, deadline, s->timeout_s,
+                                      s->name, &fd, &conn, &from);
     if (st != CT_OK)
         return st;
     h = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -499,9 +499,26 @@ static ct_status fetch_segment(ct__shm *s, double deadline, int has_secret)
     return CT_OK;
 }
 
+/* This user's key for a job without a secret (NULL when there is no
+ * private place for one: then the names can be predicted, said once). */
+static const unsigned char *user_key(unsigned char *key)
+{
+    static int warned;
+    char why[300];
+    if (ct__shm_user_key(key, why, sizeof why))
+        return key;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        ct__log(CT_LOG_WARNING, "shm: no job secret and no private folder for this user's "
+                "endpoint key (%s): another user of this machine can predict the job's socket "
+                "names and hold them all; set CPUTRAIN_DIST_SECRET", why);
+    return NULL;
+}
+
 ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
                        const unsigned char *key, ct__shm **out)
 {
+    ct__shm_endpoint ep;
+    unsigned char user[32];
     ct__shm *s;
     ct_status st;
     double deadline;
@@ -521,7 +538,11 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
     s->timeout_s = timeout_s;
     s->pidns = pid_namespace();
     seg_layout(world, &s->slot, &s->stage_off, &s->map_bytes);
-    st = ct__shm_endpoint_name(job, world, key, s->name, sizeof s->name);
+    ep.job = job;
+    ep.world = world;
+    ep.key = key ? key : world > 1 ? user_key(user) : NULL;
+    /* The first name, for its room: the others are no longer. */
+    st = ct__shm_endpoint_name(job, world, ep.key, 0, s->name, sizeof s->name);
     if (st != CT_OK)
         goto fail;
     deadline = ct__now_s() + timeout_s;
@@ -533,8 +554,8 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
             goto fail;
         s->pid_check = s->pidns != 0;
         if (world > 1)
-            st = ct__shm_join_serve(s->name, world, fd, s->map_bytes, deadline, timeout_s,
-                                    key != NULL, peer_joined, s);
+            st = ct__shm_join_serve(&ep, fd, s->map_bytes, deadline, timeout_s, s->name,
+                                    peer_joined, s);
         close(fd);
         if (st != CT_OK) {
             /* Ranks already mapped wait in the join barrier: arrive there,
@@ -546,7 +567,7 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
             goto fail;
         }
     } else {
-        st = fetch_segment(s, deadline, key != NULL);
+        st = fetch_segment(s, &ep, deadline);
         if (st != CT_OK)
             goto fail;
     }
@@ -562,10 +583,12 @@ ct_status ct__shm_open(const char *job, int rank, int world, double timeout_s,
             goto fail;
     }
     ct__log(CT_LOG_DEBUG, "shm: rank %d/%d joined through @%s", rank, world, s->name);
+    memset(user, 0, sizeof user);
     *out = s;
     return CT_OK;
 
 fail:
+    memset(user, 0, sizeof user);
     unmap(s);
     free(s);
     return st;

@@ -43,9 +43,9 @@ static void hex(const unsigned char *in, size_t n, char *out)
 }
 
 ct_status ct__shm_endpoint_name(const char *job, int world, const unsigned char *key,
-                                char *name, size_t size)
+                                int index, char *name, size_t size)
 {
-    char out[CT__SHM_ENDPOINT_MAX + 64], wtext[16], tail[2 * 16 + 2];
+    char out[CT__SHM_ENDPOINT_MAX + 64], wtext[16], itext[16], tail[2 * 16 + 2];
     unsigned char mac[CT__SHA256_BYTES];
     size_t jl, keep, i;
     int n;
@@ -54,13 +54,14 @@ ct_status ct__shm_endpoint_name(const char *job, int world, const unsigned char 
     jl = strlen(job);
     keep = jl > JOB_KEEP ? JOB_KEEP : jl;
     snprintf(wtext, sizeof wtext, "%d", world);
+    snprintf(itext, sizeof itext, "%d", index);
     tail[0] = '\0';
     if (key != NULL) {
-        /* A NUL between job and world: ("ab", 12) and ("ab1", 2) differ. */
-        static const char label[] = "cputrain shm endpoint v1";
-        const void *parts[] = {label, job, "", wtext};
-        size_t lens[] = {sizeof label - 1, jl, 1, strlen(wtext)};
-        ct__hmac_sha256(key, 32, parts, lens, 4, mac);
+        /* NULs between the parts: ("ab", 12) and ("ab1", 2) differ. */
+        static const char label[] = "cputrain shm endpoint v2";
+        const void *parts[] = {label, job, "", wtext, "", itext};
+        size_t lens[] = {sizeof label - 1, jl, 1, strlen(wtext), 1, strlen(itext)};
+        ct__hmac_sha256(key, 32, parts, lens, 6, mac);
         tail[0] = '-';
         hex(mac, 16, tail + 1);
     } else if (keep < jl) {
@@ -68,7 +69,8 @@ ct_status ct__shm_endpoint_name(const char *job, int world, const unsigned char 
         tail[0] = '-';
         hex(mac, 8, tail + 1);
     }
-    n = snprintf(out, sizeof out, "cputrain-%.*s-%s%s", (int)keep, job, wtext, tail);
+    n = snprintf(out, sizeof out, "cputrain-%.*s-%s%s%s%s", (int)keep, job, wtext, tail,
+                 key == NULL && index > 0 ? "." : "", key == NULL && index > 0 ? itext : "");
     if (n < 0 || (size_t)n >= size || n > CT__SHM_ENDPOINT_MAX)
         return ct__error(CT_ERR_INVALID_ARG, "shm: no room for the endpoint name of job '%.*s' "
                          "(%zu bytes)", (int)keep, job, size);
@@ -80,6 +82,15 @@ ct_status ct__shm_endpoint_name(const char *job, int world, const unsigned char 
     }
     memcpy(name, out, (size_t)n + 1);
     return CT_OK;
+}
+
+static void name_at(const ct__shm_endpoint *ep, int index, char *name)
+{
+    /* Cannot fail: the first name was made with the same room by the
+     * caller's check in ct__shm_open. */
+    if (ct__shm_endpoint_name(ep->job, ep->world, ep->key, index, name,
+                              CT__SHM_ENDPOINT_MAX + 1) != CT_OK)
+        name[0] = '\0';
 }
 
 /* The abstract address: sun_path[0] = 0, then the name, no terminator. It
@@ -101,9 +112,11 @@ static int peer_cred(int fd, struct ucred *uc)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, uc, &len);
 }
 
-static const char *no_secret_hint(int has_secret)
+static const char *predictable_hint(const ct__shm_endpoint *ep)
 {
-    return has_secret ? "" : "; a job secret (CPUTRAIN_DIST_SECRET) makes the name unguessable";
+    return ep->key ? "" : "; these names can be predicted: a job secret (CPUTRAIN_DIST_SECRET) "
+                          "or a private XDG_RUNTIME_DIR or HOME for this user makes them "
+                          "unguessable";
 }
 
 /* Who holds `name`, for an error: "uid U (pid P)" from the kernel when it
@@ -146,7 +159,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    int world, seg_fd, has_secret;
+    int world, seg_fd;
     uint64_t seg_bytes;
     unsigned char *state; /* per rank */
     pid_t *pid;           /* per rank, once admitted */
@@ -327,51 +340,71 @@ static ct_status missing_error(const server *sv, double timeout_s)
                      n > 1 ? "s" : "", list, timeout_s, sv->name);
 }
 
-static ct_status bind_endpoint(const char *name, int world, int has_secret, int *out)
+/* Binds the first of the job's names that no other user holds, into
+ * `name`. Names held by another user are passed over and logged: that user
+ * may watch this job, but cannot stop it. */
+static ct_status bind_endpoint(const ct__shm_endpoint *ep, char *name, int *out)
 {
-    struct sockaddr_un a;
-    socklen_t alen = endpoint_addr(name, &a);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    char first[CT__SHM_ENDPOINT_MAX + 1], who[128];
+    int i, skipped = 0;
     *out = -1;
-    if (fd < 0)
-        return ct__error(CT_ERR_DIST, "shm open: socket: %s", strerror(errno));
-    if (bind(fd, (struct sockaddr *)&a, alen) != 0) {
-        int e = errno;
+    for (i = 0; i < CT__SHM_ENDPOINT_NAMES; i++) {
+        struct sockaddr_un a;
+        socklen_t alen;
         struct ucred uc;
-        char who[128];
+        int e, fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            return ct__error(CT_ERR_DIST, "shm open: socket: %s", strerror(errno));
+        name_at(ep, i, name);
+        alen = endpoint_addr(name, &a);
+        if (bind(fd, (struct sockaddr *)&a, alen) == 0) {
+            if (listen(fd, ep->world < 128 ? 128 : ep->world) != 0) {
+                e = errno;
+                close(fd);
+                return ct__error(CT_ERR_DIST, "shm open: cannot listen on @%s: %s", name,
+                                 strerror(e));
+            }
+            if (skipped)
+                ct__log(CT_LOG_WARNING, "shm: rank 0 listens on @%s: %d earlier name%s of this "
+                        "job %s held by other users (@%s by %s), passed over", name, skipped,
+                        skipped > 1 ? "s" : "", skipped > 1 ? "are" : "is", first, who);
+            *out = fd;
+            return CT_OK;
+        }
+        e = errno;
         close(fd);
         if (e != EADDRINUSE)
             return ct__error(CT_ERR_DIST, "shm open: cannot bind @%s: %s", name, strerror(e));
-        if (who_holds(name, &uc, who, sizeof who) && uc.uid == geteuid())
-            return ct__error(CT_ERR_DIST, "shm open: @%s is held by pid %d of this user: "
-                             "another job of the same name (or its rank 0) runs; give each "
-                             "job its own CPUTRAIN_DIST_JOB", name, (int)uc.pid);
-        return ct__error(CT_ERR_DIST, "shm open: @%s, this job's name, is held by %s, not by "
-                         "this job's user (uid %u): refusing to use it%s", name, who,
-                         (unsigned)geteuid(), no_secret_hint(has_secret));
+        {
+            char holder[128];
+            if (who_holds(name, &uc, holder, sizeof holder) && uc.uid == geteuid())
+                return ct__error(CT_ERR_DIST, "shm open: @%s is held by pid %d of this user: "
+                                 "another job of the same name (or its rank 0) runs; give "
+                                 "each job its own CPUTRAIN_DIST_JOB", name, (int)uc.pid);
+            if (!skipped++) {
+                memcpy(first, name, sizeof first);
+                memcpy(who, holder, sizeof who);
+            }
+        }
     }
-    if (listen(fd, world < 128 ? 128 : world) != 0) {
-        int e = errno;
-        close(fd);
-        return ct__error(CT_ERR_DIST, "shm open: cannot listen on @%s: %s", name, strerror(e));
-    }
-    *out = fd;
-    return CT_OK;
+    return ct__error(CT_ERR_DIST, "shm open: all %d names of this job are held by other users "
+                     "(the first, @%s, by %s): refusing them%s", CT__SHM_ENDPOINT_NAMES, first,
+                     who, predictable_hint(ep));
 }
 
-ct_status ct__shm_join_serve(const char *name, int world, int seg_fd, uint64_t seg_bytes,
-                             double deadline, double timeout_s, int has_secret,
+ct_status ct__shm_join_serve(const ct__shm_endpoint *ep, int seg_fd, uint64_t seg_bytes,
+                             double deadline, double timeout_s, char *bound,
                              void (*joined)(void *ctx, int rank, pid_t pid), void *ctx)
 {
+    int world = ep->world;
     server sv;
     struct pollfd *pfd;
     ct_status st;
     int lfd = -1, i;
     memset(&sv, 0, sizeof sv);
-    sv.name = name;
+    sv.name = bound;
     sv.world = world;
     sv.seg_fd = seg_fd;
-    sv.has_secret = has_secret;
     sv.seg_bytes = seg_bytes;
     sv.joined = joined;
     sv.ctx = ctx;
@@ -384,7 +417,8 @@ ct_status ct__shm_join_serve(const char *name, int world, int seg_fd, uint64_t s
         st = ct__error(CT_ERR_NOMEM, "shm open: out of memory");
         goto out;
     }
-    st = bind_endpoint(name, world, has_secret, &lfd);
+    bound[0] = '\0';
+    st = bind_endpoint(ep, bound, &lfd);
     if (st != CT_OK)
         goto out;
     while (sv.mapped < world - 1) {
@@ -532,65 +566,82 @@ static ct_status read_reply(int s, int rank, int world, uint64_t seg_bytes, pid_
     return st;
 }
 
-/* A connected socket to rank 0's endpoint, retried until the deadline
- * while no one listens there yet. */
-static ct_status connect_endpoint(const char *name, double deadline, double timeout_s,
-                                  int has_secret, int *out)
+/* A connected socket to rank 0, found at one of the job's names (the
+ * one in `name`), retried until the deadline while no one of this user
+ * listens at any. Every name is tried each round: rank 0 may have passed
+ * over a name another user held then and has given up since. */
+static ct_status connect_endpoint(const ct__shm_endpoint *ep, double deadline,
+                                  double timeout_s, char *name, int *out, struct ucred *uc)
 {
-    struct sockaddr_un a;
-    socklen_t alen = endpoint_addr(name, &a);
+    char first[CT__SHM_ENDPOINT_MAX + 1] = "", who[128] = "";
     useconds_t nap = 1000;
     for (;;) {
-        int e, fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-            return ct__error(CT_ERR_DIST, "shm open: socket: %s", strerror(errno));
-        if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
-            *out = fd;
-            return CT_OK;
+        int i;
+        for (i = 0; i < CT__SHM_ENDPOINT_NAMES; i++) {
+            struct sockaddr_un a;
+            socklen_t alen;
+            int e, fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (fd < 0)
+                return ct__error(CT_ERR_DIST, "shm open: socket: %s", strerror(errno));
+            name_at(ep, i, name);
+            alen = endpoint_addr(name, &a);
+            if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
+                /* Say nothing to an endpoint of another user: not this job's. */
+                if (peer_cred(fd, uc) == 0 && uc->uid == geteuid()) {
+                    if (first[0])
+                        ct__log(CT_LOG_WARNING, "shm: found rank 0 at @%s, past @%s held by "
+                                "%s", name, first, who);
+                    *out = fd;
+                    return CT_OK;
+                }
+                if (!first[0]) {
+                    memcpy(first, name, sizeof first);
+                    snprintf(who, sizeof who, "uid %u (pid %d), not this job's user",
+                             (unsigned)uc->uid, (int)uc->pid);
+                }
+                close(fd);
+                continue;
+            }
+            e = errno;
+            close(fd);
+            if (e == EPROTOTYPE && !first[0]) {
+                struct ucred other;
+                memcpy(first, name, sizeof first);
+                who_holds(name, &other, who, sizeof who);
+            }
+            /* Nobody listening (abstract names give ECONNREFUSED), a full
+             * backlog (EAGAIN), a socket of another kind (EPROTOTYPE). */
+            if (e != ECONNREFUSED && e != EAGAIN && e != ENOENT && e != EPROTOTYPE)
+                return ct__error(CT_ERR_DIST, "shm open: cannot connect to @%s: %s", name,
+                                 strerror(e));
         }
-        e = errno;
-        close(fd);
-        if (e == EPROTOTYPE) {
-            struct ucred uc;
-            char who[128];
-            who_holds(name, &uc, who, sizeof who);
-            return ct__error(CT_ERR_DIST, "shm open: @%s, this job's name, is held by %s with a "
-                             "socket of another kind: not this job's rank 0; refusing it%s",
-                             name, who, no_secret_hint(has_secret));
-        }
-        /* Nobody listening yet (abstract names give ECONNREFUSED), or a
-         * full backlog (EAGAIN). */
-        if (e != ECONNREFUSED && e != EAGAIN && e != ENOENT)
-            return ct__error(CT_ERR_DIST, "shm open: cannot connect to @%s: %s", name,
-                             strerror(e));
-        if (ct__now_s() >= deadline)
+        if (ct__now_s() >= deadline) {
+            name_at(ep, 0, name);
+            if (first[0])
+                return ct__error(CT_ERR_DIST, "shm open: rank 0 did not open @%s or any other "
+                                 "name of this job within %.1f s (@%s is held by %s: passed "
+                                 "over)%s", name, timeout_s, first, who, predictable_hint(ep));
             return ct__error(CT_ERR_DIST, "shm open: rank 0 did not open @%s within %.1f s",
                              name, timeout_s);
+        }
         usleep(nap);
         nap = nap < 20000 ? nap * 2 : nap;
     }
 }
 
-ct_status ct__shm_join_fetch(const char *name, int rank, int world, uint64_t seg_bytes,
-                             double deadline, double timeout_s, int has_secret, int *seg_fd,
+ct_status ct__shm_join_fetch(const ct__shm_endpoint *ep, int rank, uint64_t seg_bytes,
+                             double deadline, double timeout_s, char *found, int *seg_fd,
                              int *conn, pid_t *server_pid)
 {
     ct__shm_join_hello h;
     struct ucred uc;
     ct_status st;
-    int s = -1;
+    int s = -1, world = ep->world;
+    const char *name = found;
     *seg_fd = *conn = -1;
-    st = connect_endpoint(name, deadline, timeout_s, has_secret, &s);
+    st = connect_endpoint(ep, deadline, timeout_s, found, &s, &uc);
     if (st != CT_OK)
         return st;
-    /* Say nothing to an endpoint of another user: it is not this job's. */
-    if (peer_cred(s, &uc) != 0 || uc.uid != geteuid()) {
-        close(s);
-        return ct__error(CT_ERR_DIST, "shm open: @%s, this job's name, is held by uid %u (pid "
-                         "%d), not by this job's user (uid %u): refusing to join it%s", name,
-                         (unsigned)uc.uid, (int)uc.pid, (unsigned)geteuid(),
-                         no_secret_hint(has_secret));
-    }
     *server_pid = uc.pid;
     memset(&h, 0, sizeof h);
     h.magic = CT__SHM_JOIN_MAGIC;
