@@ -423,6 +423,121 @@ START_TEST(killed_during_a_save_resumes_exactly)
 }
 END_TEST
 
+/* ---- checkpoints whose numbers do not add up --------------------------------- */
+
+/* The bytes of the file at path (*len of them). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *data;
+    long n;
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    data = malloc((size_t)n + 1);
+    ck_assert(data && fread(data, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    data[n] = '\0';
+    *len = (size_t)n;
+    return data;
+}
+
+static void spill(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert(f && fwrite(data, 1, len, f) == len && fclose(f) == 0);
+}
+
+/* Writes `orig` (len bytes of a JSON or safetensors file) to path with its
+ * first `from` replaced by `to`: in a safetensors file within the header,
+ * whose length is rewritten, so that the file stays well-formed. */
+static void tampered_copy(const char *path, const char *orig, size_t len, const char *from,
+                          const char *to)
+{
+    int st = strstr(path, ".safetensors") != NULL;
+    size_t head = 0, fl = strlen(from), tl = strlen(to), at, out_len = len - fl + tl;
+    const char *hit;
+    char *out = malloc(out_len);
+    if (st)
+        for (int i = 0; i < 8; i++)
+            head |= (size_t)(unsigned char)orig[i] << (8 * i);
+    hit = strstr(orig + (st ? 8 : 0), from);
+    ck_assert_msg(hit && (!st || hit + fl <= orig + 8 + head), "'%s' not in %s", from, path);
+    at = (size_t)(hit - orig);
+    memcpy(out, orig, at);
+    memcpy(out + at, to, tl);
+    memcpy(out + at + tl, hit + fl, len - at - fl);
+    if (st)
+        for (int i = 0; i < 8; i++)
+            out[i] = (char)(((head - fl + tl) >> (8 * i)) & 0xff);
+    spill(path, out, out_len);
+    free(out);
+}
+
+/* Each number a checkpoint holds is range-checked and cross-checked with
+ * the others: every tampered value is refused by file and field (before
+ * any state changes), and the untouched checkpoint then resumes. */
+START_TEST(tampered_checkpoint_values_are_refused)
+{
+    static const struct {
+        const char *file, *from, *to, *want;
+    } cases[] = {
+        {"optimizer.safetensors", "\"step\":\"6\"", "\"step\":\"18446744073709551615\"",
+         "step 18446744073709551615 is out of range"},
+        {"optimizer.safetensors", "\"step\":\"6\"", "\"step\":\"9223372036854775807\"",
+         "step 9223372036854775807 is out of range"},
+        {"optimizer.safetensors", "\"step\":\"6\"", "\"step\":\"-1\"", "step is '-1'"},
+        {"optimizer.safetensors", "\"step\":\"6\"", "\"step\":\"5\"",
+         "step 5, but the checkpoint's trainer_state.json has global_step 6"},
+        {"optimizer.safetensors", "\"total_steps\":\"6\"", "\"total_steps\":\"1e9\"",
+         "total_steps is '1e9'"},
+        {"trainer_state.json", "\"global_step\": 6", "\"global_step\": 9223372036854775807",
+         "global_step 9223372036854775807 is out of range"},
+        {"trainer_state.json", "\"global_step\": 6", "\"global_step\": 7",
+         "step 6, but the checkpoint's trainer_state.json has global_step 7"},
+        {"trainer_state.json", "\"epoch\": ", "\"epoch\": 1e300, \"x\": ", "epoch_index"},
+        {"trainer_state.json", "\"total_flos\": ", "\"total_flos\": -1, \"x\": ",
+         "total_flos -1 is not a finite number"},
+        {"rng_state.json", "\"world_size\": 1", "\"world_size\": 0",
+         "world_size is out of range"},
+        {"rng_state.json", "\"world_size\": 1", "\"world_size\": -2",
+         "world_size is out of range"},
+        {"rng_state.json", "\"world_size\": 1", "\"world_size\": 1099511627776",
+         "world_size is out of range"},
+        {"rng_state.json", "\"per_device_train_batch_size\": 4",
+         "\"per_device_train_batch_size\": 0", "per_device_train_batch_size is out of range"},
+        {"rng_state.json", "\"gradient_accumulation_steps\": 1",
+         "\"gradient_accumulation_steps\": 2147483647", "a global batch of 4 x 2147483647"},
+        {"rng_state.json", "\"epoch_index\": ", "\"epoch_index\": 1000000000000000, \"x\": ",
+         "epoch_index 1000000000000000 does not fit"},
+        {"rng_state.json", "\"steps_counted\": 6", "\"steps_counted\": 7",
+         "steps_counted 7 do not fit"},
+    };
+    char dir[256];
+    const char *resume[] = {"--resume_from_checkpoint", dir, "--max_steps", "8"};
+    size_t n, i;
+    snprintf(dir, sizeof dir, "%s", scratch_at("tamper/checkpoint-6"));
+    free(train_params(scratch_at("tamper"), NULL, 0, CT_OK, &n));
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        size_t len;
+        char *orig;
+        snprintf(path, sizeof path, "%s/%s", dir, cases[i].file);
+        orig = slurp(path, &len);
+        tampered_copy(path, orig, len, cases[i].from, cases[i].to);
+        free(train_params(scratch_at("tamper"), resume, 4, CT_ERR_FORMAT, &n));
+        ck_assert_msg(strstr(ct_last_error(), cases[i].file) &&
+                          strstr(ct_last_error(), cases[i].want),
+                      "case %zu (%s: %s): '%s'", i, cases[i].file, cases[i].to, ct_last_error());
+        spill(path, orig, len);
+        free(orig);
+    }
+    free(train_params(scratch_at("tamper"), resume, 4, CT_OK, &n));
+    ck_assert(path_exists(scratch_at("tamper/checkpoint-8")));
+}
+END_TEST
+
 START_TEST(save_total_limit_keeps_the_newest)
 {
     const char *extra[] = {"--save_steps", "1", "--save_total_limit", "2"};
@@ -540,6 +655,62 @@ START_TEST(two_trainers_of_one_process_exclude_each_other)
         close(fd);
     }
     ck_assert(path_exists(scratch_at("inproc/checkpoint-6"))); /* the refused run deleted nothing */
+}
+END_TEST
+
+/* ct_output_lock: a program's whole run holds output_dir. Another
+ * process, and a second lock of this process, are refused naming the
+ * holder; a trainer of this process joins it; once freed (or its process
+ * gone) the folder is free again. */
+START_TEST(output_lock_for_a_whole_run)
+{
+    const char *dir = scratch_at("held/nested/out");
+    ct_output_lock *lock = NULL, *again = (ct_output_lock *)1;
+    char pid_text[64];
+    pid_t child;
+    int status;
+    size_t n;
+    ASSERT_ERROR_HAS(ct_output_lock_create(NULL, &lock), CT_ERR_INVALID_ARG, "output_dir");
+    ck_assert_int_eq(ct_output_lock_create(dir, NULL), CT_ERR_INVALID_ARG);
+    ct_output_lock_free(NULL);
+    OK(ct_output_lock_create(dir, &lock));
+    ck_assert(path_exists(scratch_at("held/nested/out/.lock")));
+    snprintf(pid_text, sizeof pid_text, "pid %ld", (long)getpid());
+    ASSERT_ERROR_HAS(ct_output_lock_create(dir, &again), CT_ERR_BUSY, pid_text);
+    ck_assert_ptr_null(again);
+    /* The same folder by another path is the same lock. */
+    ASSERT_ERROR_HAS(ct_output_lock_create(scratch_at("held/nested/../nested/out"), &again),
+                     CT_ERR_BUSY, "in use by another run of this process");
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        ct_output_lock *l = NULL;
+        ct_status st = ct_output_lock_create(dir, &l);
+        _exit(st == CT_ERR_BUSY && strstr(ct_last_error(), pid_text) ? 0 : 1);
+    }
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the other process was not "
+                  "refused (status %d)", status);
+    /* A trainer of this process writes into the folder under the lock. */
+    free(train_params(dir, NULL, 0, CT_OK, &n));
+    ck_assert(path_exists(scratch_at("held/nested/out/trainer_state.json")));
+    /* The lock outlives the trainer's run: another process is still out. */
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        const char *over[] = {"--overwrite_output_dir"};
+        free(train_params(dir, over, 1, CT_ERR_BUSY, &n));
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    ct_output_lock_free(lock);
+    OK(ct_output_lock_create(dir, &lock));
+    ct_output_lock_free(lock);
+    /* A file where the folder should be. */
+    write_text(scratch_at("held/file"), "x");
+    ASSERT_ERROR_HAS(ct_output_lock_create(scratch_at("held/file"), &lock), CT_ERR_IO,
+                     "is not a folder");
 }
 END_TEST
 
@@ -816,6 +987,8 @@ Suite *train_suite(void)
     tcase_add_test(tc, dataset_and_trainer_input_checks);
     tcase_add_test(tc, concurrent_runs_on_one_output_dir);
     tcase_add_test(tc, two_trainers_of_one_process_exclude_each_other);
+    tcase_add_test(tc, output_lock_for_a_whole_run);
+    tcase_add_test(tc, tampered_checkpoint_values_are_refused);
     tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);
     tcase_add_test(tc, a_run_that_cannot_learn_fails);
     tcase_add_test(tc, negative_seed_resumes);

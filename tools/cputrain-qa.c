@@ -346,6 +346,7 @@ typedef struct run {
     ct_dist *dist; /* NULL: one process */
     int rank, world;
     int model_from_folder; /* pre-trained weights, not a fresh configuration */
+    ct_output_lock *lock;  /* output_dir, held for the whole run where it is written */
 } run;
 
 /* Every rank's block of `block` features' logits (block * T floats, the
@@ -624,6 +625,29 @@ static int check_best_metric(const run *r)
 
 /* ---- output_dir -------------------------------------------------------------------- */
 
+/* The lock on output_dir, taken by the ranks that write there (rank 0,
+ * with save_on_each_node the first of each machine); every rank learns
+ * whether all got it, so none waits for a rank that gave up. */
+static int hold_output_dir(run *r)
+{
+    int each_node = 0, writes;
+    float refused = 0.0f;
+    ct_status st = CT_OK;
+    ct_args_get_bool(r->args, "save_on_each_node", &each_node);
+    writes = r->rank == 0 || (each_node && ct_dist_local_rank(r->dist) == 0);
+    if (writes && (st = ct_output_lock_create(r->output_dir, &r->lock)) != CT_OK) {
+        fail("output_dir", st);
+        refused = 1.0f;
+    }
+    if (r->world > 1 &&
+        ((st = ct_dist_allreduce(r->dist, &refused, 1, CT_DTYPE_F32, CT_REDUCE_SUM)) != CT_OK))
+        return fail("output_dir", st), -1;
+    if (refused != 0.0f && !writes)
+        fprintf(stderr, "cputrain-qa: rank %d: stopping: a writing rank could not hold "
+                        "output_dir %s\n", r->rank, r->output_dir);
+    return refused != 0.0f ? -1 : 0;
+}
+
 /* The step of a folder named checkpoint-<digits> (get_last_checkpoint's
  * pattern), else -1. */
 static long checkpoint_step(const char *dir, const char *name)
@@ -735,7 +759,6 @@ static int predict(run *r, qa_split *s)
         rc = 0;
         goto done;
     }
-    mkdir(r->output_dir, 0755);
     if ((st = ct_squad_preds_save(preds, r->output_dir, "predict")) != CT_OK) {
         fail("writing predictions", st);
         goto done;
@@ -1168,11 +1191,6 @@ int main(int argc, char **argv)
         rc = 2;
         goto done;
     }
-    if (do_train && check_output_dir(&r) != 0) {
-        rc = 2;
-        goto done;
-    }
-
     /* Which process of the job this is: one, or a rank of several started by
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
@@ -1188,6 +1206,15 @@ int main(int argc, char **argv)
     if (r.rank == 0 && r.world > 1)
         fprintf(stderr, "cputrain-qa: %d processes (backend %s, launcher %s)\n", r.world,
                 ct_dist_backend(r.dist), ct_dist_launcher(r.dist));
+    /* output_dir is this run's from before its first file (tokenizer,
+     * checkpoints, results, predictions, model card) to after its last,
+     * and its rule for what is already there is read under the lock. */
+    if (hold_output_dir(&r) != 0)
+        goto done;
+    if (do_train && check_output_dir(&r) != 0) {
+        rc = 2;
+        goto done;
+    }
 
     /* Model: pre-trained weights from a folder, else a fresh one. */
     {
@@ -1305,7 +1332,6 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < ct_squad_scores_count(r.last_scores); i++)
             printf("  %-24s = %g\n", ct_squad_scores_name(r.last_scores, i),
                    ct_squad_scores_value(r.last_scores, i));
-        mkdir(r.output_dir, 0755);
         if ((st = ct_squad_scores_save_metrics(r.last_scores, r.output_dir, "eval")) != CT_OK ||
             (st = ct_squad_preds_save(r.last_preds, r.output_dir, "eval")) != CT_OK) {
             fail("writing results", st);
@@ -1335,6 +1361,7 @@ done:
     ct_tokenizer_free(r.tok);
     ct_model_free(r.model);
     ct_args_free(r.args);
+    ct_output_lock_free(r.lock);
     ct_dist_free(r.dist);
     return rc;
 }

@@ -972,6 +972,34 @@ private:
     ct_dist *dist_ = nullptr;
 };
 
+// output_dir held for a whole run of a program (ct_output_lock_create):
+// made when missing, locked until destruction; another run holding it
+// throws cputrain::error with CT_ERR_BUSY naming the holder's pid. A
+// trainer of this process training into the folder meanwhile joins it.
+class output_lock {
+public:
+    explicit output_lock(const std::string &output_dir) {
+        check(ct_output_lock_create(output_dir.c_str(), &lock_));
+    }
+    output_lock(const output_lock &) = delete;
+    output_lock &operator=(const output_lock &) = delete;
+    output_lock(output_lock &&other) noexcept : lock_(other.lock_) { other.lock_ = nullptr; }
+    output_lock &operator=(output_lock &&other) noexcept {
+        std::swap(lock_, other.lock_);
+        return *this;
+    }
+    ~output_lock() { ct_output_lock_free(lock_); }
+    // Let go of the folder now (the destructor then does nothing).
+    void release() noexcept {
+        ct_output_lock_free(lock_);
+        lock_ = nullptr;
+    }
+    bool held() const noexcept { return lock_ != nullptr; }
+
+private:
+    ct_output_lock *lock_ = nullptr;
+};
+
 class trainer {
 public:
     // (event, step, max_steps, epoch, log_json or nullptr) -> true to stop

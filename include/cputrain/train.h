@@ -17,6 +17,7 @@ extern "C" {
 
 typedef struct ct_dataset ct_dataset;
 typedef struct ct_trainer ct_trainer;
+typedef struct ct_output_lock ct_output_lock;
 
 /* ---- datasets ---------------------------------------------------------------- */
 
@@ -116,10 +117,13 @@ CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int
  * save_total_limit never deletes that checkpoint, and with
  * load_best_model_at_end its weights are loaded before the final save
  * (with save_total_limit 1 it is the only checkpoint left). One run at a
- * time uses an output_dir: the writing ranks
- * hold an advisory lock on output_dir/.lock (released when the run ends or
- * its process dies), and a second run gets CT_ERR_BUSY naming the holder's
- * pid. Unless resuming, an output_dir holding checkpoint-* folders of an
+ * time uses an output_dir: the writing ranks hold an advisory lock on
+ * output_dir/.lock (released when the run ends or its process dies; a
+ * ct_output_lock of this process on the folder is joined instead), and a
+ * second run gets CT_ERR_BUSY naming the holder's pid. A resumed checkpoint
+ * whose numbers do not add up (a step out of range, the optimizer's step
+ * not the trainer state's global_step, a recorded split or position that
+ * does not fit) is refused with CT_ERR_FORMAT naming the file and field. Unless resuming, an output_dir holding checkpoint-* folders of an
  * earlier run is refused (CT_ERR_INVALID_ARG), or with overwrite_output_dir
  * those folders and all_results.json are deleted first. A run that skipped more than half of its
  * optimizer steps for non-finite loss or gradients fails with
@@ -165,6 +169,22 @@ CT_API ct_status ct_trainer_evaluate_loss(ct_trainer *trainer, const ct_dataset 
  * else `logits` must hold capacity >= the product of the shape floats. */
 CT_API ct_status ct_trainer_predict(ct_trainer *trainer, const ct_dataset *dataset,
                                     float *logits, size_t capacity, int *ndim, int64_t *shape);
+
+/* ---- one run per output_dir ------------------------------------------------- */
+
+/* Hold output_dir for this run of a program, from before its first file to
+ * after its last: evaluation and prediction results, tokenizer files, a
+ * model card, as well as training. output_dir (and its parents) is made
+ * when missing, and an advisory lock taken on output_dir/.lock (the file
+ * stays; the lock goes with ct_output_lock_free or the process, even
+ * SIGKILLed). Another run holding it gets CT_ERR_BUSY naming the holder's
+ * pid, as does a second ct_output_lock_create of the folder in this
+ * process. ct_trainer_train into the same folder while this lock is held
+ * joins it instead of taking its own. Programs with several ranks take it
+ * on the ranks that write output_dir (rank 0; with save_on_each_node the
+ * first rank of every machine). */
+CT_API ct_status ct_output_lock_create(const char *output_dir, ct_output_lock **out);
+CT_API void ct_output_lock_free(ct_output_lock *lock);
 
 CT_API int64_t ct_trainer_global_step(const ct_trainer *trainer);
 CT_API int64_t ct_trainer_max_steps(const ct_trainer *trainer);

@@ -3,6 +3,7 @@
  * the bf16 weight refresh and zeroing the gradients; its state on disk. */
 #include "optim/optim.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,39 +385,76 @@ ct_status ct_optim_save(const ct_optim *o, const char *path)
     return st;
 }
 
-static int parse_count(const char *s, int64_t *out)
+/* A step count from a file's metadata: digits only, at most CT__STEP_MAX.
+ * 1 read, 0 absent or not a number, -1 out of range. */
+static int parse_steps(const char *s, int64_t *out)
 {
     char *end;
     long long v;
-    if (!s || !*s)
+    if (!s || *s < '0' || *s > '9')
         return 0;
+    errno = 0;
     v = strtoll(s, &end, 10);
-    if (*end || v < 0)
+    if (*end)
         return 0;
+    if (errno || v > CT__STEP_MAX)
+        return -1;
     *out = v;
     return 1;
 }
 
+ct_status ct__optim_step_check(const char *path, const char *key, const char *text,
+                               int64_t *out)
+{
+    int r = parse_steps(text, out);
+    if (r < 0)
+        return ct__error(CT_ERR_FORMAT, "%s: %s %s is out of range (at most %lld)", path, key,
+                         text, (long long)CT__STEP_MAX);
+    if (r == 0)
+        return ct__error(CT_ERR_FORMAT, "%s: %s is %s%s%s, not a count of steps", path, key,
+                         text ? "'" : "missing", text ? text : "", text ? "'" : "");
+    return CT_OK;
+}
+
+ct_status ct__optim_step_expected(const char *path, int64_t step, int64_t expect_step)
+{
+    if (expect_step >= 0 && step != expect_step)
+        return ct__error(CT_ERR_FORMAT, "%s: step %lld, but the checkpoint's trainer_state.json "
+                         "has global_step %lld (files of different checkpoints?)", path,
+                         (long long)step, (long long)expect_step);
+    return CT_OK;
+}
+
 ct_status ct_optim_load(ct_optim *o, const char *path)
 {
-    const ct_model *m;
-    ct__st_file *f;
-    ct_status st = CT_OK;
-    int64_t step, total;
-    const char *fmt;
     CT__CHECK_ARG(o);
     CT__CHECK_ARG(path);
-    m = o->model;
+    return ct__optim_load_file(o, path, -1);
+}
+
+ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step)
+{
+    const ct_model *m = o->model;
+    ct__st_file *f;
+    ct_status st = CT_OK;
+    int64_t step = 0, total = 0;
+    const char *fmt;
     if ((st = ct__st_open(path, &f)) != CT_OK)
         return st;
     fmt = ct__st_metadata_get(f, "format");
-    if (!fmt || strcmp(fmt, "cputrain-adamw") != 0 ||
-        !parse_count(ct__st_metadata_get(f, "step"), &step) ||
-        !parse_count(ct__st_metadata_get(f, "total_steps"), &total)) {
+    if (!fmt || strcmp(fmt, "cputrain-adamw") != 0) {
         ct__st_close(f);
         return ct__error(CT_ERR_FORMAT,
                          "%s: not an optimizer state of this library (metadata format "
                          "\"cputrain-adamw\" with step and total_steps)", path);
+    }
+    if ((st = ct__optim_step_check(path, "step", ct__st_metadata_get(f, "step"), &step)) !=
+            CT_OK ||
+        (st = ct__optim_step_check(path, "total_steps", ct__st_metadata_get(f, "total_steps"),
+                                   &total)) != CT_OK ||
+        (st = ct__optim_step_expected(path, step, expect_step)) != CT_OK) {
+        ct__st_close(f);
+        return st;
     }
     if (ct__st_count(f) != 2 * m->n_tensors)
         st = ct__error(CT_ERR_FORMAT, "%s: %zu tensors, but %s needs %zu (exp_avg and "

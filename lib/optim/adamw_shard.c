@@ -227,7 +227,7 @@ static int shard_world_in(const char *dir)
         int r, w;
         char tail[32];
         if (sscanf(e->d_name, "optimizer-shard-%d-of-%d.safetensor%31s", &r, &w, tail) == 3 &&
-            r == 0 && w > 0 && !strcmp(tail, "s"))
+            r == 0 && w > 0 && w <= CT__WORLD_MAX && !strcmp(tail, "s"))
             world = w;
     }
     closedir(d);
@@ -252,20 +252,25 @@ static int meta_size(const ct__st_file *f, const char *key, size_t *out)
 /* Checks shard file r of `world` against the model and the files before it
  * (*at: where this one must begin; *step, *total: the first file's). */
 static ct_status check_shard(const ct_optim *o, const ct__st_file *f, const char *path, int r,
-                             int world, size_t *at, size_t *step, size_t *total)
+                             int world, size_t *at, int64_t *step, int64_t *total)
 {
     const ct_model *m = o->model;
     const char *fmt = ct__st_metadata_get(f, "format"), *lay = ct__st_metadata_get(f, "layout");
     char mine[32];
-    size_t rank, w, lo, hi, nf, s, t;
+    size_t rank, w, lo, hi, nf;
+    int64_t s, t;
+    ct_status st;
     if (!fmt || strcmp(fmt, SHARD_FORMAT) != 0 || !meta_size(f, "rank", &rank) ||
         !meta_size(f, "world_size", &w) || !meta_size(f, "begin", &lo) ||
-        !meta_size(f, "end", &hi) || !meta_size(f, "n_floats", &nf) ||
-        !meta_size(f, "step", &s) || !meta_size(f, "total_steps", &t) || !lay)
+        !meta_size(f, "end", &hi) || !meta_size(f, "n_floats", &nf) || !lay)
         return ct__error(CT_ERR_FORMAT, "%s: not an optimizer shard of this library (metadata "
                                         "format \"" SHARD_FORMAT "\" with rank, world_size, "
                                         "begin, end, n_floats, layout, step and total_steps)",
                          path);
+    if ((st = ct__optim_step_check(path, "step", ct__st_metadata_get(f, "step"), &s)) != CT_OK ||
+        (st = ct__optim_step_check(path, "total_steps", ct__st_metadata_get(f, "total_steps"),
+                                   &t)) != CT_OK)
+        return st;
     snprintf(mine, sizeof mine, "%016" PRIx64, ct__optim_layout_hash(m));
     if (nf != m->n_floats || strcmp(lay, mine) != 0)
         return ct__error(CT_ERR_FORMAT, "%s: the state of another model layout (%zu floats, "
@@ -277,8 +282,9 @@ static ct_status check_shard(const ct_optim *o, const ct__st_file *f, const char
                                         "set needs shard %d of %d from %zu%s", path, rank, w,
                          lo, hi, r, world, *at, r == world - 1 ? " to the end" : "");
     if (r > 0 && (s != *step || t != *total))
-        return ct__error(CT_ERR_FORMAT, "%s: step %zu, but shard 0 has step %zu (shards of "
-                                        "different checkpoints?)", path, s, *step);
+        return ct__error(CT_ERR_FORMAT, "%s: step %lld, but shard 0 has step %lld (shards of "
+                                        "different checkpoints?)", path, (long long)s,
+                         (long long)*step);
     *step = s;
     *total = t;
     for (int k = 0; k < 2; k++) {
@@ -291,16 +297,18 @@ static ct_status check_shard(const ct_optim *o, const ct__st_file *f, const char
     return CT_OK;
 }
 
-ct_status ct__optim_load_dir(ct_optim *o, const char *dir)
+ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
 {
     char path[4200];
     int world;
     ct__st_file **files;
     ct_status st = CT_OK;
-    size_t at = 0, step = 0, total = 0;
+    size_t at = 0;
+    int64_t step = 0, total = 0;
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     if (access(path, F_OK) == 0 || !(world = shard_world_in(dir)))
-        return ct_optim_load(o, path); /* its errors name the file when it is missing */
+        /* its errors name the file when it is missing */
+        return ct__optim_load_file(o, path, expect_step);
     if (!(files = calloc((size_t)world, sizeof *files)))
         return ct__error(CT_ERR_NOMEM, "out of memory");
     /* All files checked before anything changes. */
@@ -309,6 +317,8 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir)
         if ((st = ct__st_open(path, &files[r])) == CT_OK)
             st = check_shard(o, files[r], path, r, world, &at, &step, &total);
     }
+    if (st == CT_OK)
+        st = ct__optim_step_expected(path, step, expect_step);
     /* This rank's range from the files that overlap it. */
     for (int r = 0; r < world && st == CT_OK; r++) {
         size_t flo, fhi, lo, hi;
@@ -323,9 +333,9 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir)
                    (hi - lo) * sizeof(float));
     }
     if (st == CT_OK) {
-        o->step = (int64_t)step;
+        o->step = step;
         if (total > 0)
-            o->total_steps = (int64_t)total;
+            o->total_steps = total;
         if (world != (o->dist ? o->shard_world : 1))
             ct__log(CT_LOG_INFO, "optimizer state of %d shards resharded for %d rank%s", world,
                     o->dist ? o->shard_world : 1, o->dist ? "s" : "");

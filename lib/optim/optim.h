@@ -74,8 +74,23 @@ ct_status ct__optim_shard_norm(ct_optim *o, const double *partial, size_t n, int
  * optimizer-shard-<rank>-of-<world>.safetensors. */
 ct_status ct__optim_save_dir(const ct_optim *o, const char *dir);
 /* Loads this rank's range from either layout in `dir`, whatever world size
- * wrote it (resharding); checks every file before changing anything. */
-ct_status ct__optim_load_dir(ct_optim *o, const char *dir);
+ * wrote it (resharding); checks every file before changing anything, its
+ * step too against expect_step (the checkpoint's global_step; -1: any). */
+ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step);
+/* ct_optim_load with the same step check. */
+ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step);
+/* The most optimizer steps a state or a checkpoint may record: far beyond
+ * any run, and small enough that no sum or product of a step count with
+ * a batch size overflows. */
+#define CT__STEP_MAX ((int64_t)INT32_MAX)
+/* The most ranks a checkpoint may record (beyond every backend's limit). */
+#define CT__WORLD_MAX (1 << 20)
+/* A step count `text` read from metadata `key` of `path`: CT_ERR_FORMAT
+ * naming both when missing, not digits, or above CT__STEP_MAX. */
+ct_status ct__optim_step_check(const char *path, const char *key, const char *text,
+                               int64_t *out);
+/* CT_ERR_FORMAT when expect_step >= 0 and step differs from it. */
+ct_status ct__optim_step_expected(const char *path, int64_t step, int64_t expect_step);
 /* The layout hash the shard files record (tensor names, shapes, offsets). */
 uint64_t ct__optim_layout_hash(const ct_model *m);
 /* Chunk c of the norm's fixed list: its flat start and length, owner. */

@@ -139,14 +139,19 @@ ct_status ct__checkpoint_prepare_output_dir(ct_trainer *t)
         if (!tmp && checkpoint_step(e->d_name) < 0)
             continue;
         snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        if (tmp) {
+            /* Left by a save that crashed, or planted (a symlink, a file):
+             * no other run is saving, the lock says so. A symlink goes
+             * itself; what it points to is not touched. */
+            ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
+            if (remove_tree(path) != 0)
+                st = ct__error(CT_ERR_IO, "output_dir: cannot remove %s: %s", path,
+                               strerror(errno));
+            continue;
+        }
         if (!is_dir(path))
             continue;
-        if (tmp) {
-            /* Left by a save that crashed: no other run is saving, the lock
-             * says so. */
-            ct__log(CT_LOG_INFO, "removing %s, left by an interrupted save", path);
-            remove_tree(path);
-        } else if (resuming) {
+        if (resuming) {
             continue;
         } else if (overwrite) {
             ct__log(CT_LOG_INFO, "overwrite_output_dir: deleting %s of an earlier run", path);
@@ -368,26 +373,34 @@ void ct__checkpoint_keep_only_best(const ct_trainer *t)
     free(list);
 }
 
-/* Rank r's optimizer shard waits here for rank 0's checkpoint folder (which
- * only rank 0 names); r -1: the staging folder itself. Named like a
- * temporary checkpoint, so that an interrupted run's is cleared with them. */
-void ct__checkpoint_shard_path(const ct_trainer *t, int r, char *out, size_t size)
+/* Rank r's optimizer shard waits in this folder of its own for rank 0's
+ * checkpoint folder (which only rank 0 names). Named like a temporary
+ * checkpoint, so that an interrupted run's is cleared with them. */
+static void shard_stage_dir(const ct_trainer *t, int r, char *out, size_t size)
 {
-    if (r < 0)
-        snprintf(out, size, "%s/" TMP_PREFIX "%lld-shards", A_STR(output_dir),
-                 (long long)t->global_step);
-    else
-        snprintf(out, size, "%s/" TMP_PREFIX "%lld-shards/" CT__SHARD_FILE, A_STR(output_dir),
-                 (long long)t->global_step, r, t->optim->shard_world);
+    snprintf(out, size, "%s/" TMP_PREFIX "%lld-shard-%d-of-%d", A_STR(output_dir),
+             (long long)t->global_step, r, t->optim->shard_world);
 }
 
 ct_status ct__checkpoint_stage_shard(ct_trainer *t)
 {
     char dir[4200];
-    ct__checkpoint_shard_path(t, -1, dir, sizeof dir);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return ct__error(CT_ERR_IO, "%s: cannot create the optimizer shards' folder: %s", dir,
-                         strerror(errno));
+    struct stat sb;
+    shard_stage_dir(t, t->rank, dir, sizeof dir);
+    /* Made here, now, or not at all: whatever has the name already (a
+     * symlink planted to send the shard elsewhere, a folder of unknown
+     * origin) is not written into. */
+    if (mkdir(dir, 0700) != 0) {
+        int e = errno;
+        if (e == EEXIST && lstat(dir, &sb) == 0)
+            return ct__error(CT_ERR_IO, "%s: the optimizer shard's staging folder exists "
+                             "already (%s, not made by this save): refusing to write there",
+                             dir, S_ISLNK(sb.st_mode) ? "a symlink" : S_ISDIR(sb.st_mode)
+                                                                          ? "a folder"
+                                                                          : "a file");
+        return ct__error(CT_ERR_IO, "%s: cannot create the optimizer shard's staging folder: "
+                         "%s", dir, strerror(e));
+    }
     return ct__optim_save_dir(t->optim, dir);
 }
 
@@ -417,16 +430,16 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size)
          * which they staged before (ct__checkpoint_stage_shard). */
         st = ct__optim_save_dir(t->optim, tmp);
         for (int r = 1; st == CT_OK && t->optim->dist && r < t->optim->shard_world; r++) {
-            char staged[4200];
-            ct__checkpoint_shard_path(t, r, staged, sizeof staged);
+            char stage[4200], staged[4300];
+            shard_stage_dir(t, r, stage, sizeof stage);
+            snprintf(staged, sizeof staged, "%s/" CT__SHARD_FILE, stage, r,
+                     t->optim->shard_world);
             snprintf(path, sizeof path, "%s/" CT__SHARD_FILE, tmp, r, t->optim->shard_world);
             if (rename(staged, path) != 0)
                 st = ct__error(CT_ERR_IO, "%s: cannot move rank %d's optimizer shard into the "
                                           "checkpoint: %s", staged, r, strerror(errno));
-        }
-        if (st == CT_OK && t->optim->dist) {
-            ct__checkpoint_shard_path(t, -1, path, sizeof path);
-            rmdir(path);
+            else
+                rmdir(stage);
         }
         test_pause();
         if (st == CT_OK) {
@@ -613,11 +626,40 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
         goto done;
     }
-    if (global_step < 0 || last_logged < 0 || last_logged > global_step || steps_counted < 0 ||
+    /* Every number is held to what it feeds and to the others: a value
+     * that does not add up is refused here by file and field, before it
+     * can wrap a counter or resume another run's position. */
+    if (global_step < 0 || global_step > CT__STEP_MAX) {
+        st = ct__error(CT_ERR_FORMAT, "%s: global_step %lld is out of range (0..%lld)", path,
+                       (long long)global_step, (long long)CT__STEP_MAX);
+        goto done;
+    }
+    if (!isfinite(epoch) || epoch < 0 || !isfinite(flos) || flos < 0) {
+        st = ct__error(CT_ERR_FORMAT, "%s: %s %g is not a finite number >= 0", path,
+                       !isfinite(epoch) || epoch < 0 ? "epoch" : "total_flos",
+                       !isfinite(epoch) || epoch < 0 ? epoch : flos);
+        goto done;
+    }
+    if (best_step > global_step) {
+        st = ct__error(CT_ERR_FORMAT, "%s: best_global_step %lld is after global_step %lld",
+                       path, (long long)best_step, (long long)global_step);
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/rng_state.json", dir);
+    if (last_logged < 0 || last_logged > global_step || steps_counted < 0 ||
         steps_counted > global_step) {
-        st = ct__error(CT_ERR_FORMAT, "%s: global_step %lld, last_logged_step %lld and "
-                       "steps_counted %lld do not fit together", dir, (long long)global_step,
-                       (long long)last_logged, (long long)steps_counted);
+        st = ct__error(CT_ERR_FORMAT, "%s: last_logged_step %lld and steps_counted %lld do not "
+                       "fit trainer_state.json's global_step %lld", path, (long long)last_logged,
+                       (long long)steps_counted, (long long)global_step);
+        goto done;
+    }
+    /* Each epoch ends with an optimizer step, and `epoch` runs from the
+     * epoch's index to the next. */
+    if (epoch_index < 0 || epoch_index > global_step ||
+        !(epoch >= (double)epoch_index && epoch <= (double)epoch_index + 1)) {
+        st = ct__error(CT_ERR_FORMAT, "%s: epoch_index %lld does not fit trainer_state.json's "
+                       "global_step %lld and epoch %g", path, (long long)epoch_index,
+                       (long long)global_step, epoch);
         goto done;
     }
     if ((st = ct__elastic_position(t, r, path, &batch_in_epoch)) != CT_OK)
@@ -631,7 +673,7 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     }
     /* Optimizer first: it checks the whole file before changing anything;
      * then the weights, checked before being copied too. */
-    if ((st = ct__optim_load_dir(t->optim, dir)) != CT_OK ||
+    if ((st = ct__optim_load_dir(t->optim, dir, global_step)) != CT_OK ||
         (st = ct__model_load_weights(t->model, dir, 0, 1)) != CT_OK)
         goto done;
     t->optim->total_steps = t->max_steps;

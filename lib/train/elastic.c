@@ -8,30 +8,54 @@
  * reduction order's rounding (dropout aside: its masks are drawn per rank). */
 #include "train/trainer.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/error.h"
 #include "core/json.h"
+#include "optim/optim.h"
 #include "train/args_internal.h"
 #include "train/dataset.h"
 
 #define A_INT(f) ct__args_int(t->args, CT_A_##f)
 #define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
 
-/* The split a checkpoint recorded; 0 when it has none (written before
- * elastic resume existed, or by another tool). */
+/* The split a checkpoint recorded. */
 typedef struct split {
     int64_t batch, accumulation, world;
 } split;
 
-static int read_split(const ct__json *r, split *s)
+/* The split of rng_state.json `r` (named `file`): 1 read; 0 none recorded
+ * (a checkpoint from before elastic resume, or of another tool); -1 one
+ * recorded that is out of range, with the error set, so that a resume
+ * never silently continues with another global batch. */
+static int read_split(const ct__json *r, const char *file, split *s)
 {
-    const ct__json *b = ct__json_get(r, "per_device_train_batch_size"),
-                   *a = ct__json_get(r, "gradient_accumulation_steps"),
-                   *w = ct__json_get(r, "world_size");
-    return b && a && w && ct__json_int64(b, &s->batch) && ct__json_int64(a, &s->accumulation) &&
-           ct__json_int64(w, &s->world) && s->batch > 0 && s->accumulation > 0 && s->world > 0 &&
-           s->batch <= (1 << 24) && s->accumulation <= (1 << 24) && s->world <= (1 << 24);
+    static const char *const keys[3] = {"per_device_train_batch_size",
+                                        "gradient_accumulation_steps", "world_size"};
+    const int64_t limits[3] = {INT32_MAX, INT32_MAX, CT__WORLD_MAX};
+    int64_t *fields[3] = {&s->batch, &s->accumulation, &s->world};
+    int i, present = 0;
+    for (i = 0; i < 3; i++)
+        present += ct__json_get(r, keys[i]) != NULL;
+    if (present == 0)
+        return 0;
+    for (i = 0; i < 3; i++) {
+        const ct__json *v = ct__json_get(r, keys[i]);
+        if (!v || !ct__json_int64(v, fields[i]) || *fields[i] < 1 || *fields[i] > limits[i]) {
+            ct__error(CT_ERR_FORMAT, "%s: %s is %s, not a whole number in 1..%lld", file,
+                      keys[i], v ? "out of range" : "missing", (long long)limits[i]);
+            return -1;
+        }
+    }
+    /* The global batch is a product of the three: it must fit an int too. */
+    if (s->batch * s->accumulation > INT32_MAX / s->world) {
+        ct__error(CT_ERR_FORMAT, "%s: a global batch of %lld x %lld x %lld ranks is out of "
+                  "range", file, (long long)s->batch, (long long)s->accumulation,
+                  (long long)s->world);
+        return -1;
+    }
+    return 1;
 }
 
 ct_status ct__elastic_keep_global_batch(ct_trainer *t)
@@ -42,17 +66,24 @@ ct_status ct__elastic_keep_global_batch(ct_trainer *t)
     int64_t b = A_INT(per_device_train_batch_size), ga = A_INT(gradient_accumulation_steps);
     int64_t global, share, nb, nga;
     ct_status st;
+    int found;
     /* No checkpoint, or an unreadable one: resuming itself says so later. */
     if (ct__checkpoint_resume_dir(t, dir, sizeof dir) != CT_OK)
         return CT_OK;
     snprintf(path, sizeof path, "%s/rng_state.json", dir);
     if (ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &doc) != CT_OK)
         return CT_OK;
-    if (!read_split(ct__json_root(doc), &was)) {
-        ct__json_free(doc);
+    found = read_split(ct__json_root(doc), path, &was);
+    ct__json_free(doc);
+    if (found < 0)
+        return ct__error_prefix(CT_ERR_FORMAT, "resume_from_checkpoint");
+    if (found == 0) {
+        if (t->rank == 0)
+            ct__log(CT_LOG_INFO, "elastic: %s records no split of its global batch; resuming "
+                                 "with this run's, %lld (%lld x %d ranks x %lld)", dir,
+                    (long long)(b * t->world * ga), (long long)b, t->world, (long long)ga);
         return CT_OK;
     }
-    ct__json_free(doc);
     global = was.batch * was.world * was.accumulation;
     if (b * t->world * ga == global) {
         if (was.world != t->world && t->rank == 0)
@@ -100,7 +131,10 @@ ct_status ct__elastic_position(const ct_trainer *t, const struct ct__json *r, co
 {
     split was;
     int64_t b = A_INT(per_device_train_batch_size), old_shard, old_batches, done;
-    if (!read_split(r, &was) || (was.batch == b && was.world == t->world))
+    int found = read_split(r, file, &was);
+    if (found < 0)
+        return CT_ERR_FORMAT;
+    if (!found || (was.batch == b && was.world == t->world))
         return CT_OK;
     /* The checkpoint's own plan: was its epoch finished? */
     old_shard = ((int64_t)t->train->n + was.world - 1) / was.world;

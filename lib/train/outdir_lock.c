@@ -1,10 +1,14 @@
-/* One run per output_dir: an advisory flock on output_dir/.lock, held for
- * the whole of ct_trainer_train, with the holder's pid written inside so a
- * refused run can say who has the folder. */
+/* One run per output_dir: an advisory flock on output_dir/.lock, with the
+ * holder's pid written inside so a refused run can say who has the folder.
+ * The trainer takes it for ct_trainer_train; a program that writes into
+ * output_dir before or after training (evaluation, predictions, a model
+ * card) takes it for its whole run with ct_output_lock_create, and the
+ * trainer then joins that lock instead of taking a second one. */
 #include "train/outdir_lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,41 @@
 #include "core/error.h"
 
 #define LOCK_NAME ".lock"
+
+struct ct_output_lock {
+    int fd;
+    dev_t dev; /* of the lock file: what a trainer's output_dir is matched by */
+    ino_t ino;
+    pid_t pid; /* its maker: a forked child inherits the registry, not the run */
+    struct ct_output_lock *next;
+};
+
+/* This process's ct_output_lock_create locks: the ones trainers join. */
+static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ct_output_lock *registry;
+
+ct_status ct__make_dirs(const char *dir, const char *what)
+{
+    char path[4096];
+    struct stat sb;
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path)
+        return ct__error(CT_ERR_INVALID_ARG, "%s '%s' is not a usable path", what, dir);
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return ct__error(CT_ERR_IO, "%s: cannot create %s: %s", what, path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return ct__error(CT_ERR_IO, "%s: cannot create %s: %s", what, path, strerror(errno));
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return ct__error(CT_ERR_IO, "%s: %s exists and is not a folder", what, path);
+    return CT_OK;
+}
 
 /* The pid the holder wrote, or 0 if it has not written it yet (it takes the
  * lock first, then writes) or the file holds something else. */
@@ -31,11 +70,27 @@ static long holder_pid(int fd)
     return end != text && (*end == '\n' || *end == '\0') && pid > 0 ? pid : 0;
 }
 
-ct_status ct__outdir_lock(const char *dir, int *fd_out)
+static ct_output_lock *registered(dev_t dev, ino_t ino)
+{
+    ct_output_lock *l;
+    for (l = registry; l != NULL; l = l->next)
+        if (l->dev == dev && l->ino == ino && l->pid == getpid())
+            return l;
+    return NULL;
+}
+
+/* Opens dir/.lock and, unless join_shared finds it held by a shared lock
+ * of this process, takes the flock. *out is NULL when joined. */
+static ct_status take(const char *dir, int join_shared, ct_output_lock **out)
 {
     char path[4200], text[32];
+    struct stat sb;
+    ct_output_lock *l;
+    ct_status st;
     int fd, len;
-    *fd_out = -1;
+    *out = NULL;
+    if ((st = ct__make_dirs(dir, "output_dir")) != CT_OK)
+        return st;
     snprintf(path, sizeof path, "%s/" LOCK_NAME, dir);
     /* O_NOFOLLOW: a symlink planted as .lock must not make us truncate the
      * file it points to. */
@@ -43,13 +98,19 @@ ct_status ct__outdir_lock(const char *dir, int *fd_out)
     if (fd < 0)
         return ct__error(CT_ERR_IO, "output_dir: cannot open the lock file %s: %s", path,
                          strerror(errno));
-    {
-        struct stat sb;
-        if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            close(fd);
-            return ct__error(CT_ERR_IO, "output_dir: the lock file %s is not a regular file",
-                             path);
-        }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ct__error(CT_ERR_IO, "output_dir: the lock file %s is not a regular file", path);
+    }
+    pthread_mutex_lock(&registry_mutex);
+    l = registered(sb.st_dev, sb.st_ino);
+    pthread_mutex_unlock(&registry_mutex);
+    if (l != NULL) {
+        close(fd);
+        if (join_shared)
+            return CT_OK;
+        return ct__error(CT_ERR_BUSY, "output_dir %s is in use by another run of this process "
+                                      "(pid %ld holds %s)", dir, (long)getpid(), path);
     }
     /* flock, not fcntl locks: fcntl locks belong to the process, so a second
      * trainer in the same process (or a library closing any fd of the file)
@@ -69,7 +130,7 @@ ct_status ct__outdir_lock(const char *dir, int *fd_out)
             return ct__error(CT_ERR_BUSY, "output_dir %s is in use by another run (a process "
                                           "that is just starting holds %s)", dir, path);
         }
-        /* Some network filesystems have no locks: train unprotected rather
+        /* Some network filesystems have no locks: run unprotected rather
          * than not at all, and say so. */
         ct__log(CT_LOG_WARNING, "output_dir: cannot lock %s (%s): nothing stops another run "
                                 "from using %s at the same time", path, strerror(err), dir);
@@ -82,14 +143,63 @@ ct_status ct__outdir_lock(const char *dir, int *fd_out)
         return ct__error(CT_ERR_IO, "output_dir: cannot write the lock file %s: %s", path,
                          strerror(err));
     }
-    *fd_out = fd;
+    if ((l = calloc(1, sizeof *l)) == NULL) {
+        close(fd);
+        return ct__error(CT_ERR_NOMEM, "output_dir: out of memory");
+    }
+    l->fd = fd;
+    l->dev = sb.st_dev;
+    l->ino = sb.st_ino;
+    l->pid = getpid();
+    *out = l;
     return CT_OK;
 }
 
-void ct__outdir_unlock(int fd)
+ct_status ct__outdir_lock(const char *dir, ct_output_lock **lock)
+{
+    return take(dir, 1, lock);
+}
+
+void ct__outdir_unlock(ct_output_lock *lock)
 {
     /* The file stays: unlinking it would let a run that opened it just
      * before lock a file no one else can see any more. */
-    if (fd >= 0)
-        close(fd);
+    if (lock == NULL)
+        return;
+    close(lock->fd);
+    free(lock);
+}
+
+ct_status ct_output_lock_create(const char *output_dir, ct_output_lock **out)
+{
+    ct_output_lock *l;
+    ct_status st;
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    CT__CHECK_ARG(output_dir);
+    /* Two creators racing for one folder: the second's flock fails, as a
+     * second process's would, so the registry only ever holds one. */
+    if ((st = take(output_dir, 0, &l)) != CT_OK)
+        return st;
+    pthread_mutex_lock(&registry_mutex);
+    l->next = registry;
+    registry = l;
+    pthread_mutex_unlock(&registry_mutex);
+    *out = l;
+    return CT_OK;
+}
+
+void ct_output_lock_free(ct_output_lock *lock)
+{
+    ct_output_lock **p;
+    if (lock == NULL)
+        return;
+    pthread_mutex_lock(&registry_mutex);
+    for (p = &registry; *p != NULL; p = &(*p)->next)
+        if (*p == lock) {
+            *p = lock->next;
+            break;
+        }
+    pthread_mutex_unlock(&registry_mutex);
+    ct__outdir_unlock(lock);
 }

@@ -632,31 +632,6 @@ static ct_status plan(ct_trainer *t)
     return CT_OK;
 }
 
-static ct_status make_output_dir(const char *dir)
-{
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path)
-        return ct__error(CT_ERR_INVALID_ARG, "output_dir '%s' is not a usable path", dir);
-    memcpy(path, dir, n + 1);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return ct__error(CT_ERR_IO, "output_dir: cannot create %s: %s", path, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return ct__error(CT_ERR_IO, "output_dir: cannot create %s: %s", path, strerror(errno));
-    {
-        struct stat sb;
-        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return ct__error(CT_ERR_IO, "output_dir: %s exists and is not a folder", path);
-    }
-    return CT_OK;
-}
-
 static CT__MUST_USE ct_status write_text(const char *dir, const char *name, const char *text)
 {
     char path[4096];
@@ -917,7 +892,7 @@ ct_status ct_trainer_train(ct_trainer *t)
 static ct_status train_checked(ct_trainer *t)
 {
     ct_status st;
-    int lock = -1;
+    ct_output_lock *lock = NULL;
 
     if (!t->train)
         return ct__error(CT_ERR_STATE, "ct_trainer_train: no training dataset "
@@ -938,8 +913,7 @@ static ct_status train_checked(ct_trainer *t)
         return st;
     /* Nothing in output_dir is deleted or written before the lock is ours:
      * a second run must not remove the first's checkpoint in progress. */
-    if (writes_files(t) && (st = make_output_dir(A_STR(output_dir))) == CT_OK &&
-        (st = ct__outdir_lock(A_STR(output_dir), &lock)) == CT_OK)
+    if (writes_files(t) && (st = ct__outdir_lock(A_STR(output_dir), &lock)) == CT_OK)
         st = ct__checkpoint_prepare_output_dir(t);
     /* With several ranks, the others learn of a refusal now, instead of
      * waiting for the refused rank until ddp_timeout. */

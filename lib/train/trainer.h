@@ -76,11 +76,12 @@ ct_status ct__checkpoint_save(ct_trainer *t, char *path_out, size_t path_size) C
 /* Resolve resume_from_checkpoint (a path, or true for the newest complete
  * checkpoint of output_dir) and load model, optimizer and trainer state. */
 ct_status ct__checkpoint_resume(ct_trainer *t);
-/* optim_shard: a rank other than 0 writes its optimizer shard where rank
- * 0's ct__checkpoint_save, called after every rank staged its shard, moves
- * it into the checkpoint folder (r -1: the staging folder). */
+/* optim_shard: a rank other than 0 writes its optimizer shard into a
+ * staging folder of its own, which it makes (no existing path of that name
+ * is used: a planted symlink is never written through); rank 0's
+ * ct__checkpoint_save, called after every rank staged its shard, moves the
+ * shards into the checkpoint folder and removes the staging folders. */
 ct_status ct__checkpoint_stage_shard(ct_trainer *t) CT__MUST_USE;
-void ct__checkpoint_shard_path(const ct_trainer *t, int r, char *out, size_t size);
 /* The checkpoint resume_from_checkpoint names ("true": the newest complete
  * one of output_dir) into dir. */
 ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size);

@@ -765,6 +765,32 @@ static void test_tokenizer() {
 }
 
 // model::load(dir) takes the head config.json names; a task given still rules.
+static void test_output_lock() {
+    std::string top = temp_dir(), dir = top + "/held";
+    {
+        cputrain::output_lock lock(dir);
+        CHECK(lock.held());
+        EXPECT_ERROR(cputrain::output_lock again(dir), CT_ERR_BUSY, "in use by another run");
+        // a trainer of this process joins it
+        cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 1);
+        cputrain::training_args args = train_args(dir);
+        args.set_string("eval_strategy", "no");
+        cputrain::dataset train = qa_dataset(8);
+        cputrain::trainer t(m, args);
+        t.set_train_dataset(train);
+        t.train();
+        cputrain::output_lock moved(std::move(lock));
+        CHECK(!lock.held() && moved.held());
+        moved.release();
+        CHECK(!moved.held());
+        cputrain::output_lock free_again(dir);
+    }
+    {
+        cputrain::output_lock after(dir);
+    }
+    remove_tree(top);
+}
+
 static void test_model_load_head() {
     std::string dir = temp_dir();
     CHECK(!dir.empty());
@@ -810,6 +836,7 @@ int main() {
     test_trainer();
     test_tokenizer();
     test_model_load_head();
+    test_output_lock();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -176,6 +176,40 @@ else
     tail -n 3 "$dir/missing.rank0.log"
 fi
 
+# A staging folder is made by the rank that writes into it, never taken
+# over: symlinks (and a file) planted under the temporary names before the
+# run are removed at its start, not followed; one planted while the run
+# goes (here during the save of checkpoint-5, for checkpoint-10's shard)
+# fails that save, naming it, and nothing is written where it points.
+mkdir -p "$dir/planted" "$dir/elsewhere"
+ln -s "$dir/elsewhere" "$dir/planted/tmp-checkpoint-5-shards"
+ln -s "$dir/elsewhere" "$dir/planted/tmp-checkpoint-5-shard-1-of-2"
+echo x > "$dir/planted/tmp-checkpoint-3-stale"
+check "symlinks planted as staging folders before the run are removed, not followed" \
+    eval 'ranks shm 2 planted --per_device_train_batch_size 6 $save &&
+          [ -f $dir/planted/checkpoint-5/optimizer-shard-1-of-2.safetensors ] &&
+          [ -z "$(ls -A $dir/elsewhere)" ] && ! ls -d $dir/planted/tmp-* 2> /dev/null'
+mkdir -p "$dir/planted-late"
+CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS=1000 ranks shm 2 planted-late --per_device_train_batch_size 6 \
+    $save > /dev/null 2>&1 &
+late=$!
+n=0
+until ls -d "$dir"/planted-late/tmp-checkpoint-5-* > /dev/null 2>&1 || [ "$n" -ge 600 ]; do
+    sleep 0.05
+    n=$((n + 1))
+done
+ln -s "$dir/elsewhere" "$dir/planted-late/tmp-checkpoint-10-shard-1-of-2"
+if wait "$late"; then
+    bad "a staging folder planted during the run is refused"
+elif grep -q "tmp-checkpoint-10-shard-1-of-2: the optimizer shard's staging folder exists already (a symlink" \
+        "$dir/planted-late.rank1.log" && [ -z "$(ls -A "$dir/elsewhere")" ] &&
+        [ ! -e "$dir/planted-late/checkpoint-10" ]; then
+    ok "a staging folder planted during the run is refused, naming it, nothing written through"
+else
+    bad "a staging folder planted during the run is refused (message, or written through)"
+    tail -n 3 "$dir/planted-late.rank1.log"; ls -la "$dir/elsewhere"
+fi
+
 # DistilBERT with sinusoidal positions (a frozen tensor, which no shard
 # updates) sharded = 1 rank.
 cat > "$dir/data/config_distil.json" <<'JSON'

@@ -471,6 +471,28 @@ class RunQATest(unittest.TestCase):
         with open(os.path.join(out, "trainer_state.json")) as f:
             self.assertEqual(json.load(f)["global_step"], 3)
 
+    def test_eval_and_predict_alone_refused_on_a_held_output_dir(self):
+        """While another run holds output_dir (here this process, through
+        the Python lock API), a run that only evaluates or predicts is
+        refused before it writes a file, naming the holder's pid."""
+        out = os.path.join(self.tmp, "held")
+        common = ["--config_name", os.path.join(self.data, "config.json"), "--tokenizer_name",
+                  self.data, "--max_seq_length", "96", "--doc_stride", "32", "--use_cpu",
+                  "--disable_tqdm", "--max_eval_samples", "4", "--max_predict_samples", "4",
+                  "--overwrite_output_dir", "--output_dir", out]
+        validation = os.path.join(self.data, "validation.json")
+        with cputrain.OutputLock(out):
+            for flags in (["--do_eval", "--validation_file", validation],
+                          ["--do_predict", "--test_file", validation]):
+                p = self.run_qa(flags + common)
+                self.assertEqual(p.returncode, 1, p.stdout)
+                self.assertIn("output_dir: CT_ERR_BUSY: output_dir %s is in use by another run "
+                              "(pid %d" % (out, os.getpid()), p.stdout)
+            self.assertEqual(sorted(os.listdir(out)), [".lock"])
+        p = self.run_qa(["--do_eval", "--validation_file", validation] + common)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertTrue(os.path.exists(os.path.join(out, "eval_results.json")))
+
     def test_run_that_cannot_learn_exits_non_zero(self):
         out = os.path.join(self.tmp, "nan-run")
         p = self.small_run(out, "--max_steps", "4", "--learning_rate", "1e308",

@@ -312,6 +312,35 @@ class TrainerRunTest(TempDirTest):
             self.assertIn(cls.__name__, cputrain.__all__)
 
 
+class OutputLockTest(TempDirTest):
+
+    def test_holds_output_dir_for_a_whole_run(self):
+        out = os.path.join(self.dir, "a", "b")
+        with cputrain.OutputLock(out) as lock:
+            self.assertEqual(lock.output_dir, out)
+            self.assertTrue(os.path.isfile(os.path.join(out, ".lock")))
+            # a second lock of this process, and another process, are refused
+            with self.assertRaises(CputrainError) as cm:
+                cputrain.OutputLock(out)
+            self.assertEqual(cm.exception.status, Status.ERR_BUSY)
+            self.assertIn("pid %d" % os.getpid(), cm.exception.message)
+            code = ("import cputrain, sys\n"
+                    "try:\n    cputrain.OutputLock(sys.argv[1])\n"
+                    "except cputrain.CputrainError as e:\n    print(e.status_name, e.message)\n")
+            p = subprocess.run([sys.executable, "-c", code, out], stdout=subprocess.PIPE,
+                               universal_newlines=True, timeout=60)
+            self.assertIn("ERR_BUSY", p.stdout)
+            self.assertIn("(pid %d holds" % os.getpid(), p.stdout)
+            # a Trainer of this process joins the lock and writes
+            with Model.create("bert-test") as model, self.args(output_dir=out) as args, \
+                    Trainer(model, args, train_dataset=qa_dataset()) as trainer:
+                trainer.train()
+            self.assertTrue(os.path.isfile(os.path.join(out, "trainer_state.json")))
+        # released: the folder is free again
+        cputrain.OutputLock(out).close()
+        self.assertIn("OutputLock", cputrain.__all__)
+
+
 class StoppingTest(TempDirTest):
 
     def run_until(self, progress=None, evaluate=None, **kw):

@@ -441,9 +441,9 @@ check "  ... deleting the old checkpoints" [ -d "$dir/used/checkpoint-1" ] && \
     [ ! -e "$dir/used/checkpoint-2" ] && [ ! -e "$dir/used/checkpoint-3" ]
 
 # Two runs on one output_dir: the second is refused naming the first's pid,
-# the first's checkpoint in progress survives. (The first reports to none:
-# its runs/ folder would make run_qa.py's not-empty rule refuse the second
-# before it reaches the lock.)
+# the first's checkpoint in progress survives; so is a run that only
+# evaluates or predicts, before it writes a file. (The first reports to
+# none, so that nothing but the lock can refuse the second.)
 # shellcheck disable=SC2086
 CPUTRAIN_TEST_CHECKPOINT_PAUSE_MS=1000 "$qa" $train_args $common --max_steps 2 \
     --save_strategy steps --save_steps 1 --report_to none --output_dir "$dir/shared" \
@@ -462,6 +462,25 @@ check "  ... with CT_ERR_BUSY naming the first's pid" contains "$dir/second.txt"
     "CT_ERR_BUSY: output_dir $dir/shared is in use by another run (pid $first"
 check "  ... leaving the first's checkpoint in progress alone" \
     sh -c "ls -d '$dir'/shared/tmp-checkpoint-* > /dev/null 2>&1"
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/trained" --tokenizer_name "$dir/tok" --do_eval \
+    --validation_file "$dir/squad/validation.json" $common --overwrite_output_dir \
+    --output_dir "$dir/shared" > "$dir/second_eval.txt" 2>&1
+rc=$?
+check "an evaluation alone on a busy output_dir fails" [ "$rc" -ne 0 ]
+check "  ... with CT_ERR_BUSY naming the first's pid" contains "$dir/second_eval.txt" \
+    "CT_ERR_BUSY: output_dir $dir/shared is in use by another run (pid $first"
+check "  ... writing no results there" [ ! -e "$dir/shared/eval_results.json" ] && \
+    [ ! -e "$dir/shared/eval_predictions.json" ]
+# shellcheck disable=SC2086
+"$qa" --model_name_or_path "$dir/trained" --tokenizer_name "$dir/tok" --do_predict \
+    --test_file "$dir/squad/validation.json" $common --output_dir "$dir/shared" \
+    > "$dir/second_predict.txt" 2>&1
+rc=$?
+check "a prediction alone on a busy output_dir fails" [ "$rc" -ne 0 ]
+check "  ... with CT_ERR_BUSY naming the first's pid" contains "$dir/second_predict.txt" \
+    "CT_ERR_BUSY: output_dir $dir/shared is in use by another run (pid $first"
+check "  ... writing no predictions there" [ ! -e "$dir/shared/predict_predictions.json" ]
 kill -9 "$first" 2> /dev/null
 wait "$first" 2> /dev/null
 # shellcheck disable=SC2086

@@ -26,6 +26,7 @@ from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._placement import Placement
 from ._dist import Dist
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
+from ._output_lock import OutputLock
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
@@ -48,5 +49,5 @@ __all__ = [
     "get_log_level", "kernel_isa", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
-    "Placement", "Dist",
+    "Placement", "Dist", "OutputLock",
 ]

@@ -179,6 +179,8 @@ PROTOTYPES = {
     "ct_trainer_report_metric": (_status, [Handle, _str, _f64]),
     "ct_trainer_evaluate_loss": (_status, [Handle, Handle, _ptr(_f64)]),
     "ct_trainer_predict": (_status, [Handle, Handle, _ptr(_f32), _size, _ptr(_int), _ptr(_i64)]),
+    "ct_output_lock_create": (_status, [_str, _ptr(Handle)]),
+    "ct_output_lock_free": (None, [Handle]),
     "ct_trainer_global_step": (_i64, [Handle]),
     "ct_trainer_max_steps": (_i64, [Handle]),
     "ct_trainer_train_loss": (_f64, [Handle]),

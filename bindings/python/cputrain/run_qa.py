@@ -14,6 +14,7 @@ Started by mpirun, torchrun or a PyTorchJob, each process is one rank of a
 data-parallel job (--ddp_backend, --ddp_timeout), as tools/cputrain-qa."""
 
 import argparse
+import array
 import os
 import signal
 import sys
@@ -21,7 +22,7 @@ import threading
 import time
 
 from . import (__version__, LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
-               Dist, LogLevel, Model, Precision,
+               Dist, LogLevel, Model, OutputLock, Precision,
                Placement, QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer,
                TrainingArgs, set_log_callback, set_log_level)
 
@@ -275,7 +276,6 @@ def predict(run, output_dir, rank):
     scores = run.evaluate(score=answered)
     if rank != 0:
         return
-    os.makedirs(output_dir, exist_ok=True)
     run.preds.save(output_dir, "predict")
     print("prediction: %d examples, %d features: %s" % (
         n, len(run.features), os.path.join(output_dir, "predict_predictions.json")))
@@ -388,6 +388,30 @@ V1_METRICS = ("exact_match", "f1")
 V2_METRICS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total", "NoAns_exact",
               "NoAns_f1", "NoAns_total", "best_exact", "best_exact_thresh", "best_f1",
               "best_f1_thresh")
+
+
+def hold_output_dir(args, dist, output_dir):
+    """The OutputLock on output_dir, taken by the ranks that write there
+    (rank 0, with save_on_each_node the first of each machine; None on the
+    others). Every rank learns whether all got it, so that none waits for a
+    rank that gave up: the refused rank raises, the others return False."""
+    writes = dist.rank == 0 or (args.save_on_each_node and dist.local_rank == 0)
+    lock, error = None, None
+    if writes:
+        try:
+            lock = OutputLock(output_dir)
+        except CputrainError as e:
+            error = e
+    refused = array.array("f", [1.0 if error else 0.0])
+    if dist.world_size > 1:
+        dist.allreduce(refused)
+    if error:
+        raise error
+    if refused[0]:
+        print("%s: rank %d: stopping: a writing rank could not hold output_dir %s"
+              % (PROG, dist.rank, output_dir), file=sys.stderr)
+        return False
+    return lock
 
 
 def check_best_metric(args, v2):
@@ -519,8 +543,7 @@ def _main(argv):
         print("%s: --output_dir is required" % PROG, file=sys.stderr)
         return 2
     if do_train:
-        refused = check_best_metric(args, o.version_2_with_negative) or \
-            check_output_dir(args, output_dir)
+        refused = check_best_metric(args, o.version_2_with_negative)
         if refused:
             print("%s: %s" % (PROG, refused), file=sys.stderr)
             return 2
@@ -533,6 +556,7 @@ def _main(argv):
     max_predict = -1 if o.max_predict_samples is None else o.max_predict_samples
 
     what = "distributed setup"
+    lock = None
     try:
         # Which process of the job this is; only rank 0 reports and writes.
         options = {"timeout": args.ddp_timeout}
@@ -541,6 +565,17 @@ def _main(argv):
         dist = Dist(**options)
         rank = dist.rank
         apply_log_levels(args, dist)
+        # output_dir is this run's from before its first file to after its
+        # last, and its rule for what is already there is read under the lock.
+        what = "output_dir"
+        lock = hold_output_dir(args, dist, output_dir)
+        if lock is False:
+            return 1
+        if do_train:
+            refused = check_output_dir(args, output_dir)
+            if refused:
+                print("%s: %s" % (PROG, refused), file=sys.stderr)
+                return 2
         what = "model"
         # Model: pre-trained weights from a folder, else a fresh one.
         from_folder = bool(o.model_name_or_path) and os.path.isfile(
@@ -622,7 +657,6 @@ def _main(argv):
                 for name, value in scores.items():
                     print("  %-24s = %g" % (name, value))
                 what = "writing results"
-                os.makedirs(output_dir, exist_ok=True)
                 scores.save_metrics(output_dir, "eval")
                 run.preds.save(output_dir, "eval")
         else:
@@ -639,6 +673,9 @@ def _main(argv):
     except CputrainError as e:
         print("%s: %s: %s: %s" % (PROG, what, e.status_name, e.message), file=sys.stderr)
         return 1
+    finally:
+        if lock:
+            lock.close()
     return 0
 
 
