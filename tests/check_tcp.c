@@ -234,7 +234,7 @@ static void bind_log(ct_log_level level, const char *message, void *user)
 {
     (void)level, (void)user;
     if (strstr(message, "rank 0 listens on port") && strstr(message, "all this host's addresses") &&
-        strstr(message, "MASTER_ADDR 192.0.2.1 is not one of them"))
+        strstr(message, "MASTER_ADDR 192.0.2.1 resolves to none of them"))
         out_area->code[0] = 1;
 }
 
@@ -271,6 +271,22 @@ START_TEST(master_addr_not_local)
 {
     check_ranks_clean(3, tcp_group(3, foreign_master_rank, NULL));
     ck_assert_msg(out_area->code[0] == 1, "rank 0 did not log its wildcard bind and why");
+}
+END_TEST
+
+/* A MASTER_ADDR that resolves nowhere: rank 0 refuses it within seconds,
+ * naming it, instead of listening everywhere until the job's timeout. */
+START_TEST(master_addr_unresolvable)
+{
+    ct__tcp *tcp = NULL;
+    double t0 = now_s(), spent;
+    ck_assert_int_eq(ct__tcp_open("xx..invalid", 29999, 0, 2, 600.0, NULL, NULL, &tcp),
+                     CT_ERR_DIST);
+    spent = now_s() - t0;
+    ck_assert_msg(strstr(ct_last_error(), "MASTER_ADDR 'xx..invalid' does not resolve"),
+                  "%s", ct_last_error());
+    ck_assert_msg(spent < 15.0, "refused after %.1f s", spent);
+    printf("tcp: unresolvable MASTER_ADDR, after %.1f s: %s\n", spent, ct_last_error());
 }
 END_TEST
 
@@ -475,6 +491,7 @@ Suite *tcp_suite(void)
     tcase_add_test(tc, rank_never_joins);
     tcase_add_test(tc, master_never_joins);
     tcase_add_test(tc, master_addr_not_local);
+    tcase_add_test(tc, master_addr_unresolvable);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tcp_attack_tcase());
     return s;

@@ -538,6 +538,37 @@ START_TEST(tampered_checkpoint_values_are_refused)
 }
 END_TEST
 
+/* adam_epsilon 0 turns the weights of untouched rows into NaN (0 / 0)
+ * while only half the steps are skipped: the run fails, naming the first
+ * tensor, and neither a checkpoint nor the model is written; a good model
+ * already in output_dir stays as it was. */
+START_TEST(non_finite_weights_fail_the_run)
+{
+    const char *nan_run[] = {"--adam_epsilon", "0", "--overwrite_output_dir"};
+    /* one step, not skipped: only the weights tell */
+    const char *nan_no_ckpt[] = {"--adam_epsilon", "0", "--overwrite_output_dir",
+                                 "--save_strategy", "no", "--max_steps", "1"};
+    char *before, *after;
+    size_t n, len_before, len_after;
+    free(train_params(scratch_at("finite"), NULL, 0, CT_OK, &n));
+    before = slurp(scratch_at("finite/model.safetensors"), &len_before);
+    free(train_params(scratch_at("finite"), nan_run, 3, CT_ERR_NUMERIC, &n));
+    ck_assert_msg(strstr(ct_last_error(), "weights are not finite") &&
+                      strstr(ct_last_error(), "its checkpoint was not saved"),
+                  "%s", ct_last_error());
+    ck_assert(!path_exists(scratch_at("finite/checkpoint-2")));
+    free(train_params(scratch_at("finite"), nan_no_ckpt, 7, CT_ERR_NUMERIC, &n));
+    ck_assert_msg(strstr(ct_last_error(), "weights are not finite") &&
+                      strstr(ct_last_error(), "the model was not saved") &&
+                      strstr(ct_last_error(), "bert."),
+                  "%s", ct_last_error());
+    after = slurp(scratch_at("finite/model.safetensors"), &len_after);
+    ck_assert(len_before == len_after && memcmp(before, after, len_after) == 0);
+    free(before);
+    free(after);
+}
+END_TEST
+
 START_TEST(save_total_limit_keeps_the_newest)
 {
     const char *extra[] = {"--save_steps", "1", "--save_total_limit", "2"};
@@ -783,10 +814,13 @@ START_TEST(a_run_that_cannot_learn_fails)
 {
     ct_model *m = model_without_dropout(), *loaded;
     ct_dataset *d = make_dataset(-1);
-    ct_args *a = make_args(scratch_at("nanw"), NULL, 0);
+    const char *no_save[] = {"--save_strategy", "no"};
+    ct_args *a = make_args(scratch_at("nanw"), no_save, 2);
     ct_trainer *t;
     size_t n;
-    /* NaN weights: every step skipped; saved and loaded, they are named. */
+    /* NaN weights: every step skipped; saved and loaded, they are named.
+     * (No checkpoints: the first would fail on the weights, see
+     * non_finite_weights_fail_the_run.) */
     for (size_t i = 0; i < ct_model_tensor_count(m); i++)
         if (!strcmp(ct_model_tensor_name(m, i), "bert.embeddings.word_embeddings.weight"))
             for (size_t j = 0; j < ct_model_tensor_numel(m, i); j++)
@@ -810,8 +844,9 @@ START_TEST(a_run_that_cannot_learn_fails)
     ct_model_free(m);
     /* An absurd learning rate: the first step ruins the weights. */
     {
-        const char *huge[] = {"--learning_rate", "1e308", "--warmup_steps", "0"};
-        free(train_params(scratch_at("hugelr"), huge, 4, CT_ERR_NUMERIC, &n));
+        const char *huge[] = {"--learning_rate", "1e308", "--warmup_steps", "0",
+                              "--save_strategy", "no"};
+        free(train_params(scratch_at("hugelr"), huge, 6, CT_ERR_NUMERIC, &n));
         ck_assert_msg(strstr(ct_last_error(), "did not learn"), "%s", ct_last_error());
     }
 }
@@ -989,6 +1024,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, two_trainers_of_one_process_exclude_each_other);
     tcase_add_test(tc, output_lock_for_a_whole_run);
     tcase_add_test(tc, tampered_checkpoint_values_are_refused);
+    tcase_add_test(tc, non_finite_weights_fail_the_run);
     tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);
     tcase_add_test(tc, a_run_that_cannot_learn_fails);
     tcase_add_test(tc, negative_seed_resumes);

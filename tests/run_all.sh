@@ -49,14 +49,14 @@ run "C unit suites (Check)" env ${locpath:+LOCPATH="$locpath"} "$B/tests/check_a
 # level that is not this machine's best (bf16 on fp32 GEMMs, the generic
 # oracle) is tested here too.
 lower_levels() {
-    for isa in avx512 generic; do
+    for isa in avx512 avx2 generic; do
         for suite in model packed attention ops train; do
             echo "CPUTRAIN_ISA=$isa $suite"
             CPUTRAIN_ISA=$isa CK_RUN_SUITE=$suite "$B/tests/check_all" || return 1
         done
     done
 }
-run "C model, kernel and trainer suites at the lower kernel levels (avx512, generic)" lower_levels
+run "C model, kernel and trainer suites at the lower kernel levels (avx512, avx2, generic)" lower_levels
 run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
     "$MAKE" --no-print-directory -s check-asan B="$B"
 # The libFuzzer harnesses of tests/fuzz/: built with clang (ASan, UBSan) in
@@ -92,6 +92,8 @@ run "cputrain-topo command line (synthetic 2-socket plan per rank, --apply read-
     env B="$B" sh tests/topo_cli/run.sh
 run "ct_dist API under mpirun -n 2, 3 and from RANK/WORLD_SIZE (shm, tcp)" \
     env B="$B" sh tests/dist/mpi.sh
+run "Ctrl-C under Open MPI's mpirun: with odls_base_sigkill_timeout a complete checkpoint, exact resume" \
+    env B="$B" PYTHON="$PYTHON" sh tests/dist/mpi_sigint.sh
 run "ct_dist API across two network namespaces (tcp, veth)" env B="$B" sh tests/dist/netns.sh
 run "multi-node row: 4 ranks on 2 namespace hosts (torchrun env, PyTorchJob pods, mpirun) = 1 x 8" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/multinode.sh

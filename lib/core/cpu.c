@@ -110,7 +110,7 @@ ct__isa ct__cpu_max_isa(const ct__cpu_features *f)
 {
     int avx512 = f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->fma;
     if (!avx512)
-        return CT__ISA_GENERIC;
+        return f->avx2 && f->fma ? CT__ISA_AVX2 : CT__ISA_GENERIC;
     if (!f->avx512_bf16)
         return CT__ISA_AVX512;
     if (!(f->amx_tile && f->amx_bf16 && f->amx_permitted))
@@ -122,6 +122,7 @@ const char *ct__isa_name(ct__isa isa)
 {
     switch (isa) {
     case CT__ISA_GENERIC: return "generic";
+    case CT__ISA_AVX2: return "avx2";
     case CT__ISA_AVX512: return "avx512";
     case CT__ISA_AVX512BF16: return "avx512bf16";
     case CT__ISA_AMX: return "amx";
@@ -147,7 +148,7 @@ ct__isa ct__isa_resolve(const char *request, ct__isa max, char *warn,
         return max;
     }
     snprintf(warn, warn_size,
-             "CPUTRAIN_ISA=%s is not one of generic, avx512, avx512bf16, amx; "
+             "CPUTRAIN_ISA=%s is not one of generic, avx2, avx512, avx512bf16, amx; "
              "using %s", request, ct__isa_name(max));
     return max;
 }

@@ -9,9 +9,10 @@
  * them: a machine that runs level L runs every level below it. */
 typedef enum ct__isa {
     CT__ISA_GENERIC = 0,    /* portable C, the correctness oracle */
-    CT__ISA_AVX512 = 1,     /* AVX-512 F/BW/VL/DQ + FMA (bf16 emulated via fp32) */
-    CT__ISA_AVX512BF16 = 2, /* + AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
-    CT__ISA_AMX = 3,        /* + AMX-TILE/AMX-BF16, usable by this process */
+    CT__ISA_AVX2 = 1,       /* AVX2 + FMA: OpenBLAS GEMMs (bf16 emulated via fp32) */
+    CT__ISA_AVX512 = 2,     /* AVX-512 F/BW/VL/DQ + FMA (bf16 emulated via fp32) */
+    CT__ISA_AVX512BF16 = 3, /* + AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
+    CT__ISA_AMX = 4,        /* + AMX-TILE/AMX-BF16, usable by this process */
     CT__ISA_COUNT
 } ct__isa;
 
@@ -50,7 +51,7 @@ ct__isa ct__isa_resolve(const char *request, ct__isa max, char *warn,
 ct__isa ct__cpu_isa(void);
 const char *ct__cpu_isa_warning(void);
 
-/* "generic", "avx512", "avx512bf16", "amx"; "unknown" otherwise. */
+/* "generic", "avx2", "avx512", "avx512bf16", "amx"; "unknown" otherwise. */
 const char *ct__isa_name(ct__isa isa);
 
 #endif

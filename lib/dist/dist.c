@@ -157,6 +157,8 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
     ct__log(CT_LOG_INFO, "dist: rank %d of %d (local %d of %d), backend %s, launcher %s, "
                          "timeout %g s", d->rank, d->world, d->local_rank, d->local_world,
             d->be->name, d->launcher, d->timeout_s);
+    if (d->rank == 0 && launched_by_open_mpi(d->launcher))
+        ct__launcher_note_kill_timeout();
     *out = d;
     return CT_OK;
 }

@@ -28,6 +28,10 @@ typedef struct ct__launch {
  * variables the process is alone on its machine (local rank 0 of 1), as a
  * Kubeflow PyTorchJob starts one per pod when torchrun is not used. */
 ct_status ct__launcher_detect(ct__launch *out);
+/* For a process started by Open MPI's mpirun: a warning when the ranks
+ * would be SIGKILLed too soon after a forwarded Ctrl-C / SIGTERM to save
+ * a checkpoint (odls_base_sigkill_timeout below 30 s). openmpi_kill.c. */
+void ct__launcher_note_kill_timeout(void);
 /* "torchrun", "pmi", "openmpi" or "none". */
 const char *ct__launcher_name(ct__launcher_kind kind);
 

@@ -569,11 +569,52 @@ static ct_status send_abort(ct__tcp *t, int fd, int peer, const char *text)
     return xfer1(t, "tcp open", fd, peer, 0, (void *)text, len, ct__now_s() + 0.5);
 }
 
+/* How long rank 0 waits for MASTER_ADDR to resolve: a Kubernetes Service's
+ * name can appear in DNS a few seconds after its pod starts. */
+#define MASTER_RESOLVE_S 10.0
+
+/* 0 once MASTER_ADDR resolves; -1 with the error set when it still does not
+ * after MASTER_RESOLVE_S (or `deadline`): the other ranks look for rank 0
+ * by that name, so a name that resolves nowhere is a job that cannot form,
+ * said at once rather than after ddp_timeout. */
+static int master_resolves(const char *addr, double deadline)
+{
+    double until = ct__now_s() + MASTER_RESOLVE_S;
+    int warned = 0;
+    if (until > deadline)
+        until = deadline;
+    for (;;) {
+        struct addrinfo hints, *res = NULL;
+        int rc;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        if ((rc = getaddrinfo(addr, NULL, &hints, &res)) == 0) {
+            freeaddrinfo(res);
+            return 0;
+        }
+        if (ct__now_s() >= until) {
+            ct__error(CT_ERR_DIST, "tcp open: MASTER_ADDR '%s' does not resolve (%s): no rank "
+                      "could reach rank 0 by it; give a name or address of rank 0's host",
+                      addr, gai_strerror(rc));
+            return -1;
+        }
+        if (!warned++)
+            ct__log(CT_LOG_WARNING, "tcp: MASTER_ADDR '%s' does not resolve (%s); trying for "
+                    "%.0f s more", addr, gai_strerror(rc), until - ct__now_s());
+        usleep(250000);
+    }
+}
+
 /* Rank 0 binds MASTER_ADDR when it is an address of this host; otherwise
  * (a NAT, a Kubernetes Service) all of them, as torchrun's store does. */
-static int master_listen(const char *addr, int port, int world, char *host, size_t hsize)
+static int master_listen(const char *addr, int port, int world, double deadline, char *host,
+                         size_t hsize)
 {
-    int dummy, lfd = listen_on("tcp open", addr, port, world + 128, &dummy, host, hsize);
+    int dummy, lfd;
+    if (master_resolves(addr, deadline) != 0)
+        return -1;
+    lfd = listen_on("tcp open", addr, port, world + 128, &dummy, host, hsize);
     if (lfd >= 0) {
         ct__log(CT_LOG_INFO, "tcp: rank 0 listens on %s port %d (MASTER_ADDR, an address "
                              "of this host)", host, port);
@@ -589,8 +630,8 @@ static int master_listen(const char *addr, int port, int world, char *host, size
         }
     }
     ct__log(CT_LOG_INFO, "tcp: rank 0 listens on port %d of all this host's addresses (%s): "
-                         "MASTER_ADDR %s is not one of them, so it must reach this host "
-                         "through a NAT or a Service", port, host, addr);
+                         "MASTER_ADDR %s resolves to none of them, so it must reach this "
+                         "host through a NAT or a Service", port, host, addr);
     return lfd;
 }
 
@@ -602,7 +643,7 @@ static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *a
     ct__tcp_hs *hs = NULL;
     ct__tcp_hs_event ev;
     ct_status st;
-    lfd = master_listen(addr, port, t->world, host, sizeof host);
+    lfd = master_listen(addr, port, t->world, deadline, host, sizeof host);
     if (lfd < 0)
         return CT_ERR_DIST;
     /* Our ring listener: same address, a port of the system's choosing. */

@@ -1,6 +1,7 @@
 /* GEMMs through OpenBLAS: the fp32 product (cblas_sgemm), and bf16 inputs
- * widened to fp32 first, for CPUs without bf16 dot products. OpenBLAS runs
- * its own threads (OPENBLAS_NUM_THREADS); `pool` only widens. */
+ * widened to fp32 first, for CPUs without bf16 dot products (the AVX2 and
+ * AVX-512 levels). OpenBLAS runs its own threads (OPENBLAS_NUM_THREADS) and
+ * picks its own kernels for the CPU; `pool` only widens. */
 #include <cblas.h>
 
 #include "core/error.h"
@@ -41,12 +42,9 @@ ct_status ct__gemm_f32_blas(float *C, const float *A, const float *B,
  * runs at every call, before OpenBLAS's own threads take over); weights are
  * widened once per step instead, by packb_blas. */
 
-#if defined(__x86_64__)
-/* The OpenBLAS level is only used on AVX-512 machines (dispatch.c). */
-#define WIDEN ct__bf16_to_f32_avx512
-#else
-#define WIDEN ct__bf16_to_f32_generic
-#endif
+/* Widening is exact at every level, so this process's own (the fastest the
+ * CPU has) serves the AVX2 and the AVX-512 tables alike. */
+#define WIDEN (ct__kernels_get()->bf16_to_f32)
 
 enum { WIDEN_TASK_ELEMS = 1 << 15, WIDEN_SERIAL_ELEMS = 1 << 15 };
 /* Largest widened group of batch items held at once (floats). */

@@ -47,10 +47,11 @@ static void build_tables(void)
     t->sum_squares = ct__sum_squares_generic;
 
 #if defined(__x86_64__)
-    t = &tables[CT__ISA_AVX512];
+    /* AVX2 + FMA: the products through OpenBLAS (its Haswell / Zen
+     * kernels), bf16 as fp32 products of bf16-rounded operands; the
+     * element-wise work stays generic. */
+    t = &tables[CT__ISA_AVX2];
     *t = tables[CT__ISA_GENERIC];
-    t->f32_to_bf16 = ct__f32_to_bf16_avx512;
-    t->bf16_to_f32 = ct__bf16_to_f32_avx512;
     t->gemm_bf16 = ct__gemm_bf16_blas;
     t->gemm_f32 = ct__gemm_f32_blas;
     t->packb_bytes = ct__packb_bytes_blas;
@@ -59,6 +60,11 @@ static void build_tables(void)
     t->packb_transposable = 1;
     t->mm_f32 = 1;
     t->gemm_f32_packed = ct__gemm_f32_packed_blas;
+
+    t = &tables[CT__ISA_AVX512];
+    *t = tables[CT__ISA_AVX2];
+    t->f32_to_bf16 = ct__f32_to_bf16_avx512;
+    t->bf16_to_f32 = ct__bf16_to_f32_avx512;
     t->layernorm_forward = ct__layernorm_forward_avx512;
     t->layernorm_backward_input = ct__layernorm_backward_input_avx512;
     t->layernorm_backward_params = ct__layernorm_backward_params_avx512;

@@ -431,13 +431,16 @@ static int optim_shard(const ct_trainer *t)
 
 static ct_status save_checkpoint_files(ct_trainer *t);
 static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what);
+static ct_status check_finite(const ct_trainer *t, const char *what);
 
 /* With a sharded optimizer, every rank writes its part: the others stage
  * theirs first, rank 0 moves them into its folder, and all learn the
  * outcome (a rank that could not write its shard fails every rank). */
 static ct_status save_checkpoint(ct_trainer *t)
 {
-    ct_status st;
+    ct_status st = check_finite(t, "its checkpoint was");
+    if (st != CT_OK)
+        return st;
     if (!t->optim->dist || A_BOOL(save_only_model))
         return save_checkpoint_files(t);
     st = t->rank == 0 ? CT_OK : ct__checkpoint_stage_shard(t);
@@ -749,8 +752,30 @@ static ct_status all_agree(ct_trainer *t, ct_status verdict, const char *what)
 }
 
 /* The writing ranks save; every rank learns whether they managed. */
+/* CT_ERR_NUMERIC naming the first tensor with a NaN or an infinity: a
+ * model that is not finite is never useful, so it is never saved (over a
+ * good one, or as a checkpoint to resume). Every rank holds the same
+ * weights, so every rank reaches the same verdict. */
+static ct_status check_finite(const ct_trainer *t, const char *what)
+{
+    const ct_model *m = t->model;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const float *p = m->params + m->tensors[i].offset;
+        for (size_t j = 0; j < m->tensors[i].numel; j++)
+            if (!isfinite(p[j]))
+                return ct__error(CT_ERR_NUMERIC, "after step %lld the weights are not finite "
+                                 "(%s[%zu] is %g): %s not saved to %s (a learning rate too "
+                                 "large, adam_epsilon 0?)", (long long)t->global_step,
+                                 m->tensors[i].name, j, (double)p[j], what, A_STR(output_dir));
+    }
+    return CT_OK;
+}
+
 static ct_status final_save_all(ct_trainer *t, double runtime)
 {
+    ct_status st = check_finite(t, "the model was");
+    if (st != CT_OK)
+        return st;
     return all_agree(t, writes_files(t) ? final_save(t, runtime) : CT_OK,
                      "save the model into output_dir");
 }

@@ -23,7 +23,7 @@ class VersionTest(unittest.TestCase):
         self.assertEqual(number // 10000, cputrain.API_MAJOR)
 
     def test_kernel_isa(self):
-        self.assertIn(cputrain.kernel_isa(), ("generic", "avx512", "avx512bf16", "amx"))
+        self.assertIn(cputrain.kernel_isa(), ("generic", "avx2", "avx512", "avx512bf16", "amx"))
         self.assertEqual(cputrain.kernel_isa(), _lib.lib.ct_kernel_isa().decode())
 
     def test_same_major_is_accepted(self):

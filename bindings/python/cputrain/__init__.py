@@ -36,7 +36,7 @@ __version__ = _c.ct_version_string().decode()
 
 
 def kernel_isa():
-    """The kernel level this process runs: "generic", "avx512", "avx512bf16"
+    """The kernel level this process runs: "generic", "avx2", "avx512", "avx512bf16"
     or "amx" (the best the CPU supports, or CPUTRAIN_ISA's supported choice)."""
     return _c.ct_kernel_isa().decode()
 

@@ -64,7 +64,8 @@ void ct__layernorm_backward_params_generic(float *dw, float *db, const float *do
 void ct__gelu_forward_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * (float)M_SQRT1_2));
+        /* 1 + erf(z) as erfc(-z): no cancellation where x is negative */
+        out[i] = 0.5f * inp[i] * erfcf(-inp[i] * (float)M_SQRT1_2);
 }
 
 void ct__gelu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n)
@@ -72,7 +73,7 @@ void ct__gelu_backward_generic(float *dinp, const float *dout, const float *inp,
     const float inv_sqrt_2pi = 0.3989422804014327f;
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+        float cdf = 0.5f * erfcf(-x * (float)M_SQRT1_2);
         float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
         dinp[i] = dout[i] * (cdf + x * pdf);
     }
@@ -85,7 +86,8 @@ void ct__gelu_tanh_forward_generic(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_C * x * x * x)));
+        /* 0.5 (1 + tanh u) as 1 / (1 + e^(-2u)): no cancellation for u < 0 */
+        out[i] = x / (1.0f + expf(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
     }
 }
 
