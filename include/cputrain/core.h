@@ -75,8 +75,8 @@ CT_API const char *ct_last_error(void);
 CT_API unsigned ct_version_number(void);
 CT_API const char *ct_version_string(void);
 
-/* The kernel level this process runs: "generic", "avx512", "avx512bf16" or
- * "amx" — the best the CPU and OS support, or what CPUTRAIN_ISA asked for
+/* The kernel level this process runs: "generic", "avx2", "avx512",
+ * "avx512bf16" or "amx" — the best the CPU and OS support, or what CPUTRAIN_ISA asked for
  * when that is supported. Never NULL. */
 CT_API const char *ct_kernel_isa(void);
 
