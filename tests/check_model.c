@@ -473,6 +473,80 @@ END_TEST
  * bytes of alignment per tensor), the bf16 copy half that, AdamW's two
  * moments twice the parameters, activations 0 before the first pass and
  * grown by a larger batch, kernel scratch held after a pass. */
+/* The profile: off by default (nothing counted); on, a bf16 step with
+ * AdamW lands in the families it runs, GEMM FLOPs exactly as the shapes
+ * give them; reset empties it; the peak is a positive rate. */
+START_TEST(profile_of_a_step)
+{
+    ct_model *m;
+    ct_batch *b;
+    ct_optim *o;
+    ct_args *a;
+    float loss;
+    double sec, flops, bytes, gflops = 0, gbs = 0, want;
+    int64_t calls, C, L, FF;
+    size_t i, n = ct_profile_count();
+    ck_assert_uint_ge(n, 10);
+    ck_assert_ptr_null(ct_profile_name(n));
+    ASSERT_ERROR_HAS(ct_profile_get(n, &sec, NULL, NULL, NULL), CT_ERR_INVALID_ARG, "family");
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    OK(ct_model_set_precision(m, CT_PRECISION_BF16));
+    OK(ct_args_create(&a));
+    OK(ct_optim_create(m, a, &o));
+    OK(ct_optim_set_total_steps(o, 4));
+    b = make_batch(m);
+    ct_profile_reset();
+    OK(ct_model_forward_backward(m, b, 1.0f, &loss));
+    for (i = 0; i < n; i++) {
+        OK(ct_profile_get(i, &sec, &calls, NULL, NULL));
+        ck_assert_msg(calls == 0 && sec == 0, "%s counted while off", ct_profile_name(i));
+    }
+    ct_profile_set_enabled(1);
+    OK(ct_model_forward_backward(m, b, 1.0f, &loss));
+    OK(ct_optim_step(o, NULL));
+    OK(ct_model_forward_backward(m, b, 1.0f, &loss)); /* repacks the weights */
+    ct_profile_set_enabled(0);
+    for (i = 0; i < n; i++) {
+        const char *name = ct_profile_name(i);
+        OK(ct_profile_get(i, &sec, &calls, &flops, &bytes));
+        if (!strcmp(name, "allreduce_wait"))
+            ck_assert_int_eq(calls, 0); /* one process */
+        else
+            ck_assert_msg(calls > 0 && sec > 0, "%s: %lld calls, %g s", name,
+                          (long long)calls, sec);
+    }
+    /* forward Linears of two passes: 2 N (4 C^2 + 2 C FF) per layer, the QA head */
+    OK(ct_model_config_int(m, "hidden_size", &C));
+    OK(ct_model_config_int(m, "num_hidden_layers", &L));
+    OK(ct_model_config_int(m, "intermediate_size", &FF));
+    {
+        double tokens = 0;
+        int32_t mask_sum = 0;
+        for (int r = 0; r < B; r++)
+            mask_sum += T - 2 * r; /* make_batch's mask */
+        tokens = mask_sum;
+        want = 2 * (2.0 * tokens * (L * (4.0 * C * C + 2.0 * C * FF) + 2.0 * C));
+    }
+    OK(ct_profile_get(0, &sec, &calls, &flops, &bytes));
+    ck_assert_str_eq(ct_profile_name(0), "gemm_forward");
+    ck_assert_msg(fabs(flops - want) < 1e-6 * want, "gemm_forward %g FLOPs, want %g", flops,
+                  want);
+    ct_profile_reset();
+    OK(ct_profile_get(0, &sec, &calls, &flops, &bytes));
+    ck_assert(sec == 0 && calls == 0 && flops == 0 && bytes == 0);
+    OK(ct_kernel_peak(CT_PRECISION_BF16, 2, &gflops, &gbs));
+    ck_assert(gflops > 0 && gbs > 0);
+    ASSERT_ERROR_HAS(ct_kernel_peak((ct_precision)7, 1, &gflops, NULL), CT_ERR_INVALID_ARG,
+                     "precision 7");
+    ASSERT_ERROR_HAS(ct_kernel_peak(CT_PRECISION_FP32, -1, NULL, NULL), CT_ERR_INVALID_ARG,
+                     "threads -1");
+    ct_batch_free(b);
+    ct_optim_free(o);
+    ct_args_free(a);
+    ct_model_free(m);
+}
+END_TEST
+
 START_TEST(memory_accounted_for)
 {
     ct_model *m;
@@ -599,6 +673,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, save_load_save_is_byte_identical);
     tcase_add_test(tc, new_head_on_pretrained_encoder);
     tcase_add_test(tc, bad_folders_are_clear_errors);
+    tcase_add_test(tc, profile_of_a_step);
     suite_add_tcase(s, tc);
     return s;
 }

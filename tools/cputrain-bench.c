@@ -29,10 +29,12 @@ static void usage(void)
             "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm]\n"
             "                      [--batch B] [--seq T] [--precision fp32|bf16]\n"
             "                      [--steps N] [--warmup W] [--threads N] [--eval] [--optimizer]\n"
-            "                      [--gradient_checkpointing]\n"
+            "                      [--gradient_checkpointing] [--profile]\n"
             "defaults: bert-base-uncased qa, batch 8, seq 128, bf16, 10 steps, 2 warm-up\n"
             "--optimizer: each step also clips and applies AdamW (a whole training step)\n"
-            "--gradient_checkpointing: backward recomputes each layer from its input\n");
+            "--gradient_checkpointing: backward recomputes each layer from its input\n"
+            "--profile: where the timed steps went, by kernel family, against this\n"
+            "           machine's GEMM and memory peaks (ct_kernel_peak)\n");
 }
 
 /* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
@@ -79,12 +81,52 @@ static void print_memory(const ct_model *m, const ct_optim *opt)
     printf("  %-18s %10.1f MiB\n", "total", total / 1048576.0);
 }
 
+/* One row per kernel family (ct_profile_*), per step of the timed ones:
+ * time, share of the step, the family's rate and that rate against the
+ * machine's peak (the GEMM's for matrix work, the stream's for memory
+ * passes); then what no family accounts for, and the step's useful rate. */
+static void print_profile(int steps, double total, double useful, double peak_gflops,
+                          double peak_gbs)
+{
+    double step = total / steps, covered = 0;
+    printf("profile (per step of %d, peaks: GEMM %.1f GFLOP/s, memory %.1f GB/s):\n", steps,
+           peak_gflops, peak_gbs);
+    printf("  %-20s %10s %7s %14s %8s\n", "family", "ms", "share", "rate", "of peak");
+    for (size_t i = 0; i < ct_profile_count(); i++) {
+        double sec, flops, bytes;
+        int64_t calls;
+        char rate[32] = "", of[16] = "";
+        ct_profile_get(i, &sec, &calls, &flops, &bytes);
+        if (!calls)
+            continue;
+        covered += sec;
+        if (flops > 0 && sec > 0) {
+            snprintf(rate, sizeof rate, "%.1f GFLOP/s", flops / sec * 1e-9);
+            if (peak_gflops > 0)
+                snprintf(of, sizeof of, "%.0f%%", 100.0 * flops / sec * 1e-9 / peak_gflops);
+        } else if (bytes > 0 && sec > 0) {
+            snprintf(rate, sizeof rate, "%.1f GB/s", bytes / sec * 1e-9);
+            if (peak_gbs > 0)
+                snprintf(of, sizeof of, "%.0f%%", 100.0 * bytes / sec * 1e-9 / peak_gbs);
+        }
+        printf("  %-20s %10.1f %6.1f%% %14s %8s\n", ct_profile_name(i), 1e3 * sec / steps,
+               100.0 * sec / total, rate, of);
+    }
+    printf("  %-20s %10.1f %6.1f%%\n", "(other)", 1e3 * (total - covered) / steps,
+           100.0 * (total - covered) / total);
+    printf("whole step: %.1f GFLOP/s of useful matrix work, %.0f%% of the GEMM peak\n",
+           useful / step * 1e-9, peak_gflops > 0 ? 100.0 * useful / step * 1e-9 / peak_gflops
+                                                  : 0.0);
+}
+
 int main(int argc, char **argv)
 {
     const char *model_name = "bert-base-uncased";
     ct_task task = CT_TASK_QUESTION_ANSWERING;
     ct_precision precision = CT_PRECISION_BF16;
     int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0, use_optim = 0, checkpointing = 0;
+    int profile = 0;
+    double peak_gflops = 0, peak_gbs = 0;
     ct_optim *opt = NULL;
     ct_model *m;
     ct_batch *batch;
@@ -106,6 +148,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--gradient_checkpointing") == 0) {
             checkpointing = 1;
+            continue;
+        }
+        if (strcmp(a, "--profile") == 0) {
+            profile = 1;
             continue;
         }
         if (!v || strncmp(a, "--", 2) != 0) {
@@ -194,9 +240,19 @@ int main(int argc, char **argv)
            precision == CT_PRECISION_BF16 ? "bf16" : "fp32",
            eval ? "forward only" : opt ? "forward+backward+AdamW" : "forward+backward",
            ct_model_get_threads(m));
+    if (profile && (st = ct_kernel_peak(precision, ct_model_get_threads(m), &peak_gflops,
+                                        &peak_gbs)) != CT_OK) {
+        fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
+        return 1;
+    }
     for (int i = 0; i < warmup + steps && st == CT_OK; i++) {
         float loss;
-        double t0 = now();
+        double t0;
+        if (profile && i == warmup) {
+            ct_profile_reset();
+            ct_profile_set_enabled(1);
+        }
+        t0 = now();
         st = eval ? ct_model_forward(m, batch, &loss)
                   : ct_model_forward_backward(m, batch, 1.0f, &loss);
         if (st == CT_OK && opt)
@@ -219,6 +275,13 @@ int main(int argc, char **argv)
                flops / med / 1e9);
         print_memory(m, opt);
         printf("peak memory (max RSS): %.1f MiB\n", ru.ru_maxrss / 1024.0);
+        if (profile) {
+            double total = 0;
+            ct_profile_set_enabled(0);
+            for (int i = 0; i < steps; i++)
+                total += times[i];
+            print_profile(steps, total, flops, peak_gflops, peak_gbs);
+        }
     }
     ct_batch_free(batch);
     ct_optim_free(opt);

@@ -80,6 +80,26 @@ CT_API const char *ct_version_string(void);
  * when that is supported. Never NULL. */
 CT_API const char *ct_kernel_isa(void);
 
+/* The profile: where the library's time goes, by kernel family (each GEMM
+ * class, attention forward and backward, LayerNorm, activations, dropout,
+ * bias, bf16 rounding, embeddings, losses, the optimizer, the weights'
+ * repacking, the gradient allreduce's wait after backward), summed over the whole process
+ * while enabled (off by default; its cost when off is one load per
+ * operation). Families are numbered 0 .. ct_profile_count() - 1, in a fixed
+ * order; a family's time is wall time on the calling thread, its FLOPs the
+ * useful matrix work (2 per multiply-add) and its bytes the memory an
+ * element-wise pass reads and writes. */
+CT_API void ct_profile_set_enabled(int enabled);
+/* Zero every family's sums. */
+CT_API void ct_profile_reset(void);
+CT_API size_t ct_profile_count(void);
+/* "gemm_forward", "attention_backward", "optimizer", ...; NULL past the last. */
+CT_API const char *ct_profile_name(size_t family);
+/* The sums of `family` (any output may be NULL); CT_ERR_INVALID_ARG for a
+ * family past the last. */
+CT_API ct_status ct_profile_get(size_t family, double *seconds, int64_t *calls,
+                                double *flops, double *bytes);
+
 /* Logging. The library is silent unless the application installs a
  * callback; messages at or below the set level are delivered. */
 typedef enum ct_log_level {

@@ -252,3 +252,14 @@ void ct__pool_run(ct__pool *pool, ct__pool_fn fn, void *ctx, int ntasks)
     __atomic_store_n(&pool->caller_sleeping, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&pool->run_lock);
 }
+
+int ct__pool_default_threads(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    cpu_set_t set;
+    if (env && atoi(env) > 0)
+        return atoi(env);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return 1;
+}

@@ -25,6 +25,10 @@ ct_status ct__pool_create_ex(int nthreads, ct__pool_start_fn on_start,
 /* Stops and joins the workers. Accepts NULL. */
 void ct__pool_free(ct__pool *pool);
 
+/* The threads an unplaced model gets: OMP_NUM_THREADS, else the CPUs this
+ * process may run on. */
+int ct__pool_default_threads(void);
+
 /* 1 for a NULL pool. */
 int ct__pool_nthreads(const ct__pool *pool);
 

@@ -2,6 +2,8 @@
  * through this process's kernel table, looked up once per call. */
 #include "kernels/parallel.h"
 
+#include "core/profile.h"
+
 #include <string.h>
 
 /* Work below this many floats per task is not worth a handoff. */
@@ -81,17 +83,21 @@ static ct__map2_fn table_map2(const ct__kernels *k, ct__map2_fn fn)
 
 void ct__p_map(ct__pool *pool, ct__map_fn fn, float *out, const float *in, size_t n)
 {
+    double t0 = ct__prof_begin();
     map_job j = {table_map(ct__kernels_get(), fn), NULL, out, in, NULL, n,
                  task_count(pool, n, n)};
     ct__pool_run(pool, map_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_ACTIVATION, t0, 0, 8.0 * (double)n);
 }
 
 void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, const float *b,
                 size_t n)
 {
+    double t0 = ct__prof_begin();
     map_job j = {NULL, table_map2(ct__kernels_get(), fn), out, a, b, n,
                  task_count(pool, n, n)};
     ct__pool_run(pool, map_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_ACTIVATION, t0, 0, 12.0 * (double)n);
 }
 
 void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n)
@@ -134,8 +140,10 @@ void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const fl
 
 void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float *in, size_t n)
 {
+    double t0 = ct__prof_begin();
     bf16_job j = {k, out, in, n, k->mm_f32, task_count(pool, n, n)};
     ct__pool_run(pool, bf16_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_BF16_ROUND, t0, 0, (4.0 + (double)ct__mm_size(k)) * (double)n);
 }
 
 typedef struct dropout_job {
@@ -158,8 +166,10 @@ static void dropout_task(void *ctx, int t, int thread)
 
 void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key)
 {
+    double t0 = ct__prof_begin();
     dropout_job j = {ct__kernels_get()->dropout_forward, x, n, p, key, task_count(pool, n, n)};
     ct__pool_run(pool, dropout_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_DROPOUT, t0, 0, 8.0 * (double)n);
 }
 
 /* ---- row and column kernels ------------------------------------------------ */
@@ -188,10 +198,12 @@ void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rst
                              const float *inp, const float *w, const float *b, int N, int C,
                              float eps)
 {
+    double t0 = ct__prof_begin();
     rows_job j = {.k = ct__kernels_get(), .out = out, .mean = mean, .rstd = rstd, .inp = inp,
                   .w = w, .b = b, .N = N, .C = C, .eps = eps};
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
     ct__pool_run(pool, ln_fwd_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_LAYERNORM, t0, 0, 8.0 * N * C);
 }
 
 static void ln_bwd_rows_task(void *ctx, int t, int thread)
@@ -233,12 +245,14 @@ void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
                               const float *mean, const float *rstd, int N, int C)
 {
+    double t0 = ct__prof_begin();
     rows_job j = {.k = ct__kernels_get(), .out = dinp, .dw = dw, .db = db, .dout = dout,
                   .inp = inp, .w = w, .cmean = mean, .crstd = rstd, .N = N, .C = C};
     j.ntasks = column_tasks(pool, N, C);
     ct__pool_run(pool, ln_bwd_cols_task, &j, j.ntasks);
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
     ct__pool_run(pool, ln_bwd_rows_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_LAYERNORM, t0, 0, 16.0 * N * C);
 }
 
 static void bias_add_task(void *ctx, int t, int thread)
@@ -252,9 +266,11 @@ static void bias_add_task(void *ctx, int t, int thread)
 
 void ct__p_bias_add(ct__pool *pool, float *out, const float *b, int N, int C)
 {
+    double t0 = ct__prof_begin();
     rows_job j = {.k = ct__kernels_get(), .out = out, .b = b, .N = N, .C = C};
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
     ct__pool_run(pool, bias_add_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_BIAS, t0, 0, 8.0 * N * C);
 }
 
 static void bias_bwd_task(void *ctx, int t, int thread)
@@ -269,9 +285,11 @@ static void bias_bwd_task(void *ctx, int t, int thread)
 
 void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C)
 {
+    double t0 = ct__prof_begin();
     rows_job j = {.k = ct__kernels_get(), .db = db, .dout = dout, .N = N, .C = C};
     j.ntasks = column_tasks(pool, N, C);
     ct__pool_run(pool, bias_bwd_task, &j, j.ntasks);
+    ct__prof_end(CT__PROF_BIAS, t0, 0, 4.0 * N * C);
 }
 
 static void softmax_fwd_task(void *ctx, int t, int thread)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/profile.h"
 #include "kernels/parallel.h"
 
 /* Everything one pass needs, passed around as one pointer. */
@@ -74,11 +75,13 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__m
                             size_t w_off, size_t b_off, int N, int IN, int OUT)
 {
     ct_status st;
+    double t0 = ct__prof_begin();
     if (p->bf16) /* W packed once per parameter change (wpack.c) */
         st = ct__model_gemm_w(p->m, y, xb, N, w_off, 0, 0, p->pool);
     else
         st = ct__gemm_f32(p->k, y, x, P(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
                           1.0f, p->pool);
+    ct__prof_end(CT__PROF_GEMM_FORWARD, t0, 2.0 * N * IN * OUT, 0);
     if (st == CT_OK && b_off != CT__NO_TENSOR)
         ct__p_bias_add(p->pool, y, P(p, b_off), N, OUT);
     return st;
@@ -92,23 +95,28 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
 {
     ct_status st = CT_OK;
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
+    double flops = 2.0 * N * IN * OUT, t0;
+    const ct__mm *dyb = dy;
     if (p->bf16) {
-        ct__mm *dyb = p->a->dy_b;
-        ct__p_to_mm(p->pool, p->k, dyb, dy, (size_t)N * OUT);
-        if (dx)
-            st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, 1, acc_dx, p->pool);
-        /* dW: both operands are activations, so no pack */
-        if (st == CT_OK)
-            st = ct__gemm_mm(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
-                               CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
-    } else {
-        if (dx)
-            st = ct__gemm_f32(p->k, dx, dy, P(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
-                              p->pool);
-        if (st == CT_OK)
-            st = ct__gemm_f32(p->k, G(p, w_off), dy, x, OUT, IN, N, OUT, IN, IN,
-                              CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+        ct__p_to_mm(p->pool, p->k, p->a->dy_b, dy, (size_t)N * OUT);
+        dyb = p->a->dy_b;
     }
+    t0 = ct__prof_begin();
+    if (dx && p->bf16)
+        st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, 1, acc_dx, p->pool);
+    else if (dx)
+        st = ct__gemm_f32(p->k, dx, dy, P(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
+                          p->pool);
+    ct__prof_end(CT__PROF_GEMM_INPUT_GRAD, t0, dx ? flops : 0, 0);
+    t0 = ct__prof_begin();
+    /* dW: both operands are activations, so no pack */
+    if (st == CT_OK && p->bf16)
+        st = ct__gemm_mm(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
+                         CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+    else if (st == CT_OK)
+        st = ct__gemm_f32(p->k, G(p, w_off), dy, x, OUT, IN, N, OUT, IN, IN,
+                          CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+    ct__prof_end(CT__PROF_GEMM_WEIGHT_GRAD, t0, flops, 0);
     if (st == CT_OK && b_off != CT__NO_TENSOR)
         ct__p_bias_backward(p->pool, G(p, b_off), dy, N, OUT);
     return st;
@@ -131,13 +139,31 @@ static ct__attn attn_desc(const pass *p, int l)
     return at;
 }
 
+/* The products attention does: per sequence of T tokens, Q K^T and P V
+ * forward (4 T^2 C); backward recomputes the scores and forms dV, dP, dQ
+ * and dK (10 T^2 C). */
+static double attention_flops(const pass *p, double per)
+{
+    double sum = 0;
+    for (int r = 0; r < p->B; r++) {
+        double T = p->a->seq_start[r + 1] - p->a->seq_start[r];
+        sum += per * T * T * p->C;
+    }
+    return sum;
+}
+
 static ct_status attention_fwd(const pass *p, int l)
 {
     ct__acts *a = p->a;
     size_t NC = (size_t)p->N * p->C;
     ct__attn at = attn_desc(p, l);
-    return ct__attn_forward(&at, SLOT(p, a->ctx, l, NC), SLOT(p, a->lse, l, (size_t)p->NH * p->N),
-                            SLOT(p, a->q, l, NC), SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC));
+    double t0 = ct__prof_begin();
+    ct_status st = ct__attn_forward(&at, SLOT(p, a->ctx, l, NC),
+                                    SLOT(p, a->lse, l, (size_t)p->NH * p->N),
+                                    SLOT(p, a->q, l, NC), SLOT(p, a->k, l, NC),
+                                    SLOT(p, a->v, l, NC));
+    ct__prof_end(CT__PROF_ATTENTION_FORWARD, t0, t0 ? attention_flops(p, 4) : 0, 0);
+    return st;
 }
 
 /* From dctx (in a->da) to dq, dk, dv (in a->dq/dk/dv). */
@@ -146,9 +172,13 @@ static ct_status attention_bwd(const pass *p, int l)
     ct__acts *a = p->a;
     size_t NC = (size_t)p->N * p->C;
     ct__attn at = attn_desc(p, l);
-    return ct__attn_backward(&at, a->dq, a->dk, a->dv, a->da, SLOT(p, a->q, l, NC),
-                             SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC), SLOT(p, a->ctx, l, NC),
-                             SLOT(p, a->lse, l, (size_t)p->NH * p->N));
+    double t0 = ct__prof_begin();
+    ct_status st = ct__attn_backward(&at, a->dq, a->dk, a->dv, a->da, SLOT(p, a->q, l, NC),
+                                     SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC),
+                                     SLOT(p, a->ctx, l, NC),
+                                     SLOT(p, a->lse, l, (size_t)p->NH * p->N));
+    ct__prof_end(CT__PROF_ATTENTION_BACKWARD, t0, t0 ? attention_flops(p, 10) : 0, 0);
+    return st;
 }
 
 /* ---- one encoder layer ---------------------------------------------------------- */
@@ -298,7 +328,9 @@ static void embeddings_fwd(const pass *p)
     const ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
+    double t0 = ct__prof_begin();
     ct__pool_run(p->pool, embeddings_fwd_task, (void *)p, ct__pool_nthreads(p->pool));
+    ct__prof_end(CT__PROF_EMBEDDING, t0, 0, 16.0 * p->N * p->C);
     ct__p_layernorm_forward(p->pool, a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
                             P(p, w->emb_ln_b), p->N, p->C,
                             m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
@@ -350,7 +382,9 @@ static void embeddings_bwd(const pass *p)
     dropout_back(p, a->dx, (size_t)p->N * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
     ct__p_layernorm_backward(p->pool, a->db, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx,
                              a->emb, P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->N, p->C);
+    double t0 = ct__prof_begin();
     ct__pool_run(p->pool, embeddings_bwd_task, (void *)p, ct__pool_nthreads(p->pool));
+    ct__prof_end(CT__PROF_EMBEDDING, t0, 0, 16.0 * p->N * p->C);
 }
 
 /* ---- heads ------------------------------------------------------------------------ */
@@ -471,7 +505,7 @@ static double smoothing_term(float *dlogits, const float *logits, const int32_t 
 
 /* Loss of the last head forward; with dlogits set (backward), also the
  * gradient of loss * scale with respect to the logits. */
-static float head_loss(pass *p, float scale, float *dlogits)
+static float head_loss_of(pass *p, float scale, float *dlogits)
 {
     ct_model *m = p->m;
     const ct_batch *b = p->batch;
@@ -537,6 +571,14 @@ static float head_loss(pass *p, float scale, float *dlogits)
         }
         return (float)(sum / count);
     }
+}
+
+static float head_loss(pass *p, float scale, float *dlogits)
+{
+    double t0 = ct__prof_begin();
+    float loss = head_loss_of(p, scale, dlogits);
+    ct__prof_end(CT__PROF_LOSS, t0, 0, 0);
+    return loss;
 }
 
 /* From a->dlogits to the gradient of the encoder output, in a->dx. */

@@ -2,7 +2,6 @@
 #include "model/model.h"
 #include "model/acts.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -38,17 +37,6 @@ void ct__model_refresh_bf16(ct_model *m)
     m->wpack_status = ct__model_wpack_refresh(m);
     if (m->wpack_status == CT_OK)
         m->bf16_stale = 0;
-}
-
-static int default_threads(void)
-{
-    const char *env = getenv("OMP_NUM_THREADS");
-    cpu_set_t set;
-    if (env && atoi(env) > 0)
-        return atoi(env);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    return 1;
 }
 
 static ct_status task_valid(ct_task task)
@@ -241,7 +229,7 @@ ct_status ct_model_set_threads(ct_model *m, int threads)
     if (threads < 0 || threads > 4096)
         return ct__error(CT_ERR_INVALID_ARG, "threads: %d is outside [0, 4096]", threads);
     if (threads == 0)
-        threads = default_threads();
+        threads = ct__pool_default_threads();
     if (m->pool && threads == m->threads)
         return CT_OK;
     if ((st = ct__pool_create(threads, &pool)) != CT_OK)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/profile.h"
 #include "dist/topology.h"
 #include "kernels/parallel.h"
 
@@ -136,7 +137,19 @@ ct_status ct__model_wpack_prepare(ct_model *m)
     return CT_OK;
 }
 
+static ct_status wpack_refresh(ct_model *m);
+
 ct_status ct__model_wpack_refresh(ct_model *m)
+{
+    double t0 = ct__prof_begin();
+    ct_status st = wpack_refresh(m);
+    /* each weight read in fp32 and written as its panels */
+    ct__prof_end(CT__PROF_WEIGHT_PACK, t0, 0,
+                 m->wpack ? 4.0 * (double)m->n_params + (double)m->wpack_bytes : 0);
+    return st;
+}
+
+static ct_status wpack_refresh(ct_model *m)
 {
     const ct__kernels *k = m->k;
     ct__wpack *wp;

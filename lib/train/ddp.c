@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/profile.h"
 #include "core/hash.h"
 #include "dist/collectives.h"
 #include "model/model.h"
@@ -201,10 +202,11 @@ void ct__ddp_arm(ct__ddp *d)
 ct_status ct__ddp_finish(ct__ddp *d)
 {
     ct_status st;
-    double t0 = ct__now_s();
+    double t0 = ct__now_s(), p0 = ct__prof_begin();
     pthread_mutex_lock(&d->lock);
     while (d->count || d->busy)
         pthread_cond_wait(&d->idle, &d->lock);
+    ct__prof_end(CT__PROF_ALLREDUCE_WAIT, p0, 0, 0);
     st = d->status;
     if (d->passes++ > 0) {
         d->busy_s += d->pass_busy;

@@ -34,6 +34,33 @@ def qa_model(**kw):
     return model
 
 
+class ProfileTest(unittest.TestCase):
+
+    def test_a_step_lands_in_its_families(self):
+        with Model.create("bert-test", task="question-answering") as m:
+            m.precision = "bf16"
+            ids = [[5, 6, 7, 8]] * 2
+            cputrain.reset_profile()
+            cputrain.set_profile_enabled(True)
+            try:
+                m.forward_backward(ids, start_positions=[1, 2], end_positions=[2, 3])
+            finally:
+                cputrain.set_profile_enabled(False)
+        p = cputrain.profile()
+        self.assertEqual(list(p)[:3], ["gemm_forward", "gemm_input_grad", "gemm_weight_grad"])
+        self.assertGreater(p["gemm_forward"]["calls"], 0)
+        self.assertGreater(p["gemm_forward"]["flops"], 0)
+        self.assertGreater(p["attention_backward"]["seconds"], 0)
+        self.assertEqual(p["allreduce_wait"]["calls"], 0)
+        cputrain.reset_profile()
+        self.assertEqual(cputrain.profile()["gemm_forward"]["calls"], 0)
+        gflops, gbs = cputrain.kernel_peak("fp32", threads=1)
+        self.assertGreater(gflops, 0)
+        self.assertGreater(gbs, 0)
+        with self.assertRaises(ValueError):
+            cputrain.kernel_peak("fp8")
+
+
 class CreateTest(unittest.TestCase):
 
     def test_architectures_and_tasks(self):

@@ -27,6 +27,7 @@ from ._placement import Placement
 from ._dist import Dist
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 from ._output_lock import OutputLock
+from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
@@ -50,4 +51,5 @@ __all__ = [
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist", "OutputLock",
+    "kernel_peak", "profile", "reset_profile", "set_profile_enabled",
 ]

@@ -43,6 +43,11 @@ PROTOTYPES = {
     "ct_version_number": (_uint, []),
     "ct_version_string": (_str, []),
     "ct_kernel_isa": (_str, []),
+    "ct_profile_set_enabled": (None, [_int]),
+    "ct_profile_reset": (None, []),
+    "ct_profile_count": (_size, []),
+    "ct_profile_name": (_str, [_size]),
+    "ct_profile_get": (_status, [_size, _ptr(_f64), _ptr(_i64), _ptr(_f64), _ptr(_f64)]),
     "ct_log_set_callback": (None, [LOG_FN, ctypes.c_void_p]),
     "ct_log_get_callback": (None, [ctypes.POINTER(LOG_FN), ctypes.POINTER(ctypes.c_void_p)]),
     "ct_log_set_level": (None, [_int]),
@@ -134,6 +139,7 @@ PROTOTYPES = {
     # model.h: memory
     "ct_model_memory_bytes": (_status, [Handle, _str, _ptr(_size)]),
     "ct_model_memory_category": (_str, [_size]),
+    "ct_kernel_peak": (_status, [_int, _int, _ptr(_f64), _ptr(_f64)]),
     # model.h: batches
     "ct_batch_create": (_status, [_ptr(Handle)]),
     "ct_batch_free": (None, [Handle]),

@@ -1,0 +1,130 @@
+/* ct_kernel_peak: what this machine's kernels reach on a product of BERT's
+ * shape and on a memory stream, the measure a profile is read against. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cputrain/cputrain.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/threadpool.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+
+enum { M = 1024, N = 3072, K = 768, RUNS = 4 };
+#define STREAM_BYTES ((size_t)256 << 20)
+
+/* C = A W^T as the model multiplies activations by a packed weight. */
+static ct_status gemm_rate(const ct__kernels *k, ct_precision precision, ct__pool *pool,
+                           double *gflops)
+{
+    size_t mm = ct__mm_size(k);
+    float *a32 = malloc((size_t)M * K * sizeof(float)), *w = malloc((size_t)N * K * sizeof(float));
+    float *c = malloc((size_t)M * N * sizeof(float));
+    void *a = malloc((size_t)M * K * mm), *pack = NULL;
+    ct__bf16 *wb = malloc((size_t)N * K * sizeof(ct__bf16));
+    ct__packed_b b;
+    ct_status st = CT_OK;
+    double best = 0;
+    if (!a32 || !w || !c || !a || !wb)
+        st = ct__error(CT_ERR_NOMEM, "ct_kernel_peak: out of memory");
+    for (size_t i = 0; st == CT_OK && i < (size_t)M * K; i++)
+        a32[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    for (size_t i = 0; st == CT_OK && i < (size_t)N * K; i++)
+        w[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+    if (st == CT_OK && precision == CT_PRECISION_BF16) {
+        ct__p_to_mm(pool, k, a, a32, (size_t)M * K);
+        ct__p_to_bf16(pool, k, wb, w, (size_t)N * K);
+        if (posix_memalign(&pack, 64, k->packb_bytes(K, N)) != 0)
+            st = ct__error(CT_ERR_NOMEM, "ct_kernel_peak: out of memory");
+        else
+            st = k->packb(&b, pack, wb, K, N, K, CT__GEMM_TRANS_B, pool);
+    }
+    for (int r = 0; st == CT_OK && r < RUNS; r++) {
+        double t0 = ct__now_s(), t;
+        st = precision == CT_PRECISION_BF16
+                 ? ct__gemm_mm_packed(k, c, a, &b, M, K, N, 0, 1.0f, pool)
+                 : ct__gemm_f32(k, c, a32, w, M, N, K, K, K, N, CT__GEMM_TRANS_B, 1.0f, pool);
+        t = ct__now_s() - t0;
+        if (r > 0 && t > 0 && 2.0 * M * N * K / t > best) /* the first warms up */
+            best = 2.0 * M * N * K / t;
+    }
+    free(a32);
+    free(w);
+    free(c);
+    free(a);
+    free(wb);
+    free(pack);
+    *gflops = best * 1e-9;
+    return st;
+}
+
+typedef struct stream_job {
+    float *dst;
+    const float *src;
+    size_t n;
+    int tasks;
+} stream_job;
+
+static void stream_task(void *ctx, int t, int thread)
+{
+    const stream_job *j = ctx;
+    size_t lo = j->n * (size_t)t / (size_t)j->tasks, hi = j->n * (size_t)(t + 1) / (size_t)j->tasks;
+    (void)thread;
+    for (size_t i = lo; i < hi; i++)
+        j->dst[i] = 2.0f * j->src[i];
+}
+
+/* dst = 2 src over STREAM_BYTES / 2 each: bytes read plus written. */
+static ct_status stream_rate(ct__pool *pool, double *gbs)
+{
+    size_t n = STREAM_BYTES / 2 / sizeof(float);
+    float *src = malloc(n * sizeof *src), *dst = malloc(n * sizeof *dst);
+    stream_job j = {dst, src, n, ct__pool_nthreads(pool) * 4};
+    double best = 0;
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return ct__error(CT_ERR_NOMEM, "ct_kernel_peak: out of memory");
+    }
+    memset(src, 0, n * sizeof *src);
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = ct__now_s(), t;
+        ct__pool_run(pool, stream_task, &j, j.tasks);
+        t = ct__now_s() - t0;
+        if (r > 0 && t > 0 && STREAM_BYTES / t > best)
+            best = STREAM_BYTES / t;
+    }
+    free(src);
+    free(dst);
+    *gbs = best * 1e-9;
+    return CT_OK;
+}
+
+ct_status ct_kernel_peak(ct_precision precision, int threads, double *gflops, double *gbs)
+{
+    const ct__kernels *k = ct__kernels_get();
+    ct__pool *pool = NULL;
+    ct_status st;
+    double g = 0, b = 0;
+    if (precision != CT_PRECISION_FP32 && precision != CT_PRECISION_BF16)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_kernel_peak: precision %d is not "
+                         "CT_PRECISION_FP32 (0) or CT_PRECISION_BF16 (1)", (int)precision);
+    if (threads < 0)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_kernel_peak: threads %d is negative (0: "
+                         "as a model would get)", threads);
+    if ((st = ct__pool_create(threads ? threads : ct__pool_default_threads(), &pool)) != CT_OK)
+        return st;
+    if (gflops)
+        st = gemm_rate(k, precision, pool, &g);
+    if (st == CT_OK && gbs)
+        st = stream_rate(pool, &b);
+    ct__pool_free(pool);
+    if (st != CT_OK)
+        return st;
+    if (gflops)
+        *gflops = g;
+    if (gbs)
+        *gbs = b;
+    return CT_OK;
+}
