@@ -416,6 +416,8 @@ START_TEST(levels_use_their_kernels)
 {
     ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_GENERIC)->mm_bf16);
 #if defined(__x86_64__)
+    ck_assert_str_eq(ct__attn_tiles_for(CT__ISA_AVX2)->name, "attn_avx2");
+    ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_AVX2)->mm_bf16);
     ck_assert_str_eq(ct__attn_tiles_for(CT__ISA_AVX512)->name, "attn_avx512");
     ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_AVX512)->mm_bf16);
     for (int isa = CT__ISA_AVX512BF16; isa < CT__ISA_COUNT; isa++) {

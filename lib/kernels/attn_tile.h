@@ -44,6 +44,7 @@ const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa);
 
 extern const ct__attn_tiles ct__attn_tiles_generic;
 #if defined(__x86_64__)
+extern const ct__attn_tiles ct__attn_tiles_avx2;
 extern const ct__attn_tiles ct__attn_tiles_avx512;
 extern const ct__attn_tiles ct__attn_tiles_avx512bf16;
 #endif

@@ -283,6 +283,8 @@ ct_status ct__gemm_f32_packed_blas(float *C, const float *A, const ct__packed_b 
                                    int lda, int ldc, int flags, float alpha, ct__pool *pool);
 
 #if defined(__x86_64__)
+void ct__f32_to_bf16_avx2(ct__bf16 *out, const float *inp, size_t n);
+void ct__bf16_to_f32_avx2(float *out, const ct__bf16 *inp, size_t n);
 void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n);
 void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n);
 void ct__f32_to_bf16_avx512bf16(ct__bf16 *out, const float *inp, size_t n);

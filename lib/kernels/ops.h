@@ -6,8 +6,8 @@
  *
  * Each kernel ct__<name> below is this process's variant, called through the
  * kernel table (ct__kernels_get(), kernels.h: one field <name> per kernel, of
- * type ct__<name>_fn); ct__<name>_generic is the portable oracle and
- * ct__<name>_avx512 the AVX-512 one (declared at the end). */
+ * type ct__<name>_fn); ct__<name>_generic is the portable oracle,
+ * ct__<name>_avx2 and ct__<name>_avx512 the x86 ones (declared at the end). */
 #ifndef CT_KERNELS_OPS_H
 #define CT_KERNELS_OPS_H
 
@@ -171,6 +171,10 @@ void ct__adamw_update_generic(float *p, float *g, float *m, float *v, size_t n,
 double ct__sum_squares_generic(const float *x, size_t n);
 
 #if defined(__x86_64__)
+/* x86/ops_avx2.c: GELU within the AVX-512 versions' bounds. */
+void ct__gelu_forward_avx2(float *out, const float *inp, size_t n);
+void ct__gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+
 /* x86/ops_avx512.c. Bit-identical with the generic: relu, bias_add,
  * bias_backward, add_inplace, dropout, layernorm_backward_params,
  * tanh_backward (the last two as long as the generic is built without FMA

@@ -112,6 +112,8 @@ const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa)
         return &ct__attn_tiles_avx512bf16;
     if (isa >= CT__ISA_AVX512)
         return &ct__attn_tiles_avx512;
+    if (isa >= CT__ISA_AVX2)
+        return &ct__attn_tiles_avx2;
 #endif
     (void)isa;
     return &ct__attn_tiles_generic;

@@ -1,8 +1,10 @@
-/* fp32 <-> bf16 conversions with AVX-512: emulated rounding for CPUs
- * without AVX512_BF16, vcvtne2ps2bf16 for those with it. */
+/* fp32 <-> bf16 conversions with AVX2 and AVX-512: emulated rounding for
+ * CPUs without AVX512_BF16, vcvtne2ps2bf16 for those with it. */
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__)
+#include <string.h>
+
 #include "kernels/x86/x86.h"
 
 /* 16 floats to 16 bf16 with the same rules as vcvtneps2bf16. */
@@ -45,6 +47,51 @@ CT_AVX512 void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n)
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, inp + i));
         _mm512_mask_storeu_epi32(out + i, m, _mm512_slli_epi32(x, 16));
+    }
+}
+
+/* The same rounding on 8 floats with AVX2 (no unsigned compares: the
+ * magnitudes fit in 31 bits, so signed ones do). */
+CT_AVX2 static inline __m128i cvt8_emulated(__m256i x)
+{
+    const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+    __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f800000));
+    __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x00800000), mag);
+    __m256i hi = _mm256_srli_epi32(x, 16);
+    __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x0040)), nan);
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(hi, _mm256_set1_epi32(0x8000)), tiny);
+    /* the low halves of the 8 words, in order */
+    r = _mm256_packus_epi32(r, r);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(r, 0x08));
+}
+
+CT_AVX2 void ct__f32_to_bf16_avx2(ct__bf16 *out, const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i),
+                         cvt8_emulated(_mm256_loadu_si256((const __m256i *)(inp + i))));
+    if (i < n) { /* the same vector code for the tail */
+        uint32_t in8[8] = {0};
+        ct__bf16 out8[8];
+        memcpy(in8, inp + i, (n - i) * sizeof(float));
+        _mm_storeu_si128((__m128i *)out8, cvt8_emulated(_mm256_loadu_si256((const __m256i *)in8)));
+        memcpy(out + i, out8, (n - i) * sizeof(ct__bf16));
+    }
+}
+
+CT_AVX2 void ct__bf16_to_f32_avx2(float *out, const ct__bf16 *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(inp + i)));
+        _mm256_storeu_si256((__m256i *)(out + i), _mm256_slli_epi32(x, 16));
+    }
+    for (; i < n; i++) { /* exact: the same bits either way */
+        uint32_t w = (uint32_t)inp[i] << 16;
+        memcpy(out + i, &w, sizeof w);
     }
 }
 

@@ -285,10 +285,10 @@ OPS_AVX512 void ct__layernorm_backward_params_avx512(float *dw, float *db, const
 
 /* ---- activations ----------------------------------------------------------------- */
 
-/* x Phi(x). Differs from the generic by at most 1e-6 |out| + 2^-24 |x|: the
- * second term is the generic's own cancellation in 1 + erff(z) for negative
- * x, which this version avoids (it stays within 1e-6 relative of the exact
- * GELU of the same float z everywhere). */
+/* x Phi(x). Differs from the generic by at most 1e-6 |out| + 2^-24 |x|
+ * (its own erf, and the rounding of z); both stay within 1e-6 relative of
+ * the exact GELU of the same float z everywhere, neither cancelling in
+ * 1 + erf(z) for negative x. */
 OPS_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
@@ -328,7 +328,7 @@ OPS_AVX512 static inline __m512 gelu_tanh_arg(__m512 x)
 }
 
 /* (1 + tanh u)/2 is the logistic function of 2u: x / (1 + e^-2u), with no
- * cancellation for negative x (the generic's 1 + tanhf(u) has one). Bound as
+ * cancellation for negative x (as the generic computes it). Bound as
  * gelu_forward: 1e-6 |out| + 2^-24 |x|. The true division keeps 1 + inf
  * working for very negative u. */
 OPS_AVX512 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_t n)

@@ -6,6 +6,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#define CT_AVX2 __attribute__((target("avx2,fma,bmi2")))
 #define CT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2")))
 #define CT_AVX512BF16 \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2,avx512bf16")))

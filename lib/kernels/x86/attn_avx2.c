@@ -1,0 +1,192 @@
+/* AVX2 + FMA tile kernels of streamed attention (kernels/attn_tile.h): a
+ * register-blocked fp32 product (up to 6 rows x 16 columns: 12 of the 16
+ * ymm registers accumulate) and softmax rows with a vectorised exp. */
+#include "kernels/attn_tile.h"
+
+#if defined(__x86_64__)
+#include <math.h>
+
+#include "kernels/x86/exp_avx2.h"
+#include "kernels/x86/x86.h"
+
+#define INLINE __attribute__((always_inline)) inline
+
+/* Lanes [0, left) of 8 as a maskload / maskstore mask. */
+CT_AVX2 static INLINE __m256i lanes(int left)
+{
+    static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(ramp + 8 - (left >= 8 ? 8 : left)));
+}
+
+CT_AVX2 static INLINE __m256 load(const float *p, int full, __m256i m)
+{
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+CT_AVX2 static INLINE void store(float *p, int full, __m256i m, __m256 x)
+{
+    if (full)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, m, x);
+}
+
+/* MR rows x NV 8-column vectors of C, the last vector masked to `last`
+ * (all of it when full). MR and NV are constants at every call, so c[][]
+ * lives in registers. */
+CT_AVX2 static INLINE void block(float *C, int ldc, const float *A, int ars, int acs,
+                                 const float *B, int ldb, int K, int acc, const int MR,
+                                 const int NV, int full, __m256i last)
+{
+    __m256 c[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            c[r][v] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const float *b = B + (size_t)k * ldb, *a = A + (size_t)k * acs;
+        __m256 bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            bv[v] = load(b + 8 * v, v < NV - 1 || full, last);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            __m256 av = _mm256_broadcast_ss(a + (size_t)r * ars);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++)
+                c[r][v] = _mm256_fmadd_ps(av, bv[v], c[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+        float *cr = C + (size_t)r * ldc;
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            int f = v < NV - 1 || full;
+            __m256 x = c[r][v];
+            if (acc)
+                x = _mm256_add_ps(x, load(cr + 8 * v, f, last));
+            store(cr + 8 * v, f, last, x);
+        }
+    }
+}
+
+#define BLOCK_NV(MR)                                                                   \
+    do {                                                                               \
+        if (nv == 1)                                                                   \
+            block(c, ldc, a, ars, acs, b, ldb, K, acc, MR, 1, full, last);             \
+        else                                                                           \
+            block(c, ldc, a, ars, acs, b, ldb, K, acc, MR, 2, full, last);             \
+    } while (0)
+
+/* Column panels of 16 outer, rows inner: a [K x 16] panel of B stays in L1
+ * while every row of A passes over it. */
+CT_AVX2 static void mm_avx2(float *C, int ldc, const float *A, int ars, int acs,
+                            const float *B, int ldb, int M, int N, int K, int acc)
+{
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        int w = N - n0 < 16 ? N - n0 : 16, nv = (w + 7) / 8, tail = w - 8 * (nv - 1);
+        int full = tail == 8;
+        __m256i last = lanes(tail);
+        const float *b = B + n0;
+        int i = 0;
+        for (; i + 6 <= M; i += 6) {
+            float *c = C + (size_t)i * ldc + n0;
+            const float *a = A + (size_t)i * ars;
+            BLOCK_NV(6);
+        }
+        float *c = C + (size_t)i * ldc + n0;
+        const float *a = A + (size_t)i * ars;
+        switch (M - i) {
+        case 5: BLOCK_NV(5); break;
+        case 4: BLOCK_NV(4); break;
+        case 3: BLOCK_NV(3); break;
+        case 2: BLOCK_NV(2); break;
+        case 1: BLOCK_NV(1); break;
+        default: break;
+        }
+    }
+}
+
+/* The exponent is one fused multiply-subtract, in both functions, so that
+ * P recomputed by backward equals the forward's bit for bit. */
+CT_AVX2 static void probs_avx2(float *P, const float *lse, const float *S, int ld, int R, int T,
+                               float scale)
+{
+    __m256 vs = _mm256_set1_ps(scale);
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld;
+        __m256 l = _mm256_set1_ps(lse[r]);
+        for (int j = 0; j < T; j += 8) {
+            int full = T - j >= 8;
+            __m256i m = lanes(T - j);
+            __m256 x = _mm256_fmsub_ps(vs, load(s + j, full, m), l);
+            store(p + j, full, m, ct__exp8_avx2(x));
+        }
+    }
+}
+
+CT_AVX2 static float hmax(__m256 v)
+{
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_shuffle_ps(x, x, 1));
+    return _mm_cvtss_f32(x);
+}
+
+CT_AVX2 static float hsum(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
+    return _mm_cvtss_f32(x);
+}
+
+CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, int R, int T,
+                                 float scale)
+{
+    __m256 vs = _mm256_set1_ps(scale);
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        __m256 vmx = _mm256_set1_ps(-INFINITY);
+        for (int j = 0; j < T; j += 8) {
+            __m256i m = lanes(T - j);
+            __m256 x = _mm256_mul_ps(vs, load(s + j, T - j >= 8, m));
+            /* masked-off lanes stay -inf */
+            vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(vmx, x, _mm256_castsi256_ps(m)));
+        }
+        float mxs = hmax(vmx);
+        __m256 mx = _mm256_set1_ps(mxs), sum = _mm256_setzero_ps();
+        for (int j = 0; j < T; j += 8) {
+            __m256i m = lanes(T - j);
+            __m256 x = _mm256_fmsub_ps(vs, load(s + j, T - j >= 8, m), mx);
+            sum = _mm256_add_ps(sum, _mm256_and_ps(ct__exp8_avx2(x), _mm256_castsi256_ps(m)));
+        }
+        lse[r] = mxs + logf(hsum(sum));
+    }
+    probs_avx2(P, lse, S, ld, R, T, scale);
+}
+
+CT_AVX2 static void dsoftmax_avx2(float *dP, const float *P, const float *D, int ld, int R,
+                                  int T)
+{
+    for (int r = 0; r < R; r++) {
+        float *d = dP + (size_t)r * ld;
+        const float *p = P + (size_t)r * ld;
+        __m256 dr = _mm256_set1_ps(D[r]);
+        for (int j = 0; j < T; j += 8) {
+            int full = T - j >= 8;
+            __m256i m = lanes(T - j);
+            __m256 x = _mm256_sub_ps(load(d + j, full, m), dr);
+            store(d + j, full, m, _mm256_mul_ps(load(p + j, full, m), x));
+        }
+    }
+}
+
+const ct__attn_tiles ct__attn_tiles_avx2 = {
+    "attn_avx2", mm_avx2, softmax_avx2, probs_avx2, dsoftmax_avx2, NULL, NULL,
+};
+
+#endif
