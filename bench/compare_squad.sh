@@ -14,6 +14,10 @@
 #          the batches run_qa.py feeds Trainer: [B, max_seq_length], padded
 #          (pad_to_max_length), so its cost does not depend on the tokens and
 #          random ids of that shape are equivalent.
+#   torch grouped  PyTorch's best setting (bench/torch_squad_grouped.py):
+#          --pad_to_max_length False --group_by_length, LengthGroupedSampler's
+#          order over the same file's windows and each batch padded to its
+#          longest one, so it computes far less padding.
 #
 # Configurations: max_seq_length 384 / doc_stride 128 at per-device batch 4
 # and 12, and max_seq_length 128 / doc_stride 32 at batch 8; then a row for
@@ -37,6 +41,8 @@
 #        PARAGRAPHS (80: x5 questions)  CONFIGS ("384:128:4 384:128:12 128:32:8")
 #        LARGE (1: run the bert-large row)  LARGE_STEPS (3)
 #        MODEL (bert-base-uncased; a built-in name, for quick trials bert-tiny)
+#        TORCH_PRECISION (bf16: autocast, as --bf16 runs it; fp32 on CPUs without
+#        bf16 instructions, where PyTorch's bf16 is its slow path and fp32 its best)
 #        ISA_AVX512 (0; 1 adds a second set of our runs with CPUTRAIN_ISA=avx512,
 #        bf16 emulated on fp32 FMAs, against the same torch figures)
 #        VOCAB (bert-base-uncased's vocab.txt; default BUILD_DIR/tokenizer-oracle/
@@ -54,6 +60,7 @@ large_steps=${LARGE_STEPS:-3}
 isa_avx512=${ISA_AVX512:-0}
 vocab=${VOCAB:-$build/tokenizer-oracle/vocab.txt}
 model=${MODEL:-bert-base-uncased}
+torch_precision=${TORCH_PRECISION:-bf16}
 ours_env=
 qa=$build/bin/cputrain-qa
 
@@ -96,6 +103,7 @@ md5=$(md5sum "$vocab" | cut -d" " -f1)
 "$python" "$here/squad_profile.py" "$vocab" "$work/data" --paragraphs "${PARAGRAPHS:-80}" |
     sed 's/^/# /'
 echo "# $steps optimizer steps per run, $rounds rounds; samples/s 'steady' leaves out step 1"
+echo "# torch in $torch_precision (TORCH_PRECISION)"
 
 # peak RSS in MiB from a /usr/bin/time -v log
 rss_of() { awk -F: '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$1"; }
@@ -134,10 +142,22 @@ EOF
 torch_run() {
     label=$1 model=$2 seq=$3 batch=$4 n=$5
     /usr/bin/time -v "$python" "$here/torch_bert_step.py" --model "$model" --batch "$batch" \
-        --seq "$seq" --steps $((n - 1)) --warmup 1 --threads "$threads" --precision bf16 \
+        --seq "$seq" --steps $((n - 1)) --warmup 1 --threads "$threads" --precision "$torch_precision" \
         --optimizer > "$work/torch.log" 2>&1 || { cat "$work/torch.log" >&2; return 1; }
     sps=$(sed -n 's/.*; \([0-9.]*\) samples\/s;.*/\1/p' "$work/torch.log")
     echo "$label $sps - $(rss_of "$work/torch.log")" >> "$out"
+}
+
+grouped_run() {
+    label=$1 model=$2 seq=$3 stride=$4 batch=$5 n=$6
+    PYTHONPATH="$here/../bindings/python" CPUTRAIN_LIBRARY=$(ls "$build"/lib/libcputrain.so.*.*.* | head -n 1) \
+        /usr/bin/time -v "$python" "$here/torch_squad_grouped.py" "$work/data" --model "$model" \
+        --seq "$seq" --stride "$stride" --batch "$batch" --steps "$n" --threads "$threads" \
+        --precision "$torch_precision" > "$work/grouped.log" 2>&1 ||
+        { cat "$work/grouped.log" >&2; return 1; }
+    sps=$(sed -n 's/.*; \([0-9.]*\) samples\/s;.*/\1/p' "$work/grouped.log")
+    echo "$label $sps - $(rss_of "$work/grouped.log")" >> "$out"
+    sed -n 's/.*mean padded length \([0-9.]*\).*/\1/p' "$work/grouped.log" > "$work/pad-$label"
 }
 
 round=1
@@ -155,28 +175,34 @@ while [ "$round" -le "$rounds" ]; do
             ours_env=
         fi
         torch_run "torch ${seq}x$batch" "$model" "$seq" "$batch" "$steps"
+        grouped_run "grouped ${seq}x$batch" "$model" "$seq" "$stride" "$batch" "$steps"
     done
     round=$((round + 1))
 done
 
-echo "# $model, means over the rounds (samples/s: higher is better; ratio = ours steady / torch)"
-printf "%-14s %-11s %12s %12s %11s %12s %11s %8s\n" config kernels "ours steady" "ours loop" \
-    "ours RSS" "torch" "torch RSS" "ratio"
-awk -v isa="$isa" '
+echo "# $model, means over the rounds (samples/s: higher is better; ratios = ours steady / torch)"
+printf "%-12s %-10s %11s %10s %10s %9s %10s %7s %9s %10s %7s\n" config kernels "ours steady" \
+    "ours loop" "ours RSS" torch "torch RSS" ratio grouped "grp RSS" ratio
+awk '
     { key = $1 " " $2; n[key]++; s[key] += $3; if ($4 != "-") l[key] += $4; r[key] += $5
       if (!(key in seen)) { seen[key] = 1; order[++k] = key } }
     END {
         for (i = 1; i <= k; i++) {
             split(order[i], f, " ")
-            if (f[1] == "torch") continue
-            t = "torch " f[2]
+            if (f[1] == "torch" || f[1] == "grouped") continue
+            t = "torch " f[2]; g = "grouped " f[2]
             sub(/^ours-/, "", f[1])
-            ts = s[t] / n[t]
-            printf "%-14s %-11s %12.3f %12.3f %7.0f MiB %12.3f %7.0f MiB %7.2fx\n", \
-                f[2], f[1], s[order[i]] / n[order[i]], l[order[i]] / n[order[i]], \
-                r[order[i]] / n[order[i]], ts, r[t] / n[t], (s[order[i]] / n[order[i]]) / ts
+            o = s[order[i]] / n[order[i]]
+            printf "%-12s %-10s %11.3f %10.3f %6.0f MiB %9.3f %6.0f MiB %6.2fx %9.3f %6.0f MiB %6.2fx\n", \
+                f[2], f[1], o, l[order[i]] / n[order[i]], r[order[i]] / n[order[i]], \
+                s[t] / n[t], r[t] / n[t], o / (s[t] / n[t]), s[g] / n[g], r[g] / n[g], \
+                o / (s[g] / n[g])
         }
     }' "$out"
+for f in "$work"/pad-grouped*; do
+    [ -f "$f" ] || continue
+    echo "# torch grouped ${f##*/pad-grouped }: batches padded to $(cat "$f") tokens on average"
+done
 
 for f in "$work"/mem-ours-*; do
     [ -f "$f" ] || continue

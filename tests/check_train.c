@@ -423,6 +423,24 @@ START_TEST(killed_during_a_save_resumes_exactly)
 }
 END_TEST
 
+/* Each example's length: the tokens its attention mask keeps. */
+START_TEST(dataset_lengths)
+{
+    ct_dataset *d = make_dataset(-1);
+    int32_t len[N_EXAMPLES];
+    OK(ct_dataset_get_lengths(d, 0, N_EXAMPLES, len));
+    for (int e = 0; e < N_EXAMPLES; e++)
+        ck_assert_int_eq(len[e], T - e % 3);
+    OK(ct_dataset_get_lengths(d, 2, 1, len));
+    ck_assert_int_eq(len[0], T - 2);
+    OK(ct_dataset_get_lengths(d, N_EXAMPLES, 0, NULL));
+    ASSERT_ERROR_HAS(ct_dataset_get_lengths(d, 1, N_EXAMPLES, len), CT_ERR_INVALID_ARG,
+                     "outside the dataset's");
+    ck_assert_int_eq(ct_dataset_get_lengths(NULL, 0, 0, len), CT_ERR_INVALID_ARG);
+    ct_dataset_free(d);
+}
+END_TEST
+
 /* ---- checkpoints whose numbers do not add up --------------------------------- */
 
 /* The bytes of the file at path (*len of them). */
@@ -1023,6 +1041,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, concurrent_runs_on_one_output_dir);
     tcase_add_test(tc, two_trainers_of_one_process_exclude_each_other);
     tcase_add_test(tc, output_lock_for_a_whole_run);
+    tcase_add_test(tc, dataset_lengths);
     tcase_add_test(tc, tampered_checkpoint_values_are_refused);
     tcase_add_test(tc, non_finite_weights_fail_the_run);
     tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);

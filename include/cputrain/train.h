@@ -43,6 +43,11 @@ CT_API size_t ct_dataset_labels_per_example(const ct_dataset *dataset);
  * ct_trainer_predict's logits are scored against). */
 CT_API ct_status ct_dataset_get_labels(const ct_dataset *dataset, size_t first, size_t count,
                                        int32_t *labels);
+/* The length of examples [first, first + count): the tokens each one's
+ * attention mask keeps — what this library computes on, and what
+ * group_by_length sorts by. `lengths` has room for count values. */
+CT_API ct_status ct_dataset_get_lengths(const ct_dataset *dataset, size_t first, size_t count,
+                                        int32_t *lengths);
 
 /* ---- the trainer -------------------------------------------------------------- */
 

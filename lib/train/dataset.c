@@ -167,3 +167,23 @@ ct_status ct_dataset_get_labels(const ct_dataset *d, size_t first, size_t count,
     memcpy(labels, d->labels + first * d->n_labels, count * d->n_labels * sizeof *labels);
     return CT_OK;
 }
+
+ct_status ct_dataset_get_lengths(const ct_dataset *d, size_t first, size_t count,
+                                 int32_t *lengths)
+{
+    CT__CHECK_ARG(d);
+    if (first > d->n || count > d->n - first)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_get_lengths: examples [%zu, %zu + %zu) "
+                         "are outside the dataset's %zu", first, first, count, d->n);
+    if (count == 0)
+        return CT_OK;
+    CT__CHECK_ARG(lengths);
+    for (size_t i = 0; i < count; i++) {
+        const int32_t *mask = d->mask + (first + i) * (size_t)d->T;
+        int32_t len = 0;
+        for (int j = 0; j < d->T; j++)
+            len += mask[j] != 0;
+        lengths[i] = len;
+    }
+    return CT_OK;
+}

@@ -571,13 +571,7 @@ static ct_status count_lengths(ct_trainer *t)
     if (!(t->lengths = malloc((d->n ? d->n : 1) * sizeof *t->lengths)))
         return ct__error(CT_ERR_NOMEM, "out of memory counting the lengths of %zu examples",
                          d->n);
-    for (size_t i = 0; i < d->n; i++) {
-        int32_t len = 0;
-        for (int j = 0; j < d->T; j++)
-            len += d->mask[i * (size_t)d->T + (size_t)j] != 0;
-        t->lengths[i] = len;
-    }
-    return CT_OK;
+    return ct_dataset_get_lengths(d, 0, d->n, t->lengths);
 }
 
 /* ---- the loop -------------------------------------------------------------------- */

@@ -46,6 +46,11 @@ class DatasetTest(unittest.TestCase):
                    attention_mask=[1, 1, 1, 1, 0, 0])
             self.assertEqual(len(ds), 2)
             self.assertEqual(repr(ds), "<Dataset question_answering, 2 examples of 6 tokens>")
+            self.assertEqual(list(ds.lengths()), [6, 4])
+            self.assertEqual(list(ds.lengths(1)), [4])
+            self.assertEqual(list(ds.lengths(1, 1)), [])
+            with self.assertRaises(IndexError):
+                ds.lengths(0, 3)
         with Dataset("text-classification", 4) as ds:
             ds.add([1, 2, 3, 4], 1)
             ds.add([1, 2, 3, 4], [0])

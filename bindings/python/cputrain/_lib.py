@@ -171,6 +171,7 @@ PROTOTYPES = {
     "ct_dataset_fill_batch": (_status, [Handle, _ptr(_i64), _int, Handle]),
     "ct_dataset_labels_per_example": (_size, [Handle]),
     "ct_dataset_get_labels": (_status, [Handle, _size, _size, _ptr(_i32)]),
+    "ct_dataset_get_lengths": (_status, [Handle, _size, _size, _ptr(_i32)]),
     # train.h: the trainer (ct_event is an int)
     "ct_trainer_create": (_status, [Handle, Handle, _ptr(Handle)]),
     "ct_trainer_free": (None, [Handle]),

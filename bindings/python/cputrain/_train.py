@@ -327,6 +327,24 @@ class Dataset(OwnedHandle):
         # must live until here (the names keep them).
         del ids, extra, lab
 
+    def lengths(self, start=0, stop=None):
+        """The real tokens (attention mask's ones) of examples [start, stop),
+        as group_by_length sorts them: an int32 numpy array (without numpy,
+        a list)."""
+        handle = self._live()
+        size = len(self)
+        start = _int64(start, "start")
+        stop = size if stop is None else _int64(stop, "stop")
+        if not 0 <= start <= stop <= size:
+            raise IndexError("lengths(%d, %d) outside the dataset's %d examples"
+                             % (start, stop, size))
+        count = stop - start
+        out = (ctypes.c_int32 * max(count, 1))()
+        check(lib.ct_dataset_get_lengths(handle, start, count, out))
+        if _np is not None:
+            return _np.frombuffer(out, dtype=_np.int32, count=count).copy()
+        return list(out)[:count]
+
     def labels(self, start=0, stop=None):
         """Labels of examples [start, stop) as they were added: question
         answering [n, 2] (start, end), classification [n], masked LM
