@@ -22,8 +22,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/cpu.h"
-#include "core/threadpool.h"
+#include "machine/cpu.h"
+#include "machine/threadpool.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "model/attention.h"

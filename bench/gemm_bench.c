@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/cpu.h"
-#include "core/threadpool.h"
+#include "machine/cpu.h"
+#include "machine/threadpool.h"
 #include "kernels/kernels.h"
 
 static double now(void)

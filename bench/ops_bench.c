@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/cpu.h"
+#include "machine/cpu.h"
 #include "kernels/kernels.h"
 
 enum { BT = 8 * 128, C = 768, FF = 3072, NH = 12, T = 128, CE_N = 128, CE_V = 30522 };

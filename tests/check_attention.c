@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cpu.h"
-#include "core/threadpool.h"
+#include "machine/cpu.h"
+#include "machine/threadpool.h"
 #include "kernels/attn_tile.h"
 #include "kernels/kernels.h"
 #include "model/attention.h"

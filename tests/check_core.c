@@ -10,7 +10,7 @@
 
 #include <cputrain/cputrain.h>
 
-#include "core/cpu.h"
+#include "machine/cpu.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/strbuf.h"

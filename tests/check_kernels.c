@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/cpu.h"
-#include "core/threadpool.h"
+#include "machine/cpu.h"
+#include "machine/threadpool.h"
 #include "kernels/kernels.h"
 
 Suite *kernels_suite(void);

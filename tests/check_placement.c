@@ -11,7 +11,7 @@
 
 #include <cputrain/cputrain.h>
 
-#include "dist/topology.h"
+#include "machine/topology.h"
 #include "model/model.h"
 #include "suites.h"
 

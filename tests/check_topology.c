@@ -13,7 +13,7 @@
 
 #include <cputrain/cputrain.h>
 
-#include "dist/topology.h"
+#include "machine/topology.h"
 #include "suites.h"
 
 #define TWO_SOCKET "package:2 core:8 pu:2"

@@ -9,15 +9,25 @@ set -u
 passed=0
 failed=0
 failed_names=""
+failed_logs=""
 skipped=0
 skipped_names=""
+
+# Each group's output is shown as it runs and kept in $B/test-logs, so what
+# a failed one said can be shown again beside the summary: a CI log that
+# keeps only its last lines still says what failed.
+logs="$B/test-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+groups=0
 
 run() {
     name=$1
     shift
-    echo "==== $name"
-    "$@"
-    rc=$?
+    groups=$((groups + 1))
+    log="$logs/$groups.log"
+    { echo "==== $name"; "$@" 2>&1; echo $? >"$log.rc"; } | tee "$log"
+    rc=$(cat "$log.rc")
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + 1))
         echo "==== $name: ok"
@@ -28,6 +38,7 @@ run() {
     else
         failed=$((failed + 1))
         failed_names="$failed_names [$name]"
+        failed_logs="$failed_logs $log"
         echo "==== $name: FAILED"
     fi
 }
@@ -49,12 +60,14 @@ run "C unit suites (Check)" env ${locpath:+LOCPATH="$locpath"} "$B/tests/check_a
 # level that is not this machine's best (bf16 on fp32 GEMMs, the generic
 # oracle) is tested here too.
 lower_levels() {
+    bad=""
     for isa in avx512 avx2 generic; do
         for suite in model packed attention ops train; do
             echo "CPUTRAIN_ISA=$isa $suite"
-            CPUTRAIN_ISA=$isa CK_RUN_SUITE=$suite "$B/tests/check_all" || return 1
+            CPUTRAIN_ISA=$isa CK_RUN_SUITE=$suite "$B/tests/check_all" || bad="$bad $isa/$suite"
         done
     done
+    [ -z "$bad" ] || { echo "FAILED at the lower levels:$bad"; return 1; }
 }
 run "C model, kernel and trainer suites at the lower kernel levels (avx512, avx2, generic)" lower_levels
 run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
@@ -67,6 +80,7 @@ fuzz_tests() {
     "$MAKE" --no-print-directory -s fuzz-check B="$B"
 }
 run "libFuzzer harnesses: corpora and past crash inputs replayed, 3 s of fuzzing each" fuzz_tests
+run "one-way layers: no include of lib/ goes up or around" "$PYTHON" tests/layers.py lib
 run "public headers as C99 and C++" sh tests/test_headers.sh
 run "exported symbols = header = map" "$PYTHON" tests/abi_symbols.py "$lib" include/cputrain libcputrain.map
 run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"
@@ -110,6 +124,14 @@ run "mpi plugin under mpirun -n 2, 3, 4: collectives, and a stuck rank's timeout
 run "install + pkg-config (shared, rpath, static beside the .so), Python package, uninstall" \
     env PYTHON="$PYTHON" sh tests/pkgconfig/run.sh
 
+for log in $failed_logs; do
+    echo "==== what failed in$(head -n 1 "$log" | cut -c5-) ($log):"
+    grep -E ':[FE]:|FAIL|[Ee]rror|not ok' "$log" | tail -n 6
+    tail -n 3 "$log"
+done
+cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
+isa=$(grep -o -w -E 'avx2|avx512f|avx512_bf16|amx_tile' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')
+echo "check ran on: ${cpu:-unknown CPU} (${isa:-no avx2}), $(nproc) CPUs"
 [ -z "$failed_names" ] || echo "failed groups:$failed_names"
 [ -z "$skipped_names" ] || echo "skipped groups:$skipped_names"
 echo "check: $passed passed, $failed failed${skipped_names:+, $skipped skipped}"

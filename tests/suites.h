@@ -38,6 +38,7 @@ Suite *core_suite(void);
     X(ops_suite)              \
     X(squad_suite)            \
     X(qa_suite)               \
+    X(workflow_suite)         \
     X(topology_suite)         \
     X(placement_suite)        \
     X(shm_suite)              \

@@ -16,7 +16,7 @@
 #include "plot/history.h"
 #include "plot/svg.h"
 
-#include <cputrain/core.h>
+#include <cputrain/cputrain.h>
 
 #include <errno.h>
 #include <stdio.h>

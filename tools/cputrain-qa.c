@@ -343,10 +343,10 @@ typedef struct run {
     const char *output_dir;
     ct_squad_scores *last_scores;
     ct_squad_preds *last_preds;
-    ct_dist *dist; /* NULL: one process */
+    ct_workflow *wf; /* the job, log levels, output_dir, results files */
+    ct_dist *dist;   /* the workflow's */
     int rank, world;
     int model_from_folder; /* pre-trained weights, not a fresh configuration */
-    ct_output_lock *lock;  /* output_dir, held for the whole run where it is written */
 } run;
 
 /* Every rank's block of `block` features' logits (block * T floats, the
@@ -567,26 +567,15 @@ static int fail(const char *what, ct_status st)
     return 1;
 }
 
-/* ct_dist from --ddp_backend / --ddp_timeout and the launcher's
- * environment. */
+/* The job (ct_dist from --ddp_backend / --ddp_timeout and the launcher's
+ * environment) and this process's log level, through the workflow. */
 static int join_job(run *r)
 {
-    ct_dist_options *o = NULL;
-    const char *backend = NULL;
-    int64_t timeout = 1800;
-    char text[32];
     ct_status st;
-    ct_args_get_string(r->args, "ddp_backend", &backend);
-    ct_args_get_int(r->args, "ddp_timeout", &timeout);
-    snprintf(text, sizeof text, "%lld", (long long)timeout);
-    if ((st = ct_dist_options_create(&o)) != CT_OK ||
-        (backend && (st = ct_dist_options_set(o, "backend", backend)) != CT_OK) ||
-        (st = ct_dist_options_set(o, "timeout", text)) != CT_OK ||
-        (st = ct_dist_create(o, &r->dist)) != CT_OK) {
-        ct_dist_options_free(o);
+    if ((st = ct_workflow_create("run_qa.py", r->args, &r->wf)) != CT_OK ||
+        (st = ct_workflow_join(r->wf)) != CT_OK)
         return fail("distributed setup", st);
-    }
-    ct_dist_options_free(o);
+    r->dist = ct_workflow_dist(r->wf);
     r->rank = ct_dist_rank(r->dist);
     r->world = ct_dist_world_size(r->dist);
     return 0;
@@ -623,93 +612,6 @@ static int check_best_metric(const run *r)
     return -1;
 }
 
-/* ---- output_dir -------------------------------------------------------------------- */
-
-/* The lock on output_dir, taken by the ranks that write there (rank 0,
- * with save_on_each_node the first of each machine); every rank learns
- * whether all got it, so none waits for a rank that gave up. */
-static int hold_output_dir(run *r)
-{
-    int each_node = 0, writes;
-    float refused = 0.0f;
-    ct_status st = CT_OK;
-    ct_args_get_bool(r->args, "save_on_each_node", &each_node);
-    writes = r->rank == 0 || (each_node && ct_dist_local_rank(r->dist) == 0);
-    if (writes && (st = ct_output_lock_create(r->output_dir, &r->lock)) != CT_OK) {
-        fail("output_dir", st);
-        refused = 1.0f;
-    }
-    if (r->world > 1 &&
-        ((st = ct_dist_allreduce(r->dist, &refused, 1, CT_DTYPE_F32, CT_REDUCE_SUM)) != CT_OK))
-        return fail("output_dir", st), -1;
-    if (refused != 0.0f && !writes)
-        fprintf(stderr, "cputrain-qa: rank %d: stopping: a writing rank could not hold "
-                        "output_dir %s\n", r->rank, r->output_dir);
-    return refused != 0.0f ? -1 : 0;
-}
-
-/* The step of a folder named checkpoint-<digits> (get_last_checkpoint's
- * pattern), else -1. */
-static long checkpoint_step(const char *dir, const char *name)
-{
-    char path[4200], *end;
-    struct stat sb;
-    long step;
-    if (strncmp(name, "checkpoint-", 11) != 0 || name[11] < '0' || name[11] > '9')
-        return -1;
-    errno = 0;
-    step = strtol(name + 11, &end, 10);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return !errno && !*end && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? step : -1;
-}
-
-/* run_qa.py's rule for an output_dir that already holds something, when
- * training without --overwrite_output_dir: with checkpoints, resume from
- * the last one unless --resume_from_checkpoint says otherwise; with other
- * files only, refuse. The trainer's own .lock and a crashed save's
- * tmp-checkpoint-* are not results of a run and do not count. */
-static int check_output_dir(run *r)
-{
-    int overwrite = 0;
-    long last = -1;
-    char found[300] = "";
-    const char *resume = NULL;
-    DIR *d;
-    struct dirent *e;
-    ct_args_get_bool(r->args, "overwrite_output_dir", &overwrite);
-    if (overwrite || !(d = opendir(r->output_dir)))
-        return 0; /* a folder that is not there yet is fine; a file, the trainer names */
-    while ((e = readdir(d))) {
-        long step;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".lock") ||
-            !strncmp(e->d_name, "tmp-checkpoint-", 15))
-            continue;
-        if ((step = checkpoint_step(r->output_dir, e->d_name)) > last)
-            last = step;
-        else if (step < 0 && !*found)
-            snprintf(found, sizeof found, "%s", e->d_name);
-    }
-    closedir(d);
-    if (last < 0 && *found) {
-        fprintf(stderr, "cputrain-qa: output directory (%s) already exists and is not empty "
-                        "(it holds %s). Use --overwrite_output_dir to overcome.\n",
-                r->output_dir, found);
-        return -1;
-    }
-    ct_args_get_string(r->args, "resume_from_checkpoint", &resume);
-    if (last >= 0 && !resume) {
-        char path[4200];
-        ct_status st;
-        snprintf(path, sizeof path, "%s/checkpoint-%ld", r->output_dir, last);
-        fprintf(stderr, "cputrain-qa: checkpoint detected, resuming training at %s. To avoid "
-                        "this behavior, change the --output_dir or add --overwrite_output_dir "
-                        "to train from scratch.\n", path);
-        if ((st = ct_args_set(r->args, "resume_from_checkpoint", path)) != CT_OK)
-            return fail("--resume_from_checkpoint", st), -1;
-    }
-    return 0;
-}
-
 /* ---- prediction -------------------------------------------------------------------- */
 
 /* The test split's examples, as run_qa.py's predict_examples: the first
@@ -725,10 +627,10 @@ static int load_split(run *r, const char *file, long max_samples, qa_split *s)
     ct_status st;
     if ((st = ct_squad_load(file, &s->examples)) != CT_OK ||
         (st = build_features(r, "Running tokenizer on prediction dataset", s->examples,
-                             max_samples, &s->features)) != CT_OK)
+                             max_samples, &s->features)) != CT_OK ||
+        (max_samples >= 0 &&
+         (st = ct_qa_features_truncate(s->features, (size_t)max_samples)) != CT_OK))
         return fail(file, st);
-    if (max_samples >= 0)
-        ct_qa_features_truncate(s->features, (size_t)max_samples);
     s->n_examples = ct_squad_count(s->examples);
     if (max_samples >= 0 && (size_t)max_samples < s->n_examples)
         s->n_examples = (size_t)max_samples;
@@ -792,120 +694,28 @@ done:
 
 /* ---- the model card ------------------------------------------------------------ */
 
-/* "eval_exact_match" -> "Exact Match", as Transformers' model card names
- * a result. */
-static void result_name(const char *metric, char *out, size_t size)
-{
-    size_t n = 0;
-    int start = 1;
-    if (!strncmp(metric, "eval_", 5))
-        metric += 5;
-    for (; *metric && n + 1 < size; metric++) {
-        char c = *metric == '_' ? ' ' : *metric;
-        out[n++] = start && c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
-        start = c == ' ';
-    }
-    out[n] = '\0';
-}
-
-/* output_dir/README.md, the short model card Trainer.create_model_card
- * writes at the end of run_qa.py: what the model was trained from, on what,
- * its evaluation results and the hyperparameters used — said to be trained
- * with libcputrain, not with Transformers. */
+/* run_qa.py ends with trainer.create_model_card(): the evaluation's
+ * metrics, if it ran, with what the model came from and was trained on. */
 static int write_model_card(const run *r, const ct_trainer *trainer, const char *train_file)
 {
-    char path[4200], base[256];
-    const char *name = strrchr(r->output_dir, '/'), *opt = NULL, *sched = NULL;
-    int64_t bs = 8, ebs = 8, ga = 1, seed = 42, max_steps = -1, warmup = 0;
-    double lr = 5e-5, epochs = 3, b1 = 0.9, b2 = 0.999, eps = 1e-8, ratio = 0;
-    int bf16 = 0;
-    FILE *f;
-    name = name && name[1] ? name + 1 : r->output_dir;
-    snprintf(base, sizeof base, "%s", r->o.model_name_or_path ? r->o.model_name_or_path : "");
-    ct_args_get_float(r->args, "learning_rate", &lr);
-    ct_args_get_int(r->args, "per_device_train_batch_size", &bs);
-    ct_args_get_int(r->args, "per_device_eval_batch_size", &ebs);
-    ct_args_get_int(r->args, "gradient_accumulation_steps", &ga);
-    ct_args_get_int(r->args, "seed", &seed);
-    ct_args_get_int(r->args, "max_steps", &max_steps);
-    ct_args_get_int(r->args, "warmup_steps", &warmup);
-    ct_args_get_float(r->args, "warmup_ratio", &ratio);
-    ct_args_get_float(r->args, "num_train_epochs", &epochs);
-    ct_args_get_float(r->args, "adam_beta1", &b1);
-    ct_args_get_float(r->args, "adam_beta2", &b2);
-    ct_args_get_float(r->args, "adam_epsilon", &eps);
-    ct_args_get_string(r->args, "optim", &opt);
-    ct_args_get_string(r->args, "lr_scheduler_type", &sched);
-    ct_args_get_bool(r->args, "bf16", &bf16);
-    snprintf(path, sizeof path, "%s/README.md", r->output_dir);
-    if (!(f = fopen(path, "w")))
-        goto fail;
-    fprintf(f, "---\nlibrary_name: transformers\n");
-    if (*base && r->model_from_folder)
-        fprintf(f, "base_model: %s\n", base);
-    fprintf(f, "tags:\n- generated_from_trainer\n- libcputrain\n");
-    if (r->o.dataset_name)
-        fprintf(f, "datasets:\n- %s\n", r->o.dataset_name);
-    fprintf(f, "model-index:\n- name: %s\n  results: []\n---\n\n", name);
-    fprintf(f, "<!-- This model card was generated by cputrain-qa (libcputrain). Proofread and "
-               "complete it, then remove this comment. -->\n\n# %s\n\n", name);
-    if (r->model_from_folder)
-        fprintf(f, "This model is a fine-tuned version of %s", base);
-    else
-        fprintf(f, "This model was trained from scratch (configuration %s)",
-                r->o.config_name ? r->o.config_name : base);
-    fprintf(f, " on %s%s for extractive question answering", r->o.dataset_name ? "the " : "",
-            r->o.dataset_name ? r->o.dataset_name : train_file);
-    if (r->o.dataset_name)
-        fprintf(f, " dataset");
-    fprintf(f, ".\n");
-    if (r->last_scores) {
-        fprintf(f, "It achieves the following results on the evaluation set:\n");
-        for (size_t i = 0; i < ct_squad_scores_count(r->last_scores); i++) {
-            const char *m = ct_squad_scores_name(r->last_scores, i);
-            char title[128];
-            if (!strcmp(m, "epoch") || !strcmp(m, "eval_samples"))
-                continue;
-            result_name(m, title, sizeof title);
-            fprintf(f, "- %s: %.4f\n", title, ct_squad_scores_value(r->last_scores, i));
-        }
+    size_t n = r->last_scores ? ct_squad_scores_count(r->last_scores) : 0;
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    double *values = calloc(n ? n : 1, sizeof *values);
+    const char *base = r->model_from_folder || !r->o.config_name ? r->o.model_name_or_path
+                                                                 : r->o.config_name;
+    ct_status st = CT_ERR_NOMEM;
+    for (size_t i = 0; names && values && i < n; i++) {
+        names[i] = ct_squad_scores_name(r->last_scores, i);
+        values[i] = ct_squad_scores_value(r->last_scores, i);
     }
-    fprintf(f, "\n## Training procedure\n\nTrained on the CPU with libcputrain %s "
-               "(cputrain-qa, the C counterpart of Transformers' run_qa.py and Trainer); the "
-               "files are Transformers' own and load with from_pretrained.\n\n",
-            ct_version_string());
-    fprintf(f, "### Training hyperparameters\n\nThe following hyperparameters were used during "
-               "training:\n- learning_rate: %g\n- train_batch_size: %lld\n"
-               "- eval_batch_size: %lld\n- seed: %lld\n",
-            lr, (long long)bs, (long long)ebs, (long long)seed);
-    if (r->world > 1)
-        fprintf(f, "- distributed_type: multi-CPU\n- num_devices: %d\n", r->world);
-    if (ga > 1)
-        fprintf(f, "- gradient_accumulation_steps: %lld\n", (long long)ga);
-    if (ga > 1 || r->world > 1)
-        fprintf(f, "- total_train_batch_size: %lld\n", (long long)(bs * ga * r->world));
-    fprintf(f, "- optimizer: %s with betas=(%g,%g) and epsilon=%g\n- lr_scheduler_type: %s\n",
-            opt ? opt : "adamw_torch", b1, b2, eps, sched ? sched : "linear");
-    if (ratio != 0)
-        fprintf(f, "- lr_scheduler_warmup_ratio: %g\n", ratio);
-    if (warmup != 0)
-        fprintf(f, "- lr_scheduler_warmup_steps: %lld\n", (long long)warmup);
-    if (max_steps > 0)
-        fprintf(f, "- training_steps: %lld\n", (long long)max_steps);
-    else
-        fprintf(f, "- num_epochs: %g\n", epochs);
-    if (bf16)
-        fprintf(f, "- mixed_precision_training: bf16 (bf16 matrix products, fp32 master "
-                   "weights; saved in float32)\n");
-    fprintf(f, "\n### Training results\n\n- Training loss: %.4f after %lld steps\n",
-            ct_trainer_train_loss(trainer), (long long)ct_trainer_global_step(trainer));
-    fprintf(f, "\n### Framework versions\n\n- libcputrain %s\n", ct_version_string());
-    if (ferror(f) | fclose(f))
-        goto fail;
-    return 0;
-fail:
-    fprintf(stderr, "cputrain-qa: cannot write %s: %s\n", path, strerror(errno));
-    return -1;
+    if (names && values)
+        st = ct_workflow_write_model_card(r->wf, trainer, "extractive question answering", base,
+                                          r->model_from_folder,
+                                          r->o.dataset_name ? r->o.dataset_name : train_file,
+                                          r->o.dataset_name != NULL, names, values, n);
+    free(names);
+    free(values);
+    return st == CT_OK ? 0 : (fail("model card", st), -1);
 }
 
 /* ---- model and tokenizer sources -------------------------------------------------- */
@@ -1022,23 +832,6 @@ static int clamp_max_seq_length(run *r)
         return -1;
     }
     return 0;
-}
-
-/* Trainer's levels: log_level on the main process (passive: this program's
- * info), log_level_replica on the others (passive: warning). */
-static void apply_log_levels(run *r)
-{
-    static const char *const names[] = {"passive", "critical", "error", "warning", "info", "debug"};
-    static const ct_log_level levels[] = {CT_LOG_INFO, CT_LOG_ERROR,   CT_LOG_ERROR,
-                                          CT_LOG_WARNING, CT_LOG_INFO, CT_LOG_DEBUG};
-    const char *name = NULL;
-    int each_node = 1;
-    ct_args_get_bool(r->args, "log_on_each_node", &each_node);
-    int main_process = r->rank == 0 || (each_node && ct_dist_local_rank(r->dist) == 0);
-    ct_args_get_string(r->args, main_process ? "log_level" : "log_level_replica", &name);
-    for (int i = 0; name && i < 6; i++)
-        if (!strcmp(name, names[i]))
-            ct_log_set_level(i == 0 && !main_process ? CT_LOG_WARNING : levels[i]);
 }
 
 /* ---- main ---------------------------------------------------------------------- */
@@ -1195,7 +988,7 @@ int main(int argc, char **argv)
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
         goto done;
-    apply_log_levels(&r); /* first: release_log keeps what the level keeps */
+    /* the workflow set this process's level: release_log keeps what it keeps */
     {
         int each_node = 1;
         ct_args_get_bool(r.args, "log_on_each_node", &each_node);
@@ -1208,11 +1001,11 @@ int main(int argc, char **argv)
                 ct_dist_backend(r.dist), ct_dist_launcher(r.dist));
     /* output_dir is this run's from before its first file (tokenizer,
      * checkpoints, results, predictions, model card) to after its last,
-     * and its rule for what is already there is read under the lock. */
-    if (hold_output_dir(&r) != 0)
-        goto done;
-    if (do_train && check_output_dir(&r) != 0) {
-        rc = 2;
+     * and run_qa.py's rule for what is already there is read under the
+     * lock (a refusal by that rule is a usage error). */
+    if ((st = ct_workflow_hold_output_dir(r.wf, do_train)) != CT_OK) {
+        fail("output_dir", st);
+        rc = st == CT_ERR_INVALID_ARG ? 2 : 1;
         goto done;
     }
 
@@ -1245,12 +1038,13 @@ int main(int argc, char **argv)
         if ((st = ct_squad_load(eval_file, &r.eval_examples)) != CT_OK ||
             (st = build_features(&r, "Running tokenizer on validation dataset",
                                  r.eval_examples, r.o.max_eval_samples, &r.eval_features)) !=
-                CT_OK) {
+                CT_OK ||
+            (r.o.max_eval_samples >= 0 &&
+             (st = ct_qa_features_truncate(r.eval_features, (size_t)r.o.max_eval_samples)) !=
+                 CT_OK)) {
             fail(eval_file, st);
             goto done;
         }
-        if (r.o.max_eval_samples >= 0)
-            ct_qa_features_truncate(r.eval_features, (size_t)r.o.max_eval_samples);
         r.n_eval_examples = ct_squad_count(r.eval_examples);
         if (r.o.max_eval_samples >= 0 && (size_t)r.o.max_eval_samples < r.n_eval_examples)
             r.n_eval_examples = (size_t)r.o.max_eval_samples;
@@ -1268,12 +1062,13 @@ int main(int argc, char **argv)
     if (do_train) {
         if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
             (st = build_features(&r, "Running tokenizer on train dataset", train_examples,
-                                 r.o.max_train_samples, &train_features)) != CT_OK) {
+                                 r.o.max_train_samples, &train_features)) != CT_OK ||
+            (r.o.max_train_samples >= 0 &&
+             (st = ct_qa_features_truncate(train_features, (size_t)r.o.max_train_samples)) !=
+                 CT_OK)) {
             fail(train_file, st);
             goto done;
         }
-        if (r.o.max_train_samples >= 0)
-            ct_qa_features_truncate(train_features, (size_t)r.o.max_train_samples);
         if (r.rank == 0)
             printf("training: %zu examples, %zu features\n",
                r.o.max_train_samples >= 0 && (size_t)r.o.max_train_samples < ct_squad_count(train_examples)
@@ -1322,10 +1117,14 @@ int main(int argc, char **argv)
             fail("evaluation", st);
             goto done;
         }
-        ct_squad_scores_add_prefix(r.last_scores, "eval");
-        ct_squad_scores_set(r.last_scores, "eval_samples", (double)ct_qa_features_count(r.eval_features), 1);
-        if (trainer)
-            ct_squad_scores_set(r.last_scores, "epoch", epoch, 0);
+        if ((st = ct_squad_scores_add_prefix(r.last_scores, "eval")) != CT_OK ||
+            (st = ct_squad_scores_set(r.last_scores, "eval_samples",
+                                      (double)ct_qa_features_count(r.eval_features), 1)) !=
+                CT_OK ||
+            (trainer && (st = ct_squad_scores_set(r.last_scores, "epoch", epoch, 0)) != CT_OK)) {
+            fail("evaluation results", st);
+            goto done;
+        }
         if (r.rank != 0) /* rank 0 reports and writes */
             goto finished;
         printf("***** eval metrics *****\n");
@@ -1360,8 +1159,7 @@ done:
     ct_squad_preds_free(r.last_preds);
     ct_tokenizer_free(r.tok);
     ct_model_free(r.model);
+    ct_workflow_free(r.wf);
     ct_args_free(r.args);
-    ct_output_lock_free(r.lock);
-    ct_dist_free(r.dist);
     return rc;
 }

@@ -9,6 +9,7 @@
 
 #include <cputrain/cputrain.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -1178,6 +1179,83 @@ private:
 
     ct_trainer *trainer_ = nullptr;
     std::unique_ptr<state> state_;
+};
+
+// The workflow of an example script around the trainer (ct_workflow): the
+// job and log levels, output_dir held with run_qa.py's rule, results files,
+// the model card, progress bars. Borrows its training_args, which must
+// outlive it.
+class workflow {
+public:
+    workflow(const std::string &script, training_args &args) {
+        check(ct_workflow_create(script.c_str(), args.get(), &wf_));
+    }
+    workflow(const workflow &) = delete;
+    workflow &operator=(const workflow &) = delete;
+    workflow(workflow &&other) noexcept : wf_(other.wf_) { other.wf_ = nullptr; }
+    workflow &operator=(workflow &&other) noexcept {
+        std::swap(wf_, other.wf_);
+        return *this;
+    }
+    ~workflow() { ct_workflow_free(wf_); }
+
+    ct_workflow *get() const noexcept { return wf_; }
+    void join() { check(ct_workflow_join(live())); }
+    // The job, after join() (owned by the workflow: not a cputrain::dist).
+    ct_dist *dist() const { return ct_workflow_dist(live()); }
+    bool is_main() const { return ct_workflow_is_main(live()) != 0; }
+    void hold_output_dir(bool training) {
+        check(ct_workflow_hold_output_dir(live(), training ? 1 : 0));
+    }
+    void progress(const std::string &what, std::size_t done, std::size_t total) {
+        ct_workflow_progress(live(), what.c_str(), done, total);
+    }
+    void save_metrics(const std::string &split,
+                      const std::vector<std::pair<std::string, double> > &metrics,
+                      const std::vector<std::string> &integers = {}) const {
+        std::vector<const char *> names;
+        std::vector<double> values;
+        std::vector<int> is_int;
+        for (const auto &m : metrics) {
+            names.push_back(m.first.c_str());
+            values.push_back(m.second);
+            is_int.push_back(std::find(integers.begin(), integers.end(), m.first) !=
+                             integers.end());
+        }
+        check(ct_workflow_save_metrics(live(), split.c_str(), names.data(), values.data(),
+                                       is_int.data(), names.size()));
+    }
+    void write_model_card(const trainer &t, const std::string &task, const std::string &base,
+                          bool fine_tuned, const std::string &dataset, bool dataset_is_named,
+                          const std::vector<std::pair<std::string, double> > &metrics = {}) const {
+        std::vector<const char *> names;
+        std::vector<double> values;
+        for (const auto &m : metrics) {
+            names.push_back(m.first.c_str());
+            values.push_back(m.second);
+        }
+        check(ct_workflow_write_model_card(live(), t.get(), task.c_str(), base.c_str(),
+                                           fine_tuned ? 1 : 0, dataset.c_str(),
+                                           dataset_is_named ? 1 : 0, names.data(),
+                                           values.data(), names.size()));
+    }
+    // --dataset_name read from a folder ("" for $HF_DATASETS_CACHE).
+    static std::string dataset_file(const std::string &dir, const std::string &name,
+                                    const std::string &split, const std::string &official = "") {
+        std::vector<char> path(4096);
+        check(ct_workflow_dataset_file(dir.empty() ? nullptr : dir.c_str(), name.c_str(),
+                                       split.c_str(), official.empty() ? nullptr : official.c_str(),
+                                       path.data(), path.size()));
+        return std::string(path.data());
+    }
+
+private:
+    ct_workflow *live() const {
+        if (!wf_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::workflow (moved from)");
+        return wf_;
+    }
+    ct_workflow *wf_ = nullptr;
 };
 
 } // namespace cputrain

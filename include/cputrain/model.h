@@ -180,8 +180,9 @@ CT_API ct_status ct_model_memory_bytes(const ct_model *model, const char *catego
 CT_API const char *ct_model_memory_category(size_t index);
 
 /* What this machine's kernels reach, the measure the profile is read
- * against: *gflops the matrix-product rate (a 1024 x 3072 x 768 product at
- * `precision`, the level's GEMM, as a model multiplies its activations by
+ * against: *gflops the matrix-product rate (BERT's FFN product, N 3072 x
+ * K 768, on up to 1024 rows: as many as take a measurable time, at
+ * `precision`, the level's GEMM as a model multiplies its activations by
  * its weights), *gbs the memory bandwidth of a stream over 256 MiB (read
  * plus write), best of a few runs each, on `threads` threads (0: as a model
  * would get, OMP_NUM_THREADS else the cores). Either output may be NULL.

@@ -238,3 +238,26 @@ ct_status ct__file_or_folder(const char *path, const char *name, char **file, in
         return ct__error(CT_ERR_NOMEM, "no memory");
     return CT_OK;
 }
+
+ct_status ct__make_dirs(const char *dir, const char *what)
+{
+    char path[4096];
+    struct stat sb;
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path)
+        return ct__error(CT_ERR_INVALID_ARG, "%s '%s' is not a usable path", what, dir);
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return ct__error(CT_ERR_IO, "%s: cannot create %s: %s", what, path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return ct__error(CT_ERR_IO, "%s: cannot create %s: %s", what, path, strerror(errno));
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return ct__error(CT_ERR_IO, "%s: %s exists and is not a folder", what, path);
+    return CT_OK;
+}

@@ -40,6 +40,11 @@ void ct__abandon_file(int fd, const char *tmp_path);
 ct_status ct__write_text_atomic(const char *path, struct ct__strbuf *sb,
                                 const char *what) CT__MUST_USE;
 
+/* mkdir -p of dir (mode 0755 for what it makes): CT_ERR_IO, prefixed with
+ * `what` ("output_dir", "logging_dir"), naming the part that cannot be
+ * made or that exists and is not a folder. */
+ct_status ct__make_dirs(const char *dir, const char *what) CT__MUST_USE;
+
 /* dir/name in new memory; NULL (no error set) when there is none. */
 char *ct__join_path(const char *dir, const char *name);
 /* For inputs given as a file or as the folder that holds it (a tokenizer's

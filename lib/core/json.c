@@ -99,116 +99,23 @@ static int fail_nomem(const parser *ps)
                      (size_t)(ps->end - ps->start));
 }
 
-/* ---- UTF-8 ---------------------------------------------------------------- */
-
-/* Length of the well-formed UTF-8 sequence at p (Unicode table 3-7), or 0
- * with *why set. Rejects overlongs, encoded surrogates, code points above
- * U+10FFFF and truncated sequences. */
-static int utf8_seq(const unsigned char *p, const unsigned char *end, const char **why)
-{
-    unsigned char c = p[0], lo = 0x80, hi = 0xBF;
-    int n, i;
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC0) {
-        *why = "unexpected continuation byte";
-        return 0;
-    }
-    if (c < 0xC2) {
-        *why = "overlong encoding";
-        return 0;
-    }
-    if (c < 0xE0) {
-        n = 2;
-    } else if (c < 0xF0) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c < 0xF5) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        *why = c < 0xF8 ? "code point above U+10FFFF" : "byte that never occurs in UTF-8";
-        return 0;
-    }
-    if (end - p < 2 || (p[1] & 0xC0) != 0x80) {
-        *why = "truncated multi-byte sequence";
-        return 0;
-    }
-    if (p[1] < lo || p[1] > hi) {
-        if (c == 0xED)
-            *why = "encoded surrogate (U+D800..U+DFFF)";
-        else if (c == 0xF4)
-            *why = "code point above U+10FFFF";
-        else
-            *why = "overlong encoding";
-        return 0;
-    }
-    for (i = 2; i < n; i++) {
-        if (end - p <= i || (p[i] & 0xC0) != 0x80) {
-            *why = "truncated multi-byte sequence";
-            return 0;
-        }
-    }
-    return n;
-}
-
-static unsigned utf8_decode(const unsigned char *p, int n)
-{
-    switch (n) {
-    case 1: return p[0];
-    case 2: return (p[0] & 0x1Fu) << 6 | (p[1] & 0x3Fu);
-    case 3: return (p[0] & 0x0Fu) << 12 | (p[1] & 0x3Fu) << 6 | (p[2] & 0x3Fu);
-    default:
-        return (p[0] & 0x07u) << 18 | (p[1] & 0x3Fu) << 12 | (p[2] & 0x3Fu) << 6 |
-               (p[3] & 0x3Fu);
-    }
-}
-
-static size_t utf8_encode(unsigned char *out, unsigned cp)
-{
-    if (cp < 0x80) {
-        out[0] = (unsigned char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (unsigned char)(0xC0 | cp >> 6);
-        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (unsigned char)(0xE0 | cp >> 12);
-        out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (unsigned char)(0xF0 | cp >> 18);
-    out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
-}
 
 /* An error for finding `at` where something else was expected: the
  * expectation, with the character named when the column alone would not
  * show it (controls, non-ASCII look-alikes), or the UTF-8 fault. */
 static int fail_expected(const parser *ps, const unsigned char *at, const char *expected)
 {
-    const char *why;
-    int n;
+    uint32_t cp;
     if (at >= ps->end)
         return fail_at(ps, at, "unexpected end of input: %s", expected);
     if (*at >= 0x20 && *at < 0x7F)
         return fail_at(ps, at, "%s", expected);
-    n = utf8_seq(at, ps->end, &why);
-    if (n == 0)
+    if (ct__utf8_decode(at, (size_t)(ps->end - at), &cp) == 0) {
+        const char *why;
+        ct__utf8_seq(at, ps->end, &why);
         return fail_at(ps, at, "invalid UTF-8: %s", why);
-    return fail_at(ps, at, "%s (found U+%04X)", expected, utf8_decode(at, n));
+    }
+    return fail_at(ps, at, "%s (found U+%04X)", expected, (unsigned)cp);
 }
 
 /* ---- arena and scratch ---------------------------------------------------- */
@@ -350,7 +257,7 @@ static int parse_string(parser *ps, size_t *off, size_t *len)
             while (p < end && plain_byte(*p))
                 p++;
             if (p < end && *p >= 0x80) {
-                n = utf8_seq(p, end, &why);
+                n = (int)ct__utf8_seq(p, end, &why);
                 if (n == 0)
                     return fail_at(ps, p, "invalid UTF-8: %s", why);
                 ps->line_extra += (size_t)n - 1;
@@ -400,7 +307,7 @@ static int parse_string(parser *ps, size_t *off, size_t *len)
                 p += 6;
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
-            n = (int)utf8_encode(buf, (unsigned)cp);
+            n = (int)ct__utf8_encode((uint32_t)cp, (char *)buf);
             break;
         }
         default:
@@ -1037,16 +944,6 @@ const char *ct__json_type_name(ct__json_type type)
 }
 
 /* ---- writer ---------------------------------------------------------------- */
-
-size_t ct__utf8_valid_prefix(const char *s, size_t len, const char **why)
-{
-    const unsigned char *p = (const unsigned char *)s, *end = p + len, *run;
-    int n;
-    for (run = p; run < end; run += n)
-        if ((n = utf8_seq(run, end, why)) == 0)
-            return (size_t)(run - p);
-    return len;
-}
 
 int ct__json_write_string(ct__strbuf *sb, const char *s, size_t len)
 {

@@ -4,6 +4,7 @@
 #define CT_CORE_JSON_H
 
 #include "core/strbuf.h"
+#include "core/utf8.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -79,9 +80,6 @@ const char *ct__json_type_name(ct__json_type type);
  * controls as \u00XX) and a number in Python's repr form (3e-05, 0.9, 500.0;
  * NaN / Infinity as Python writes them). */
 int ct__json_write_string(ct__strbuf *sb, const char *s, size_t len);
-/* Bytes of s[0..len) that are valid UTF-8 before the first invalid one (len
- * when all are), with *why saying what is wrong there. */
-size_t ct__utf8_valid_prefix(const char *s, size_t len, const char **why);
 int ct__json_write_double(ct__strbuf *sb, double v);
 /* Any parsed value, laid out as json.dumps(indent=2) would at nesting level
  * `depth` (the caller has written the key and ": "). Numbers keep their

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "data/squad.h"
-#include "train/dataset.h"
+#include "data/dataset.h"
 
 struct ct_qa_features {
     ct_dataset *dataset;

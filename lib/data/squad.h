@@ -6,14 +6,9 @@
 
 #include "core/error.h"
 #include "core/strbuf.h"
+#include "core/utf8.h"
 
-/* Until cputrain.h includes squad.h, bring it in here; afterwards its guard
- * makes this a no-op. */
-#ifndef CPUTRAIN_SQUAD_H
-#define CT_INSIDE_CPUTRAIN_H
-#include <cputrain/squad.h>
-#undef CT_INSIDE_CPUTRAIN_H
-#endif
+#include <cputrain/cputrain.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -73,11 +68,6 @@ int ct__py_isspace(uint32_t cp);
 /* Bytes of leading whitespace str.lstrip() removes; run_qa.py strips each
  * question this way before tokenizing. s must be valid UTF-8. */
 size_t ct__py_lstrip(const char *s, size_t len);
-/* Code points in valid UTF-8 s[0..len). */
-size_t ct__utf8_count_chars(const char *s, size_t len);
-/* Byte offset of code point `index` in valid UTF-8 s[0..len); len when
- * index is at or past the end (Python's slice clamping). */
-size_t ct__utf8_char_to_byte(const char *s, size_t len, size_t index);
 /* A JSON string literal as Python's json.dumps writes it by default
  * (ensure_ascii=True): non-ASCII as \uxxxx, surrogate pairs above the BMP.
  * s must be valid UTF-8. */

@@ -683,7 +683,7 @@ ct_status ct_squad_scores_set(ct_squad_scores *sc, const char *name, double valu
 {
     CT__CHECK_ARG(sc);
     CT__CHECK_ARG(name);
-    if (ct__utf8_check(name, strlen(name)) != strlen(name))
+    if (ct__utf8_valid_prefix(name, strlen(name), NULL) != strlen(name))
         return ct__error(CT_ERR_INVALID_ARG, "%s: metric name is not valid UTF-8", __func__);
     if (is_integer && !(value == floor(value) && fabs(value) <= INT_LIMIT))
         return ct__error(CT_ERR_INVALID_ARG, "%s: \"%s\" = %g is not an integer", __func__, name,
@@ -699,7 +699,7 @@ ct_status ct_squad_scores_add_prefix(ct_squad_scores *sc, const char *prefix)
     CT__CHECK_ARG(sc);
     CT__CHECK_ARG(prefix);
     plen = strlen(prefix);
-    if (ct__utf8_check(prefix, plen) != plen)
+    if (ct__utf8_valid_prefix(prefix, plen, NULL) != plen)
         return ct__error(CT_ERR_INVALID_ARG, "%s: prefix is not valid UTF-8", __func__);
     /* Python: for key in list(metrics): metrics[prefix_key] =
      * metrics.pop(key). A renamed key moves to the end, or takes the place

@@ -560,11 +560,11 @@ ct_status ct_squad_postprocess(const char *const *example_ids, const char *const
             return ct__error(CT_ERR_INVALID_ARG, "%s: example %zu: %s is NULL", __func__, i,
                              example_ids[i] ? "context" : "id");
         len = strlen(example_ids[i]);
-        if ((bad = ct__utf8_check(example_ids[i], len)) != len)
+        if ((bad = ct__utf8_valid_prefix(example_ids[i], len, NULL)) != len)
             return ct__error(CT_ERR_INVALID_ARG, "%s: example %zu: id is not UTF-8 (byte %zu)",
                              __func__, i, bad);
         len = strlen(contexts[i]);
-        if ((bad = ct__utf8_check(contexts[i], len)) != len)
+        if ((bad = ct__utf8_valid_prefix(contexts[i], len, NULL)) != len)
             return ct__error(CT_ERR_INVALID_ARG,
                              "%s: example %zu (id \"%.100s\"): context is not UTF-8 (byte %zu)",
                              __func__, i, example_ids[i], bad);

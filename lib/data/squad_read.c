@@ -80,27 +80,6 @@ size_t ct__py_lstrip(const char *s, size_t len)
     return i;
 }
 
-size_t ct__utf8_count_chars(const char *s, size_t len)
-{
-    size_t i, n = 0;
-    for (i = 0; i < len; i++)
-        n += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return n;
-}
-
-size_t ct__utf8_char_to_byte(const char *s, size_t len, size_t index)
-{
-    size_t i, seen = 0;
-    for (i = 0; i < len; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            if (seen == index)
-                return i;
-            seen++;
-        }
-    }
-    return len;
-}
-
 static int all_space(const char *s, size_t len)
 {
     return ct__py_lstrip(s, len) == len;

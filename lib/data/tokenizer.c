@@ -578,7 +578,7 @@ static ct_status encode_text(const ct_tokenizer *tok, const char *text, size_t l
     if (len > INT32_MAX - 1)
         return ct__error(CT_ERR_INVALID_ARG, "%s: %s text of %zu bytes is too long", what, which,
                          len);
-    if ((bad = ct__utf8_check(text, len)) < len)
+    if ((bad = ct__utf8_valid_prefix(text, len, NULL)) < len)
         return ct__error(CT_ERR_INVALID_ARG, "%s: %s text: invalid UTF-8 at byte offset %zu",
                          what, which, bad);
     {

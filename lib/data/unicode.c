@@ -1,5 +1,5 @@
-/* UTF-8 decoding and the lowercase / decomposition look-ups of the BERT
- * tokenizer, over the tables generated into unicode_tables.c.
+/* The lowercase / decomposition look-ups of the BERT tokenizer, over the
+ * tables generated into unicode_tables.c.
  *
  * Why our own tables and not ICU or utf8proc: the tokenizer has to give the
  * same tokens as Hugging Face's Rust `tokenizers`, and that library mixes
@@ -74,77 +74,4 @@ size_t ct__uni_decompose(uint32_t cp, uint32_t out[4])
         return 1;
     }
     return copy_mapping(ct__uni_decomp_vals, ct__uni_decomp_pool, i, out);
-}
-
-size_t ct__utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
-{
-    uint32_t c = s[0];
-    size_t n;
-    uint32_t min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2, min = 0x80, c &= 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3, min = 0x800, c &= 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4, min = 0x10000, c &= 0x07;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t k = 1; k < n; k++) {
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-        c = c << 6 | (s[k] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return n;
-}
-
-size_t ct__utf8_encode(uint32_t cp, char out[4])
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-size_t ct__utf8_check(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    uint32_t cp;
-    while (i < len) {
-        size_t n;
-        if (u[i] < 0x80) {
-            i++;
-            continue;
-        }
-        if ((n = ct__utf8_decode(u + i, len - i, &cp)) == 0)
-            return i;
-        i += n;
-    }
-    return len;
 }

@@ -1,10 +1,12 @@
-/* Internal Unicode support for the BERT tokenizer: UTF-8 decoding with
- * validation, and the character properties BertNormalizer needs. */
+/* Internal Unicode support for the BERT tokenizer: the character properties
+ * BertNormalizer needs (UTF-8 itself is core/utf8.h's). */
 #ifndef CT_DATA_UNICODE_H
 #define CT_DATA_UNICODE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/utf8.h"
 
 /* Property flags (scripts/gen_unicode_tables.py writes the same bits). */
 enum {
@@ -65,14 +67,5 @@ size_t ct__uni_lower(uint32_t cp, uint32_t out[3]);
 /* Full canonical decomposition (Hangul syllables included), not yet in
  * canonical order across characters: 1 to 4 code points. */
 size_t ct__uni_decompose(uint32_t cp, uint32_t out[4]);
-
-/* Decode the UTF-8 character at s[0..len): returns its length (1 to 4) and
- * sets *cp, or returns 0 for anything Rust's str would refuse (overlong
- * forms, surrogates, values above U+10FFFF, truncated sequences). */
-size_t ct__utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
-/* Encode cp (a valid scalar value) into out; returns 1 to 4. */
-size_t ct__utf8_encode(uint32_t cp, char out[4]);
-/* Offset of the first invalid byte of s[0..len), or len when all is valid. */
-size_t ct__utf8_check(const char *s, size_t len);
 
 #endif

@@ -81,7 +81,7 @@ ct_status ct__vocab_parse(ct__vocab *v, const char *text, size_t len, const char
     for (i = 0; i <= len && v->size < lines; i++) {
         if (i < len && text[i] != '\n' && text[i] != '\r')
             continue;
-        size_t n = i - start, bad = ct__utf8_check(text + start, n);
+        size_t n = i - start, bad = ct__utf8_valid_prefix(text + start, n, NULL);
         uint32_t id = (uint32_t)v->size;
         if (bad < n) {
             ct_status st = ct__error(CT_ERR_FORMAT, "%s: line %zu: invalid UTF-8 at byte %zu",

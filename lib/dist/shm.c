@@ -387,9 +387,6 @@ ct_status ct__shm_barrier(ct__shm *shm)
     return first_barrier(shm, "shm barrier", call_code(CALL_BARRIER, 0, 0));
 }
 
-int ct__shm_rank(const ct__shm *shm) { return shm ? shm->rank : 0; }
-int ct__shm_world(const ct__shm *shm) { return shm ? shm->world : 1; }
-
 static void unmap(ct__shm *s)
 {
     if (s->hdr != NULL)

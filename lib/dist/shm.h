@@ -58,7 +58,4 @@ void ct__shm_close(ct__shm *shm);
  * tests that play a hostile rank 0). */
 size_t ct__shm_segment_bytes(int world);
 
-int ct__shm_rank(const ct__shm *shm);
-int ct__shm_world(const ct__shm *shm);
-
 #endif

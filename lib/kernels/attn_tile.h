@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "core/cpu.h"
+#include "machine/cpu.h"
 
 typedef struct ct__attn_tiles {
     const char *name;

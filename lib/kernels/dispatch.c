@@ -145,26 +145,6 @@ const ct__kernels *ct__kernels_get(void)
 
 /* ---- ops.h entry points: this process's variant ------------------------------ */
 
-void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *w, const float *b, int N, int C, float eps)
-{
-    ct__kernels_get()->layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
-}
-
-void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
-                                  const float *w, const float *mean, const float *rstd, int N,
-                                  int C)
-{
-    ct__kernels_get()->layernorm_backward_input(dinp, dout, inp, w, mean, rstd, N, C);
-}
-
-void ct__layernorm_backward_params(float *dw, float *db, const float *dout, const float *inp,
-                                   const float *mean, const float *rstd, int N, int width,
-                                   int ld)
-{
-    ct__kernels_get()->layernorm_backward_params(dw, db, dout, inp, mean, rstd, N, width, ld);
-}
-
 void ct__gelu_forward(float *out, const float *inp, size_t n)
 {
     ct__kernels_get()->gelu_forward(out, inp, n);
@@ -205,43 +185,15 @@ void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t 
     ct__kernels_get()->tanh_backward(dinp, dout, out, n);
 }
 
-void ct__bias_add(float *out, const float *b, int N, int C)
-{
-    ct__kernels_get()->bias_add(out, b, N, C);
-}
-
-void ct__bias_backward(float *db, const float *dout, int N, int width, int ld)
-{
-    ct__kernels_get()->bias_backward(db, dout, N, width, ld);
-}
-
 void ct__add_inplace(float *out, const float *inp, size_t n)
 {
     ct__kernels_get()->add_inplace(out, inp, n);
-}
-
-void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,
-                         int T)
-{
-    ct__kernels_get()->softmax_forward(probs, scores, key_mask, R, T);
-}
-
-void ct__softmax_backward(float *dscores, const float *dprobs, const float *probs, int R, int T,
-                          float scale)
-{
-    ct__kernels_get()->softmax_backward(dscores, dprobs, probs, R, T, scale);
 }
 
 void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
                          size_t first)
 {
     ct__kernels_get()->dropout_forward(out, inp, n, p, key, first);
-}
-
-void ct__dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t key,
-                          size_t first)
-{
-    ct__kernels_get()->dropout_backward(dinp, dout, n, p, key, first);
 }
 
 double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *target, int N,

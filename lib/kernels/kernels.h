@@ -8,8 +8,8 @@
 
 #include <cputrain/cputrain.h>
 
-#include "core/cpu.h"
-#include "core/threadpool.h"
+#include "machine/cpu.h"
+#include "machine/threadpool.h"
 #include "kernels/ops.h"
 
 /* bf16 values travel as their bit pattern: the top half of an fp32. */

@@ -4,10 +4,12 @@
  * prefixed d, shapes stated once. All fp32; rows are independent, so callers
  * split work by rows across threads.
  *
- * Each kernel ct__<name> below is this process's variant, called through the
- * kernel table (ct__kernels_get(), kernels.h: one field <name> per kernel, of
- * type ct__<name>_fn); ct__<name>_generic is the portable oracle,
- * ct__<name>_avx2 and ct__<name>_avx512 the x86 ones (declared at the end). */
+ * The kernel table (ct__kernels_get(), kernels.h) has one field <name> per
+ * kernel, of type ct__<name>_fn. ct__<name>, where declared below, calls
+ * this process's variant; the row kernels are reached through
+ * kernels/parallel.h's pool wrappers, which read the table themselves.
+ * ct__<name>_generic is the portable oracle, ct__<name>_avx2 and
+ * ct__<name>_avx512 the x86 ones (declared at the end). */
 #ifndef CT_KERNELS_OPS_H
 #define CT_KERNELS_OPS_H
 
@@ -30,14 +32,6 @@ typedef void (*ct__layernorm_backward_input_fn)(float *dinp, const float *dout,
 typedef void (*ct__layernorm_backward_params_fn)(float *dw, float *db, const float *dout,
                                                  const float *inp, const float *mean,
                                                  const float *rstd, int N, int width, int ld);
-void ct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *w, const float *b, int N, int C, float eps);
-void ct__layernorm_backward_input(float *dinp, const float *dout, const float *inp,
-                                  const float *w, const float *mean, const float *rstd, int N,
-                                  int C);
-void ct__layernorm_backward_params(float *dw, float *db, const float *dout, const float *inp,
-                                   const float *mean, const float *rstd, int N, int width,
-                                   int ld);
 
 /* ---- activations, n elements ---------------------------------------------
  * gelu: exact erf form x/2 (1 + erf(x/sqrt 2)); gelu_new: the tanh
@@ -60,8 +54,6 @@ void ct__tanh_backward(float *dinp, const float *dout, const float *out, size_t 
 typedef void (*ct__bias_add_fn)(float *out, const float *b, int N, int C);
 typedef void (*ct__bias_backward_fn)(float *db, const float *dout, int N, int width, int ld);
 typedef void (*ct__add_inplace_fn)(float *out, const float *inp, size_t n);
-void ct__bias_add(float *out, const float *b, int N, int C);
-void ct__bias_backward(float *db, const float *dout, int N, int width, int ld);
 void ct__add_inplace(float *out, const float *inp, size_t n);
 
 /* ---- masked softmax over rows of attention scores -----------------------
@@ -75,10 +67,6 @@ typedef void (*ct__softmax_forward_fn)(float *probs, const float *scores,
                                        const int32_t *key_mask, int R, int T);
 typedef void (*ct__softmax_backward_fn)(float *dscores, const float *dprobs, const float *probs,
                                         int R, int T, float scale);
-void ct__softmax_forward(float *probs, const float *scores, const int32_t *key_mask, int R,
-                         int T);
-void ct__softmax_backward(float *dscores, const float *dprobs, const float *probs, int R, int T,
-                          float scale);
 
 /* ---- dropout ------------------------------------------------------------------
  * Inverted dropout with probability p, the keep/drop decision for element i
@@ -91,8 +79,6 @@ typedef void (*ct__dropout_fn)(float *out, const float *inp, size_t n, float p, 
                                size_t first);
 void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
                          size_t first);
-void ct__dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t key,
-                          size_t first);
 /* The key of one dropout site: (seed, step, site) mixed into 64 bits. One
  * function for every level (generic/ops.c). */
 uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site);

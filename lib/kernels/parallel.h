@@ -5,7 +5,7 @@
 #ifndef CT_KERNELS_PARALLEL_H
 #define CT_KERNELS_PARALLEL_H
 
-#include "core/threadpool.h"
+#include "machine/threadpool.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "dist/topology.h"
+#include "machine/topology.h"
 
 typedef struct carver {
     char *base; /* NULL while measuring */

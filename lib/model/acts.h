@@ -84,8 +84,5 @@ struct ct__acts {
  * a B x T batch. */
 ct_status ct__acts_prepare(ct_model *m, int B, int T, int N, ct__keep keep);
 
-/* The logits of the last forward as the caller's [B, T, .] layout (QA and
- * MLM; classification's [B, labels] is returned as is). */
-ct_status ct__acts_padded_logits(ct_model *m, const float **out);
 
 #endif

@@ -56,19 +56,6 @@ size_t ct__attn_scratch_bytes(const ct__attn *a, int T)
     return (f > b ? f : b) * sizeof(float);
 }
 
-/* Dropout counter of element (s, h, i, j): the sequences before s take
- * NH * len^2 counters each, then row-major [h][i][j] (documented in
- * attention.h). */
-size_t ct__attn_counter_base(const ct__attn *a, int s)
-{
-    size_t base = 0;
-    for (int t = 0; t < s; t++) {
-        size_t len = (size_t)(a->seq_start[t + 1] - a->seq_start[t]);
-        base += (size_t)a->NH * len * len;
-    }
-    return base;
-}
-
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* dst[rows][cols] (dense) = src rows lds apart, rounded when bf16. */

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/threadpool.h"
+#include "machine/threadpool.h"
 #include "kernels/kernels.h"
 
 typedef struct ct__attn {

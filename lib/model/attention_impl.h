@@ -1,5 +1,6 @@
 /* Internal to model/attention*.c: what the fp32 path (attention.c) and the
- * bf16 dot-product path (attention_dot.c) share. */
+ * bf16 dot-product path (attention_dot.c, which attention.c calls; it
+ * calls nothing back) share. */
 #ifndef CT_MODEL_ATTENTION_IMPL_H
 #define CT_MODEL_ATTENTION_IMPL_H
 
@@ -47,8 +48,17 @@ static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, si
     }
 }
 
-/* The dropout counter of element (s, 0, 0, 0) (attention.h). */
-size_t ct__attn_counter_base(const ct__attn *a, int s);
+/* Dropout counter of element (s, 0, 0, 0): the sequences before s take
+ * NH * len^2 counters each, then row-major [h][i][j] (attention.h). */
+static inline size_t ct__attn_counter_base(const ct__attn *a, int s)
+{
+    size_t base = 0;
+    for (int t = 0; t < s; t++) {
+        size_t len = (size_t)(a->seq_start[t + 1] - a->seq_start[t]);
+        base += (size_t)a->NH * len * len;
+    }
+    return base;
+}
 
 /* The bf16 dot-product path applies: bf16 on and the level has it. */
 static inline int ct__attn_use_dot(const ct__attn *a, const ct__attn_tiles *t)

@@ -1,6 +1,5 @@
 /* ct_model: creation, settings, the flat buffers and named-tensor access. */
 #include "model/model.h"
-#include "model/acts.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 
 #include <cputrain/cputrain.h>
 
-#include "core/threadpool.h"
+#include "machine/threadpool.h"
 #include "kernels/kernels.h"
 #include "model/config.h"
 
@@ -139,6 +139,9 @@ size_t ct__model_packed_bytes(const ct_model *m);
 void ct__model_recheck_placement(const ct_model *m);
 /* forward.c */
 void ct__acts_free(ct__acts *a);
+/* ct_model_logits' [B, T, ...] view of the last forward's logits, made on
+ * request from the packed rows (acts.c). */
+ct_status ct__acts_padded_logits(ct_model *m, const float **out);
 const char *ct__architecture_name(ct__arch arch, ct_task task);
 
 #endif

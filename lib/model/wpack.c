@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
-#include "dist/topology.h"
+#include "machine/topology.h"
 #include "kernels/parallel.h"
 
 typedef struct wentry {

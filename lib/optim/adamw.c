@@ -13,34 +13,27 @@
 #include "core/profile.h"
 #include "core/safetensors.h"
 #include "dist/collectives.h"
-#include "train/args_internal.h"
 
-ct_status ct_optim_create(ct_model *model, const ct_args *args, ct_optim **out)
+ct_status ct__optim_create(ct_model *model, const ct__optim_settings *set, ct_optim **out)
 {
     ct_optim *o;
-    ct_status st;
-    CT__CHECK_ARG(out);
     *out = NULL;
-    CT__CHECK_ARG(model);
-    CT__CHECK_ARG(args);
-    if ((st = ct_args_validate(args)) != CT_OK)
-        return st;
     o = calloc(1, sizeof *o);
     if (!o)
         return ct__error(CT_ERR_NOMEM, "out of memory creating the optimizer");
     o->model = model;
-    o->lr = ct__args_float(args, CT_A_learning_rate);
-    o->beta1 = ct__args_float(args, CT_A_adam_beta1);
-    o->beta2 = ct__args_float(args, CT_A_adam_beta2);
-    o->eps = ct__args_float(args, CT_A_adam_epsilon);
-    o->weight_decay = ct__args_float(args, CT_A_weight_decay);
-    o->max_grad_norm = ct__args_float(args, CT_A_max_grad_norm);
-    o->warmup_steps = ct__args_int(args, CT_A_warmup_steps);
-    o->warmup_ratio = ct__args_float(args, CT_A_warmup_ratio);
-    if (!ct__schedule_parse(ct__args_string(args, CT_A_lr_scheduler_type), &o->schedule)) {
+    o->lr = set->lr;
+    o->beta1 = set->beta1;
+    o->beta2 = set->beta2;
+    o->eps = set->eps;
+    o->weight_decay = set->weight_decay;
+    o->max_grad_norm = set->max_grad_norm;
+    o->warmup_steps = set->warmup_steps;
+    o->warmup_ratio = set->warmup_ratio;
+    if (!ct__schedule_parse(set->lr_scheduler_type, &o->schedule)) {
         ct_optim_free(o);
         return ct__error(CT_ERR_UNSUPPORTED, "lr_scheduler_type '%s' is not supported",
-                         ct__args_string(args, CT_A_lr_scheduler_type));
+                         set->lr_scheduler_type);
     }
     o->shard_hi = model->n_floats;
     if (ct__optim_map_moments(o, model->n_floats) != CT_OK ||

@@ -23,6 +23,19 @@ int ct__schedule_parse(const char *name, ct__schedule *out);
 double ct__schedule_factor(ct__schedule kind, int64_t step, int64_t warmup, int64_t total,
                            double lr_init);
 
+/* What the optimizer takes, under TrainingArguments' names (the public
+ * ct_optim_create reads them from a ct_args: train/optim_create.c). */
+typedef struct ct__optim_settings {
+    double lr, beta1, beta2, eps, weight_decay, max_grad_norm;
+    int64_t warmup_steps;
+    double warmup_ratio;
+    const char *lr_scheduler_type; /* "linear", "cosine", ... */
+} ct__optim_settings;
+
+/* CT_ERR_UNSUPPORTED names an unknown lr_scheduler_type. */
+ct_status ct__optim_create(ct_model *model, const ct__optim_settings *settings,
+                           ct_optim **out);
+
 struct ct_optim {
     ct_model *model;
     double lr, beta1, beta2, eps, weight_decay, max_grad_norm;

@@ -22,16 +22,12 @@
 #include "core/json.h"
 #include "model/model.h"
 #include "optim/optim.h"
-#include "train/dataset.h"
+#include "data/dataset.h"
 
 #define MARKER "cputrain_checkpoint_complete"
 #define PREFIX "checkpoint-"
 #define TMP_PREFIX "tmp-checkpoint-"
 
-#define A_INT(f) ct__args_int(t->args, CT_A_##f)
-#define A_FLOAT(f) ct__args_float(t->args, CT_A_##f)
-#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
-#define A_STR(f) ct__args_string(t->args, CT_A_##f)
 
 /* ---- files and folders ------------------------------------------------------ */
 
@@ -554,6 +550,21 @@ static ct_status get_best(const ct__json *s, const char *file, int64_t *step, in
             return ct__error(CT_ERR_NOMEM, "out of memory");
     }
     return CT_OK;
+}
+
+int ct__checkpoint_newest(const char *output_dir, char *path, size_t size)
+{
+    found *list;
+    size_t n = list_checkpoints(output_dir, &list);
+    if (n > 0)
+        snprintf(path, size, "%s/%s", output_dir, list[n - 1].name);
+    free(list);
+    return n > 0;
+}
+
+int64_t ct__checkpoint_step_of(const char *name)
+{
+    return checkpoint_step(name);
 }
 
 ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size)

@@ -14,11 +14,9 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "optim/optim.h"
-#include "train/args_internal.h"
-#include "train/dataset.h"
+#include "args/args_internal.h"
+#include "data/dataset.h"
 
-#define A_INT(f) ct__args_int(t->args, CT_A_##f)
-#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
 
 /* The split a checkpoint recorded. */
 typedef struct split {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 
 #define LOCK_NAME ".lock"
 
@@ -31,29 +32,6 @@ struct ct_output_lock {
 /* This process's ct_output_lock_create locks: the ones trainers join. */
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static ct_output_lock *registry;
-
-ct_status ct__make_dirs(const char *dir, const char *what)
-{
-    char path[4096];
-    struct stat sb;
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path)
-        return ct__error(CT_ERR_INVALID_ARG, "%s '%s' is not a usable path", what, dir);
-    memcpy(path, dir, n + 1);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return ct__error(CT_ERR_IO, "%s: cannot create %s: %s", what, path, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return ct__error(CT_ERR_IO, "%s: cannot create %s: %s", what, path, strerror(errno));
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return ct__error(CT_ERR_IO, "%s: %s exists and is not a folder", what, path);
-    return CT_OK;
-}
 
 /* The pid the holder wrote, or 0 if it has not written it yet (it takes the
  * lock first, then writes) or the file holds something else. */

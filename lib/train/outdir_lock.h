@@ -15,8 +15,4 @@
 ct_status ct__outdir_lock(const char *dir, ct_output_lock **lock) CT__MUST_USE;
 void ct__outdir_unlock(ct_output_lock *lock);
 
-/* mkdir -p: CT_ERR_IO naming the part that cannot be made, or a part that
- * exists and is not a folder. */
-ct_status ct__make_dirs(const char *dir, const char *what) CT__MUST_USE;
-
 #endif

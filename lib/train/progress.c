@@ -8,6 +8,7 @@
 
 #include <cputrain/cputrain.h>
 
+#include "core/clock.h"
 #include "train/trainer.h"
 
 /* One training at a time draws a bar; the state lives here. */
@@ -27,7 +28,7 @@ static void format_time(char *buf, size_t size, double seconds)
 
 static void draw(int64_t step, int64_t max_steps)
 {
-    double elapsed = ct__now() - started;
+    double elapsed = ct__now_s() - started;
     double rate = step > first_step ? (double)(step - first_step) / elapsed : 0;
     double eta = rate > 0 ? (double)(max_steps - step) / rate : NAN;
     int width = 30, filled = max_steps > 0 ? (int)(width * step / max_steps) : 0;
@@ -58,7 +59,7 @@ int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int64_t ma
     }
     switch (event) {
     case CT_EVENT_TRAIN_BEGIN:
-        started = ct__now();
+        started = ct__now_s();
         first_step = step;
         last_loss[0] = '\0';
         bar_drawn = 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/crc32c.h"
+#include "core/fileio.h"
 #include "core/strbuf.h"
 
 struct ct__tb_writer {
@@ -191,33 +192,6 @@ ct_status ct__tb_add_log_value(ct__tb_writer *w, const char *key, double value, 
 
 /* ---- the file ------------------------------------------------------------- */
 
-/* mkdir -p, naming the folder that could not be made. */
-static ct_status make_dirs(const char *dir)
-{
-    size_t n = strlen(dir);
-    char *path = malloc(n + 1);
-    ct_status st = CT_OK;
-    struct stat sb;
-    if (!path)
-        return ct__error(CT_ERR_NOMEM, "out of memory");
-    memcpy(path, dir, n + 1);
-    for (char *p = path + 1; st == CT_OK; p++) {
-        int last = *p == '\0';
-        if (*p != '/' && !last)
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            st = ct__error(CT_ERR_IO, "logging_dir: cannot create %s: %s", path, strerror(errno));
-        if (last)
-            break;
-        *p = '/';
-    }
-    if (st == CT_OK && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        st = ct__error(CT_ERR_IO, "logging_dir: %s exists and is not a folder", path);
-    free(path);
-    return st;
-}
-
 ct_status ct__tb_open(const char *logdir, ct__tb_writer **out)
 {
     ct__tb_writer *w;
@@ -230,7 +204,7 @@ ct_status ct__tb_open(const char *logdir, ct__tb_writer **out)
     CT__CHECK_ARG(logdir);
     if (!*logdir)
         return ct__error(CT_ERR_INVALID_ARG, "logging_dir: empty path");
-    if ((st = make_dirs(logdir)) != CT_OK)
+    if ((st = ct__make_dirs(logdir, "logging_dir")) != CT_OK)
         return st;
     if (gethostname(host, sizeof host) != 0)
         snprintf(host, sizeof host, "localhost");

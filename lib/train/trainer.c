@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/hash.h"
@@ -20,23 +21,12 @@
 #include "model/model.h"
 #include "optim/optim.h"
 #include "train/ddp.h"
-#include "train/dataset.h"
+#include "data/dataset.h"
 #include "train/metrics_file.h"
 #include "train/outdir_lock.h"
 #include "train/sampler.h"
 #include "train/tb_events.h"
 
-double ct__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-#define A_INT(f) ct__args_int(t->args, CT_A_##f)
-#define A_FLOAT(f) ct__args_float(t->args, CT_A_##f)
-#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
-#define A_STR(f) ct__args_string(t->args, CT_A_##f)
 
 /* TrainingArguments.__post_init__'s defaults for the best model, set in
  * the trainer's copy so that training_args.json shows them as Transformers'
@@ -206,9 +196,11 @@ static int kv_cmp(const void *a, const void *b)
 static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **json)
 {
     ct__strbuf sb = {0};
-    entry_kv all[40];
+    entry_kv *all = malloc((n + 2) * sizeof *all);
     size_t m = 0;
-    for (size_t i = 0; i < n && m < 38; i++)
+    if (!all)
+        return ct__error(CT_ERR_NOMEM, "out of memory logging %zu values", n);
+    for (size_t i = 0; i < n; i++)
         all[m++] = kv[i];
     all[m++] = (entry_kv){"epoch", t->epoch, 0};
     all[m++] = (entry_kv){"step", (double)t->global_step, 1};
@@ -224,6 +216,7 @@ static ct_status add_entry(ct_trainer *t, const entry_kv *kv, size_t n, char **j
         else
             ct__json_write_double(&sb, all[i].value);
     }
+    free(all);
     ct__sb_puts(&sb, "}");
     if (sb.failed) {
         ct_status failed = (ct_status)sb.failed;
@@ -273,7 +266,7 @@ static double round_to(double x, int digits)
  * learning rate the next step will use, throughput. */
 static ct_status log_step(ct_trainer *t, double grad_norm)
 {
-    double elapsed = ct__now() - t->log_window_start, lr = ct_optim_get_lr(t->optim);
+    double elapsed = ct__now_s() - t->log_window_start, lr = ct_optim_get_lr(t->optim);
     int64_t steps = t->global_step - t->last_logged_step;
     entry_kv kv[5] = {
         {"loss", round_to(t->loss_since_log / (double)(steps ? steps : 1), 4), 0},
@@ -293,7 +286,7 @@ static ct_status log_step(ct_trainer *t, double grad_norm)
     t->loss_since_log = 0;
     t->last_logged_step = t->global_step;
     t->samples_since_log = t->tokens_since_log = 0;
-    t->log_window_start = ct__now();
+    t->log_window_start = ct__now_s();
     return st;
 }
 
@@ -1082,7 +1075,7 @@ static ct_status train_run(ct_trainer *t)
                 (long long)t->max_steps, resume ? " (resumed)" : "");
     first_step = t->global_step;
     t->saved_step = -1;
-    start = t->log_window_start = ct__now();
+    start = t->log_window_start = ct__now_s();
     t->samples_since_log = t->tokens_since_log = 0;
     st = notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
 
@@ -1187,7 +1180,7 @@ static ct_status train_run(ct_trainer *t)
     if (st == CT_OK)
         st = load_best_model(t);
     if (st == CT_OK) {
-        double runtime = ct__now() - start;
+        double runtime = ct__now_s() - start;
         int64_t samples = t->global_step * A_INT(per_device_train_batch_size) *
                           A_INT(gradient_accumulation_steps) * t->world;
         entry_kv kv[6] = {{"train_runtime", round_to(runtime, 4), 0},

@@ -1,5 +1,5 @@
-/* Internal: the ct_trainer handle, shared by the loop (trainer.c) and the
- * checkpoint code (checkpoint.c). */
+/* Internal: the ct_trainer handle, shared by the loop (trainer.c), the
+ * checkpoint code (checkpoint.c) and elastic resume (elastic.c). */
 #ifndef CT_TRAIN_TRAINER_H
 #define CT_TRAIN_TRAINER_H
 
@@ -9,7 +9,13 @@
 #include <cputrain/cputrain.h>
 
 #include "core/strbuf.h"
-#include "train/args_internal.h"
+#include "args/args_internal.h"
+
+/* The run's training arguments by field, where a ct_trainer *t is at hand. */
+#define A_INT(f) ct__args_int(t->args, CT_A_##f)
+#define A_FLOAT(f) ct__args_float(t->args, CT_A_##f)
+#define A_BOOL(f) ct__args_bool(t->args, CT_A_##f)
+#define A_STR(f) ct__args_string(t->args, CT_A_##f)
 
 struct ct_trainer {
     ct_model *model;
@@ -82,6 +88,11 @@ ct_status ct__checkpoint_resume(ct_trainer *t);
  * ct__checkpoint_save, called after every rank staged its shard, moves the
  * shards into the checkpoint folder and removes the staging folders. */
 ct_status ct__checkpoint_stage_shard(ct_trainer *t) CT__MUST_USE;
+/* The newest complete checkpoint-<N> of output_dir into path: 1; 0 when it
+ * has none (path untouched). Incomplete ones are logged and passed over. */
+int ct__checkpoint_newest(const char *output_dir, char *path, size_t size);
+/* N of a folder name checkpoint-<N> (digits only), else -1. */
+int64_t ct__checkpoint_step_of(const char *name);
 /* The checkpoint resume_from_checkpoint names ("true": the newest complete
  * one of output_dir) into dir. */
 ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size);
@@ -113,8 +124,6 @@ int ct__checkpoint_is_complete(const char *dir);
 /* save_total_limit 1 with load_best_model_at_end, after the final save:
  * delete every checkpoint but the best (Trainer does so at the end). */
 void ct__checkpoint_keep_only_best(const ct_trainer *t);
-
-double ct__now(void);
 
 /* trainer_args.c */
 /* log_level on the main process, log_level_replica on the others

@@ -5,7 +5,7 @@
 #include "train/trainer.h"
 
 #include "core/error.h"
-#include "train/args_internal.h"
+#include "args/args_internal.h"
 
 #include <string.h>
 

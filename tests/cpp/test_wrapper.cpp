@@ -791,6 +791,33 @@ static void test_output_lock() {
     remove_tree(top);
 }
 
+static void test_workflow() {
+    std::string top = temp_dir();
+    cputrain::training_args args = train_args(top + "/wf");
+    args.set_string("eval_strategy", "no");
+    cputrain::workflow wf("run_qa.py", args);
+    CHECK(wf.is_main() && wf.dist() == nullptr);
+    wf.join();
+    CHECK(wf.dist() != nullptr);
+    wf.hold_output_dir(true);
+    cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 1);
+    cputrain::dataset train = qa_dataset(8);
+    cputrain::trainer t(m, args);
+    t.set_train_dataset(train);
+    t.train();
+    wf.save_metrics("eval", {{"eval_f1", 50.0}, {"eval_samples", 8}}, {"eval_samples"});
+    wf.write_model_card(t, "extractive question answering", "bert-test", false, "train.json",
+                        false, {{"eval_f1", 50.0}});
+    std::ifstream card(top + "/wf/README.md");
+    std::stringstream text;
+    text << card.rdbuf();
+    CHECK(text.str().find("- F1: 50.0000") != std::string::npos);
+    CHECK(text.str().find("trained from scratch (configuration bert-test)") != std::string::npos);
+    EXPECT_ERROR(cputrain::workflow::dataset_file(top, "squad", "train"), CT_ERR_NOT_FOUND,
+                 "no train split");
+    remove_tree(top);
+}
+
 static void test_model_load_head() {
     std::string dir = temp_dir();
     CHECK(!dir.empty());
@@ -837,6 +864,7 @@ int main() {
     test_tokenizer();
     test_model_load_head();
     test_output_lock();
+    test_workflow();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

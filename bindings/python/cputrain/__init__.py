@@ -28,6 +28,7 @@ from ._dist import Dist
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 from ._output_lock import OutputLock
 from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
+from ._workflow import Workflow, dataset_file
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
@@ -51,5 +52,5 @@ __all__ = [
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist", "OutputLock",
-    "kernel_peak", "profile", "reset_profile", "set_profile_enabled",
+    "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
 ]

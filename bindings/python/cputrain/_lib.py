@@ -293,6 +293,19 @@ PROTOTYPES = {
     "ct_placement_thread_cpus": (_int, [Handle, _int, _ptr(_int), _int]),
     "ct_placement_describe": (_str, [Handle]),
     "ct_model_set_placement": (_status, [Handle, Handle]),
+    # workflow.h: an example script's workflow around the trainer
+    "ct_workflow_create": (_status, [_str, Handle, _ptr(Handle)]),
+    "ct_workflow_free": (None, [Handle]),
+    "ct_workflow_join": (_status, [Handle]),
+    "ct_workflow_dist": (Handle, [Handle]),
+    "ct_workflow_is_main": (_int, [Handle]),
+    "ct_workflow_hold_output_dir": (_status, [Handle, _int]),
+    "ct_workflow_progress": (None, [Handle, _str, _size, _size]),
+    "ct_workflow_dataset_file": (_status, [_str, _str, _str, _str, _ptr(ctypes.c_char), _size]),
+    "ct_workflow_save_metrics": (_status, [Handle, _str, _ptr(_str), _ptr(_f64), _ptr(_int),
+                                           _size]),
+    "ct_workflow_write_model_card": (_status, [Handle, Handle, _str, _str, _int, _str, _int,
+                                               _ptr(_str), _ptr(_f64), _size]),
 }
 
 

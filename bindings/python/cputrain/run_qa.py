@@ -14,17 +14,15 @@ Started by mpirun, torchrun or a PyTorchJob, each process is one rank of a
 data-parallel job (--ddp_backend, --ddp_timeout), as tools/cputrain-qa."""
 
 import argparse
-import array
 import os
 import signal
 import sys
 import threading
-import time
 
-from . import (__version__, LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
-               Dist, LogLevel, Model, OutputLock, Precision,
-               Placement, QAFeatures, SquadExamples, SquadScores, Tokenizer, Trainer,
-               TrainingArgs, set_log_callback, set_log_level)
+from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
+               LogLevel, Model, Placement, Precision, QAFeatures, SquadExamples, SquadScores,
+               Status, Tokenizer, Trainer, TrainingArgs, Workflow, dataset_file,
+               set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
 
@@ -150,64 +148,31 @@ def make_model(o, args, rank):
 
 
 class Bar:
-    """A tqdm-style bar on stderr while features are built and while
-    evaluation runs, as datasets.map and Trainer's loop draw them: only on a
-    terminal, only on rank 0, not with --disable_tqdm."""
+    """A progress callback (done, total) drawing the workflow's bar named
+    `what`, as datasets.map and Trainer's loop draw theirs."""
 
-    def __init__(self, what, args, rank):
-        self.what = what
-        self.on = rank == 0 and not args.disable_tqdm and sys.stderr.isatty()
-        self.start = time.monotonic()
+    def __init__(self, what, workflow):
+        self.what, self.workflow = what, workflow
 
     def __call__(self, done, total):
-        if not self.on or not total:
-            return
-        spent = time.monotonic() - self.start
-        filled = 30 * done // total
-        sys.stderr.write("\r%s: %3d%%|%s%s| %d/%d [%.0fs, %.2f it/s]\033[K"
-                         % (self.what, 100 * done // total, "#" * filled, " " * (30 - filled),
-                            done, total, spent, done / spent if spent > 0 else 0.0))
-        if done == total:
-            sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
-
-
-def apply_log_levels(args, dist):
-    """Trainer's levels: log_level on the main process (passive: info here),
-    log_level_replica on the others (passive: warning)."""
-    main_process = dist.rank == 0 or (args.log_on_each_node and dist.local_rank == 0)
-    name = args.log_level if main_process else args.log_level_replica
-    if name == "passive":
-        name = "info" if main_process else "warning"
-    set_log_level("error" if name == "critical" else name)
+        self.workflow.progress(self.what, done, total)
 
 
 def find_split(o, split):
     """--dataset_name: the split's file in the dataset folder, under the
-    names the datasets library and the SQuAD site use."""
-    folder = o.dataset_dir or os.environ.get("HF_DATASETS_CACHE")
+    names the datasets library and the SQuAD site use (SQuAD publishes no
+    test set: a test split is only test.json(l))."""
     v2 = o.dataset_name == "squad_v2"
-    # SQuAD publishes no test set: a test split is only test.json(l).
     official = {"train": "train-v2.0.json" if v2 else "train-v1.1.json",
                 "validation": "dev-v2.0.json" if v2 else "dev-v1.1.json"}.get(split)
-    if not folder:
-        raise SystemExit("%s: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
-                         "nothing is downloaded" % (PROG, o.dataset_name))
-    for where in (folder, os.path.join(folder, o.dataset_name)):
-        for name in (split + ".json", split + ".jsonl", official):
-            path = os.path.join(where, name) if name else None
-            if path and os.path.isfile(path):
-                return path
-    if official is None:
-        raise SystemExit("%s: --do_predict requires a test dataset: dataset '%s' has no test "
-                         "split in %s or %s (looked for %s.json, %s.jsonl); pass --test_file"
-                         % (PROG, o.dataset_name, folder, os.path.join(folder, o.dataset_name),
-                            split, split))
-    raise SystemExit("%s: dataset '%s': no %s split in %s or %s (looked for %s.json, %s.jsonl, "
-                     "%s); nothing is downloaded -- put the files there or pass --train_file / "
-                     "--validation_file" % (PROG, o.dataset_name, split, folder,
-                                            os.path.join(folder, o.dataset_name), split, split,
-                                            official))
+    try:
+        return dataset_file(o.dataset_dir, o.dataset_name, split, official)
+    except CputrainError as e:
+        if official is None:
+            raise SystemExit("%s: --do_predict requires a test dataset: %s; pass --test_file"
+                             % (PROG, e.message))
+        raise SystemExit("%s: %s -- put the files there or pass --train_file / "
+                         "--validation_file" % (PROG, e.message))
 
 
 class QARun:
@@ -215,9 +180,10 @@ class QARun:
     features, the job (each rank computes one block of the logits), and the
     last predictions and scores."""
 
-    def __init__(self, o, args, model, examples, features, dist):
+    def __init__(self, o, args, model, examples, features, workflow):
         self.o, self.args, self.model = o, args, model
-        self.examples, self.features, self.dist = examples, features, dist
+        self.examples, self.features = examples, features
+        self.workflow, self.dist = workflow, workflow.dist
         self.preds = None
 
     def _logits(self):
@@ -227,7 +193,7 @@ class QARun:
         start, end = self.features.logits(self.model,
                                           batch_size=self.args.per_device_eval_batch_size,
                                           rows=mine,
-                                          progress=Bar("Evaluation", self.args, rank))
+                                          progress=Bar("Evaluation", self.workflow))
         if world > 1:
             row = 4 * self.features.seq_len
             for logits in (start, end):
@@ -291,80 +257,13 @@ def predict(run, output_dir, rank):
         scores.save_metrics(output_dir, "predict")
 
 
-def _result_name(metric):
-    """"eval_exact_match" -> "Exact Match", as Transformers' model card
-    names a result."""
-    if metric.startswith("eval_"):
-        metric = metric[5:]
-    words = metric.replace("_", " ").split(" ")
-    return " ".join(w[:1].upper() + w[1:] if w[:1].islower() else w for w in words)
-
-
-def write_model_card(o, args, output_dir, train_file, from_folder, scores, trainer, world):
-    """output_dir/README.md, the short model card Trainer.create_model_card
-    writes at the end of run_qa.py, the same bytes as tools/cputrain-qa's:
-    trained from what, on what, its evaluation results and hyperparameters,
-    said to be trained with libcputrain."""
-    cut = output_dir.rfind("/")
-    name = output_dir[cut + 1:] if cut >= 0 and output_dir[cut + 1:] else output_dir
-    base = o.model_name_or_path or ""
-    lines = ["---", "library_name: transformers"]
-    if base and from_folder:
-        lines.append("base_model: %s" % base)
-    lines += ["tags:", "- generated_from_trainer", "- libcputrain"]
-    if o.dataset_name:
-        lines += ["datasets:", "- %s" % o.dataset_name]
-    lines += ["model-index:", "- name: %s" % name, "  results: []", "---", "",
-              "<!-- This model card was generated by cputrain-qa (libcputrain). Proofread and "
-              "complete it, then remove this comment. -->", "", "# %s" % name, ""]
-    if from_folder:
-        text = "This model is a fine-tuned version of %s" % base
-    else:
-        text = "This model was trained from scratch (configuration %s)" % (o.config_name or base)
-    text += " on %s%s for extractive question answering" % ("the " if o.dataset_name else "",
-                                                           o.dataset_name or train_file)
-    lines.append(text + (" dataset." if o.dataset_name else "."))
-    if scores is not None:
-        lines.append("It achieves the following results on the evaluation set:")
-        lines += ["- %s: %.4f" % (_result_name(k), v) for k, v in scores.items()
-                  if k not in ("epoch", "eval_samples")]
-    lines += ["", "## Training procedure", "",
-              "Trained on the CPU with libcputrain %s (cputrain-qa, the C counterpart of "
-              "Transformers' run_qa.py and Trainer); the files are Transformers' own and load "
-              "with from_pretrained." % __version__, "",
-              "### Training hyperparameters", "",
-              "The following hyperparameters were used during training:",
-              "- learning_rate: %g" % args.learning_rate,
-              "- train_batch_size: %d" % args.per_device_train_batch_size,
-              "- eval_batch_size: %d" % args.per_device_eval_batch_size,
-              "- seed: %d" % args.seed]
-    ga = args.gradient_accumulation_steps
-    if world > 1:
-        lines += ["- distributed_type: multi-CPU", "- num_devices: %d" % world]
-    if ga > 1:
-        lines.append("- gradient_accumulation_steps: %d" % ga)
-    if ga > 1 or world > 1:
-        lines.append("- total_train_batch_size: %d" % (args.per_device_train_batch_size * ga *
-                                                        world))
-    lines += ["- optimizer: %s with betas=(%g,%g) and epsilon=%g"
-              % (args.optim, args.adam_beta1, args.adam_beta2, args.adam_epsilon),
-              "- lr_scheduler_type: %s" % args.lr_scheduler_type]
-    if args.warmup_ratio != 0:
-        lines.append("- lr_scheduler_warmup_ratio: %g" % args.warmup_ratio)
-    if args.warmup_steps != 0:
-        lines.append("- lr_scheduler_warmup_steps: %d" % args.warmup_steps)
-    if args.max_steps > 0:
-        lines.append("- training_steps: %d" % args.max_steps)
-    else:
-        lines.append("- num_epochs: %g" % args.num_train_epochs)
-    if args.bf16:
-        lines.append("- mixed_precision_training: bf16 (bf16 matrix products, fp32 master "
-                     "weights; saved in float32)")
-    lines += ["", "### Training results", "",
-              "- Training loss: %.4f after %d steps" % (trainer.train_loss, trainer.global_step),
-              "", "### Framework versions", "", "- libcputrain %s" % __version__]
-    with open(os.path.join(output_dir, "README.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+def write_model_card(o, workflow, train_file, from_folder, scores, trainer):
+    """run_qa.py ends with trainer.create_model_card(): what the model came
+    from and was trained on, and the evaluation's metrics if it ran."""
+    base = o.model_name_or_path if from_folder or not o.config_name else o.config_name
+    workflow.write_model_card(trainer, "extractive question answering", base, from_folder,
+                              o.dataset_name or train_file, bool(o.dataset_name),
+                              dict(scores.items()) if scores is not None else None)
 
 
 def _last_epoch(trainer):
@@ -374,44 +273,10 @@ def _last_epoch(trainer):
     return 0.0
 
 
-def _checkpoint_step(output_dir, name):
-    """The step of a folder named checkpoint-<digits> (get_last_checkpoint's
-    pattern), else None."""
-    digits = name[len("checkpoint-"):]
-    if (name.startswith("checkpoint-") and digits.isdigit() and digits.isascii()
-            and os.path.isdir(os.path.join(output_dir, name))):
-        return int(digits)
-    return None
-
-
 V1_METRICS = ("exact_match", "f1")
 V2_METRICS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total", "NoAns_exact",
               "NoAns_f1", "NoAns_total", "best_exact", "best_exact_thresh", "best_f1",
               "best_f1_thresh")
-
-
-def hold_output_dir(args, dist, output_dir):
-    """The OutputLock on output_dir, taken by the ranks that write there
-    (rank 0, with save_on_each_node the first of each machine; None on the
-    others). Every rank learns whether all got it, so that none waits for a
-    rank that gave up: the refused rank raises, the others return False."""
-    writes = dist.rank == 0 or (args.save_on_each_node and dist.local_rank == 0)
-    lock, error = None, None
-    if writes:
-        try:
-            lock = OutputLock(output_dir)
-        except CputrainError as e:
-            error = e
-    refused = array.array("f", [1.0 if error else 0.0])
-    if dist.world_size > 1:
-        dist.allreduce(refused)
-    if error:
-        raise error
-    if refused[0]:
-        print("%s: rank %d: stopping: a writing rank could not hold output_dir %s"
-              % (PROG, dist.rank, output_dir), file=sys.stderr)
-        return False
-    return lock
 
 
 def check_best_metric(args, v2):
@@ -431,34 +296,6 @@ def check_best_metric(args, v2):
                ", ".join("eval_" + k for k in known)))
 
 
-def check_output_dir(args, output_dir):
-    """run_qa.py's rule for an output_dir that already holds something, when
-    training without --overwrite_output_dir: with checkpoints, resume from
-    the last one unless --resume_from_checkpoint says otherwise; with other
-    files only, refuse (the message, else None). The trainer's own .lock and
-    a crashed save's tmp-checkpoint-* are not results and do not count."""
-    if args.overwrite_output_dir or not os.path.isdir(output_dir):
-        return None
-    names = [n for n in os.listdir(output_dir)
-             if n != ".lock" and not n.startswith("tmp-checkpoint-")]
-    steps = [s for s in (_checkpoint_step(output_dir, n) for n in names) if s is not None]
-    if not steps:
-        if names:
-            return ("output directory (%s) already exists and is not empty. Use "
-                    "--overwrite_output_dir to overcome." % output_dir)
-        return None
-    if args.resume_from_checkpoint is None:
-        last = os.path.join(output_dir, "checkpoint-%d" % max(steps))
-        print("%s: checkpoint detected, resuming training at %s. To avoid this behavior, "
-              "change the --output_dir or add --overwrite_output_dir to train from scratch."
-              % (PROG, last), file=sys.stderr)
-        args.resume_from_checkpoint = last
-    return None
-
-
-# Kubernetes stops a pod with SIGTERM: it takes the path of Ctrl-C (a
-# checkpoint at the next step during training), and the exit status says
-# which signal it was, as tools/cputrain-qa: 130 (SIGINT), 143 (SIGTERM).
 _terminated = []
 
 
@@ -556,26 +393,21 @@ def _main(argv):
     max_predict = -1 if o.max_predict_samples is None else o.max_predict_samples
 
     what = "distributed setup"
-    lock = None
+    workflow = Workflow("run_qa.py", args)
     try:
-        # Which process of the job this is; only rank 0 reports and writes.
-        options = {"timeout": args.ddp_timeout}
-        if args.ddp_backend is not None:
-            options["backend"] = args.ddp_backend
-        dist = Dist(**options)
+        # Which process of the job this is (only rank 0 reports and writes),
+        # and its log level.
+        dist = workflow.join()
         rank = dist.rank
-        apply_log_levels(args, dist)
         # output_dir is this run's from before its first file to after its
-        # last, and its rule for what is already there is read under the lock.
+        # last, and run_qa.py's rule for what is already there is read under
+        # the lock (a refusal by that rule is a usage error).
         what = "output_dir"
-        lock = hold_output_dir(args, dist, output_dir)
-        if lock is False:
-            return 1
-        if do_train:
-            refused = check_output_dir(args, output_dir)
-            if refused:
-                print("%s: %s" % (PROG, refused), file=sys.stderr)
-                return 2
+        try:
+            workflow.hold_output_dir(do_train)
+        except CputrainError as e:
+            print("%s: %s: %s: %s" % (PROG, what, e.status_name, e.message), file=sys.stderr)
+            return 2 if e.status == Status.ERR_INVALID_ARG else 1
         what = "model"
         # Model: pre-trained weights from a folder, else a fresh one.
         from_folder = bool(o.model_name_or_path) and os.path.isfile(
@@ -618,7 +450,7 @@ def _main(argv):
             examples = SquadExamples.load(path)
             features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
                                          limit, progress=Bar("Running tokenizer on %s dataset"
-                                                             % dataset, args, rank))
+                                                             % dataset, workflow))
             if rank == 0:
                 print("%s: %d examples, %d features"
                       % (label, features.n_examples, len(features)))
@@ -628,12 +460,12 @@ def _main(argv):
         if do_eval:
             what = eval_file
             examples, features = featurize(eval_file, max_eval, "validation", "evaluation")
-            run = QARun(o, args, model, examples, features, dist)
+            run = QARun(o, args, model, examples, features, workflow)
         test_run = None
         if do_predict:
             what = test_file
             examples, features = featurize(test_file, max_predict, "prediction", "prediction")
-            test_run = QARun(o, args, model, examples, features, dist)
+            test_run = QARun(o, args, model, examples, features, workflow)
         trainer = None
         if do_train:
             what = train_file
@@ -668,14 +500,12 @@ def _main(argv):
         # a trained model only, so an evaluation never replaces a model's card.
         if trainer is not None and rank == 0:
             what = "writing the model card"
-            write_model_card(o, args, output_dir, train_file, from_folder, scores, trainer,
-                             dist.world_size)
+            write_model_card(o, workflow, train_file, from_folder, scores, trainer)
     except CputrainError as e:
         print("%s: %s: %s: %s" % (PROG, what, e.status_name, e.message), file=sys.stderr)
         return 1
     finally:
-        if lock:
-            lock.close()
+        workflow.close()
     return 0
 
 

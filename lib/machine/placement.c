@@ -1,6 +1,6 @@
-/* ct_placement: one local rank's plan (topology.c) as a public handle, and
- * ct_model_set_placement, which applies it to a model's thread pool and
- * buffers and keeps what the threads' affinity reads back as. */
+/* ct_placement: one local rank's plan (topology.c) as a public handle: its
+ * pinned thread pool and node binding for whoever applies it (a model,
+ * model/placed.c), and what the threads' affinity reads back as. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +10,8 @@
 
 #include "core/error.h"
 #include "core/strbuf.h"
-#include "core/threadpool.h"
-#include "dist/topology.h"
-#include "model/acts.h"
-#include "model/model.h"
+#include "machine/placement.h"
+#include "machine/topology.h"
 
 /* What one thread of the plan did when the placement was applied, written
  * by that thread (pinning and read-back only mean something there). */
@@ -28,7 +26,7 @@ struct ct_placement {
     ct__topology *topo;
     ct__rank_plan plan;
     thread_state *threads; /* plan.nthreads */
-    int applied;           /* ct_model_set_placement succeeded */
+    int applied;           /* its pool made and handed over (ct__placement_applied) */
     ct_status process_check;
     ct__pin_report process;
     char *text; /* ct_placement_describe's */
@@ -193,24 +191,19 @@ static void pin_worker(void *user, int t)
     pin_and_check(user, t);
 }
 
-ct_status ct_model_set_placement(ct_model *model, ct_placement *placement)
+ct_status ct__placement_pool(ct_placement *p, ct__pool **out)
 {
-    ct_model *m = model;
-    ct_placement *p = placement;
     ct__pool *pool;
     ct_status st;
-    int n;
-    CT__CHECK_ARG(model);
-    CT__CHECK_ARG(placement);
-    n = p->plan.nthreads;
+    int n = p->plan.nthreads;
+    *out = NULL;
     if (!p->plan.this_system || !ct__topology_is_this_system(p->topo))
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_model_set_placement: the placement of local rank %d was planned "
                          "for a described machine (synthetic or XML), not this one",
                          p->plan.local_rank);
     p->applied = 0;
-
-    /* Workers pin themselves before the pool is handed back; the model
+    /* Workers pin themselves before the pool is handed back; the caller
      * keeps its old pool until every thread, the caller last, is bound. */
     if ((st = ct__pool_create_ex(n, pin_worker, p, &pool)) != CT_OK)
         return st;
@@ -225,12 +218,6 @@ ct_status ct_model_set_placement(ct_model *model, ct_placement *placement)
         ct__pool_free(pool);
         return ct__error(p->threads[0].pin, "ct_model_set_placement: %s", p->threads[0].error);
     }
-    if (sched_getaffinity(0, sizeof m->placed_cpus, &m->placed_cpus) != 0)
-        CPU_ZERO(&m->placed_cpus); /* nothing to compare with later */
-    ct__pool_free(m->pool);
-    m->pool = pool;
-    m->threads = n;
-
     /* Only the threads' cores are expected to be covered: fewer threads
      * than cores leaves the rest of the share unused, not narrowed. */
     {
@@ -239,50 +226,18 @@ ct_status ct_model_set_placement(ct_model *model, ct_placement *placement)
         used.ncores = n;
         p->process_check = ct__pin_check_process(p->topo, &used, &p->process);
     }
-
-    ct__node_bind(&p->plan, m->params, m->n_floats * sizeof(float));
-    ct__node_bind(&p->plan, m->grads, m->n_floats * sizeof(float));
-    if (m->wpack_mem != NULL)
-        ct__node_bind(&p->plan, m->wpack_mem, m->wpack_bytes);
-    if (m->acts != NULL)
-        ct__node_bind(&p->plan, m->acts->block, m->acts->bytes);
-    m->placed = 1;
-    m->numa_node = p->plan.node_os_index;
-
-    p->applied = 1;
-    if (ct__log_enabled(CT_LOG_INFO))
-        ct__log(CT_LOG_INFO, "placement: %s", ct_placement_describe(p));
+    *out = pool;
     return CT_OK;
 }
 
-/* "0-3,8": the CPUs of a set, as Linux lists them. */
-static void cpu_list(const cpu_set_t *set, char *buf, size_t size)
+void ct__placement_bind(const ct_placement *p, void *mem, size_t bytes)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int c = 0; c < CPU_SETSIZE && used < size; c++) {
-        int last = c;
-        if (!CPU_ISSET(c, set))
-            continue;
-        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
-            last++;
-        used += (size_t)snprintf(buf + used, size - used, last > c ? "%s%d-%d" : "%s%d",
-                                 used ? "," : "", c, last);
-        c = last;
-    }
+    ct__node_bind(&p->plan, mem, bytes);
 }
 
-void ct__model_recheck_placement(const ct_model *m)
+void ct__placement_applied(ct_placement *p)
 {
-    cpu_set_t now;
-    char planned[256], actual[256];
-    if (!m->placed || CPU_COUNT(&m->placed_cpus) == 0 ||
-        sched_getaffinity(0, sizeof now, &now) != 0 || CPU_EQUAL(&now, &m->placed_cpus))
-        return;
-    cpu_list(&m->placed_cpus, planned, sizeof planned);
-    cpu_list(&now, actual, sizeof actual);
-    ct__log(CT_LOG_WARNING,
-            "placement: the thread running the model's parallel loops is bound to CPUs %s, not "
-            "%s as placed (something in the process changed its affinity after start-up, or "
-            "it is not the thread that called ct_model_set_placement)", actual, planned);
+    p->applied = 1;
+    if (ct__log_enabled(CT_LOG_INFO))
+        ct__log(CT_LOG_INFO, "placement: %s", ct_placement_describe(p));
 }

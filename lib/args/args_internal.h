@@ -1,11 +1,11 @@
 /* Typed, unchecked access to ct_args fields for code inside the library,
  * indexed by the CT_A_<name> enum generated from args_fields.h. */
-#ifndef CT_TRAIN_ARGS_INTERNAL_H
-#define CT_TRAIN_ARGS_INTERNAL_H
+#ifndef CT_ARGS_ARGS_INTERNAL_H
+#define CT_ARGS_ARGS_INTERNAL_H
 
 #include <cputrain/cputrain.h>
 
-#include "train/args_fields.h"
+#include "args/args_fields.h"
 
 enum ct__args_field {
 #define CT__FIELD_ENUM(id, type, opt, def, choices, help) CT_A_##id,

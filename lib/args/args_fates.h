@@ -24,8 +24,8 @@
  *            whatever the fate ("--save_safetensors true").
  *   reason   why, and for REFUSED what to do instead ("" for IMPLEMENTED)
  */
-#ifndef CT_TRAIN_ARGS_FATES_H
-#define CT_TRAIN_ARGS_FATES_H
+#ifndef CT_ARGS_ARGS_FATES_H
+#define CT_ARGS_ARGS_FATES_H
 
 #define CT__NO_HUB "nothing is uploaded here (--push_to_hub is refused)"
 #define CT__NO_FSDP                                                                          \

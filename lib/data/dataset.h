@@ -1,6 +1,6 @@
 /* Internal: the ct_dataset handle. */
-#ifndef CT_TRAIN_DATASET_H
-#define CT_TRAIN_DATASET_H
+#ifndef CT_DATA_DATASET_H
+#define CT_DATA_DATASET_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* --help text for the training arguments, laid out as argparse prints it. */
-#include "train/args_priv.h"
+#include "args/args_priv.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* Runtime CPU feature detection (cpuid + the OS's XSAVE state) and the ISA
  * level the kernel table is built for, with the CPUTRAIN_ISA override. */
-#ifndef CT_CORE_CPU_H
-#define CT_CORE_CPU_H
+#ifndef CT_MACHINE_CPU_H
+#define CT_MACHINE_CPU_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* Persistent pthread pool: one generation counter per parallel-for, tasks
  * taken with an atomic counter, spin-then-futex waits on both sides. */
-#include "core/threadpool.h"
+#include "machine/threadpool.h"
 
 #include <errno.h>
 #include <limits.h>

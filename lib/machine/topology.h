@@ -1,6 +1,6 @@
 /* Machine topology (hwloc) and the pinning plan of one local rank: which
  * cores its worker threads run on and which NUMA node its memory comes from
- * (libnuma). Internal; the public ct_dist/ct_topology API wraps it.
+ * (libnuma). Internal; the public ct_placement API (placement.h) wraps it.
  *
  * Vocabulary:
  *   core    a physical core with at least one PU this process may use,
@@ -16,8 +16,8 @@
  * On this machine (NULL description) only the PUs in both hwloc's allowed
  * set (cgroups) and the process's affinity at load time count; cores
  * without such a PU are left out, and a core keeps only its allowed PUs. */
-#ifndef CT_DIST_TOPOLOGY_H
-#define CT_DIST_TOPOLOGY_H
+#ifndef CT_MACHINE_TOPOLOGY_H
+#define CT_MACHINE_TOPOLOGY_H
 
 #include <stddef.h>
 
@@ -60,7 +60,6 @@ int ct__topology_node_core(const ct__topology *topo, int node, int i);
  * more than max). -1 when out of range. */
 int ct__topology_core_node(const ct__topology *topo, int core);
 int ct__topology_core_package(const ct__topology *topo, int core);
-int ct__topology_core_npus(const ct__topology *topo, int core);
 int ct__topology_core_pus(const ct__topology *topo, int core, int *pus, int max);
 
 /* The domains ranks are spread over (see above): their count, whether they

@@ -1,6 +1,6 @@
 /* CPU feature detection with cpuid/xgetbv, the AMX permission request, and
  * the choice of kernel level (CPUTRAIN_ISA). */
-#include "core/cpu.h"
+#include "machine/cpu.h"
 
 #include <pthread.h>
 #include <stdio.h>

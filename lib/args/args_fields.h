@@ -8,8 +8,8 @@
  *   default   the default as command-line text; "None" for optional fields
  *   choices   "a|b|c" for CHOICE fields, "" otherwise
  */
-#ifndef CT_TRAIN_ARGS_FIELDS_H
-#define CT_TRAIN_ARGS_FIELDS_H
+#ifndef CT_ARGS_ARGS_FIELDS_H
+#define CT_ARGS_ARGS_FIELDS_H
 
 #define CT_STRATEGIES "no|steps|epoch"
 #define CT_SCHEDULERS \

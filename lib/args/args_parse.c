@@ -1,7 +1,7 @@
 /* ct_args from a command line (HfArgumentParser conventions) and from/to
  * training_args.json. Every entry point works on a copy and commits it only
  * once everything parsed and validated, so a failure changes nothing. */
-#include "train/args_priv.h"
+#include "args/args_priv.h"
 
 #include "core/fileio.h"
 #include "core/json.h"

@@ -1,12 +1,12 @@
 /* Private to the ct_args implementation files: the handle's layout, the
  * field table rows and value helpers shared by args*.c. */
-#ifndef CT_TRAIN_ARGS_PRIV_H
-#define CT_TRAIN_ARGS_PRIV_H
+#ifndef CT_ARGS_ARGS_PRIV_H
+#define CT_ARGS_ARGS_PRIV_H
 
 #include "core/error.h"
 #include "core/strbuf.h"
-#include "train/args_fates.h"
-#include "train/args_internal.h"
+#include "args/args_fates.h"
+#include "args/args_internal.h"
 
 typedef struct ct__arg_field {
     const char *name;

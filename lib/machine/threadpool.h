@@ -1,7 +1,7 @@
 /* A small persistent thread pool running parallel-for loops: the calling
  * thread takes part, workers spin briefly and then sleep on a futex. */
-#ifndef CT_CORE_THREADPOOL_H
-#define CT_CORE_THREADPOOL_H
+#ifndef CT_MACHINE_THREADPOOL_H
+#define CT_MACHINE_THREADPOOL_H
 
 #include <cputrain/cputrain.h>
 

@@ -1,6 +1,6 @@
 /* Machine topology (hwloc), the pinning plan of a local rank, thread binding
  * and its read-back, node-local buffers (libnuma's mbind). */
-#include "dist/topology.h"
+#include "machine/topology.h"
 
 #include <errno.h>
 #include <hwloc.h>
@@ -351,10 +351,6 @@ int ct__topology_core_node(const ct__topology *t, int c) { return core_ok(t, c) 
 int ct__topology_core_package(const ct__topology *t, int c)
 {
     return core_ok(t, c) ? t->core_package[c] : -1;
-}
-int ct__topology_core_npus(const ct__topology *t, int c)
-{
-    return core_ok(t, c) ? hwloc_bitmap_weight(t->core_set[c]) : -1;
 }
 int ct__topology_core_pus(const ct__topology *t, int c, int *pus, int max)
 {

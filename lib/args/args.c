@@ -1,6 +1,6 @@
 /* ct_args: the handle, the field table, and getting/setting values by name
  * as command-line text or typed. */
-#include "train/args_priv.h"
+#include "args/args_priv.h"
 
 #include "core/json.h"
 

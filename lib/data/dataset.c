@@ -5,7 +5,7 @@
 #include <cputrain/cputrain.h>
 
 #include "core/error.h"
-#include "train/dataset.h"
+#include "data/dataset.h"
 
 ct_status ct_dataset_create(ct_task task, int seq_len, ct_dataset **out)
 {

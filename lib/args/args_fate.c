@@ -1,7 +1,7 @@
 /* The fate table (args_fates.h) behind the fields: looking names up, and
  * applying a value given to a name that is not a field — accepted silently
  * at its default, else a warning (no effect) or an error (refused). */
-#include "train/args_priv.h"
+#include "args/args_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>

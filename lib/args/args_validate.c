@@ -1,6 +1,6 @@
 /* The consistency rules of TrainingArguments (its __post_init__), with error
  * text that names the field and the rule. */
-#include "train/args_priv.h"
+#include "args/args_priv.h"
 
 #include <math.h>
 #include <stdint.h>
