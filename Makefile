@@ -49,8 +49,8 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 CHECK_RUNNER := $(B)/tests/check_all
 
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
-# Programs on the public API only, linked to the shared library (found next
-# door in the build tree and after install alike).
+# Programs on the public API only (-Iinclude, never -Ilib), linked to the
+# shared library (found next door in the build tree and after install alike).
 TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 
 .PHONY: all check check-asan demo bench bench-squad install uninstall clean abi-check abi-baseline deps
@@ -84,33 +84,25 @@ $(STATIC): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $(LIB_OBJS)
 
-$(B)/examples/%: examples/%.c $(STATIC)
+# Examples are what an application writes: the public headers, the shared
+# library (as pkg-config gives them after install).
+$(B)/examples/%: examples/%.c $(SHARED) $(B)/lib/libcputrain.so
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
+	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
 
 $(B)/bin/%: tools/%.c $(SHARED) $(B)/lib/libcputrain.so
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ $< \
 	    -L$(B)/lib -lcputrain -Wl,-rpath,'$$ORIGIN/../lib'
 
-# cputrain-plot reads only trainer_state.json, with the library's own JSON
-# reader (lib/core/json.h, as the Trainer reads the file on resume), not a
-# second one: unlike the other tools it uses that one internal module, so it
-# is built with -Ilib and linked from the static archive, which pulls in just
-# the reader and what it needs (the .so keeps its ct__ symbols hidden).
+# cputrain-plot's own modules (tools/plot/: the series, the SVG) beside it.
 PLOT_SRCS := $(wildcard tools/plot/*.c)
-$(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h) $(STATIC)
+$(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot/*.h) \
+    $(SHARED) $(B)/lib/libcputrain.so
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ tools/cputrain-plot.c $(PLOT_SRCS) \
-	    $(STATIC) $(LIB_LDLIBS)
-
-# cputrain-run's rendezvous authenticates its launchers with the tcp
-# backend's own handshake and secret loader (lib/dist/tcp_auth.h, secret.c),
-# not a second HMAC: built as cputrain-plot is, with -Ilib and from the
-# static archive, which pulls in just those modules.
-$(B)/bin/cputrain-run: tools/cputrain-run.c $(STATIC)
-	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ tools/cputrain-run.c $(STATIC) $(LIB_LDLIBS)
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ tools/cputrain-plot.c \
+	    $(PLOT_SRCS) -L$(B)/lib -lcputrain -lm -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ---- tests -----------------------------------------------------------------
 
@@ -165,8 +157,8 @@ $(FUZZ_B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/lib/libcpu
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $< \
 	    $(FUZZ_B)/lib/libcputrain.a $(LIB_LDLIBS)
 
-# cputrain-plot's log_history reader and SVG writer on whatever the
-# library's JSON reader accepts.
+# The trainer_state.json reader with cputrain-plot's series and SVG writer on
+# whatever bytes come.
 $(FUZZ_B)/fuzz/fuzz_plot: tests/fuzz/fuzz_plot.c tests/fuzz/fuzz_common.h $(PLOT_SRCS) \
     $(wildcard tools/plot/*.h) $(FUZZ_B)/lib/libcputrain.a
 	@mkdir -p $(@D)

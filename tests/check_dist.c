@@ -690,6 +690,113 @@ END_TEST
 START_TEST(tcp_stuck_rank) { run_fault("tcp", 2, 1, STUCK); }
 END_TEST
 
+/* ---- ct_rendezvous: the tcp handshake for connections of a job's own ------------- */
+
+static ct_rendezvous *rendezvous_with(const char *secret, const char *job)
+{
+    ct_dist_options *o;
+    ct_rendezvous *r = NULL;
+    ck_assert_int_eq(ct_dist_options_create(&o), CT_OK);
+    if (secret)
+        ck_assert_int_eq(ct_dist_options_set(o, "secret", secret), CT_OK);
+    ck_assert_int_eq(ct_rendezvous_create(o, job, &r), CT_OK);
+    ct_dist_options_free(o);
+    return r;
+}
+
+/* A listening socket on 127.0.0.1 and its port. */
+static int listener(int *port)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A peer in a child process: exit 0 when its connect gives `want` (and,
+ * when admitted, it sends "hi"). */
+static pid_t peer(const char *secret, const char *job, int port, ct_status want)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        ct_rendezvous *r = rendezvous_with(secret, job);
+        int fd = -1;
+        ct_status st = ct_rendezvous_connect(r, "127.0.0.1", port, 5.0, &fd);
+        if (st == CT_OK && write(fd, "hi", 2) != 2)
+            st = CT_ERR_IO;
+        _exit(st == want && (st == CT_OK) == (fd >= 0) ? 0 : 1);
+    }
+    return pid;
+}
+
+static int peer_status(pid_t pid)
+{
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A peer with the secret is admitted and its bytes arrive; one with another
+ * secret, another job or none is refused (CT_ERR_DIST) and never reaches the
+ * host; nobody listening is CT_ERR_IO within the timeout. */
+START_TEST(rendezvous_admits_only_the_job)
+{
+    int port, lfd = listener(&port), fd = -1, closed_port;
+    char addr[80] = "", buf[2];
+    ct_rendezvous *host, *alone;
+    pid_t p;
+    unsetenv("CPUTRAIN_DIST_SECRET");
+    unsetenv("CPUTRAIN_DIST_SECRET_FILE");
+    host = rendezvous_with("the job's secret", "job A");
+    ck_assert_int_eq(ct_rendezvous_has_secret(host), 1);
+    p = peer("the job's secret", "job A", port, CT_OK);
+    ck_assert_int_eq(ct_rendezvous_accept(host, lfd, 10.0, &fd, addr, sizeof addr), CT_OK);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_msg(strncmp(addr, "127.0.0.1:", 10) == 0, "%s", addr);
+    ck_assert(read(fd, buf, 2) == 2 && memcmp(buf, "hi", 2) == 0);
+    close(fd);
+    ck_assert_int_eq(peer_status(p), 0);
+    {
+        static const char *const strangers[][2] = {
+            {"another secret", "job A"}, {"the job's secret", "job B"}, {NULL, "job A"}};
+        for (int i = 0; i < 3; i++) {
+            p = peer(strangers[i][0], strangers[i][1], port, CT_ERR_DIST);
+            while (waitpid(p, NULL, WNOHANG) == 0) {
+                ck_assert_int_eq(ct_rendezvous_accept(host, lfd, 0.05, &fd, NULL, 0), CT_OK);
+                ck_assert_msg(fd < 0, "stranger %d admitted", i);
+            }
+        }
+    }
+    ASSERT_ERROR_HAS(ct_rendezvous_accept(host, lfd + 100, 0, &fd, NULL, 0), CT_ERR_INVALID_ARG,
+                     "another one");
+    ct_rendezvous_free(host);
+    close(lfd);
+
+    /* nobody there: not reached in time, which trying again may mend */
+    lfd = listener(&closed_port);
+    close(lfd);
+    alone = rendezvous_with(NULL, "job A");
+    ck_assert_int_eq(ct_rendezvous_has_secret(alone), 0);
+    ASSERT_ERROR_HAS(ct_rendezvous_connect(alone, "127.0.0.1", closed_port, 0.3, &fd), CT_ERR_IO,
+                     "not reached within");
+    ck_assert_int_eq(fd, -1);
+    ASSERT_ERROR_HAS(ct_rendezvous_connect(alone, "127.0.0.1", 0, 1, &fd), CT_ERR_INVALID_ARG,
+                     "port 0");
+    ASSERT_ERROR_HAS(ct_rendezvous_accept(alone, -1, 1, &fd, NULL, 0), CT_ERR_INVALID_ARG,
+                     "listen_fd");
+    ct_rendezvous_free(alone);
+    ct_rendezvous_free(NULL);
+    ASSERT_ERROR_HAS(ct_rendezvous_create(NULL, NULL, &alone), CT_ERR_INVALID_ARG, "job");
+}
+END_TEST
+
 static void setup(void)
 {
     map_out_area();
@@ -727,6 +834,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, tcp_killed_rank_0);
     tcase_add_test(tc, shm_stuck_rank);
     tcase_add_test(tc, tcp_stuck_rank);
+    tcase_add_test(tc, rendezvous_admits_only_the_job);
     suite_add_tcase(s, tc);
     return s;
 }

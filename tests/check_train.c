@@ -1020,6 +1020,104 @@ START_TEST(group_by_length_trains)
 }
 END_TEST
 
+/* ---- trainer_state.json read back ------------------------------------------- */
+
+/* What a run wrote comes back: the top-level numbers, every log entry's
+ * keys and values (as Python's json would give them); a folder or the file;
+ * every malformed shape refused by file and field, with nothing returned. */
+START_TEST(trainer_state_reads_back_a_run)
+{
+    const char *dir = scratch_at("state_run"), *file = scratch_at("state_run/trainer_state.json");
+    ct_trainer_state *s = NULL, *f = NULL;
+    double v = 0, loss = 0;
+    size_t n, len, logged = 0;
+    free(train_params(dir, NULL, 0, CT_OK, &n));
+    OK(ct_trainer_state_load(dir, &s));
+    OK(ct_trainer_state_load(file, &f));
+    OK(ct_trainer_state_get_number(s, "global_step", &v));
+    ck_assert(v == 6);
+    ASSERT_ERROR_HAS(ct_trainer_state_get_number(s, "best_metric", &v), CT_ERR_NOT_FOUND, "null");
+    ASSERT_ERROR_HAS(ct_trainer_state_get_number(s, "no_such", &v), CT_ERR_NOT_FOUND, "absent");
+    ck_assert_uint_eq(ct_trainer_state_log_count(s), ct_trainer_state_log_count(f));
+    ck_assert_uint_gt(ct_trainer_state_log_count(s), 1);
+    for (size_t i = 0; i < ct_trainer_state_log_count(s); i++) {
+        size_t nk = ct_trainer_state_log_key_count(s, i);
+        ck_assert_uint_gt(nk, 0);
+        for (size_t k = 0; k < nk; k++) {
+            const char *key = ct_trainer_state_log_key(s, i, k, &len);
+            ck_assert_uint_eq(strlen(key), len);
+            OK(ct_trainer_state_log_value(s, i, k, &v));
+        }
+        ck_assert_ptr_null(ct_trainer_state_log_key(s, i, nk, &len));
+        if (ct_trainer_state_log_get(s, i, "loss", &loss) == CT_OK) {
+            ck_assert(isfinite(loss) && loss > 0);
+            logged++;
+        }
+    }
+    ck_assert_uint_gt(logged, 0);
+    ASSERT_ERROR_HAS(ct_trainer_state_log_get(s, 0, "no_such", &v), CT_ERR_NOT_FOUND,
+                     "log_history[0].no_such");
+    ASSERT_ERROR_HAS(ct_trainer_state_log_value(s, 0, 99, &v), CT_ERR_INVALID_ARG, "past the end");
+    ck_assert_ptr_null(ct_trainer_state_log_key(s, 99, 0, NULL));
+    ck_assert_uint_eq(ct_trainer_state_log_key_count(s, 99), 0);
+    ct_trainer_state_free(s);
+    ct_trainer_state_free(f);
+    ct_trainer_state_free(NULL);
+    ck_assert_uint_eq(ct_trainer_state_log_count(NULL), 0);
+
+    /* Python's dict of an entry: a repeated key once, where it first
+     * appears, with its last value; keys holding NUL whole; NaN read. */
+    write_text(file, "{\"global_step\": 3, \"log_history\": [{\"b\": 1, \"a\": 2, "
+                     "\"b\": 3, \"a\\u0000x\": 4, \"c\": NaN, \"s\\u0000\": \"text\"}, {}]}");
+    OK(ct_trainer_state_load(dir, &s));
+    ck_assert_uint_eq(ct_trainer_state_log_key_count(s, 0), 5);
+    ck_assert_str_eq(ct_trainer_state_log_key(s, 0, 0, NULL), "b");
+    OK(ct_trainer_state_log_value(s, 0, 0, &v));
+    ck_assert(v == 3);
+    ck_assert_str_eq(ct_trainer_state_log_key(s, 0, 1, NULL), "a");
+    ck_assert(memcmp(ct_trainer_state_log_key(s, 0, 2, &len), "a\0x", 3) == 0 && len == 3);
+    OK(ct_trainer_state_log_value(s, 0, 2, &v));
+    ck_assert(v == 4);
+    OK(ct_trainer_state_log_get(s, 0, "a", &v)); /* not "a\0x" */
+    ck_assert(v == 2);
+    OK(ct_trainer_state_log_get(s, 0, "c", &v));
+    ck_assert(isnan(v));
+    ASSERT_ERROR_HAS(ct_trainer_state_log_get(s, 0, "s", &v), CT_ERR_NOT_FOUND, "absent");
+    ASSERT_ERROR_HAS(ct_trainer_state_log_value(s, 0, 4, &v), CT_ERR_FORMAT,
+                     "log_history[0].s\\u0000: expected a number, found a string");
+    ck_assert_uint_eq(ct_trainer_state_log_key_count(s, 1), 0);
+    ct_trainer_state_free(s);
+
+    {
+        static const struct { const char *text; ct_status st; const char *needle; } bad[] = {
+            {"[1]", CT_ERR_FORMAT, "expected a JSON object at the top, found an array"},
+            {"{\"global_step\": 1}", CT_ERR_FORMAT, "log_history: missing"},
+            {"{\"log_history\": {}}", CT_ERR_FORMAT, "log_history: expected an array, found an object"},
+            {"{\"log_history\": [{}, 7]}", CT_ERR_FORMAT, "log_history[1]: expected an object, found a number"},
+            {"{\"log_history\": [", CT_ERR_FORMAT, "malformed JSON: "},
+            {"{\"global_step\": \"6\", \"log_history\": []}", CT_OK, NULL},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            write_text(file, bad[i].text);
+            s = (ct_trainer_state *)1;
+            ck_assert_int_eq(ct_trainer_state_load(dir, &s), bad[i].st);
+            if (bad[i].st != CT_OK) {
+                ck_assert_ptr_null(s);
+                ck_assert_msg(strstr(ct_last_error(), bad[i].needle) &&
+                                  strstr(ct_last_error(), file), "%s", ct_last_error());
+            } else {
+                ASSERT_ERROR_HAS(ct_trainer_state_get_number(s, "global_step", &v), CT_ERR_FORMAT,
+                                 "global_step: expected a number, found a string");
+                ct_trainer_state_free(s);
+            }
+        }
+    }
+    ck_assert_int_eq(unlink(file), 0);
+    ASSERT_ERROR_HAS(ct_trainer_state_load(dir, &s), CT_ERR_IO, "cannot open");
+    ASSERT_ERROR_HAS(ct_trainer_state_load(NULL, &s), CT_ERR_INVALID_ARG, "path");
+}
+END_TEST
+
 Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -1049,6 +1147,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, negative_seed_resumes);
     tcase_add_test(tc, length_grouped_order_is_transformers);
     tcase_add_test(tc, group_by_length_trains);
+    tcase_add_test(tc, trainer_state_reads_back_a_run);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,17 +2,12 @@
  * trainer_state.json (as the Trainer and cputrain-qa write it) and draws
  * its log_history -- training loss, learning rate, grad norm and the eval
  * metrics, each against the step -- into one self-contained SVG file that
- * a browser opens. The file is treated as untrusted: anything malformed is
- * an error naming the file and the field, and the SVG is written to a
- * temporary name and renamed, so a failure never leaves a partial picture.
- * The file is read and parsed by the library's own reader (lib/core/json.h,
- * as the Trainer reads it on resume), linked from the static archive: the
- * public API has no JSON reader, and the project keeps one (see
- * plot/history.c and the Makefile rule).
+ * a browser opens. The file is read by the library (ct_trainer_state_load,
+ * the public API) as untrusted: anything malformed is an error naming the
+ * file and the field, and the SVG is written to a temporary name and
+ * renamed, so a failure never leaves a partial picture.
  * Exit status: 0 written, 1 unreadable or malformed input or a write
  * failure, 2 bad usage. */
-#include "core/fileio.h"
-#include "core/json.h"
 #include "plot/history.h"
 #include "plot/svg.h"
 
@@ -24,9 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* A trainer_state.json of millions of log entries is still far below. */
-#define MAX_STATE_BYTES ((size_t)1 << 30)
 
 static const char *const USAGE =
     "usage: cputrain-plot [-o FILE] OUTPUT_DIR\n"
@@ -108,9 +100,9 @@ static int write_svg(const char *path, const plot_history *h, const char *source
 /* Read, check, draw; the exit status. */
 static int draw(const char *dir, const char *state_path, const char *svg_path)
 {
-    char *text, err[512];
-    size_t len, skipped;
-    ct__json_doc *state;
+    char err[1024];
+    size_t skipped;
+    ct_trainer_state *state;
     plot_history h;
     int rc;
     if (state_path == NULL || svg_path == NULL) {
@@ -118,23 +110,15 @@ static int draw(const char *dir, const char *state_path, const char *svg_path)
         return 1;
     }
     /* The library's messages name the file ("PATH: cannot open: ...",
-     * "PATH: line L column C: ..."). NaN and Infinity are taken as numbers:
-     * Python's json writes them, and a diverged loss is one. */
-    if (ct__read_file(state_path, MAX_STATE_BYTES, &text, &len) != CT_OK) {
+     * "malformed JSON: PATH: line L column C: ..."). */
+    if (ct_trainer_state_load(dir, &state) != CT_OK) {
         fprintf(stderr, "cputrain-plot: %s\n", ct_last_error());
         return 1;
     }
-    rc = ct__json_parse_ex(text, len, state_path, CT__JSON_ALLOW_NAN, &state);
-    free(text);
-    if (rc != CT_OK) {
-        fprintf(stderr, "cputrain-plot: %s%s\n", rc == CT_ERR_FORMAT ? "malformed JSON: " : "",
-                ct_last_error());
-        return 1;
-    }
-    rc = plot_history_read(ct__json_root(state), &h, err, sizeof err);
-    ct__json_free(state);
+    rc = plot_history_read(state, state_path, &h, err, sizeof err);
+    ct_trainer_state_free(state);
     if (rc != 0) {
-        fprintf(stderr, "cputrain-plot: %s: %s\n", state_path, err);
+        fprintf(stderr, "cputrain-plot: %s\n", err);
         return 1;
     }
     if (write_svg(svg_path, &h, dir, err, sizeof err) != 0) {

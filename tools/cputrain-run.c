@@ -17,13 +17,8 @@
  * and on SIGUSR1, up to MAX. The workers resume from their newest
  * checkpoint; the trainer keeps the global batch. Several machines'
  * launchers meet at a rendezvous of their own (--nnodes MIN:MAX with
- * --rdzv_endpoint, below), authenticated as the tcp backend's ranks are.
- *
- * Unlike the other tools, this one is built with -Ilib and linked from the
- * static archive (see the Makefile): the rendezvous reuses the library's
- * internal secret loader (dist/secret.c) and the tcp backend's
- * challenge-response handshake (dist/tcp_auth.c) rather than a second
- * HMAC of its own; the archive pulls in only those modules. */
+ * --rdzv_endpoint, below), authenticated as the tcp backend's ranks are
+ * (the library's ct_rendezvous_*). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
 #endif
@@ -47,11 +42,7 @@
 
 #include <pthread.h>
 
-#include "core/clock.h"
-#include "core/sha256.h"
-#include "dist/backend.h"
-#include "dist/dist_internal.h"
-#include "dist/tcp_auth.h"
+#include <cputrain/cputrain.h>
 
 #define MAX_WORKERS 1024
 
@@ -1112,17 +1103,6 @@ static int read_grow(const opts *o)
  * handshake's rank is a random slot the host expects (RDZV_SLOTS), only to
  * keep two launchers' handshakes apart: the host assigns the group ranks. */
 
-/* The handshake's world: slots a joining launcher picks one of at random.
- * Two launchers picking the same one at the same instant: the later is
- * told "already joined" and tries again with another. */
-#define RDZV_SLOTS 65536
-
-typedef struct rdzv_auth {
-    char job[300]; /* bound into every proof: another run id, no admission */
-    int has_secret;
-    unsigned char key[32];
-} rdzv_auth;
-
 /* The library's messages (the handshake's strangers, the secret's
  * warnings) on stderr, prefixed as ours. */
 static void library_log(ct_log_level level, const char *message, void *user)
@@ -1132,27 +1112,24 @@ static void library_log(ct_log_level level, const char *message, void *user)
     fprintf(stderr, "cputrain-run: rendezvous: %s\n", message);
 }
 
-static int rdzv_auth_load(const opts *o, rdzv_auth *au)
+/* The rendezvous of this job (its id bound into every proof: another run
+ * id, no admission), or NULL (said why). */
+static ct_rendezvous *rdzv_open(const opts *o)
 {
-    ct__dist_member m;
-    memset(&m, 0, sizeof m);
-    memset(au, 0, sizeof *au);
-    if (ct__dist_secret_load(NULL, &m) != CT_OK) {
-        say("rendezvous: %s", ct_last_error());
-        return -1;
+    char job[300];
+    ct_rendezvous *r;
+    snprintf(job, sizeof job, "cputrain-run rendezvous v1 %s", o->rdzv_id);
+    if (ct_rendezvous_create(NULL, job, &r) != CT_OK) {
+        say("%s", ct_last_error());
+        return NULL;
     }
-    au->has_secret = m.has_secret;
-    memcpy(au->key, m.secret_key, sizeof au->key);
-    memset(&m, 0, sizeof m);
-    snprintf(au->job, sizeof au->job, "cputrain-run rendezvous v1 %s", o->rdzv_id);
-    if (!au->has_secret)
+    if (!ct_rendezvous_has_secret(r))
         say("rendezvous: no secret is set, so the rendezvous cannot tell launchers from "
             "strangers: the endpoint %s:%d must be reachable only from trusted hosts. Set "
             "CPUTRAIN_DIST_SECRET_FILE (or CPUTRAIN_DIST_SECRET) on every node to "
             "authenticate them", o->master_addr, o->master_port);
-    return 0;
+    return r;
 }
-
 
 enum { M_NEW, M_JOINED, M_RUNNING, M_DONE };
 
@@ -1204,62 +1181,46 @@ static void broadcast(member *m, int n, const char *line, int only_state)
 }
 
 /* The door of the rendezvous host: a thread that runs the handshakes of
- * everyone who connects (ct__tcp_hs_wait, its own poll loop with a
- * deadline per connection) and hands the host each connection that proved
- * itself, through a pipe. */
+ * everyone who connects (ct_rendezvous_accept, many at once with a
+ * deadline each) and hands the host each connection that proved itself,
+ * through a pipe. */
 typedef struct door_msg {
     int fd;
     char addr[80];
 } door_msg;
 
 typedef struct door {
-    ct__tcp_hs *hs;
-    int out;
+    ct_rendezvous *r;
+    int lfd, out;
 } door;
 
 static void *door_main(void *arg)
 {
     door *d = arg;
     for (;;) {
-        ct__tcp_hs_event ev;
         door_msg msg;
-        if (ct__tcp_hs_wait(d->hs, ct__now_s() + 3600, &ev) != CT_OK) {
+        memset(&msg, 0, sizeof msg);
+        if (ct_rendezvous_accept(d->r, d->lfd, 3600, &msg.fd, msg.addr, sizeof msg.addr) !=
+            CT_OK) {
             say("rendezvous: %s", ct_last_error());
             _exit(1);
         }
-        if (ev.fd < 0)
-            continue;
-        ct__tcp_hs_expect(d->hs, CT__TCP_JOIN, ev.hello.rank); /* the slot is free again */
-        fcntl(ev.fd, F_SETFL, fcntl(ev.fd, F_GETFL, 0) & ~O_NONBLOCK);
-        memset(&msg, 0, sizeof msg);
-        msg.fd = ev.fd;
-        snprintf(msg.addr, sizeof msg.addr, "%s", ev.addr);
-        if (write(d->out, &msg, sizeof msg) != (ssize_t)sizeof msg)
-            close(ev.fd);
+        if (msg.fd >= 0 && write(d->out, &msg, sizeof msg) != (ssize_t)sizeof msg)
+            close(msg.fd);
     }
     return NULL;
 }
 
 /* Starts the door on lfd; the read end of its pipe, or -1. */
-static int door_open(const rdzv_auth *au, int lfd)
+static int door_open(ct_rendezvous *r, int lfd)
 {
     static door d;
-    ct__tcp_self self;
     pthread_t t;
     int pfd[2];
-    self.job = au->job;
-    self.key = au->has_secret ? au->key : NULL;
-    self.rank = 0;
-    self.world = RDZV_SLOTS;
     if (pipe2(pfd, O_CLOEXEC) != 0)
         return -1;
-    fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL, 0) | O_NONBLOCK); /* the set accepts in batches */
-    if (ct__tcp_hs_create(&self, lfd, &d.hs) != CT_OK) {
-        say("rendezvous: %s", ct_last_error());
-        return -1;
-    }
-    for (int r = 0; r < RDZV_SLOTS; r++)
-        ct__tcp_hs_expect(d.hs, CT__TCP_JOIN, r);
+    d.r = r;
+    d.lfd = lfd;
     d.out = pfd[1];
     if (pthread_create(&t, NULL, door_main, &d) != 0)
         return -1;
@@ -1278,20 +1239,20 @@ static int host_claimed(const member *m, int n, int i)
 }
 
 /* The rendezvous host: a child of the hosting launcher. Never returns. */
-static void rdzv_host(const opts *o, const rdzv_auth *au, int lfd)
+static void rdzv_host(const opts *o, ct_rendezvous *r, int lfd)
 {
     static member m[MAX_WORKERS + 64];
     int n = 0, running = 0, restarts = 0, round = 0, code = 1;
     long joins = 0;
     double last_call = -1, gather_since = now_s();
-    int dfd = door_open(au, lfd);
+    int dfd = door_open(r, lfd);
     if (dfd < 0) {
         say("rendezvous: cannot start the host's handshakes: %s", strerror(errno));
         _exit(1);
     }
     say("rendezvous: hosting at %s:%d for %d to %d nodes (%s)", o->master_addr, o->master_port,
         o->nnodes_min, o->nnodes_max,
-        au->has_secret ? "every launcher proves it holds the job's secret"
+        ct_rendezvous_has_secret(r) ? "every launcher proves it holds the job's secret"
                        : "no secret: unauthenticated");
     for (;;) {
         struct pollfd p[MAX_WORKERS + 65];
@@ -1359,7 +1320,7 @@ static void rdzv_host(const opts *o, const rdzv_auth *au, int lfd)
             if (read(dfd, &d, sizeof d) == (ssize_t)sizeof d) {
                 if (n < (int)(sizeof m / sizeof *m)) {
                     say("rendezvous: a launcher at %s %s", d.addr,
-                        au->has_secret ? "proved it holds the job's secret" : "connected");
+                        ct_rendezvous_has_secret(r) ? "proved it holds the job's secret" : "connected");
                     memset(&m[n], 0, sizeof m[n]);
                     snprintf(m[n].addr, sizeof m[n].addr, "%s", d.addr);
                     m[n].c.fd = d.fd;
@@ -1494,116 +1455,61 @@ static int wait_line(conn *c, char *line, size_t size)
     return got;
 }
 
-static int rdzv_prepare(void *user, int fd, int *port, char host[CT__TCP_HOST_LEN])
-{
-    const opts *o = user;
-    (void)fd;
-    *port = o->master_port; /* the hello's address fields: unused by the host */
-    snprintf(host, CT__TCP_HOST_LEN, "cputrain-run");
-    return 0;
-}
-
-/* Connects to the endpoint and runs the handshake until `deadline`: the
- * connection (blocking), or -1 with why (*refused 1 when the host refused
- * this launcher or could not prove itself: no use trying again). */
-static int rdzv_join(const opts *o, const rdzv_auth *au, double deadline, char *why,
-                     size_t size, int *refused)
-{
-    unsigned char r[4];
-    ct__tcp_self self;
-    ct__tcp_hs *hs;
-    ct__tcp_hs_event ev;
-    int t, fd = -1;
-    *refused = 0;
-    if (ct__random_bytes(r, sizeof r) != CT_OK) {
-        snprintf(why, size, "%s", ct_last_error());
-        return -1;
-    }
-    self.job = au->job;
-    self.key = au->has_secret ? au->key : NULL;
-    self.rank = (int)(((unsigned)r[0] << 8 | r[1]) % RDZV_SLOTS);
-    self.world = RDZV_SLOTS;
-    if (ct__tcp_hs_create(&self, -1, &hs) != CT_OK) {
-        snprintf(why, size, "%s", ct_last_error());
-        return -1;
-    }
-    t = ct__tcp_hs_connect(hs, o->master_addr, o->master_port, 0, CT__TCP_JOIN, rdzv_prepare,
-                           (void *)o);
-    /* The set would try a refused target again (after 10 ms) until the
-     * deadline; a launcher the host refused stops at once instead, rather
-     * than knock again and again. Hence slices shorter than that. */
-    for (;;) {
-        double now = ct__now_s(), until = now + 0.005 < deadline ? now + 0.005 : deadline;
-        if (ct__tcp_hs_wait(hs, until, &ev) != CT_OK) {
-            snprintf(why, size, "%s", ct_last_error());
-            break;
-        }
-        if (ev.fd >= 0) {
-            fd = ev.fd;
-            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);
-            break;
-        }
-        snprintf(why, size, "%s", ct__tcp_hs_target_status(hs, t));
-        /* Our random slot taken at that instant by another launcher's
-         * handshake: it is free again once that one is through. */
-        *refused = ct__tcp_hs_target_refused(hs, t) &&
-                   !strstr(why, ct__tcp_reason(CT__TCP_R_TAKEN));
-        if (*refused || until >= deadline)
-            break;
-    }
-    ct__tcp_hs_free(hs);
-    return fd;
-}
-
 static int agent_main(const opts *o, char **argv)
 {
     static group g;
     conn c;
-    rdzv_auth au;
+    ct_rendezvous *r;
     int lfd, host = 0, number = 0;
     pid_t host_pid = -1;
     double start = now_s();
-    char line[512], why[512];
+    char line[512];
     memset(&c, 0, sizeof c);
     ct_log_set_callback(library_log, NULL);
-    if (rdzv_auth_load(o, &au) != 0)
+    if (!(r = rdzv_open(o)))
         return 2;
     /* The host may not be up (or the endpoint's name not resolve, a pod's
      * own Service before it is ready) yet: try to host, then to join,
      * until one works. */
     for (;;) {
-        int refused;
+        ct_status st;
+        double until = start + o->join_timeout < now_s() + 3 ? start + o->join_timeout
+                                                             : now_s() + 3;
         if (!host && (lfd = try_host(o)) >= 0) {
             fflush(NULL);
             if ((host_pid = fork()) == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL); /* no host without its launcher */
                 signal(SIGINT, SIG_IGN);           /* the launcher decides */
                 signal(SIGTERM, SIG_DFL);
-                rdzv_host(o, &au, lfd);
+                rdzv_host(o, r, lfd);
             }
             close(lfd);
             host = host_pid > 0;
         }
         /* A few seconds of tries (the handshake retries the connect), then
          * back to hosting, should nobody host yet. */
-        c.fd = rdzv_join(o, &au, start + o->join_timeout < now_s() + 3 ? start + o->join_timeout
-                                                                        : now_s() + 3,
-                         why, sizeof why, &refused);
-        if (c.fd >= 0)
+        st = ct_rendezvous_connect(r, o->master_addr, o->master_port,
+                                   until > now_s() ? until - now_s() : 0, &c.fd);
+        if (st == CT_OK)
             break;
-        if (refused) {
-            say("rendezvous: cannot join at %s:%d: %s", o->master_addr, o->master_port, why);
+        if (st != CT_ERR_IO) { /* refused: knocking again will not help */
+            say("rendezvous: cannot join at %s:%d: %s", o->master_addr, o->master_port,
+                ct_last_error());
+            ct_rendezvous_free(r);
             return 1;
         }
         if (now_s() - start > o->join_timeout) {
             say("rendezvous: cannot reach %s:%d within join_timeout %g s: %s", o->master_addr,
-                o->master_port, o->join_timeout, why);
+                o->master_port, o->join_timeout, ct_last_error());
+            ct_rendezvous_free(r);
             return 1;
         }
-        if (pending_int || pending_term)
+        if (pending_int || pending_term) {
+            ct_rendezvous_free(r);
             return 128 + (pending_int ? SIGINT : SIGTERM);
+        }
     }
-    memset(au.key, 0, sizeof au.key); /* the host child has its copy */
+    ct_rendezvous_free(r); /* the host child has its copy */
     say("rendezvous: %s %s:%d for %d to %d nodes, %d worker%s here", host ? "hosting" : "joining",
         o->master_addr, o->master_port, o->nnodes_min, o->nnodes_max, o->nproc,
         o->nproc == 1 ? "" : "s");

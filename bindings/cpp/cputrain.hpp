@@ -1001,6 +1001,48 @@ private:
     ct_output_lock *lock_ = nullptr;
 };
 
+// A run's trainer_state.json read back (ct_trainer_state_load), as
+// Transformers' TrainerState.load_from_json: the path is the file or the
+// folder holding it. log_history()[i] maps each key to its number (a key
+// written twice counts once, with its last value); number("global_step")
+// throws CT_ERR_NOT_FOUND when the file has none. A malformed file throws
+// cputrain::error naming the file and field.
+class trainer_state {
+public:
+    typedef std::vector<std::pair<std::string, double>> entry;
+
+    explicit trainer_state(const std::string &path) {
+        ct_trainer_state *s = nullptr;
+        check(ct_trainer_state_load(path.c_str(), &s));
+        std::unique_ptr<ct_trainer_state, void (*)(ct_trainer_state *)> owned(
+            s, ct_trainer_state_free);
+        for (size_t i = 0, n = ct_trainer_state_log_count(s); i < n; i++) {
+            entry e;
+            for (size_t k = 0, nk = ct_trainer_state_log_key_count(s, i); k < nk; k++) {
+                size_t len = 0;
+                const char *key = ct_trainer_state_log_key(s, i, k, &len);
+                double v = 0;
+                check(ct_trainer_state_log_value(s, i, k, &v));
+                e.emplace_back(std::string(key, len), v);
+            }
+            log_.push_back(std::move(e));
+        }
+        state_ = std::move(owned);
+    }
+
+    const std::vector<entry> &log_history() const noexcept { return log_; }
+    double number(const std::string &key) const {
+        double v = 0;
+        check(ct_trainer_state_get_number(state_.get(), key.c_str(), &v));
+        return v;
+    }
+
+private:
+    std::unique_ptr<ct_trainer_state, void (*)(ct_trainer_state *)> state_{nullptr,
+                                                                          ct_trainer_state_free};
+    std::vector<entry> log_;
+};
+
 class trainer {
 public:
     // (event, step, max_steps, epoch, log_json or nullptr) -> true to stop

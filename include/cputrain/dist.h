@@ -16,6 +16,7 @@ extern "C" {
 
 typedef struct ct_dist ct_dist;
 typedef struct ct_dist_options ct_dist_options;
+typedef struct ct_rendezvous ct_rendezvous;
 
 typedef enum ct_reduce_op {
     CT_REDUCE_SUM = 0,
@@ -96,6 +97,37 @@ CT_API ct_status ct_dist_barrier(ct_dist *dist);
 /* Every rank's `bytes` bytes of `send`, in rank order, into every rank's
  * `recv` (world_size * bytes). */
 CT_API ct_status ct_dist_allgather(ct_dist *dist, const void *send, size_t bytes, void *recv);
+
+/* ---- authenticated connections of a job's own (a launchers' rendezvous) --------- */
+
+/* The tcp backend's handshake for programs that meet over connections of
+ * their own, as cputrain-run's launchers do: a mutual HMAC-SHA256
+ * challenge-response on fresh nonces from both sides, keyed by the job's
+ * secret (the options' secret or secret_file, else CPUTRAIN_DIST_SECRET_FILE
+ * or CPUTRAIN_DIST_SECRET, as ct_dist_create reads them; NULL options: the
+ * environment) with `job` bound in, the secret never on the wire. Without a
+ * secret anyone who reaches the host is admitted (ct_rendezvous_has_secret
+ * says so, for a warning). A secret that cannot be read is refused here. */
+CT_API ct_status ct_rendezvous_create(const ct_dist_options *options, const char *job,
+                                      ct_rendezvous **out);
+CT_API void ct_rendezvous_free(ct_rendezvous *rendezvous);
+CT_API int ct_rendezvous_has_secret(const ct_rendezvous *rendezvous);
+/* The host: waits up to timeout_s on listen_fd (the caller's listening
+ * socket, always the same one; made non-blocking, never closed here) for a
+ * peer that proves it holds the secret, running many handshakes at once
+ * with a deadline each, so a silent stranger holds up nobody; strangers are
+ * refused and logged by address. CT_OK with *fd (a blocking connection,
+ * the caller's) and its "host:port" in addr, or *fd -1 when the time
+ * passed. */
+CT_API ct_status ct_rendezvous_accept(ct_rendezvous *rendezvous, int listen_fd,
+                                      double timeout_s, int *fd, char *addr, size_t addr_size);
+/* A peer: connects to host:port and runs the handshake, trying again until
+ * timeout_s. CT_OK with *fd (blocking); CT_ERR_DIST when the host refused
+ * this peer or could not prove itself (another secret or job, a secret on
+ * one side only: trying again will not help); CT_ERR_IO when it was not
+ * reached in time (nobody listening yet, the network: trying again may). */
+CT_API ct_status ct_rendezvous_connect(ct_rendezvous *rendezvous, const char *host, int port,
+                                       double timeout_s, int *fd);
 
 #ifdef __cplusplus
 }

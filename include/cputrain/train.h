@@ -18,6 +18,7 @@ extern "C" {
 typedef struct ct_dataset ct_dataset;
 typedef struct ct_trainer ct_trainer;
 typedef struct ct_output_lock ct_output_lock;
+typedef struct ct_trainer_state ct_trainer_state;
 
 /* ---- datasets ---------------------------------------------------------------- */
 
@@ -202,6 +203,42 @@ CT_API double ct_trainer_train_loss(const ct_trainer *trainer);
 CT_API ct_optim *ct_trainer_optim(ct_trainer *trainer);
 /* The log history as a JSON array text, owned by the trainer. */
 CT_API const char *ct_trainer_log_history(const ct_trainer *trainer);
+
+/* ---- a run's trainer_state.json, read back ---------------------------------- */
+
+/* Read the trainer_state.json the Trainer (this library's or Transformers')
+ * writes into output_dir and every checkpoint, as
+ * TrainerState.load_from_json does; `path` is the file or the folder that
+ * holds it. The file is untrusted input: NaN and Infinity are read as
+ * numbers (Python's json writes them), a file that is not JSON is
+ * CT_ERR_FORMAT "malformed JSON: PATH: line L column C: ...", and one that
+ * is not an object with a log_history array of objects is CT_ERR_FORMAT
+ * naming the field ("PATH: log_history[3]: expected an object, found a
+ * number"); CT_ERR_IO when it cannot be read. */
+CT_API ct_status ct_trainer_state_load(const char *path, ct_trainer_state **out);
+CT_API void ct_trainer_state_free(ct_trainer_state *state);
+/* A number at the top of the file (global_step, epoch, max_steps,
+ * best_metric, ...): CT_ERR_NOT_FOUND when absent or null, CT_ERR_FORMAT
+ * naming the field when it holds something else. */
+CT_API ct_status ct_trainer_state_get_number(const ct_trainer_state *state, const char *key,
+                                             double *value);
+/* log_history's entries, and the keys of entry `entry` as Python's json
+ * makes a dict of them: each key once, where it first appears, its value
+ * the last one written. A key may hold NUL bytes (from \u0000): *len (may
+ * be NULL) is its length. NULL past the end. */
+CT_API size_t ct_trainer_state_log_count(const ct_trainer_state *state);
+CT_API size_t ct_trainer_state_log_key_count(const ct_trainer_state *state, size_t entry);
+CT_API const char *ct_trainer_state_log_key(const ct_trainer_state *state, size_t entry,
+                                            size_t k, size_t *len);
+/* The value of key number k of an entry, or of the key named `key`:
+ * CT_ERR_FORMAT naming the entry and key when it is not a number
+ * ("PATH: log_history[1].loss: expected a number, found a string"),
+ * CT_ERR_NOT_FOUND when the entry has no such key, CT_ERR_INVALID_ARG past
+ * the end. */
+CT_API ct_status ct_trainer_state_log_value(const ct_trainer_state *state, size_t entry,
+                                            size_t k, double *value);
+CT_API ct_status ct_trainer_state_log_get(const ct_trainer_state *state, size_t entry,
+                                          const char *key, double *value);
 
 #ifdef __cplusplus
 }

@@ -216,13 +216,13 @@ ct_status ct__write_text_atomic(const char *path, ct__strbuf *sb, const char *wh
 
 char *ct__join_path(const char *dir, const char *name)
 {
-    size_t a = strlen(dir), b = strlen(name);
+    size_t a = strlen(dir), b = strlen(name), slash = a > 0 && dir[a - 1] == '/' ? 0 : 1;
     char *p = malloc(a + b + 2);
     if (!p)
         return NULL;
     memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
+    p[a] = '/'; /* overwritten by name when dir ends in one already */
+    memcpy(p + a + slash, name, b + 1);
     return p;
 }
 

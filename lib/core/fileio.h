@@ -45,7 +45,8 @@ ct_status ct__write_text_atomic(const char *path, struct ct__strbuf *sb,
  * made or that exists and is not a folder. */
 ct_status ct__make_dirs(const char *dir, const char *what) CT__MUST_USE;
 
-/* dir/name in new memory; NULL (no error set) when there is none. */
+/* dir/name in new memory (one slash between them); NULL (no error set) when
+ * there is none. */
 char *ct__join_path(const char *dir, const char *name);
 /* For inputs given as a file or as the folder that holds it (a tokenizer's
  * vocab.txt, a model's config.json): *file is path/name when path is a

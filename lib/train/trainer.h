@@ -132,4 +132,39 @@ void ct__trainer_apply_log_level(const ct_args *args, int rank, int local_rank);
 /* The model's loss options from the arguments (label_smoothing_factor). */
 ct_status ct__trainer_apply_model_args(const ct_args *args, ct_model *m, int rank);
 
+/* ---- the trainer's parts, file by file ------------------------------------- */
+
+/* trainer_log.c: the log history, evaluation metrics, the best model. */
+/* One key of a log entry; entries are written with their keys sorted, as
+ * Trainer's json.dumps(sort_keys=True) leaves them. */
+typedef struct ct__log_kv {
+    const char *key;
+    double value;
+    int is_int;
+} ct__log_kv;
+/* Append {kv..., "epoch", "step"} to the history; *json receives its text. */
+ct_status ct__trainer_log_entry(ct_trainer *t, const ct__log_kv *kv, size_t n, char **json);
+/* The progress callback for event ev (CT_ERR_CANCELLED when it stops a
+ * one-rank run; with several ranks the stop travels with the next step). */
+ct_status ct__trainer_notify(ct_trainer *t, ct_event ev, const char *json);
+double ct__round_to(double x, int digits);
+ct_status ct__trainer_log_step(ct_trainer *t, double grad_norm);
+/* The evaluation callback in eval mode, its metrics logged, the best kept. */
+ct_status ct__trainer_evaluate(ct_trainer *t);
+void ct__trainer_clear_metrics(ct_trainer *t);
+int ct__trainer_strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what);
+
+/* trainer_save.c: checkpoints and the final save, on the ranks that write. */
+int ct__trainer_writes_files(const ct_trainer *t);
+int ct__trainer_optim_shard(const ct_trainer *t);
+ct_status ct__trainer_save_checkpoint(ct_trainer *t);
+/* output_dir/trainer_state.json as the trainer stands. */
+ct_status ct__trainer_save_state(const ct_trainer *t) CT__MUST_USE;
+/* Every rank's verdict on a step only some ranks do: the first failure
+ * (named by its rank) for all. */
+ct_status ct__trainer_all_agree(ct_trainer *t, ct_status verdict, const char *what);
+ct_status ct__trainer_check_finite(const ct_trainer *t, const char *what);
+ct_status ct__trainer_final_save_all(ct_trainer *t, double runtime);
+ct_status ct__trainer_load_best_model(ct_trainer *t);
+
 #endif

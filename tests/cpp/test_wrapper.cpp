@@ -818,6 +818,31 @@ static void test_workflow() {
     remove_tree(top);
 }
 
+// trainer_state: a run's log history read back; a malformed file named.
+static void test_trainer_state() {
+    std::string top = temp_dir(), dir = top + "/st";
+    cputrain::model m = cputrain::model::create("bert-test", CT_TASK_QUESTION_ANSWERING, 1);
+    cputrain::training_args args = train_args(dir);
+    args.set_string("eval_strategy", "no");
+    cputrain::dataset train = qa_dataset(8);
+    cputrain::trainer t(m, args);
+    t.set_train_dataset(train);
+    t.train();
+    cputrain::trainer_state state(dir);
+    CHECK(state.number("global_step") == static_cast<double>(t.global_step()));
+    CHECK(!state.log_history().empty());
+    bool has_loss = false;
+    for (const cputrain::trainer_state::entry &e : state.log_history())
+        for (const std::pair<std::string, double> &kv : e)
+            has_loss = has_loss || kv.first == "train_loss";
+    CHECK(has_loss);
+    EXPECT_ERROR(state.number("best_metric"), CT_ERR_NOT_FOUND, "best_metric");
+    write_text(dir + "/trainer_state.json", "{\"log_history\": [{\"loss\": []}]}");
+    EXPECT_ERROR(cputrain::trainer_state again(dir), CT_ERR_FORMAT,
+                 "log_history[0].loss: expected a number, found an array");
+    remove_tree(top);
+}
+
 static void test_model_load_head() {
     std::string dir = temp_dir();
     CHECK(!dir.empty());
@@ -865,6 +890,7 @@ int main() {
     test_model_load_head();
     test_output_lock();
     test_workflow();
+    test_trainer_state();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -1,12 +1,12 @@
-/* libFuzzer harness: cputrain-plot's log_history reader and SVG writer
- * (tools/plot/) on arbitrary bytes, read as the tool reads them: by the
- * library's JSON reader with NaN / Infinity allowed (fuzz_json covers the
- * reader itself). Whatever it accepts is either refused by the history
- * reader with a reason, or drawn into a complete SVG whose every coordinate
- * is a finite number; nothing crashes, leaks or overflows. */
+/* libFuzzer harness: the library's trainer_state.json reader
+ * (ct_trainer_state_*) and cputrain-plot's series and SVG writer
+ * (tools/plot/) on arbitrary bytes, read as the tool reads them. Whatever
+ * the reader accepts is either refused by the history reader with a reason,
+ * or drawn into a complete SVG whose every coordinate is a finite number;
+ * every key and value it hands out is in bounds; nothing crashes, leaks or
+ * overflows. */
 #include "fuzz_common.h"
 
-#include "core/json.h"
 #include "plot/history.h"
 #include "plot/svg.h"
 
@@ -28,17 +28,19 @@ static void check_points(const char *svg)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ct__json_doc *doc = NULL;
+    const char *path = fz_write("trainer_state.json", data, size);
+    ct_trainer_state *state = NULL;
     plot_history h;
-    char err[512] = "";
-    int rc = ct__json_parse_ex((const char *)data, size, "fuzz", CT__JSON_ALLOW_NAN, &doc);
+    char err[1024] = "";
+    ct_status rc = ct_trainer_state_load(path, &state);
     if (rc != CT_OK) {
-        /* The tool prints this text: it must say where the problem is. */
-        FZ_CHECK(rc == CT_ERR_NOMEM || strncmp(ct_last_error(), "fuzz: line ", 11) == 0,
-                 "a parse error without its place");
+        /* The tool prints this text: it must name the file. */
+        FZ_CHECK(rc == CT_ERR_NOMEM || strstr(ct_last_error(), path) != NULL,
+                 "a refusal without the file's name");
+        FZ_CHECK(state == NULL, "a refused file left a state");
         return 0;
     }
-    if (plot_history_read(ct__json_root(doc), &h, err, sizeof err) == 0) {
+    if (plot_history_read(state, path, &h, err, sizeof err) == 0) {
         char *svg = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&svg, &len);
@@ -52,6 +54,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FZ_CHECK(err[0] != '\0', "refused without a reason");
     }
-    ct__json_free(doc);
+    /* Every key and value the reader hands out is within the entry. */
+    for (size_t i = 0; i < ct_trainer_state_log_count(state); i++) {
+        size_t n = ct_trainer_state_log_key_count(state, i), len;
+        for (size_t k = 0; k < n; k++) {
+            double v;
+            FZ_CHECK(ct_trainer_state_log_key(state, i, k, &len) != NULL, "key %zu of %zu", k, n);
+            rc = ct_trainer_state_log_value(state, i, k, &v);
+            FZ_CHECK(rc == CT_OK || rc == CT_ERR_FORMAT, "value %zu: %d", k, (int)rc);
+        }
+        FZ_CHECK(ct_trainer_state_log_key(state, i, n, NULL) == NULL, "a key past the end");
+    }
+    ct_trainer_state_free(state);
     return 0;
 }

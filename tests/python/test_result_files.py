@@ -1,14 +1,16 @@
 """The result files Transformers writes next to the model: all_results.json
 (Trainer.save_metrics merging every split's metrics, the trainer's own
-train_ metrics included), and config.json's torch_dtype naming the dtype
-model.safetensors really holds."""
+train_ metrics included), config.json's torch_dtype naming the dtype
+model.safetensors really holds, and trainer_state.json read back
+(TrainerState) as Python's json reads it."""
 
 import json
 import os
 import struct
 import unittest
 
-from cputrain import CputrainError, Model, SquadScores, Status, Trainer, TrainingArgs
+from cputrain import (CputrainError, Model, SquadScores, Status, Trainer, TrainerState,
+                      TrainingArgs)
 
 from helpers import TempDirTest, qa_dataset
 
@@ -105,6 +107,39 @@ class AllResultsTest(TempDir):
         self.addCleanup(trainer2.close)
         trainer2.train()
         self.assertNotIn("eval_f1", read_json(os.path.join(out, "all_results.json")))
+
+
+class TrainerStateTest(TempDir):
+
+    def test_reads_back_what_python_json_reads(self):
+        out = os.path.join(self.dir, "out")
+        model = Model.create("bert-test", seed=1)
+        self.addCleanup(model.close)
+        args = TrainingArgs(output_dir=out, per_device_train_batch_size=4, max_steps=4,
+                            logging_steps=1, save_steps=2, seed=11)
+        self.addCleanup(args.close)
+        trainer = Trainer(model, args, train_dataset=qa_dataset())
+        self.addCleanup(trainer.close)
+        trainer.train()
+        for folder in (out, os.path.join(out, "checkpoint-2")):
+            expect = read_json(os.path.join(folder, "trainer_state.json"))
+            state = TrainerState.load(folder)
+            self.assertEqual(state.log_history, expect["log_history"])
+            self.assertEqual(state.global_step, expect["global_step"])
+            self.assertEqual(state.max_steps, 4)
+            self.assertEqual(state.epoch, expect["epoch"])
+            self.assertIsNone(state.best_metric)
+        self.assertEqual(len([e for e in state.log_history if "loss" in e]), 2)
+
+    def test_a_malformed_file_is_named(self):
+        path = os.path.join(self.dir, "trainer_state.json")
+        with open(path, "w") as f:
+            f.write('{"log_history": [{"loss": "1.5", "step": 1}]}')
+        with self.assertRaises(CputrainError) as e:
+            TrainerState.load(self.dir)
+        self.assertEqual(e.exception.status, Status.ERR_FORMAT)
+        self.assertIn(path + ": log_history[0].loss: expected a number, found a string",
+                      str(e.exception))
 
 
 class TorchDtypeTest(TempDir):

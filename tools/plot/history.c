@@ -1,10 +1,7 @@
-/* log_history to series (see history.h). Every field that is read is
- * checked for its type, and a problem names the entry and the field.
- *
- * The tree comes from the library's own JSON reader (lib/core/json.h), not
- * a second one: cputrain-plot is the one tool that uses an internal module,
- * linked from the static archive libcputrain.a with -Ilib (the shared
- * library keeps its ct__ symbols hidden; the Makefile rule says the same). */
+/* log_history to series (see history.h), through the library's reader of
+ * trainer_state.json (ct_trainer_state_*, the public API): every value
+ * that is drawn is checked for its type, and a problem names the file, the
+ * entry and the field. */
 #include "history.h"
 
 #include <math.h>
@@ -31,21 +28,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-/* The phrase for a found type in messages: "a number", "an array", "null". */
-static const char *found(ct__json_type type)
-{
-    switch (type) {
-    case CT_JSON_NULL: return "null";
-    case CT_JSON_FALSE:
-    case CT_JSON_TRUE: return "a boolean";
-    case CT_JSON_NUMBER: return "a number";
-    case CT_JSON_STRING: return "a string";
-    case CT_JSON_ARRAY: return "an array";
-    case CT_JSON_OBJECT: return "an object";
-    }
-    return "a value";
 }
 
 /* key[0..len) may hold a NUL (from \u0000): such a key is never a training
@@ -98,52 +80,20 @@ static int append(plot_point **points, size_t *count, size_t *cap, plot_point p)
     return 0;
 }
 
-/* A member that must be a number when present (v, NULL when absent): 1 and
- * *out, 0 when absent, -1 (err set) otherwise. */
-static int number_value(const ct__json *v, size_t i, const char *key, double *out, char *err,
-                        size_t errlen)
+/* Key k of entry i as a series name: itself, or (malloc'd into *owned) with
+ * each NUL as U+FFFD, so the name prints whole and is told apart from its
+ * prefix. NULL when out of memory. */
+static const char *series_name(const char *key, size_t len, char **owned)
 {
-    if (v == NULL)
-        return 0;
-    if (v->type != CT_JSON_NUMBER)
-        return fail(err, errlen, "log_history[%zu].%s: expected a number, found %s", i, key,
-                    found(v->type));
-    *out = v->num;
-    return 1;
-}
-
-static int number_field(const ct__json *entry, size_t i, const char *key, double *out,
-                        char *err, size_t errlen)
-{
-    return number_value(ct__json_get(entry, key), i, key, out, err, errlen);
-}
-
-/* Whether members[k] is the last of its key (the one that counts when a key
- * is repeated, as with ct__json_get and Python's json); byte-wise, so a key
- * holding a NUL is compared whole. */
-static int last_of_its_key(const ct__json *obj, size_t k)
-{
-    const ct__json_member *m = &obj->members[k];
-    for (size_t j = obj->n; --j > k;)
-        if (obj->members[j].key_len == m->key_len &&
-            memcmp(obj->members[j].key, m->key, m->key_len) == 0)
-            return 0;
-    return 1;
-}
-
-/* The series name of a key: itself, or (malloc'd into *owned) with each NUL
- * as U+FFFD, so the name prints whole and is told apart from its prefix. */
-static const char *series_name(const ct__json_member *m, char **owned)
-{
-    size_t nuls = m->key_len - strlen(m->key), o = 0;
+    size_t nuls = len - strlen(key), o = 0;
     *owned = NULL;
     if (nuls == 0)
-        return m->key;
-    if ((*owned = malloc(m->key_len + 2 * nuls + 1)) == NULL)
+        return key;
+    if ((*owned = malloc(len + 2 * nuls + 1)) == NULL)
         return NULL;
-    for (size_t k = 0; k < m->key_len; k++) {
-        if (m->key[k] != '\0') {
-            (*owned)[o++] = m->key[k];
+    for (size_t k = 0; k < len; k++) {
+        if (key[k] != '\0') {
+            (*owned)[o++] = key[k];
         } else {
             memcpy(*owned + o, "\xEF\xBF\xBD", 3);
             o += 3;
@@ -153,16 +103,25 @@ static const char *series_name(const ct__json_member *m, char **owned)
     return *owned;
 }
 
-/* The value v of `key` (NULL when absent) into its series (or its skipped
- * values). */
-static int add_value(plot_history *h, const ct__json *v, size_t i, const char *key,
-                     plot_point p, char *err, size_t errlen)
+/* A field that must be a number when present: 1 and *out, 0 when absent,
+ * -1 (err set: the library's text, naming the file, entry and key). */
+static int number_field(const ct_trainer_state *s, size_t i, const char *key, double *out,
+                        char *err, size_t errlen)
+{
+    ct_status st = ct_trainer_state_log_get(s, i, key, out);
+    if (st == CT_ERR_NOT_FOUND)
+        return 0;
+    if (st != CT_OK)
+        return fail(err, errlen, "%s", ct_last_error());
+    return 1;
+}
+
+/* A value (its ok from number_field) into its series, or its skipped
+ * values. */
+static int add_point(plot_history *h, const char *name, plot_point p, char *err, size_t errlen)
 {
     plot_series *s;
-    int got = number_value(v, i, key, &p.value, err, errlen);
-    if (got <= 0)
-        return got;
-    if ((s = find_or_add(h, key)) == NULL)
+    if ((s = find_or_add(h, name)) == NULL)
         return fail(err, errlen, "out of memory");
     if (isfinite(p.value) ? append(&s->points, &s->count, &s->cap, p)
                           : append(&s->skipped, &s->nskipped, &s->skipped_cap, p))
@@ -170,54 +129,57 @@ static int add_value(plot_history *h, const ct__json *v, size_t i, const char *k
     return 0;
 }
 
-static int read_entry(const ct__json *entry, size_t i, plot_history *h, char *err,
-                      size_t errlen)
+static int read_entry(const ct_trainer_state *s, const char *path, size_t i, plot_history *h,
+                      char *err, size_t errlen)
 {
+    size_t nkeys = ct_trainer_state_log_key_count(s, i);
     plot_point p;
     int has_value = 0, got;
-    if (entry->type != CT_JSON_OBJECT)
-        return fail(err, errlen, "log_history[%zu]: expected an object, found %s", i,
-                    found(entry->type));
     /* Every entry's epoch counts, the final summary's (the run's end) too. */
     p.epoch = NAN;
-    if (number_field(entry, i, "epoch", &p.epoch, err, errlen) < 0)
+    if (number_field(s, i, "epoch", &p.epoch, err, errlen) < 0)
         return -1;
     if (!isnan(p.epoch) && !isfinite(p.epoch))
-        return fail(err, errlen, "log_history[%zu].epoch: not a finite number", i);
+        return fail(err, errlen, "%s: log_history[%zu].epoch: not a finite number", path, i);
     if (!isnan(p.epoch) && (isnan(h->last_epoch) || p.epoch > h->last_epoch))
         h->last_epoch = p.epoch;
 
-    for (size_t k = 0; k < entry->n && !has_value; k++)
-        has_value = plotted_key(entry->members[k].key, entry->members[k].key_len);
+    for (size_t k = 0; k < nkeys && !has_value; k++) {
+        size_t len;
+        const char *key = ct_trainer_state_log_key(s, i, k, &len);
+        has_value = plotted_key(key, len);
+    }
     if (!has_value)
         return 0; /* e.g. the final train_runtime / train_loss summary */
 
-    got = number_field(entry, i, "step", &p.step, err, errlen);
+    got = number_field(s, i, "step", &p.step, err, errlen);
     if (got < 0)
         return -1;
     if (got == 0)
-        return fail(err, errlen, "log_history[%zu].step: missing (every logged value needs one)",
-                    i);
+        return fail(err, errlen,
+                    "%s: log_history[%zu].step: missing (every logged value needs one)", path, i);
     if (!isfinite(p.step))
-        return fail(err, errlen, "log_history[%zu].step: not a finite number", i);
+        return fail(err, errlen, "%s: log_history[%zu].step: not a finite number", path, i);
 
-    /* The training values by name, then the eval metrics in entry order;
-     * a key written twice counts once, with its last value. */
-    for (size_t t = 0; t < COUNT(TRAIN_KEYS); t++)
-        if (add_value(h, ct__json_get(entry, TRAIN_KEYS[t]), i, TRAIN_KEYS[t], p, err,
-                      errlen) != 0)
+    /* The training values by name, then the eval metrics in entry order
+     * (a key written twice is one key, with its last value). */
+    for (size_t t = 0; t < COUNT(TRAIN_KEYS); t++) {
+        got = number_field(s, i, TRAIN_KEYS[t], &p.value, err, errlen);
+        if (got < 0 || (got > 0 && add_point(h, TRAIN_KEYS[t], p, err, errlen) != 0))
             return -1;
-    for (size_t k = 0; k < entry->n; k++) {
-        const ct__json_member *m = &entry->members[k];
-        const char *name;
+    }
+    for (size_t k = 0; k < nkeys; k++) {
+        size_t len;
+        const char *key = ct_trainer_state_log_key(s, i, k, &len), *name;
         char *owned;
         int rc;
-        if (strncmp(m->key, "eval_", 5) != 0 || !plotted_key(m->key, m->key_len) ||
-            !last_of_its_key(entry, k))
+        if (strncmp(key, "eval_", 5) != 0 || !plotted_key(key, len))
             continue;
-        if ((name = series_name(m, &owned)) == NULL)
+        if (ct_trainer_state_log_value(s, i, k, &p.value) != CT_OK)
+            return fail(err, errlen, "%s", ct_last_error());
+        if ((name = series_name(key, len, &owned)) == NULL)
             return fail(err, errlen, "out of memory");
-        rc = add_value(h, &m->value, i, name, p, err, errlen);
+        rc = add_point(h, name, p, err, errlen);
         free(owned);
         if (rc != 0)
             return -1;
@@ -260,35 +222,28 @@ static void order_series(plot_history *h)
     free(rank);
 }
 
-int plot_history_read(const ct__json *state, plot_history *out, char *err, size_t errlen)
+int plot_history_read(const ct_trainer_state *state, const char *path, plot_history *out,
+                      char *err, size_t errlen)
 {
-    const ct__json *log;
+    size_t n = ct_trainer_state_log_count(state);
     memset(out, 0, sizeof *out);
     out->first_step = out->last_step = out->last_epoch = NAN;
-    if (state->type != CT_JSON_OBJECT)
-        return fail(err, errlen, "expected a JSON object at the top, found %s",
-                    found(state->type));
-    if ((log = ct__json_get(state, "log_history")) == NULL)
-        return fail(err, errlen, "log_history: missing (is this a trainer_state.json?)");
-    if (log->type != CT_JSON_ARRAY)
-        return fail(err, errlen, "log_history: expected an array, found %s", found(log->type));
-    if (log->n == 0)
-        return fail(err, errlen, "log_history: empty, nothing to plot (did the run log at all? "
-                                 "it logs every logging_steps steps)");
-    out->entries = log->n;
-    for (size_t i = 0; i < log->n; i++) {
-        if (read_entry(&log->items[i], i, out, err, errlen) != 0) {
+    if (n == 0)
+        return fail(err, errlen, "%s: log_history: empty, nothing to plot (did the run log at "
+                                 "all? it logs every logging_steps steps)", path);
+    out->entries = n;
+    for (size_t i = 0; i < n; i++) {
+        if (read_entry(state, path, i, out, err, errlen) != 0) {
             plot_history_free(out);
             return -1;
         }
     }
     order_series(out);
     if (out->count == 0) {
-        size_t n = log->n;
         plot_history_free(out);
-        return fail(err, errlen, "log_history: none of its %zu entr%s holds loss, learning_rate, "
-                                 "grad_norm or an eval_* metric",
-                    n, n == 1 ? "y" : "ies");
+        return fail(err, errlen, "%s: log_history: none of its %zu entr%s holds loss, "
+                                 "learning_rate, grad_norm or an eval_* metric",
+                    path, n, n == 1 ? "y" : "ies");
     }
     return 0;
 }

@@ -5,7 +5,7 @@
 #ifndef CPUTRAIN_PLOT_HISTORY_H
 #define CPUTRAIN_PLOT_HISTORY_H
 
-#include "core/json.h" /* the library's reader, through the static archive */
+#include <cputrain/cputrain.h>
 
 #include <stddef.h>
 
@@ -29,12 +29,13 @@ typedef struct plot_history {
     double last_epoch;            /* over all entries; NaN when none has one */
 } plot_history;
 
-/* Fill *out from the parsed trainer_state.json (ct__json_parse_file_ex with
- * CT__JSON_ALLOW_NAN, as the Trainer reads it on resume). Returns 0, or -1 with the
- * field and problem ("log_history[3].loss: expected a number, found a
- * string") in err; *out is then empty. An empty log_history, or one with
- * nothing to plot, is an error too. */
-int plot_history_read(const ct__json *state, plot_history *out, char *err, size_t errlen);
+/* Fill *out from a run's trainer_state.json (read from `path` by
+ * ct_trainer_state_load). Returns 0, or -1 with the file, field and problem
+ * ("PATH: log_history[3].loss: expected a number, found a string") in err;
+ * *out is then empty. An empty log_history, or one with nothing to plot,
+ * is an error too. */
+int plot_history_read(const ct_trainer_state *state, const char *path, plot_history *out,
+                      char *err, size_t errlen);
 void plot_history_free(plot_history *h);
 
 /* Values left out of every series (non-finite). */

@@ -27,6 +27,7 @@ from ._placement import Placement
 from ._dist import Dist
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 from ._output_lock import OutputLock
+from ._trainer_state import TrainerState
 from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
 from ._workflow import Workflow, dataset_file
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
@@ -51,6 +52,6 @@ __all__ = [
     "get_log_level", "kernel_isa", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
-    "Placement", "Dist", "OutputLock",
+    "Placement", "Dist", "OutputLock", "TrainerState",
     "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
 ]
