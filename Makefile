@@ -104,6 +104,15 @@ $(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot
 	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ tools/cputrain-plot.c \
 	    $(PLOT_SRCS) -L$(B)/lib -lcputrain -lm -Wl,-rpath,'$$ORIGIN/../lib'
 
+# cputrain-run's parts (tools/run/: options, signals, the supervisor, lines
+# over a connection, the rendezvous) beside it.
+RUN_SRCS := $(wildcard tools/run/*.c)
+$(B)/bin/cputrain-run: tools/cputrain-run.c $(RUN_SRCS) tools/run/run.h \
+    $(SHARED) $(B)/lib/libcputrain.so
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ tools/cputrain-run.c \
+	    $(RUN_SRCS) -L$(B)/lib -lcputrain -pthread -Wl,-rpath,'$$ORIGIN/../lib'
+
 # ---- tests -----------------------------------------------------------------
 
 $(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)
@@ -188,6 +197,9 @@ demo: all
 	$(B)/bin/cputrain-plot $(DEMO)/out
 
 # Figures, not tests: our training step and GEMM against PyTorch's, same run.
+# The benches time internal kernels (a GEMM, attention, one op) on their
+# own, which the public API does not expose: built with -Ilib and from the
+# static archive, they are the only programs that are (never installed).
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(@D)

@@ -198,48 +198,26 @@ static int file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* --dataset_name: the split's file in the dataset folder, under the names
- * the datasets library and the SQuAD site use. */
+/* --dataset_name: the split's file in the dataset folder (the workflow's
+ * lookup), under the names the datasets library and the SQuAD site use
+ * (SQuAD publishes no test set: a test split is only test.json(l)). */
 static int find_split(const qa_options *o, const char *split, char *out, size_t size)
 {
-    const char *dir = o->dataset_dir ? o->dataset_dir : getenv("HF_DATASETS_CACHE");
     int v2 = strcmp(o->dataset_name, "squad_v2") == 0;
-    const char *names[] = {"json", "jsonl", NULL};
-    /* SQuAD publishes no test set: a test split is only test.json(l). */
     const char *official = NULL;
     if (strcmp(split, "train") == 0)
         official = v2 ? "train-v2.0.json" : "train-v1.1.json";
     else if (strcmp(split, "validation") == 0)
         official = v2 ? "dev-v2.0.json" : "dev-v1.1.json";
-    if (!dir) {
-        fprintf(stderr, "cputrain-qa: --dataset_name %s needs --dataset_dir (or HF_DATASETS_CACHE): "
-                        "nothing is downloaded\n", o->dataset_name);
-        return -1;
-    }
-    for (int sub = 0; sub < 2; sub++) {
-        for (int i = 0; names[i]; i++) {
-            snprintf(out, size, "%s%s%s/%s.%s", dir, sub ? "/" : "", sub ? o->dataset_name : "",
-                     split, names[i]);
-            if (file_exists(out))
-                return 0;
-        }
-        if (!official)
-            continue;
-        snprintf(out, size, "%s%s%s/%s", dir, sub ? "/" : "", sub ? o->dataset_name : "", official);
-        if (file_exists(out))
-            return 0;
-    }
-    if (!official) {
-        fprintf(stderr, "cputrain-qa: --do_predict requires a test dataset: dataset '%s' has no "
-                        "test split in %s or %s/%s (looked for %s.json, %s.jsonl); pass "
-                        "--test_file\n", o->dataset_name, dir, dir, o->dataset_name, split, split);
-        return -1;
-    }
-    fprintf(stderr,
-            "cputrain-qa: dataset '%s': no %s split in %s or %s/%s (looked for %s.json, %s.jsonl, "
-            "%s); nothing is downloaded — put the files there or pass --train_file / "
-            "--validation_file\n",
-            o->dataset_name, split, dir, dir, o->dataset_name, split, split, official);
+    if (ct_workflow_dataset_file(o->dataset_dir, o->dataset_name, split, official, out, size) ==
+        CT_OK)
+        return 0;
+    if (!official)
+        fprintf(stderr, "cputrain-qa: --do_predict requires a test dataset: %s; pass --test_file\n",
+                ct_last_error());
+    else
+        fprintf(stderr, "cputrain-qa: %s -- put the files there or pass --train_file / "
+                        "--validation_file\n", ct_last_error());
     return -1;
 }
 
@@ -364,59 +342,24 @@ static ct_status gather_logits(run *r, float *all, size_t block, int T)
     return st;
 }
 
-/* A tqdm-style bar on stderr, as datasets.map draws while run_qa.py
- * tokenizes and Trainer's loop while it evaluates: only on a terminal, only
- * on rank 0, not with --disable_tqdm. done == total == 0 clears the line. */
-static void draw_bar(const run *r, const char *what, size_t done, size_t total,
-                     struct timespec t0)
-{
-    static const char hashes[] = "##############################";
-    struct timespec now;
-    int disabled = 0, width = 30, filled;
-    double spent, rate;
-    ct_args_get_bool(r->args, "disable_tqdm", &disabled);
-    if (r->rank != 0 || disabled || !isatty(STDERR_FILENO))
-        return;
-    if (!total) {
-        fputs("\r\033[K", stderr);
-        return;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    spent = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-    rate = spent > 0 ? (double)done / spent : 0;
-    filled = (int)((size_t)width * done / total);
-    fprintf(stderr, "\r%s: %3d%%|%.*s%*s| %zu/%zu [%.0fs, %.2f it/s]\033[K", what,
-            (int)(100 * done / total), filled, hashes, width - filled, "", done, total, spent,
-            rate);
-    fflush(stderr);
-}
-
-static void eval_progress(const run *r, size_t done, size_t total, struct timespec t0)
-{
-    draw_bar(r, "Evaluation", done, total, t0);
-}
-
-/* Features with a bar over the examples (ct_count_progress_fn). */
+/* The workflow's bar over the examples while features are built, as
+ * datasets.map draws it while run_qa.py tokenizes (ct_count_progress_fn). */
 typedef struct bar_state {
     const run *r;
     const char *what;
-    struct timespec t0;
 } bar_state;
 
 static int features_progress(void *user, size_t done, size_t total)
 {
     bar_state *b = user;
-    draw_bar(b->r, b->what, done, total, b->t0);
-    if (done == total)
-        draw_bar(b->r, b->what, 0, 0, b->t0);
+    ct_workflow_progress(b->r->wf, b->what, done, total);
     return 0;
 }
 
 static ct_status build_features(const run *r, const char *what, const ct_squad *examples,
                                 long max_samples, ct_qa_features **out)
 {
-    bar_state b = {r, what, {0, 0}};
-    clock_gettime(CLOCK_MONOTONIC, &b.t0);
+    bar_state b = {r, what};
     return ct_qa_features_create_with_progress(r->tok, examples, max_samples,
                                                (int)r->o.max_seq_length, (int)r->o.doc_stride,
                                                features_progress, &b, out);
@@ -443,8 +386,6 @@ static ct_status evaluate_on(run *r, const ct_squad *examples, const ct_qa_featu
     ct_status st = CT_OK;
     int was_training = ct_model_get_training(r->model), bf16 = 0, full_eval = 0;
     ct_precision was_precision = ct_model_get_precision(r->model);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
 
     ct_args_get_int(r->args, "per_device_eval_batch_size", &bs);
     idx = malloc((size_t)bs * sizeof *idx);
@@ -475,10 +416,10 @@ static ct_status evaluate_on(run *r, const ct_squad *examples, const ct_qa_featu
             start[first * (size_t)T + k] = logits[2 * k];
             end[first * (size_t)T + k] = logits[2 * k + 1];
         }
-        eval_progress(r, (first - begin) / (size_t)bs + 1,
-                      (stop - begin + (size_t)bs - 1) / (size_t)bs, t0);
+        ct_workflow_progress(r->wf, "Evaluation", (first - begin) / (size_t)bs + 1,
+                             (stop - begin + (size_t)bs - 1) / (size_t)bs);
     }
-    eval_progress(r, 0, 0, t0); /* clear the line */
+    ct_workflow_progress(r->wf, "Evaluation", 0, 0); /* clear the line */
     ct_model_set_precision(r->model, was_precision);
 out:
     ct_model_set_training(r->model, was_training);
