@@ -929,6 +929,20 @@ int ct__json_uint64(const ct__json *v, uint64_t *out)
     return 1;
 }
 
+const char *ct__json_type_phrase(ct__json_type type)
+{
+    switch (type) {
+    case CT_JSON_NULL: return "null";
+    case CT_JSON_FALSE:
+    case CT_JSON_TRUE: return "a boolean";
+    case CT_JSON_NUMBER: return "a number";
+    case CT_JSON_STRING: return "a string";
+    case CT_JSON_ARRAY: return "an array";
+    case CT_JSON_OBJECT: return "an object";
+    }
+    return "a value";
+}
+
 const char *ct__json_type_name(ct__json_type type)
 {
     switch (type) {

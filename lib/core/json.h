@@ -74,6 +74,9 @@ int ct__json_int64(const ct__json *v, int64_t *out);
 int ct__json_uint64(const ct__json *v, uint64_t *out);
 /* "null", "boolean", "number", "string", "array", "object". */
 const char *ct__json_type_name(ct__json_type type);
+/* The same with its article, for "found ..." in error text: "null",
+ * "a boolean", "a number", "a string", "an array", "an object". */
+const char *ct__json_type_phrase(ct__json_type type);
 
 /* Writer helpers: append a JSON string literal (quoted, escaped as Python's
  * json.dumps with ensure_ascii=False would: ", \\, \n, \r, \t, \b, \f, other

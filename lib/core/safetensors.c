@@ -161,24 +161,10 @@ static int by_offset_cmp(const void *pa, const void *pb)
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* "a string", "an array", ... for "found ..." in error text. */
-static const char *a_type(ct__json_type type)
-{
-    switch (type) {
-    case CT_JSON_NULL: return "null";
-    case CT_JSON_FALSE:
-    case CT_JSON_TRUE: return "a boolean";
-    case CT_JSON_NUMBER: return "a number";
-    case CT_JSON_STRING: return "a string";
-    case CT_JSON_ARRAY: return "an array";
-    default: return "an object";
-    }
-}
-
 /* A value that should have been a size_t: its literal when a number. */
 static const char *value_text(const ct__json *v)
 {
-    return v->type == CT_JSON_NUMBER ? v->str : a_type(v->type);
+    return v->type == CT_JSON_NUMBER ? v->str : ct__json_type_phrase(v->type);
 }
 
 static int get_size(const ct__json *v, size_t *out)
@@ -200,11 +186,11 @@ static int check_metadata(ct__st_file *f, const ct__json *v)
         return CT_OK;
     if (v->type != CT_JSON_OBJECT)
         return ct__error(CT_ERR_FORMAT, "%s: '__metadata__' must be an object of strings, found %s",
-                         f->what, a_type(v->type));
+                         f->what, ct__json_type_phrase(v->type));
     for (i = 0; i < v->n; i++)
         if (v->members[i].value.type != CT_JSON_STRING)
             return ct__error(CT_ERR_FORMAT, "%s: __metadata__ '%s': values must be strings, found %s",
-                             f->what, v->members[i].key, a_type(v->members[i].value.type));
+                             f->what, v->members[i].key, ct__json_type_phrase(v->members[i].value.type));
     if ((dup = ct__json_duplicate_key(v)) != NULL)
         return ct__error(CT_ERR_FORMAT, "%s: __metadata__ key '%s' appears twice", f->what, dup);
     f->has_meta = 1;
@@ -222,7 +208,7 @@ static int check_entry(ct__st_file *f, const ct__json_member *m, entry *e, size_
         return ct__error(CT_ERR_FORMAT,
                          "%s: tensor '%s': expected an object with dtype, shape and "
                          "data_offsets, found %s",
-                         f->what, name, a_type(v->type));
+                         f->what, name, ct__json_type_phrase(v->type));
     /* Other members are ignored, as the reference's serde reader does. */
     for (i = 0; i < v->n; i++) {
         const ct__json_member *fm = &v->members[i];
@@ -243,7 +229,7 @@ static int check_entry(ct__st_file *f, const ct__json_member *m, entry *e, size_
 
     if (dtype->type != CT_JSON_STRING)
         return ct__error(CT_ERR_FORMAT, "%s: tensor '%s': 'dtype' must be a string, found %s",
-                         f->what, name, a_type(dtype->type));
+                         f->what, name, ct__json_type_phrase(dtype->type));
     if (!ct__st_dtype_from_name(dtype->str, dtype->len, &e->t.dtype))
         return ct__error(CT_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%s'", f->what, name,
                          dtype->str);
@@ -252,7 +238,7 @@ static int check_entry(ct__st_file *f, const ct__json_member *m, entry *e, size_
         return ct__error(CT_ERR_FORMAT,
                          "%s: tensor '%s': 'shape' must be an array of non-negative integers, "
                          "found %s",
-                         f->what, name, a_type(shape->type));
+                         f->what, name, ct__json_type_phrase(shape->type));
     e->t.ndim = shape->n;
     e->t.shape = *dims;
     for (i = 0; i < shape->n; i++) {
@@ -267,7 +253,7 @@ static int check_entry(ct__st_file *f, const ct__json_member *m, entry *e, size_
         return ct__error(CT_ERR_FORMAT,
                          "%s: tensor '%s': 'data_offsets' must be [begin, end], found %s%s",
                          f->what, name, offs->type == CT_JSON_ARRAY ? "an array of " : "",
-                         offs->type != CT_JSON_ARRAY ? a_type(offs->type)
+                         offs->type != CT_JSON_ARRAY ? ct__json_type_phrase(offs->type)
                          : offs->n == 0              ? "0 items"
                          : offs->n == 1              ? "1 item"
                                                      : "more than 2 items");

@@ -160,20 +160,6 @@ static size_t file_line(const loader *L, const ct__json *at)
     return L->line_base + (at ? at->line : 1) - 1;
 }
 
-static const char *a_type(ct__json_type t)
-{
-    switch (t) {
-    case CT_JSON_NULL: return "null";
-    case CT_JSON_FALSE:
-    case CT_JSON_TRUE: return "a boolean";
-    case CT_JSON_NUMBER: return "a number";
-    case CT_JSON_STRING: return "a string";
-    case CT_JSON_ARRAY: return "an array";
-    case CT_JSON_OBJECT: return "an object";
-    }
-    return "a value";
-}
-
 /* "<path>: line L column C: <where> (id "<id>"): <problem>" */
 static ct_status fail(const loader *L, const ct__json *at, const char *where, const char *id,
                       const char *fmt, ...) CT__PRINTF(5, 6);
@@ -217,7 +203,7 @@ static ct_status need_string(const loader *L, const ct__json *obj, const char *k
     if (!v)
         return fail(L, obj, where, id, "missing \"%s\"", key);
     if (v->type != CT_JSON_STRING)
-        return fail(L, v, where, id, "\"%s\" must be a string, not %s", key, a_type(v->type));
+        return fail(L, v, where, id, "\"%s\" must be a string, not %s", key, ct__json_type_phrase(v->type));
     *out = v;
     return CT_OK;
 }
@@ -232,7 +218,7 @@ static ct_status get_title(const loader *L, const ct__json *obj, const char *whe
     if (!v || v->type == CT_JSON_NULL)
         return CT_OK;
     if (v->type != CT_JSON_STRING)
-        return fail(L, v, where, id, "\"title\" must be a string, not %s", a_type(v->type));
+        return fail(L, v, where, id, "\"title\" must be a string, not %s", ct__json_type_phrase(v->type));
     *title = v->str;
     *len = v->len;
     return CT_OK;
@@ -254,7 +240,7 @@ static ct_status get_id(const loader *L, const ct__json *obj, const char *where,
     }
     if (v->type == CT_JSON_NUMBER)
         return fail(L, v, where, NULL, "\"id\" must be a string or an integer, not %s", v->str);
-    return fail(L, v, where, NULL, "\"id\" must be a string, not %s", a_type(v->type));
+    return fail(L, v, where, NULL, "\"id\" must be a string, not %s", ct__json_type_phrase(v->type));
 }
 
 static ct_status get_start(const loader *L, const ct__json *v, const char *where,
@@ -262,7 +248,7 @@ static ct_status get_start(const loader *L, const ct__json *v, const char *where
 {
     if (v->type != CT_JSON_NUMBER)
         return fail(L, v, where, id, "\"answer_start\" must be an integer, not %s",
-                    a_type(v->type));
+                    ct__json_type_phrase(v->type));
     if (!ct__json_int64(v, start))
         return fail(L, v, where, id, "\"answer_start\" must be an integer, not %s", v->str);
     return CT_OK;
@@ -399,7 +385,7 @@ static ct_status load_record(loader *L, const ct__json *rec, const char *where)
 
     if (rec->type != CT_JSON_OBJECT)
         return fail(L, rec, where, NULL, "expected an example object, not %s",
-                    a_type(rec->type));
+                    ct__json_type_phrase(rec->type));
     if ((st = get_id(L, rec, where, &id, &id_len)) != CT_OK ||
         (st = get_title(L, rec, where, id, &title, &title_len)) != CT_OK ||
         (st = need_string(L, rec, "context", where, id, &ctx)) != CT_OK ||
@@ -411,7 +397,7 @@ static ct_status load_record(loader *L, const ct__json *rec, const char *where)
         return fail(L, answers, where, id,
                     "\"answers\" must be an object of \"text\" and \"answer_start\" lists, "
                     "not %s",
-                    a_type(answers->type));
+                    ct__json_type_phrase(answers->type));
     texts = ct__json_get(answers, "text");
     starts = ct__json_get(answers, "answer_start");
     if (!texts || !starts)
@@ -419,10 +405,10 @@ static ct_status load_record(loader *L, const ct__json *rec, const char *where)
                     texts ? "answer_start" : "text");
     if (texts->type != CT_JSON_ARRAY)
         return fail(L, texts, where, id, "\"answers\".\"text\" must be a list, not %s",
-                    a_type(texts->type));
+                    ct__json_type_phrase(texts->type));
     if (starts->type != CT_JSON_ARRAY)
         return fail(L, starts, where, id, "\"answers\".\"answer_start\" must be a list, not %s",
-                    a_type(starts->type));
+                    ct__json_type_phrase(starts->type));
     if (texts->n != starts->n)
         return fail(L, answers, where, id,
                     "\"answers\" has %zu texts but %zu answer_start values", texts->n,
@@ -434,7 +420,7 @@ static ct_status load_record(loader *L, const ct__json *rec, const char *where)
         if (texts->items[k].type != CT_JSON_STRING) {
             st = fail(L, &texts->items[k], where, id,
                       "\"answers\".\"text\"[%zu] must be a string, not %s", k,
-                      a_type(texts->items[k].type));
+                      ct__json_type_phrase(texts->items[k].type));
             goto out;
         }
         if ((st = get_start(L, &starts->items[k], where, id, &start)) != CT_OK)
@@ -461,7 +447,7 @@ static ct_status load_qa(loader *L, const ct__json *qa, const char *where, const
     ct_status st;
 
     if (qa->type != CT_JSON_OBJECT)
-        return fail(L, qa, where, NULL, "expected a question object, not %s", a_type(qa->type));
+        return fail(L, qa, where, NULL, "expected a question object, not %s", ct__json_type_phrase(qa->type));
     if ((st = get_id(L, qa, where, &id, &id_len)) != CT_OK ||
         (st = need_string(L, qa, "question", where, id, &q)) != CT_OK)
         return st;
@@ -469,11 +455,11 @@ static ct_status load_qa(loader *L, const ct__json *qa, const char *where, const
         return fail(L, qa, where, id, "missing \"answers\"");
     if (answers->type != CT_JSON_ARRAY)
         return fail(L, answers, where, id, "\"answers\" must be a list, not %s",
-                    a_type(answers->type));
+                    ct__json_type_phrase(answers->type));
     if ((imp = ct__json_get(qa, "is_impossible")) != NULL) {
         if (imp->type != CT_JSON_TRUE && imp->type != CT_JSON_FALSE)
             return fail(L, imp, where, id, "\"is_impossible\" must be true or false, not %s",
-                        a_type(imp->type));
+                        ct__json_type_phrase(imp->type));
         is_impossible = imp->type == CT_JSON_TRUE;
     }
     if ((st = grow_pending(L, pend, cap, answers->n)) != CT_OK)
@@ -483,7 +469,7 @@ static ct_status load_qa(loader *L, const ct__json *qa, const char *where, const
         int64_t sv;
         snprintf(awhere, sizeof awhere, "%s.answers[%zu]", where, k);
         if (a->type != CT_JSON_OBJECT)
-            return fail(L, a, awhere, id, "expected an answer object, not %s", a_type(a->type));
+            return fail(L, a, awhere, id, "expected an answer object, not %s", ct__json_type_phrase(a->type));
         if ((st = need_string(L, a, "text", awhere, id, &t)) != CT_OK)
             return st;
         if (!(start = ct__json_get(a, "answer_start")))
@@ -513,13 +499,13 @@ static ct_status load_article(loader *L, const ct__json *art, size_t ai)
     pars = ct__json_get(art, "paragraphs");
     if (pars->type != CT_JSON_ARRAY)
         return fail(L, pars, where, NULL, "\"paragraphs\" must be a list, not %s",
-                    a_type(pars->type));
+                    ct__json_type_phrase(pars->type));
     for (pi = 0; pi < pars->n && st == CT_OK; pi++) {
         const ct__json *par = &pars->items[pi], *ctx, *qas;
         snprintf(where, sizeof where, "data[%zu].paragraphs[%zu]", ai, pi);
         if (par->type != CT_JSON_OBJECT) {
             st = fail(L, par, where, NULL, "expected a paragraph object, not %s",
-                      a_type(par->type));
+                      ct__json_type_phrase(par->type));
             break;
         }
         if ((st = need_string(L, par, "context", where, NULL, &ctx)) != CT_OK)
@@ -529,7 +515,7 @@ static ct_status load_article(loader *L, const ct__json *art, size_t ai)
             break;
         }
         if (qas->type != CT_JSON_ARRAY) {
-            st = fail(L, qas, where, NULL, "\"qas\" must be a list, not %s", a_type(qas->type));
+            st = fail(L, qas, where, NULL, "\"qas\" must be a list, not %s", ct__json_type_phrase(qas->type));
             break;
         }
         if ((st = intern_context(L, ctx)) != CT_OK)
@@ -563,7 +549,7 @@ static ct_status load_document(loader *L, const ct__json *root)
         return ct__error(CT_ERR_FORMAT,
                          "%s: expected SQuAD JSON (an object with a \"data\" list) or JSON lines "
                          "(one example object per line), not %s",
-                         L->path, a_type(root->type));
+                         L->path, ct__json_type_phrase(root->type));
     if (!(data = ct__json_get(root, "data"))) {
         /* JSON lines holding one record. */
         if (ct__json_get(root, "context"))
@@ -575,7 +561,7 @@ static ct_status load_document(loader *L, const ct__json *root)
     }
     if (data->type != CT_JSON_ARRAY)
         return fail(L, data, "data", NULL, "\"data\" must be a list, not %s",
-                    a_type(data->type));
+                    ct__json_type_phrase(data->type));
     for (i = 0; i < data->n; i++) {
         const ct__json *item = &data->items[i];
         /* SQuAD articles have "paragraphs"; run_qa.py's own files (read with

@@ -28,21 +28,6 @@ struct ct_trainer_state {
     entry_keys *entries; /* log->n of them */
 };
 
-/* "a number", "an array", "null": the phrase for a found type. */
-static const char *found(ct__json_type type)
-{
-    switch (type) {
-    case CT_JSON_NULL: return "null";
-    case CT_JSON_FALSE:
-    case CT_JSON_TRUE: return "a boolean";
-    case CT_JSON_NUMBER: return "a number";
-    case CT_JSON_STRING: return "a string";
-    case CT_JSON_ARRAY: return "an array";
-    case CT_JSON_OBJECT: return "an object";
-    }
-    return "a value";
-}
-
 /* key[0..len) for a message, each NUL written as \u0000. */
 static void key_text(char *out, size_t size, const char *key, size_t len)
 {
@@ -147,17 +132,17 @@ static ct_status check_shape(ct_trainer_state *s)
     const ct__json *log;
     if (s->root->type != CT_JSON_OBJECT)
         return ct__error(CT_ERR_FORMAT, "%s: expected a JSON object at the top, found %s",
-                         s->path, found(s->root->type));
+                         s->path, ct__json_type_phrase(s->root->type));
     if (!(log = ct__json_get(s->root, "log_history")))
         return ct__error(CT_ERR_FORMAT, "%s: log_history: missing (is this a "
                                         "trainer_state.json?)", s->path);
     if (log->type != CT_JSON_ARRAY)
         return ct__error(CT_ERR_FORMAT, "%s: log_history: expected an array, found %s",
-                         s->path, found(log->type));
+                         s->path, ct__json_type_phrase(log->type));
     for (size_t i = 0; i < log->n; i++)
         if (log->items[i].type != CT_JSON_OBJECT)
             return ct__error(CT_ERR_FORMAT, "%s: log_history[%zu]: expected an object, found %s",
-                             s->path, i, found(log->items[i].type));
+                             s->path, i, ct__json_type_phrase(log->items[i].type));
     s->log = log;
     return CT_OK;
 }
@@ -208,7 +193,7 @@ static ct_status number(const ct_trainer_state *s, const ct__json *v, const char
 {
     if (v->type != CT_JSON_NUMBER)
         return ct__error(CT_ERR_FORMAT, "%s: %s: expected a number, found %s", s->path, where,
-                         found(v->type));
+                         ct__json_type_phrase(v->type));
     if (value)
         *value = v->num;
     return CT_OK;
