@@ -417,6 +417,18 @@ START_TEST(cpu_levels_resolve)
     for (int i = 0; i < CT__ISA_COUNT; i++)
         ck_assert((ct__kernels_for((ct__isa)i) != NULL) == (i <= (int)max));
     ck_assert_ptr_eq(ct__kernels_get(), ct__kernels_for(ct__cpu_isa()));
+    /* avx512bf16 gives way to avx512 only when measured slower, and says so */
+    const char *req = getenv("CPUTRAIN_ISA");
+    if (max == CT__ISA_AVX512BF16 && (!req || !req[0])) {
+        double r = ct__cpu_bf16_dot_vs_fma();
+        ck_assert(r > 0.05 && r < 20);
+        if (ct__cpu_isa() == CT__ISA_AVX512)
+            ck_assert_ptr_nonnull(strstr(ct__cpu_isa_note(), "bf16 dot product runs at"));
+        else
+            ck_assert_str_eq(ct__cpu_isa_note(), "");
+    } else {
+        ck_assert_str_eq(ct__cpu_isa_note(), "");
+    }
 }
 END_TEST
 

@@ -92,6 +92,15 @@ static void build_tables(void)
     t->cross_entropy_backward = ct__cross_entropy_backward_avx512;
     t->adamw_update = ct__adamw_update_avx512;
     t->sum_squares = ct__sum_squares_avx512;
+    /* products: our own FMA GEMM, bf16 widened as it is packed */
+    t->gemm_bf16 = ct__gemm_bf16_avx512;
+    t->gemm_f32 = ct__gemm_f32_avx512;
+    t->packb_bytes = ct__packb_bytes_avx512;
+    t->packb = ct__packb_avx512;
+    t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512;
+    t->packb_transposable = 0;
+    t->mm_f32 = 0;
+    t->gemm_f32_packed = NULL;
 
     t = &tables[CT__ISA_AVX512BF16];
     *t = tables[CT__ISA_AVX512];
@@ -133,6 +142,8 @@ static void warn(void)
     const char *w = ct__cpu_isa_warning();
     if (w[0])
         ct__log(CT_LOG_WARNING, "%s", w);
+    if (ct__cpu_isa_note()[0])
+        ct__log(CT_LOG_INFO, "%s", ct__cpu_isa_note());
     /* What bf16 means without AVX512-BF16 is said by ct_model_set_precision,
      * once, and only when bf16 is chosen: fp32-only runs hear nothing. */
 }

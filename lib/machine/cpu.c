@@ -154,14 +154,25 @@ ct__isa ct__isa_resolve(const char *request, ct__isa max, char *warn,
 }
 
 static ct__isa chosen_isa;
-static char isa_warning[256];
+static char isa_warning[256], isa_note[256];
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 
 static void choose_isa(void)
 {
     ct__isa max = ct__cpu_max_isa(ct__cpu_features_get());
-    chosen_isa = ct__isa_resolve(getenv("CPUTRAIN_ISA"), max, isa_warning,
-                                 sizeof isa_warning);
+    const char *request = getenv("CPUTRAIN_ISA");
+    chosen_isa = ct__isa_resolve(request, max, isa_warning, sizeof isa_warning);
+    if (chosen_isa == CT__ISA_AVX512BF16 && (request == NULL || request[0] == '\0' ||
+                                             strcasecmp(request, "auto") == 0)) {
+        double r = ct__cpu_bf16_dot_vs_fma();
+        if (r < 0.8) {
+            chosen_isa = CT__ISA_AVX512;
+            snprintf(isa_note, sizeof isa_note,
+                     "kernels: avx512, not avx512bf16: this CPU's bf16 dot product runs "
+                     "at %.2f of fp32 FMA's rate, so bf16 products are FMA on widened "
+                     "operands (CPUTRAIN_ISA=avx512bf16 forces the dot product)", r);
+        }
+    }
 }
 
 ct__isa ct__cpu_isa(void)
@@ -174,6 +185,12 @@ const char *ct__cpu_isa_warning(void)
 {
     pthread_once(&isa_once, choose_isa);
     return isa_warning;
+}
+
+const char *ct__cpu_isa_note(void)
+{
+    pthread_once(&isa_once, choose_isa);
+    return isa_note;
 }
 
 const char *ct_kernel_isa(void)

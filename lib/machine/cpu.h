@@ -10,7 +10,7 @@
 typedef enum ct__isa {
     CT__ISA_GENERIC = 0,    /* portable C, the correctness oracle */
     CT__ISA_AVX2 = 1,       /* AVX2 + FMA: OpenBLAS GEMMs (bf16 emulated via fp32) */
-    CT__ISA_AVX512 = 2,     /* AVX-512 F/BW/VL/DQ + FMA (bf16 emulated via fp32) */
+    CT__ISA_AVX512 = 2,     /* AVX-512 F/BW/VL/DQ + FMA: our FMA GEMM, bf16 widened */
     CT__ISA_AVX512BF16 = 3, /* + AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
     CT__ISA_AMX = 4,        /* + AMX-TILE/AMX-BF16, usable by this process */
     CT__ISA_COUNT
@@ -39,6 +39,11 @@ const ct__cpu_features *ct__cpu_features_get(void);
 /* Best level a machine with features `f` can run. */
 ct__isa ct__cpu_max_isa(const ct__cpu_features *f);
 
+/* Flop rate of vdpbf16ps over that of fp32 FMA on 512-bit registers, one
+ * thread, measured in about a millisecond (machine/cpu_rate.c); call only
+ * where AVX512-BF16 is usable. */
+double ct__cpu_bf16_dot_vs_fma(void);
+
 /* Level to use when `request` (the CPUTRAIN_ISA text, or NULL/"" for auto)
  * asks for it on a machine whose best level is `max`. A request above `max`
  * or an unknown word yields `max` and a warning in `warn` (else warn = "").
@@ -47,9 +52,14 @@ ct__isa ct__isa_resolve(const char *request, ct__isa max, char *warn,
                         size_t warn_size);
 
 /* The level for this process: CPUTRAIN_ISA applied to the detected maximum,
- * decided once. ct__cpu_isa_warning() is its warning text, "" if none. */
+ * decided once. Without a request, the avx512bf16 level gives way to avx512
+ * where the bf16 dot product is slower than FMA (ct__cpu_bf16_dot_vs_fma
+ * below 0.8), since avx512's bf16 products are FMA on widened operands.
+ * ct__cpu_isa_warning() is the warning text of a request, "" if none;
+ * ct__cpu_isa_note() says why a lower level was chosen, "" if not. */
 ct__isa ct__cpu_isa(void);
 const char *ct__cpu_isa_warning(void);
+const char *ct__cpu_isa_note(void);
 
 /* "generic", "avx2", "avx512", "avx512bf16", "amx"; "unknown" otherwise. */
 const char *ct__isa_name(ct__isa isa);
