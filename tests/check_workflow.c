@@ -207,6 +207,39 @@ START_TEST(dataset_files)
 }
 END_TEST
 
+/* metric_for_best_model against the reported metrics, before training */
+START_TEST(best_metric_checked_before_training)
+{
+    static const char *const qa[] = {"exact_match", "f1"}, *const glue[] = {"loss", "accuracy"};
+    static const char *const none[] = {"--metric_for_best_model", "eval_f1"};
+    static const char *const bad[] = {"--metric_for_best_model", "rouge"};
+    static const char *const dflt[] = {"--load_best_model_at_end", "--eval_strategy", "steps"};
+    static const char *const *cases[] = {NULL, none, bad, dflt};
+    static const int counts[] = {0, 2, 2, 3};
+    ct_workflow *wf;
+    for (int c = 0; c < 4; c++) {
+        ct_args *a = args_for(scratch_at("best"), cases[c], counts[c]);
+        OK(ct_workflow_create("run_qa.py", a, &wf));
+        ct_status st = ct_workflow_check_best_metric(wf, qa, 2);
+        if (c < 2) {
+            ck_assert_msg(st == CT_OK, "case %d: %s", c, ct_last_error());
+        } else {
+            ck_assert_int_eq(st, CT_ERR_INVALID_ARG);
+            ck_assert_msg(strstr(ct_last_error(), "reports eval_exact_match, eval_f1 (no loss, "
+                                                  "as in run_qa.py)") &&
+                              strstr(ct_last_error(), "e.g. --metric_for_best_model f1") &&
+                              strstr(ct_last_error(), c == 2 ? "rouge" : "loss (the default"),
+                          "%s", ct_last_error());
+        }
+        /* an evaluation that reports its loss serves the default */
+        if (c == 3)
+            OK(ct_workflow_check_best_metric(wf, glue, 2));
+        ct_workflow_free(wf);
+        ct_args_free(a);
+    }
+}
+END_TEST
+
 Suite *workflow_suite(void)
 {
     Suite *s = suite_create("workflow");
@@ -216,6 +249,7 @@ Suite *workflow_suite(void)
     tcase_add_test(tc, held_and_not_training);
     tcase_add_test(tc, results_files);
     tcase_add_test(tc, dataset_files);
+    tcase_add_test(tc, best_metric_checked_before_training);
     suite_add_tcase(s, tc);
     return s;
 }

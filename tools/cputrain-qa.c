@@ -512,9 +512,8 @@ static int fail(const char *what, ct_status st)
  * environment) and this process's log level, through the workflow. */
 static int join_job(run *r)
 {
-    ct_status st;
-    if ((st = ct_workflow_create("run_qa.py", r->args, &r->wf)) != CT_OK ||
-        (st = ct_workflow_join(r->wf)) != CT_OK)
+    ct_status st = ct_workflow_join(r->wf);
+    if (st != CT_OK)
         return fail("distributed setup", st);
     r->dist = ct_workflow_dist(r->wf);
     r->rank = ct_dist_rank(r->dist);
@@ -522,35 +521,20 @@ static int join_job(run *r)
     return 0;
 }
 
-/* metric_for_best_model (with load_best_model_at_end, "loss" by default)
- * must be one of the metrics eval_callback reports: refused now rather than
- * at the first evaluation, after preprocessing and training steps. Like
- * run_qa.py's, the evaluation computes no loss. */
-static int check_best_metric(const run *r)
+/* metric_for_best_model must be one the evaluation reports (it computes no
+ * loss, as run_qa.py's does not): refused before any preprocessing. */
+static int best_metric_refused(const run *r)
 {
-    static const char *const v1[] = {"exact_match", "f1", NULL};
+    static const char *const v1[] = {"exact_match", "f1"};
     static const char *const v2[] = {"exact", "f1", "total", "HasAns_exact", "HasAns_f1",
                                      "HasAns_total", "NoAns_exact", "NoAns_f1", "NoAns_total",
                                      "best_exact", "best_exact_thresh", "best_f1",
-                                     "best_f1_thresh", NULL};
-    const char *const *known = r->o.version_2_with_negative ? v2 : v1;
-    const char *metric = NULL, *name;
-    int best = 0;
-    ct_args_get_bool(r->args, "load_best_model_at_end", &best);
-    ct_args_get_string(r->args, "metric_for_best_model", &metric);
-    if (!metric && !best)
+                                     "best_f1_thresh"};
+    int v = r->o.version_2_with_negative;
+    if (ct_workflow_check_best_metric(r->wf, v ? v2 : v1, v ? 13 : 2) == CT_OK)
         return 0;
-    name = !metric ? "loss" : strncmp(metric, "eval_", 5) == 0 ? metric + 5 : metric;
-    for (size_t i = 0; known[i]; i++)
-        if (strcmp(name, known[i]) == 0)
-            return 0;
-    fprintf(stderr, "cputrain-qa: --metric_for_best_model %s: the evaluation reports ",
-            metric ? metric : "loss (the default with --load_best_model_at_end)");
-    for (size_t i = 0; known[i]; i++)
-        fprintf(stderr, "%seval_%s", i ? ", " : "", known[i]);
-    fprintf(stderr, " (no loss, as in run_qa.py); pass one of them, e.g. "
-                    "--metric_for_best_model f1\n");
-    return -1;
+    fprintf(stderr, "cputrain-qa: %s\n", ct_last_error());
+    return 1;
 }
 
 /* ---- prediction -------------------------------------------------------------------- */
@@ -921,7 +905,11 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    if (do_train && check_best_metric(&r) != 0) {
+    if ((st = ct_workflow_create("run_qa.py", r.args, &r.wf)) != CT_OK) {
+        fail("workflow", st);
+        goto done;
+    }
+    if (do_train && best_metric_refused(&r)) {
         rc = 2;
         goto done;
     }

@@ -1252,6 +1252,13 @@ public:
     void progress(const std::string &what, std::size_t done, std::size_t total) {
         ct_workflow_progress(live(), what.c_str(), done, total);
     }
+    // metric_for_best_model against what the evaluation reports (no eval_).
+    void check_best_metric(const std::vector<std::string> &reported) const {
+        std::vector<const char *> names;
+        for (const auto &m : reported)
+            names.push_back(m.c_str());
+        check(ct_workflow_check_best_metric(live(), names.data(), names.size()));
+    }
     void save_metrics(const std::string &split,
                       const std::vector<std::pair<std::string, double> > &metrics,
                       const std::vector<std::string> &integers = {}) const {

@@ -50,6 +50,14 @@ CT_API int ct_workflow_is_main(const ct_workflow *workflow);
  * complete among them — refuse it (CT_ERR_INVALID_ARG naming one). */
 CT_API ct_status ct_workflow_hold_output_dir(ct_workflow *workflow, int training);
 
+/* metric_for_best_model — "loss" by default with load_best_model_at_end,
+ * Trainer's "eval_" prefix optional — checked against the n metrics the
+ * script's evaluation reports (names without the prefix), before training
+ * rather than at the first evaluation: CT_ERR_INVALID_ARG listing them.
+ * CT_OK when neither argument is set. */
+CT_API ct_status ct_workflow_check_best_metric(const ct_workflow *workflow,
+                                               const char *const *reported, size_t n);
+
 /* A tqdm-style bar "what: 42%|####      | 21/50 [3s, 7.00 it/s]" on stderr
  * (timed from the first call with done 0), on the main process only, when
  * stderr is a terminal and disable_tqdm is off; done == total clears it. */

@@ -797,6 +797,11 @@ static void test_workflow() {
     args.set_string("eval_strategy", "no");
     cputrain::workflow wf("run_qa.py", args);
     CHECK(wf.is_main() && wf.dist() == nullptr);
+    wf.check_best_metric({"exact_match", "f1"}); // none asked for
+    args.set_string("metric_for_best_model", "eval_accuracy");
+    EXPECT_ERROR(wf.check_best_metric({"exact_match", "f1"}), CT_ERR_INVALID_ARG,
+                 "reports eval_exact_match, eval_f1");
+    wf.check_best_metric({"loss", "accuracy"});
     wf.join();
     CHECK(wf.dist() != nullptr);
     wf.hold_output_dir(true);

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import unittest
 
-from cputrain import CputrainError, Event, Model, Status, Trainer, TrainingArgs
+from cputrain import CputrainError, Event, Model, Status, Trainer, TrainingArgs, Workflow
 
 from helpers import TempDirTest, qa_dataset
 
@@ -190,6 +190,19 @@ class BestModelTest(TempDirTest):
             self.assertIn(text, cm.exception.message)
         # A multiple is fine.
         self.trainer(load_best_model_at_end=True, eval_steps=1, save_steps=3)
+
+    def test_workflow_checks_the_metric_before_training(self):
+        args = TrainingArgs(output_dir=os.path.join(self.dir, "wf"),
+                            metric_for_best_model="eval_accuracy")
+        wf = Workflow("run_qa.py", args)
+        with self.assertRaises(CputrainError) as cm:
+            wf.check_best_metric(["exact_match", "f1"])
+        self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARG)
+        self.assertIn("--metric_for_best_model eval_accuracy: the evaluation reports "
+                      "eval_exact_match, eval_f1 (no loss, as in run_qa.py)",
+                      cm.exception.message)
+        wf.check_best_metric(["loss", "accuracy"])
+        wf.close()
 
 
 class TrainerStateIntegersTest(unittest.TestCase):

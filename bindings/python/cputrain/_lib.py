@@ -314,6 +314,7 @@ PROTOTYPES = {
     "ct_workflow_is_main": (_int, [Handle]),
     "ct_workflow_hold_output_dir": (_status, [Handle, _int]),
     "ct_workflow_progress": (None, [Handle, _str, _size, _size]),
+    "ct_workflow_check_best_metric": (_status, [Handle, _ptr(_str), _size]),
     "ct_workflow_dataset_file": (_status, [_str, _str, _str, _str, _ptr(ctypes.c_char), _size]),
     "ct_workflow_save_metrics": (_status, [Handle, _str, _ptr(_str), _ptr(_f64), _ptr(_int),
                                            _size]),

@@ -96,6 +96,14 @@ class Workflow(OwnedHandle):
         when run_qa.py's rule refuses what it holds."""
         check(lib.ct_workflow_hold_output_dir(self._live(), 1 if training else 0))
 
+    def check_best_metric(self, reported):
+        """metric_for_best_model against the metrics the evaluation reports
+        (names without eval_): CputrainError listing them when it is not one
+        (see ct_workflow_check_best_metric)."""
+        names = [_encode(m) for m in reported]
+        c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
+        check(lib.ct_workflow_check_best_metric(self._live(), c_names, len(names)))
+
     def progress(self, what, done, total):
         lib.ct_workflow_progress(self._live(), _encode(what), int(done), int(total))
 

@@ -279,23 +279,6 @@ V2_METRICS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total
               "best_f1_thresh")
 
 
-def check_best_metric(args, v2):
-    """metric_for_best_model ("loss" by default with load_best_model_at_end)
-    must be one the evaluation reports: the message, else None. Refused now,
-    not at the first evaluation; like run_qa.py's, it computes no loss."""
-    metric = args.metric_for_best_model
-    if metric is None and not args.load_best_model_at_end:
-        return None
-    name = "loss" if metric is None else metric[5:] if metric.startswith("eval_") else metric
-    known = V2_METRICS if v2 else V1_METRICS
-    if name in known:
-        return None
-    return ("--metric_for_best_model %s: the evaluation reports %s (no loss, as in run_qa.py); "
-            "pass one of them, e.g. --metric_for_best_model f1"
-            % (metric or "loss (the default with --load_best_model_at_end)",
-               ", ".join("eval_" + k for k in known)))
-
-
 _terminated = []
 
 
@@ -379,10 +362,12 @@ def _main(argv):
     if not output_dir:
         print("%s: --output_dir is required" % PROG, file=sys.stderr)
         return 2
+    workflow = Workflow("run_qa.py", args)
     if do_train:
-        refused = check_best_metric(args, o.version_2_with_negative)
-        if refused:
-            print("%s: %s" % (PROG, refused), file=sys.stderr)
+        try:
+            workflow.check_best_metric(V2_METRICS if o.version_2_with_negative else V1_METRICS)
+        except CputrainError as e:
+            print("%s: %s" % (PROG, e.message), file=sys.stderr)
             return 2
     tokenizer_path = o.tokenizer_name or o.model_name_or_path
     if not tokenizer_path:
@@ -393,7 +378,6 @@ def _main(argv):
     max_predict = -1 if o.max_predict_samples is None else o.max_predict_samples
 
     what = "distributed setup"
-    workflow = Workflow("run_qa.py", args)
     try:
         # Which process of the job this is (only rank 0 reports and writes),
         # and its log level.
