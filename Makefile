@@ -121,7 +121,7 @@ $(CHECK_RUNNER): $(TEST_OBJS) $(STATIC)
 
 $(B)/tests/test_wrapper: tests/cpp/test_wrapper.cpp bindings/cpp/cputrain.hpp $(SHARED)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++11 -Wall -Wextra $(WERROR) -Iinclude -Ibindings/cpp -o $@ $< \
+	$(CXX) -std=c++11 -Wall -Wextra $(WERROR) -pthread -Iinclude -Ibindings/cpp -o $@ $< \
 	    -L$(B)/lib -lcputrain -Wl,-rpath,$(abspath $(B)/lib)
 
 # The public ct_dist API from the launcher's environment: tests/dist/mpi.sh

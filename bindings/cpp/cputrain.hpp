@@ -914,10 +914,6 @@ private:
 
 // ---- the trainer ----------------------------------------------------------------
 
-// A ct_trainer: Hugging Face Trainer's loop. The model and the datasets
-// given to it must outlive it. Callbacks are std::functions; an exception
-// thrown by one never crosses the C library: training stops at once and
-// train() rethrows it. Move-only; a moved-from trainer is empty.
 // The distributed state: which process of a job this is, and the
 // collectives joining the processes. Options as text keys (see dist.h);
 // none: all from the launcher's environment.
@@ -971,6 +967,62 @@ private:
         return dist_;
     }
     ct_dist *dist_ = nullptr;
+};
+
+// Authenticated connections of a job's own (ct_rendezvous_*): the tcp
+// backend's handshake under the job's secret, for programs that meet over
+// sockets of their own. Options as dist's (secret, secret_file); none: the
+// environment. accept() and connect() give a blocking socket the caller
+// closes; accept() gives -1 when the time passed. A refused peer throws
+// CT_ERR_DIST (trying again will not help), one not reached CT_ERR_IO.
+class rendezvous {
+public:
+    explicit rendezvous(const std::string &job, const dist::options &opts = dist::options()) {
+        ct_dist_options *o = nullptr;
+        check(ct_dist_options_create(&o));
+        ct_status st = CT_OK;
+        for (std::size_t i = 0; i < opts.size() && st == CT_OK; i++)
+            st = ct_dist_options_set(o, opts[i].first.c_str(), opts[i].second.c_str());
+        if (st == CT_OK)
+            st = ct_rendezvous_create(o, job.c_str(), &rv_);
+        std::string text = st != CT_OK ? ct_last_error() : "";
+        ct_dist_options_free(o);
+        if (st != CT_OK)
+            throw error(st, text);
+    }
+    rendezvous(const rendezvous &) = delete;
+    rendezvous &operator=(const rendezvous &) = delete;
+    rendezvous(rendezvous &&other) noexcept : rv_(other.rv_) { other.rv_ = nullptr; }
+    rendezvous &operator=(rendezvous &&other) noexcept {
+        std::swap(rv_, other.rv_);
+        return *this;
+    }
+    ~rendezvous() { ct_rendezvous_free(rv_); }
+
+    ct_rendezvous *get() const noexcept { return rv_; }
+    bool has_secret() const { return ct_rendezvous_has_secret(live()) != 0; }
+    // A peer that proved itself on listen_fd (made non-blocking), or -1.
+    int accept(int listen_fd, double timeout_s, std::string *peer = nullptr) {
+        char addr[128] = "";
+        int fd = -1;
+        check(ct_rendezvous_accept(live(), listen_fd, timeout_s, &fd, addr, sizeof addr));
+        if (peer)
+            *peer = addr;
+        return fd;
+    }
+    int connect(const std::string &host, int port, double timeout_s) {
+        int fd = -1;
+        check(ct_rendezvous_connect(live(), host.c_str(), port, timeout_s, &fd));
+        return fd;
+    }
+
+private:
+    ct_rendezvous *live() const {
+        if (!rv_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::rendezvous (moved from)");
+        return rv_;
+    }
+    ct_rendezvous *rv_ = nullptr;
 };
 
 // output_dir held for a whole run of a program (ct_output_lock_create):
@@ -1043,6 +1095,10 @@ private:
     std::vector<entry> log_;
 };
 
+// A ct_trainer: Hugging Face Trainer's loop. The model and the datasets
+// given to it must outlive it. Callbacks are std::functions; an exception
+// thrown by one never crosses the C library: training stops at once and
+// train() rethrows it. Move-only; a moved-from trainer is empty.
 class trainer {
 public:
     // (event, step, max_steps, epoch, log_json or nullptr) -> true to stop

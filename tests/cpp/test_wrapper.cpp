@@ -14,7 +14,11 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -823,6 +827,36 @@ static void test_workflow() {
     remove_tree(top);
 }
 
+// rendezvous: a peer with the job's secret admitted, a stranger refused.
+static void test_rendezvous() {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    CHECK(bind(lfd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 && listen(lfd, 8) == 0 &&
+          getsockname(lfd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+    int port = ntohs(a.sin_port);
+    cputrain::rendezvous host("job-b", {{"secret", "the-job-secret-1234"}});
+    CHECK(host.has_secret());
+    std::string peer;
+    int served = -2;
+    std::thread t([&] { served = host.accept(lfd, 20, &peer); });
+    cputrain::rendezvous member("job-b", {{"secret", "the-job-secret-1234"}});
+    int fd = member.connect("127.0.0.1", port, 20);
+    t.join();
+    CHECK(fd >= 0 && served >= 0 && peer.compare(0, 10, "127.0.0.1:") == 0);
+    close(fd);
+    close(served);
+    int late = -2;
+    std::thread t2([&] { late = host.accept(lfd, 3); });
+    cputrain::rendezvous stranger("job-b", {{"secret", "not-the-job-secret"}});
+    EXPECT_ERROR(stranger.connect("127.0.0.1", port, 3), CT_ERR_DIST, "");
+    t2.join();
+    CHECK(late == -1);
+    close(lfd);
+}
+
 // trainer_state: a run's log history read back; a malformed file named.
 static void test_trainer_state() {
     std::string top = temp_dir(), dir = top + "/st";
@@ -895,6 +929,7 @@ int main() {
     test_model_load_head();
     test_output_lock();
     test_workflow();
+    test_rendezvous();
     test_trainer_state();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

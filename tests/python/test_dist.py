@@ -4,10 +4,12 @@ bf16), broadcast, allgather, barrier — plus the errors the library names."""
 
 import array
 import os
+import socket
+import threading
 import unittest
 
 import cputrain
-from cputrain import CputrainError, Dist, Status
+from cputrain import CputrainError, Dist, Rendezvous, Status
 
 from helpers import needs_numpy, np
 
@@ -89,6 +91,50 @@ class TwoRanks(unittest.TestCase):
                 d.barrier()
 
         self.assertEqual(in_ranks(2, body), [0, 0])
+
+
+class RendezvousTest(unittest.TestCase):
+    """Rendezvous: a peer with the job's secret is admitted and the socket
+    carries bytes; one with another secret is refused (ERR_DIST), a port
+    nobody listens on is not reached (ERR_IO)."""
+
+    def test_admits_only_the_job(self):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        host = Rendezvous("job-a", secret="s3cret-of-the-job")
+        self.assertTrue(host.has_secret)
+        got = []
+
+        def serve():
+            sock, peer = host.accept(listener, timeout=20)
+            got.append(peer)
+            with sock:
+                sock.sendall(b"hello")
+
+        t = threading.Thread(target=serve)
+        t.start()
+        with Rendezvous("job-a", secret="s3cret-of-the-job") as peer:
+            with peer.connect("127.0.0.1", port, timeout=20) as sock:
+                self.assertEqual(sock.recv(5), b"hello")
+        t.join()
+        self.assertTrue(got[0].startswith("127.0.0.1:"), got)
+
+        stranger = Rendezvous("job-a", secret="another-secret-entirely")
+        t = threading.Thread(target=lambda: got.append(host.accept(listener, timeout=3)))
+        t.start()
+        with self.assertRaises(CputrainError) as cm:
+            stranger.connect("127.0.0.1", port, timeout=3)
+        self.assertEqual(cm.exception.status, Status.ERR_DIST)
+        t.join()
+        self.assertEqual(got[-1], (None, None))  # nobody admitted in time
+
+        with self.assertRaises(CputrainError) as cm:
+            Rendezvous("job-a", secret="x" * 16).connect("127.0.0.1", 1, timeout=0.5)
+        self.assertEqual(cm.exception.status, Status.ERR_IO)
+        listener.close()
+        host.close()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from ._log import (LOG_TO_STDERR, LogLevel, get_log_level, log_to_python_logging
 from ._args import ArgFate, ArgType, Field, KnownArgument, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._placement import Placement
-from ._dist import Dist
+from ._dist import Dist, Rendezvous
 from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
 from ._output_lock import OutputLock
 from ._trainer_state import TrainerState
@@ -52,6 +52,6 @@ __all__ = [
     "get_log_level", "kernel_isa", "library_path", "log_to_python_logging", "set_log_callback",
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
-    "Placement", "Dist", "OutputLock", "TrainerState",
+    "Placement", "Dist", "Rendezvous", "OutputLock", "TrainerState",
     "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
 ]

@@ -4,6 +4,7 @@ local, shm, tcp or mpi."""
 
 import ctypes
 import numbers
+import socket
 
 from ._args import _decode, _encode
 from ._errors import check
@@ -113,3 +114,63 @@ class Dist(OwnedHandle):
         if not self._handle:
             return "<closed Dist>"
         return "<Dist rank %d of %d, backend %s>" % (self.rank, self.world_size, self.backend)
+
+
+class Rendezvous(OwnedHandle):
+    """Authenticated connections of a job's own (ct_rendezvous_*): the tcp
+    backend's handshake, keyed by the job's secret, for programs that meet
+    over sockets of their own:
+
+        rv = Rendezvous("my-job", secret_file="/run/secrets/job")
+        sock, peer = rv.accept(listener, timeout=30)   # (None, None) if time passed
+        sock = rv.connect("10.0.0.1", 29500, timeout=30)
+
+    Options as Dist's (secret, secret_file); none: the environment. The
+    sockets are blocking and the caller's. A refused peer raises
+    CputrainError with ERR_DIST (trying again will not help), one not
+    reached in time ERR_IO."""
+
+    _free = lib.ct_rendezvous_free
+    _what = "Rendezvous"
+    __slots__ = ("_handle",)
+
+    def __init__(self, job, **options):
+        opts = Handle()
+        check(lib.ct_dist_options_create(ctypes.byref(opts)))
+        try:
+            for key, value in options.items():
+                check(lib.ct_dist_options_set(opts, _encode(key), _encode(_option_text(value))))
+            handle = Handle()
+            check(lib.ct_rendezvous_create(opts, _encode(job), ctypes.byref(handle)))
+        finally:
+            lib.ct_dist_options_free(opts)
+        self._handle = handle
+
+    def __reduce__(self):
+        raise TypeError("a Rendezvous cannot be pickled")
+
+    has_secret = property(lambda self: bool(lib.ct_rendezvous_has_secret(self._live())))
+
+    def accept(self, listener, timeout):
+        """The next peer on `listener` (a listening socket, made
+        non-blocking) that proves it holds the secret: (socket, "host:port"),
+        or (None, None) when `timeout` seconds passed."""
+        fd = ctypes.c_int(-1)
+        addr = ctypes.create_string_buffer(128)
+        check(lib.ct_rendezvous_accept(self._live(), listener.fileno(), float(timeout),
+                                       ctypes.byref(fd), addr, len(addr)))
+        if fd.value < 0:
+            return None, None
+        return socket.socket(fileno=fd.value), _decode(addr.value)
+
+    def connect(self, host, port, timeout):
+        """A socket to host:port whose end proved it holds the secret."""
+        fd = ctypes.c_int(-1)
+        check(lib.ct_rendezvous_connect(self._live(), _encode(host), int(port), float(timeout),
+                                        ctypes.byref(fd)))
+        return socket.socket(fileno=fd.value)
+
+    def __repr__(self):
+        if not self._handle:
+            return "<closed Rendezvous>"
+        return "<Rendezvous%s>" % ("" if self.has_secret else " without a secret")
