@@ -40,7 +40,7 @@ const ct__cpu_features *ct__cpu_features_get(void);
 ct__isa ct__cpu_max_isa(const ct__cpu_features *f);
 
 /* Flop rate of vdpbf16ps over that of fp32 FMA on 512-bit registers, one
- * thread, measured in about a millisecond (machine/cpu_rate.c); call only
+ * thread, measured in a few milliseconds (machine/cpu_rate.c); call only
  * where AVX512-BF16 is usable. */
 double ct__cpu_bf16_dot_vs_fma(void);
 
@@ -54,7 +54,8 @@ ct__isa ct__isa_resolve(const char *request, ct__isa max, char *warn,
 /* The level for this process: CPUTRAIN_ISA applied to the detected maximum,
  * decided once. Without a request, the avx512bf16 level gives way to avx512
  * where the bf16 dot product is slower than FMA (ct__cpu_bf16_dot_vs_fma
- * below 0.8), since avx512's bf16 products are FMA on widened operands.
+ * below 0.8; on Intel's cores, not at least 1.25 times faster), since
+ * avx512's bf16 products are FMA on widened operands.
  * ct__cpu_isa_warning() is the warning text of a request, "" if none;
  * ct__cpu_isa_note() says why a lower level was chosen, "" if not. */
 ct__isa ct__cpu_isa(void);

@@ -11,7 +11,7 @@
 #include <time.h>
 
 /* Independent accumulators: more than latency x ports on any CPU here. */
-enum { CHAINS = 16, ITERS = 4000 };
+enum { CHAINS = 16, ITERS = 8000 };
 
 static double now_s(void)
 {
@@ -66,7 +66,7 @@ double ct__cpu_bf16_dot_vs_fma(void)
 {
     /* best of alternating rounds: a preempted round only lowers one figure */
     double dot = 0, fma = 0;
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < 7; r++) {
         double d = dot_rate(), f = fma_rate();
         dot = d > dot ? d : dot;
         fma = f > fma ? f : fma;
