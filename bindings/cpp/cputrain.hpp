@@ -924,13 +924,19 @@ public:
     dist(std::initializer_list<std::pair<std::string, std::string> > list)
         : dist(options(list)) {}
     explicit dist(const options &opts) {
+        with_options(opts, [this](const ct_dist_options *o) { return ct_dist_create(o, &dist_); });
+    }
+
+    // Calls make(o) with the options as a ct_dist_options, freed after; throws
+    // what the setting or make failed with.
+    template <typename Make> static void with_options(const options &opts, Make make) {
         ct_dist_options *o = nullptr;
         check(ct_dist_options_create(&o));
         ct_status st = CT_OK;
         for (std::size_t i = 0; i < opts.size() && st == CT_OK; i++)
             st = ct_dist_options_set(o, opts[i].first.c_str(), opts[i].second.c_str());
         if (st == CT_OK)
-            st = ct_dist_create(o, &dist_);
+            st = make(o);
         std::string text = st != CT_OK ? ct_last_error() : "";
         ct_dist_options_free(o);
         if (st != CT_OK)
@@ -978,17 +984,9 @@ private:
 class rendezvous {
 public:
     explicit rendezvous(const std::string &job, const dist::options &opts = dist::options()) {
-        ct_dist_options *o = nullptr;
-        check(ct_dist_options_create(&o));
-        ct_status st = CT_OK;
-        for (std::size_t i = 0; i < opts.size() && st == CT_OK; i++)
-            st = ct_dist_options_set(o, opts[i].first.c_str(), opts[i].second.c_str());
-        if (st == CT_OK)
-            st = ct_rendezvous_create(o, job.c_str(), &rv_);
-        std::string text = st != CT_OK ? ct_last_error() : "";
-        ct_dist_options_free(o);
-        if (st != CT_OK)
-            throw error(st, text);
+        dist::with_options(opts, [this, &job](const ct_dist_options *o) {
+            return ct_rendezvous_create(o, job.c_str(), &rv_);
+        });
     }
     rendezvous(const rendezvous &) = delete;
     rendezvous &operator=(const rendezvous &) = delete;

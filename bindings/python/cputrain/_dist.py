@@ -35,6 +35,20 @@ def _option_text(value):
     raise TypeError("dist options take str, int or float values, not %s" % type(value).__name__)
 
 
+def _made_with(options, create):
+    """The handle create(ct_dist_options, out) makes from the keyword options."""
+    opts = Handle()
+    check(lib.ct_dist_options_create(ctypes.byref(opts)))
+    try:
+        for key, value in options.items():
+            check(lib.ct_dist_options_set(opts, _encode(key), _encode(_option_text(value))))
+        handle = Handle()
+        check(create(opts, ctypes.byref(handle)))
+    finally:
+        lib.ct_dist_options_free(opts)
+    return handle
+
+
 class Dist(OwnedHandle):
     """Join the job this process belongs to:
 
@@ -56,16 +70,7 @@ class Dist(OwnedHandle):
     __slots__ = ("_handle",)
 
     def __init__(self, **options):
-        opts = Handle()
-        check(lib.ct_dist_options_create(ctypes.byref(opts)))
-        try:
-            for key, value in options.items():
-                check(lib.ct_dist_options_set(opts, _encode(key), _encode(_option_text(value))))
-            handle = Handle()
-            check(lib.ct_dist_create(opts, ctypes.byref(handle)))
-        finally:
-            lib.ct_dist_options_free(opts)
-        self._handle = handle
+        self._handle = _made_with(options, lambda opts, out: lib.ct_dist_create(opts, out))
 
     def __reduce__(self):
         raise TypeError("a Dist cannot be pickled")
@@ -135,16 +140,8 @@ class Rendezvous(OwnedHandle):
     __slots__ = ("_handle",)
 
     def __init__(self, job, **options):
-        opts = Handle()
-        check(lib.ct_dist_options_create(ctypes.byref(opts)))
-        try:
-            for key, value in options.items():
-                check(lib.ct_dist_options_set(opts, _encode(key), _encode(_option_text(value))))
-            handle = Handle()
-            check(lib.ct_rendezvous_create(opts, _encode(job), ctypes.byref(handle)))
-        finally:
-            lib.ct_dist_options_free(opts)
-        self._handle = handle
+        self._handle = _made_with(
+            options, lambda opts, out: lib.ct_rendezvous_create(opts, _encode(job), out))
 
     def __reduce__(self):
         raise TypeError("a Rendezvous cannot be pickled")

@@ -271,14 +271,6 @@ typedef struct job {
     int status;
 } job;
 
-static void set_status(job *j, ct_status st)
-{
-    int zero = 0;
-    if (st != CT_OK)
-        __atomic_compare_exchange_n(&j->status, &zero, (int)st, 0, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
-}
-
 static size_t panel_bytes(int K, int N, int b16)
 {
     return (size_t)cdiv(N, NR) * K * NR * (b16 ? 2 : 4);
@@ -343,13 +335,13 @@ static void item_task(void *ctx, int task, int thread)
     if (!bp) {
         void *mem = ct__scratch(0, panel_bytes(d->K, d->N, j->b16));
         if (!mem) {
-            set_status(j, CT_ERR_NOMEM);
+            ct__gemm_note_status(&j->status, CT_ERR_NOMEM);
             return;
         }
         pack_b(mem, &B, j->b16, d->K, d->N, 0, cdiv(d->N, NR));
         bp = mem;
     }
-    set_status(j, compute_region(j, C, A, bp, 0, d->M, 0, d->N));
+    ct__gemm_note_status(&j->status, compute_region(j, C, A, bp, 0, d->M, 0, d->N));
 }
 
 static void pack_task(void *ctx, int task, int thread)
@@ -371,25 +363,8 @@ static void region_task(void *ctx, int task, int thread)
     int nb0 = (int)((long)nblocks * tk / j->tn), nb1 = (int)((long)nblocks * (tk + 1) / j->tn);
     (void)thread;
     if (mb0 < mb1 && nb0 < nb1)
-        set_status(j, compute_region(j, j->Cp, j->Ap, j->Bp, mb0 * MR, imin(mb1 * MR, d->M),
+        ct__gemm_note_status(&j->status, compute_region(j, j->Cp, j->Ap, j->Bp, mb0 * MR, imin(mb1 * MR, d->M),
                                      nb0 * NR, imin(nb1 * NR, d->N)));
-}
-
-/* Thread grid tm x tn = T with the least work per thread; ties split M, so
- * that threads share B's panels and pack disjoint rows of A. */
-static void choose_grid(int T, int mblocks, int nblocks, int *tm, int *tn)
-{
-    long best = -1;
-    for (int a = T; a >= 1; a--) {
-        if (T % a)
-            continue;
-        long w = (long)cdiv(mblocks, a) * cdiv(nblocks, T / a);
-        if (best < 0 || w < best) {
-            best = w;
-            *tm = a;
-            *tn = T / a;
-        }
-    }
 }
 
 /* A checked product; `panels` is B packed by packb (then one item). */
@@ -426,7 +401,7 @@ static ct_status run(const char *who, float *C, operand A, operand B, const void
         ct__pool_run(T == 1 ? NULL : pool, item_task, &j, items);
     } else { /* fewer products than threads: split each one */
         int npanels = cdiv(d->N, NR);
-        choose_grid(T, cdiv(d->M, MR), npanels, &j.tm, &j.tn);
+        ct__gemm_grid(T, cdiv(d->M, MR), npanels, &j.tm, &j.tn);
         for (int i = 0; i < items && j.status == 0; i++) {
             operand b;
             item_offsets(&j, i, &j.Cp, &j.Ap, &b);

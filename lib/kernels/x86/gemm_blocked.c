@@ -162,14 +162,6 @@ typedef struct job {
     int status;      /* first failure, 0 if none */
 } job;
 
-static void set_status(job *j, ct_status st)
-{
-    int zero = 0;
-    if (st != CT_OK)
-        __atomic_compare_exchange_n(&j->status, &zero, (int)st, 0,
-                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-}
-
 static void make_product(product *pr, const job *j, int item)
 {
     ptrdiff_t oa, ob, oc;
@@ -197,7 +189,7 @@ static void item_task(void *ctx, int task, int thread)
     }
     ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
     if (!bp) {
-        set_status(j, CT_ERR_NOMEM);
+        ct__gemm_note_status(&j->status, CT_ERR_NOMEM);
         return;
     }
     ct__pack_vnni16(bp, pr.B, d->ldb, (d->flags & CT__GEMM_TRANS_B) == 0 ? 0 : 1,
@@ -206,7 +198,7 @@ static void item_task(void *ctx, int task, int thread)
 compute:
     if (j->v->begin)
         j->v->begin();
-    set_status(j, compute_region(j->v, &pr, 0, d->M, 0, d->N));
+    ct__gemm_note_status(&j->status, compute_region(j->v, &pr, 0, d->M, 0, d->N));
     if (j->v->end)
         j->v->end();
 }
@@ -239,26 +231,9 @@ static void region_task(void *ctx, int task, int thread)
     int n1 = nb1 * j->v->block_n < d->N ? nb1 * j->v->block_n : d->N;
     if (j->v->begin)
         j->v->begin();
-    set_status(j, compute_region(j->v, &j->pr, mb0 * MB, m1, nb0 * j->v->block_n, n1));
+    ct__gemm_note_status(&j->status, compute_region(j->v, &j->pr, mb0 * MB, m1, nb0 * j->v->block_n, n1));
     if (j->v->end)
         j->v->end();
-}
-
-/* Thread grid tm x tn = T over C's blocks with the least work per thread;
- * ties go to splitting M, so threads share packed B and not A. */
-static void choose_grid(int T, int mblocks, int nblocks, int *tm, int *tn)
-{
-    long best = -1;
-    for (int a = T; a >= 1; a--) {
-        if (T % a)
-            continue;
-        long w = (long)cdiv(mblocks, a) * cdiv(nblocks, T / a);
-        if (best < 0 || w < best) {
-            best = w;
-            *tm = a;
-            *tn = T / a;
-        }
-    }
 }
 
 /* The product of a checked desc; B packed already when `packed` is set
@@ -310,7 +285,7 @@ static ct_status run(const ct__gemm_variant *v, float *C, const ct__bf16 *A,
             j.pack_chunk = cdiv(j.pr.nblk16, 4 * T);
             ct__pool_run(pool, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
         }
-        choose_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n), &j.tm, &j.tn);
+        ct__gemm_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n), &j.tm, &j.tn);
         ct__pool_run(pool, region_task, &j, j.tm * j.tn);
     }
 done:

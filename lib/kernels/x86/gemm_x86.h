@@ -48,6 +48,34 @@ typedef struct ct__gemm_variant {
     void (*end)(void);
 } ct__gemm_variant;
 
+/* What both blocked drivers (gemm_blocked.c, gemm_avx512.c) decide alike. */
+
+/* Thread grid tm x tn = T over mblocks x nblocks with the least work per
+ * thread; ties split M, so threads share B's packing and not A's. */
+static inline void ct__gemm_grid(int T, int mblocks, int nblocks, int *tm, int *tn)
+{
+    long best = -1;
+    for (int a = T; a >= 1; a--) {
+        if (T % a)
+            continue;
+        long w = (long)((mblocks + a - 1) / a) * ((nblocks + T / a - 1) / (T / a));
+        if (best < 0 || w < best) {
+            best = w;
+            *tm = a;
+            *tn = T / a;
+        }
+    }
+}
+
+/* Keeps the first failure a task reports in *status (0 while none). */
+static inline void ct__gemm_note_status(int *status, ct_status st)
+{
+    int zero = 0;
+    if (st != CT_OK)
+        __atomic_compare_exchange_n(status, &zero, (int)st, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+}
+
 ct_status ct__gemm_bf16_blocked(const ct__gemm_variant *v, float *C,
                                 const ct__bf16 *A, const ct__bf16 *B,
                                 const ct__gemm_desc *d, ct__pool *pool);
