@@ -186,8 +186,8 @@ static ref reference(const ct__attn *a, const prob *p)
                     for (int d = 0; d < p->HD; d++)
                         D += (double)AT(p->dctx, i, d) * AT(r.ctx, i, d);
                 }
-                for (int j = 0; j < T; j++)
-                    dP[i * T + j] = RND((float)(P[i * T + j] * (dP[i * T + j] - D)));
+                for (int j = 0; j < T; j++) /* dS with the scale, then rounded */
+                    dP[i * T + j] = RND((float)(a->scale * P[i * T + j] * (dP[i * T + j] - D)));
             }
             for (int i = 0; i < T; i++)
                 for (int d = 0; d < p->HD; d++) {
@@ -197,8 +197,8 @@ static ref reference(const ct__attn *a, const prob *p)
                         sk += dP[j * T + i] * RND(AT(p->q, j, d));
                         sv += Pd[j * T + i] * RND(AT(p->dctx, j, d));
                     }
-                    AT(r.dq, i, d) = a->scale * sq;
-                    AT(r.dk, i, d) = a->scale * sk;
+                    AT(r.dq, i, d) = sq;
+                    AT(r.dk, i, d) = sk;
                     AT(r.dv, i, d) = sv;
                 }
 #undef AT

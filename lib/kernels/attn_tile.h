@@ -24,8 +24,14 @@ typedef struct ct__attn_tiles {
                          float scale);
     void (*probs_rows)(float *P, const float *lse, const float *S, int ld, int R, int T,
                        float scale);
-    /* The softmax backward in place: dP[r][j] = P[r][j] (dP[r][j] - D[r]). */
-    void (*dsoftmax_rows)(float *dP, const float *P, const float *D, int ld, int R, int T);
+    /* The softmax backward in place, with the scores' scale folded in (so
+     * the products after it need no pass of their own):
+     * dP[r][j] = scale P[r][j] (dP[r][j] - D[r]). */
+    void (*dsoftmax_rows)(float *dP, const float *P, const float *D, int ld, int R, int T,
+                          float scale);
+    /* dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols: 32-bit
+     * words moved bit for bit (fp32 values, or bf16 pairs). */
+    void (*transpose32)(void *dst, int ldd, const void *src, int lds, int rows, int cols);
     /* bf16 dot products, on levels that have them (NULL elsewhere; callers
      * then round to bf16 values and use mm). Operands are 32-bit words,
      * each a pair of bf16 along k (k = 2p in the low half, 2p + 1 high):
@@ -43,6 +49,9 @@ typedef struct ct__attn_tiles {
 const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa);
 
 extern const ct__attn_tiles ct__attn_tiles_generic;
+/* The portable transpose32, for levels without one of their own. */
+void ct__attn_transpose32_generic(void *dst, int ldd, const void *src, int lds, int rows,
+                                  int cols);
 #if defined(__x86_64__)
 extern const ct__attn_tiles ct__attn_tiles_avx2;
 extern const ct__attn_tiles ct__attn_tiles_avx512;

@@ -58,21 +58,19 @@ size_t ct__attn_scratch_bytes(const ct__attn *a, int T)
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* dst[rows][cols] (dense) = src rows lds apart, rounded when bf16. */
-static void copy_rows(const ct__attn *a, float *dst, const float *src, int rows, int cols)
+/* dst[rows][cols] (dense) = src's rows (ld apart), rounded to bf16 values:
+ * one pass, no copy first. */
+static void copy_rounded(const ct__attn *a, float *dst, const float *src, int rows, int cols)
 {
     for (int r = 0; r < rows; r++)
-        memcpy(dst + (size_t)r * cols, src + (size_t)r * a->ld, (size_t)cols * sizeof *dst);
-    if (a->bf16)
-        ct__round_bf16(a->k, dst, dst, (size_t)rows * cols);
+        ct__round_bf16(a->k, dst + (size_t)r * cols, src + (size_t)r * a->ld, (size_t)cols);
 }
 
 /* dst[HD][Tp] = src^T for T rows of HD columns, rounded when bf16. */
-static void transpose(const ct__attn *a, float *dst, const float *src, int T, size_t Tp)
+static void transpose(const ct__attn *a, const ct__attn_tiles *t, float *dst, const float *src,
+                      int T, size_t Tp)
 {
-    for (int j = 0; j < T; j++)
-        for (int d = 0; d < a->HD; d++)
-            dst[(size_t)d * Tp + j] = src[(size_t)j * a->ld + d];
+    t->transpose32(dst, (int)Tp, src, a->ld, T, a->HD);
     if (a->bf16)
         for (int d = 0; d < a->HD; d++)
             ct__round_bf16(a->k, dst + (size_t)d * Tp, dst + (size_t)d * Tp, (size_t)T);
@@ -119,6 +117,17 @@ static int max_len(const ct__attn *a)
     return T;
 }
 
+/* Asks for rows [0, T) of one head's columns of x (rows ld apart) in the
+ * cache ahead of use. A head's slice is HD of every row's NH * HD floats,
+ * a stride the hardware prefetchers follow poorly: read plainly, each row
+ * waits out a miss, and with prefetches they overlap. */
+static void prefetch_head(const ct__attn *a, const float *x, int T)
+{
+    for (int j = 0; j < T; j++)
+        for (int d = 0; d < a->HD; d += 16)
+            __builtin_prefetch(x + (size_t)j * a->ld + d, 0, 2);
+}
+
 /* This thread's scratch for a task, or NULL with the job marked failed. */
 static float *task_scratch(ct__attn_job *J)
 {
@@ -143,21 +152,25 @@ static void fwd_task(void *ctx, int task, int thread)
     float *w = task_scratch(J);
     if (!w)
         return;
+    size_t off = (size_t)n0 * ld + (size_t)h * HD;
+    const float *ins[] = {J->k + off, J->v + off, J->q + off};
+    for (int i = 0; i < 3; i++)
+        prefetch_head(a, ins[i], T);
     if (ct__attn_use_dot(a, t)) {
         ct__attn_dot_forward(J, w, s, h);
         return;
     }
     layout L = plan(a, T, 0);
-    size_t Tp = up16((size_t)T), off = (size_t)n0 * ld + (size_t)h * HD;
+    size_t Tp = up16((size_t)T);
     const float *q = J->q + off, *k = J->k + off, *v = J->v + off;
     float *kt = w + L.kt, *S = w + L.p, *out = J->ctx + off, *lse = J->lse + (size_t)h * N + n0;
     size_t base = a->dropout > 0 ? ct__attn_counter_base(a, s) : 0;
 
-    transpose(a, kt, k, T, Tp);
+    transpose(a, t, kt, k, T, Tp);
     const float *vb = v;
     int ldv = ld;
     if (a->bf16) {
-        copy_rows(a, w + L.vc, v, T, HD);
+        copy_rounded(a, w + L.vc, v, T, HD);
         vb = w + L.vc;
         ldv = HD;
     }
@@ -166,7 +179,7 @@ static void fwd_task(void *ctx, int task, int thread)
         const float *qa = q + (size_t)i0 * ld;
         int ldq = ld;
         if (a->bf16) {
-            copy_rows(a, w + L.qt, qa, R, HD);
+            copy_rounded(a, w + L.qt, qa, R, HD);
             qa = w + L.qt;
             ldq = HD;
         }
@@ -216,12 +229,16 @@ static void bwd_task(void *ctx, int task, int thread)
     float *w = task_scratch(J);
     if (!w)
         return;
+    size_t off = (size_t)n0 * ld + (size_t)h * HD;
+    const float *ins[] = {J->k + off, J->v + off, J->q + off, J->dctx + off, J->ctx_in + off};
+    for (int i = 0; i < 5; i++)
+        prefetch_head(a, ins[i], T);
     if (ct__attn_use_dot(a, t)) {
         ct__attn_dot_backward(J, w, s, h);
         return;
     }
     layout L = plan(a, T, 1);
-    size_t Tp = up16((size_t)T), off = (size_t)n0 * ld + (size_t)h * HD;
+    size_t Tp = up16((size_t)T);
     const float *q = J->q + off, *k = J->k + off, *v = J->v + off;
     const float *dctx = J->dctx + off, *ctxo = J->ctx_in + off;
     const float *lse = J->lse_in + (size_t)h * N + n0;
@@ -230,26 +247,22 @@ static void bwd_task(void *ctx, int task, int thread)
     float *Pd = bf || drop ? w + L.pd : P;
     size_t base = drop ? ct__attn_counter_base(a, s) : 0;
 
-    transpose(a, kt, k, T, Tp);
-    transpose(a, vt, v, T, Tp);
+    transpose(a, t, kt, k, T, Tp);
+    transpose(a, t, vt, v, T, Tp);
     const float *kb = k;
     int ldk = ld;
     if (bf) {
-        copy_rows(a, w + L.kc, k, T, HD);
+        copy_rounded(a, w + L.kc, k, T, HD);
         kb = w + L.kc;
         ldk = HD;
     }
-    for (int j = 0; j < T; j++) { /* dk, dv accumulate over the tiles */
-        memset(dk + (size_t)j * ld, 0, (size_t)HD * sizeof *dk);
-        memset(dv + (size_t)j * ld, 0, (size_t)HD * sizeof *dv);
-    }
     for (int i0 = 0; i0 < T; i0 += TILE) {
-        int R = T - i0 < TILE ? T - i0 : TILE;
+        int R = T - i0 < TILE ? T - i0 : TILE, acc = i0 > 0; /* dk, dv sum over tiles */
         const float *qa = q + (size_t)i0 * ld, *da = dctx + (size_t)i0 * ld;
         int ldq = ld, ldd = ld;
         if (bf) {
-            copy_rows(a, w + L.qt, qa, R, HD);
-            copy_rows(a, w + L.dct, da, R, HD);
+            copy_rounded(a, w + L.qt, qa, R, HD);
+            copy_rounded(a, w + L.dct, da, R, HD);
             qa = w + L.qt;
             ldq = HD;
             da = w + L.dct;
@@ -270,24 +283,17 @@ static void bwd_task(void *ctx, int task, int thread)
         }
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm(dP, (int)Tp, da, ldd, 1, vt, (int)Tp, R, T, HD, 0);
-        t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, 1);
+        t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, acc);
         ct__attn_row_terms(a, D, dP, Tp, J->dctx + off + (size_t)i0 * ld,
                            ctxo + (size_t)i0 * ld, R, T, base + ((size_t)h * T + i0) * T);
-        t->dsoftmax_rows(dP, P, D, (int)Tp, R, T);
+        t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         if (bf)
             for (int r = 0; r < R; r++)
                 ct__round_bf16(a->k, dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T);
-        /* dQ = scale dS K (this tile's rows, complete); dK += dS^T Q */
-        float *dqt = dq + (size_t)i0 * ld;
-        t->mm(dqt, ld, dP, (int)Tp, 1, kb, ldk, R, HD, T, 0);
-        for (int r = 0; r < R; r++)
-            for (int d = 0; d < HD; d++)
-                dqt[(size_t)r * ld + d] *= a->scale;
-        t->mm(dk, ld, dP, 1, (int)Tp, qa, ldq, T, HD, R, 1);
+        /* dQ = dS K (this tile's rows, complete); dK += dS^T Q */
+        t->mm(dq + (size_t)i0 * ld, ld, dP, (int)Tp, 1, kb, ldk, R, HD, T, 0);
+        t->mm(dk, ld, dP, 1, (int)Tp, qa, ldq, T, HD, R, acc);
     }
-    for (int j = 0; j < T; j++)
-        for (int d = 0; d < HD; d++)
-            dk[(size_t)j * ld + d] *= a->scale;
 }
 
 ct_status ct__attn_backward(const ct__attn *a, float *dq, float *dk, float *dv,

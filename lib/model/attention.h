@@ -13,8 +13,9 @@
  *
  * bf16: the inputs of the two products of each direction (q, k, v, the
  * dropped probabilities, dctx, dS) are rounded to bf16 and the sums are fp32,
- * as a bf16 matmul does; softmax and everything else stay fp32. dS is rounded
- * before `scale` is applied (scale multiplies the fp32 sums of dq and dk).
+ * as a bf16 matmul does; softmax and everything else stay fp32. dS carries
+ * `scale` before it is rounded, as the gradient of PyTorch's scaled scores
+ * reaches its matmul's backward.
  *
  * Dropout: element (s, h, i, j) of the probabilities (sequence s, head h,
  * query i and key j counted from the start of s, len = its length) uses the

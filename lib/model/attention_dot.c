@@ -1,7 +1,6 @@
 /* The bf16 path of streamed attention on levels with bf16 dot products
  * (vdpbf16ps): the steps of attention.c's tasks, with every product's
  * operands packed into bf16 pairs along its sum instead of rounded in place. */
-#include <string.h>
 
 #include "model/attention_impl.h"
 
@@ -63,15 +62,6 @@ static void rows_bf16(const ct__attn *a, ct__bf16 *dst, size_t w, const float *s
     }
 }
 
-/* dst word (p, j) [HDp/2][Tp] = pair p of bf16 row j (rows HDp/2 words). */
-static void pairs_transposed(uint32_t *dst, const uint32_t *rows, int T, int HD, size_t Tp)
-{
-    int H2 = (HD + 1) / 2;
-    for (int j = 0; j < T; j++)
-        for (int p = 0; p < H2; p++)
-            dst[(size_t)p * Tp + j] = rows[(size_t)j * H2 + p];
-}
-
 /* The forward with bf16 dot products: the same steps as fwd_task with
  * operands packed into bf16 pairs instead of rounded in place. */
 void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
@@ -90,7 +80,7 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
     size_t base = a->dropout > 0 ? ct__attn_counter_base(a, s) : 0;
 
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
-    pairs_transposed(kt, W + L.rows, T, HD, Tp);
+    t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
     t->pack_pairs(vv, HD, v, ld, T, HD);
     for (int i0 = 0; i0 < T; i0 += TILE) {
         int R = T - i0 < TILE ? T - i0 : TILE;
@@ -129,16 +119,13 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
     size_t base = drop ? ct__attn_counter_base(a, s) : 0;
 
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
-    pairs_transposed(kt, W + L.rows, T, HD, Tp);
+    t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, v, (size_t)ld, T, HD);
-    pairs_transposed(vt, W + L.rows, T, HD, Tp);
+    t->transpose32(vt, (int)Tp, W + L.rows, H2, T, H2);
     t->pack_pairs(kv, HD, k, ld, T, HD);
-    for (int j = 0; j < T; j++) { /* dk, dv accumulate over the tiles */
-        memset(dk + (size_t)j * ld, 0, (size_t)HD * sizeof *dk);
-        memset(dv + (size_t)j * ld, 0, (size_t)HD * sizeof *dv);
-    }
     for (int i0 = 0; i0 < T; i0 += TILE) {
         int R = T - i0 < TILE ? T - i0 : TILE, R2 = (R + 1) / 2;
+        int acc = i0 > 0; /* dk, dv sum over the tiles */
         const float *qa = q + (size_t)i0 * ld, *da = dctx + (size_t)i0 * ld;
         rows_bf16(a, (ct__bf16 *)qb, 2 * (size_t)H2, qa, (size_t)ld, R, HD);
         rows_bf16(a, (ct__bf16 *)db, 2 * (size_t)H2, da, (size_t)ld, R, HD);
@@ -155,21 +142,15 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm_bf16(dP, (int)Tp, db, H2, 1, vt, (int)Tp, R, T, H2, 0);
         t->pack_pairs(tv, (int)Tp, Pd, (int)Tp, R, T);
-        t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, 1);
+        t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, acc);
         ct__attn_row_terms(a, D, dP, Tp, da, ctxo + (size_t)i0 * ld, R, T,
                            base + ((size_t)h * T + i0) * T);
-        t->dsoftmax_rows(dP, P, D, (int)Tp, R, T);
-        /* dQ = scale dS K; dK += dS^T Q */
-        float *dqt = dq + (size_t)i0 * ld;
+        t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
+        /* dQ = dS K; dK += dS^T Q */
         rows_bf16(a, pb, Tp, dP, Tp, R, T);
-        t->mm_bf16(dqt, ld, (const uint32_t *)pb, (int)Tp / 2, 1, kv, HD, R, HD, T2, 0);
-        for (int r = 0; r < R; r++)
-            for (int d = 0; d < HD; d++)
-                dqt[(size_t)r * ld + d] *= a->scale;
+        t->mm_bf16(dq + (size_t)i0 * ld, ld, (const uint32_t *)pb, (int)Tp / 2, 1, kv, HD, R,
+                   HD, T2, 0);
         t->pack_pairs(tv, (int)Tp, dP, (int)Tp, R, T);
-        t->mm_bf16(dk, ld, tv, 1, (int)Tp, qv, HD, T, HD, R2, 1);
+        t->mm_bf16(dk, ld, tv, 1, (int)Tp, qv, HD, T, HD, R2, acc);
     }
-    for (int j = 0; j < T; j++)
-        for (int d = 0; d < HD; d++)
-            dk[(size_t)j * ld + d] *= a->scale;
 }

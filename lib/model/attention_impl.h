@@ -38,9 +38,16 @@ static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, si
 {
     for (int r = 0; r < R; r++) {
         const float *x = dctx + (size_t)r * a->ld, *y = ctx + (size_t)r * a->ld;
-        float sum = 0;
-        for (int d = 0; d < a->HD; d++)
+        /* eight running sums: one would wait on each add's latency */
+        float s8[8] = {0}, sum = 0;
+        int d = 0;
+        for (; d + 8 <= a->HD; d += 8)
+            for (int i = 0; i < 8; i++)
+                s8[i] += x[d + i] * y[d + i];
+        for (; d < a->HD; d++)
             sum += x[d] * y[d];
+        for (int i = 0; i < 8; i++)
+            sum += s8[i];
         D[r] = sum;
         if (a->dropout > 0)
             a->k->dropout_backward(dP + (size_t)r * ldp, dP + (size_t)r * ldp, (size_t)T,

@@ -89,18 +89,32 @@ static void softmax_generic(float *P, float *lse, const float *S, int ld, int R,
     probs_generic(P, lse, S, ld, R, T, scale);
 }
 
-static void dsoftmax_generic(float *dP, const float *P, const float *D, int ld, int R, int T)
+static void dsoftmax_generic(float *dP, const float *P, const float *D, int ld, int R, int T,
+                             float scale)
 {
     for (int r = 0; r < R; r++) {
         float *restrict d = dP + (size_t)r * ld;
         const float *restrict p = P + (size_t)r * ld;
         for (int j = 0; j < T; j++)
-            d[j] = p[j] * (d[j] - D[r]);
+            d[j] = scale * (p[j] * (d[j] - D[r]));
     }
 }
 
+/* memcpy per word: the words may be fp32 or bf16 pairs, and are moved
+ * without being read as either. */
+void ct__attn_transpose32_generic(void *dst, int ldd, const void *src, int lds, int rows,
+                                  int cols)
+{
+    char *d = dst;
+    const char *s = src;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            memcpy(d + ((size_t)c * ldd + r) * 4, s + ((size_t)r * lds + c) * 4, 4);
+}
+
 const ct__attn_tiles ct__attn_tiles_generic = {
-    "attn_generic", mm_generic, softmax_generic, probs_generic, dsoftmax_generic, NULL, NULL,
+    "attn_generic", mm_generic,    softmax_generic, probs_generic,
+    dsoftmax_generic, ct__attn_transpose32_generic, NULL, NULL,
 };
 
 const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa)

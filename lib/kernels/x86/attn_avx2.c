@@ -82,8 +82,8 @@ CT_AVX2 static INLINE void block(float *C, int ldc, const float *A, int ars, int
 
 /* Column panels of 16 outer, rows inner: a [K x 16] panel of B stays in L1
  * while every row of A passes over it. */
-CT_AVX2 static void mm_avx2(float *C, int ldc, const float *A, int ars, int acs,
-                            const float *B, int ldb, int M, int N, int K, int acc)
+CT_AVX2 CT_ALIGN_LOOPS static void mm_avx2(float *C, int ldc, const float *A, int ars, int acs,
+                                           const float *B, int ldb, int M, int N, int K, int acc)
 {
     for (int n0 = 0; n0 < N; n0 += 16) {
         int w = N - n0 < 16 ? N - n0 : 16, nv = (w + 7) / 8, tail = w - 8 * (nv - 1);
@@ -170,8 +170,9 @@ CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, i
 }
 
 CT_AVX2 static void dsoftmax_avx2(float *dP, const float *P, const float *D, int ld, int R,
-                                  int T)
+                                  int T, float scale)
 {
+    __m256 vs = _mm256_set1_ps(scale);
     for (int r = 0; r < R; r++) {
         float *d = dP + (size_t)r * ld;
         const float *p = P + (size_t)r * ld;
@@ -180,13 +181,14 @@ CT_AVX2 static void dsoftmax_avx2(float *dP, const float *P, const float *D, int
             int full = T - j >= 8;
             __m256i m = lanes(T - j);
             __m256 x = _mm256_sub_ps(load(d + j, full, m), dr);
-            store(d + j, full, m, _mm256_mul_ps(load(p + j, full, m), x));
+            store(d + j, full, m, _mm256_mul_ps(vs, _mm256_mul_ps(load(p + j, full, m), x)));
         }
     }
 }
 
 const ct__attn_tiles ct__attn_tiles_avx2 = {
-    "attn_avx2", mm_avx2, softmax_avx2, probs_avx2, dsoftmax_avx2, NULL, NULL,
+    "attn_avx2", mm_avx2, softmax_avx2, probs_avx2, dsoftmax_avx2,
+    ct__attn_transpose32_generic, NULL, NULL,
 };
 
 #endif

@@ -81,8 +81,9 @@ CT_AVX512 static INLINE void block(float *C, int ldc, const float *A, int ars, i
 
 /* Column panels of 64 outer, rows inner: a [K x 64] panel of B stays in L1
  * (16 KB at K = 64) while every row of A passes over it. */
-CT_AVX512 static void mm_avx512(float *C, int ldc, const float *A, int ars, int acs,
-                                const float *B, int ldb, int M, int N, int K, int acc)
+CT_AVX512 CT_ALIGN_LOOPS static void mm_avx512(float *C, int ldc, const float *A, int ars, int acs,
+                                               const float *B, int ldb, int M, int N, int K,
+                                               int acc)
 {
     for (int n0 = 0; n0 < N; n0 += 64) {
         int w = N - n0 < 64 ? N - n0 : 64, nv = (w + 15) / 16;
@@ -147,8 +148,9 @@ CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int l
 }
 
 CT_AVX512 static void dsoftmax_avx512(float *dP, const float *P, const float *D, int ld, int R,
-                                      int T)
+                                      int T, float scale)
 {
+    __m512 vs = splat(scale);
     for (int r = 0; r < R; r++) {
         float *d = dP + (size_t)r * ld;
         const float *p = P + (size_t)r * ld;
@@ -156,13 +158,37 @@ CT_AVX512 static void dsoftmax_avx512(float *dP, const float *P, const float *D,
         for (int j = 0; j < T; j += 16) {
             __mmask16 m = lanes(T - j);
             __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, d + j), dr);
-            _mm512_mask_storeu_ps(d + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), x));
+            __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), x);
+            _mm512_mask_storeu_ps(d + j, m, _mm512_mul_ps(vs, y));
+        }
+    }
+}
+
+/* Blocks of 16 x 16 words through registers (ct__transpose16x16), edges
+ * masked: the strided scalar copy this replaces cost as much as a product. */
+CT_AVX512 static void transpose32_avx512(void *dst, int ldd, const void *src, int lds,
+                                         int rows, int cols)
+{
+    for (int r0 = 0; r0 < rows; r0 += 16) {
+        int nr = rows - r0 < 16 ? rows - r0 : 16;
+        for (int c0 = 0; c0 < cols; c0 += 16) {
+            int nc = cols - c0 < 16 ? cols - c0 : 16;
+            __m512i x[16];
+            for (int i = 0; i < 16; i++)
+                x[i] = i < nr ? _mm512_maskz_loadu_epi32(
+                                    lanes(nc), (const uint32_t *)src + (size_t)(r0 + i) * lds + c0)
+                              : _mm512_setzero_si512();
+            ct__transpose16x16(x);
+            for (int i = 0; i < nc; i++)
+                _mm512_mask_storeu_epi32((uint32_t *)dst + (size_t)(c0 + i) * ldd + r0,
+                                         lanes(nr), x[i]);
         }
     }
 }
 
 const ct__attn_tiles ct__attn_tiles_avx512 = {
-    "attn_avx512", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512, NULL, NULL,
+    "attn_avx512", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    transpose32_avx512, NULL, NULL,
 };
 
 /* ---- AVX512-BF16 ------------------------------------------------------------ */
@@ -207,9 +233,9 @@ CT_AVX512BF16 static INLINE void bblock(float *C, int ldc, const word *A, int ar
     default: bblock(c, ldc, a, ars, acs, b, ldb, K2, acc, MR, 4, last); break;         \
     }
 
-CT_AVX512BF16 static void mm_bf16_avx512bf16(float *C, int ldc, const uint32_t *A, int ars,
-                                             int acs, const uint32_t *B, int ldb, int M, int N,
-                                             int K2, int acc)
+CT_AVX512BF16 CT_ALIGN_LOOPS static void mm_bf16_avx512bf16(float *C, int ldc, const uint32_t *A,
+                                                            int ars, int acs, const uint32_t *B,
+                                                            int ldb, int M, int N, int K2, int acc)
 {
     for (int n0 = 0; n0 < N; n0 += 64) {
         int w = N - n0 < 64 ? N - n0 : 64, nv = (w + 15) / 16;
@@ -259,7 +285,7 @@ CT_AVX512BF16 static void pack_pairs_avx512bf16(uint32_t *dst, int ldd, const fl
 
 const ct__attn_tiles ct__attn_tiles_avx512bf16 = {
     "attn_avx512bf16", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
-    mm_bf16_avx512bf16, pack_pairs_avx512bf16,
+    transpose32_avx512, mm_bf16_avx512bf16, pack_pairs_avx512bf16,
 };
 
 #endif

@@ -58,9 +58,9 @@ CT_AVX512 static void store_block(float *C, int ldc, int rows, int cols,
 
 #define A_TILE(h, t) (a->p[h] + (size_t)(t) * a->tile_stride)
 
-CT_AMX static void amx_micro(float *C, int ldc, int rows, int cols,
-                             const ct__a_view *a, const ct__bf16 *b,
-                             size_t b_stride, int nkt, float alpha, int acc)
+CT_AMX CT_ALIGN_LOOPS static void amx_micro(float *C, int ldc, int rows, int cols,
+                                            const ct__a_view *a, const ct__bf16 *b, size_t b_stride,
+                                            int nkt, float alpha, int acc)
 {
     const ct__bf16 *b0 = b, *b1 = b + b_stride;
     int nfull = a->tail[0] ? nkt - 1 : nkt;

@@ -178,8 +178,8 @@ CT_AVX512 static void pack_b(void *dst, const operand *b, int b16, int K, int N,
 
 /* C[rows, cols] (rows <= MR, cols <= NR) = alpha * strip . panel (+ C) over
  * kc values of k; the panel is fp32 [kc][NR]. */
-CT_AVX512 static void micro(float *C, int ldc, int rows, int cols, const float *a,
-                            const float *b, int kc, float alpha, int acc)
+CT_AVX512 CT_ALIGN_LOOPS static void micro(float *C, int ldc, int rows, int cols, const float *a,
+                                           const float *b, int kc, float alpha, int acc)
 {
     __m512 c[MR][2];
     for (int i = 0; i < rows; i++) {

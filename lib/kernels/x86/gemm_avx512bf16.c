@@ -17,10 +17,9 @@ static inline const char *a_row(const ct__a_view *a, int r, int t)
 }
 
 /* acc[MR][NV] over k-tiles [t0, t1) for rows r0..r0+7; tail tile last. */
-CT_AVX512BF16 static void micro_8x48(float *C, int ldc, int rows, int cols,
-                                     const ct__a_view *a, int r0,
-                                     const ct__bf16 *b, size_t b_stride, int nkt,
-                                     float alpha, int acc)
+CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *C, int ldc, int rows, int cols,
+                                                    const ct__a_view *a, int r0, const ct__bf16 *b,
+                                                    size_t b_stride, int nkt, float alpha, int acc)
 {
     __m512 c[MR][NV];
     /* C's rows are far apart and were last touched a whole pass over C

@@ -7,33 +7,6 @@
 
 #include "kernels/x86/x86.h"
 
-/* 16x16 transpose of 32-bit elements held in r[0..15], in place. */
-CT_AVX512 static inline void transpose16x16(__m512i r[16])
-{
-    __m512i t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    /* u[4g+c], 128-bit lane L: rows 4g..4g+3 at column 4L+c */
-    for (int i = 0; i < 16; i += 4) {
-        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
-        __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-        __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
-        __m512i w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-        r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
-        r[8 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
-        r[4 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
-        r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
-    }
-}
-
 CT_AVX512 static inline __mmask16 mask16(int n)
 {
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
@@ -79,7 +52,7 @@ CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
     for (int c = 0; c < 16; c++)
         r[c] = c < nc ? _mm512_maskz_loadu_epi16(km, src + (size_t)(c0 + c) * ld + k0)
                       : _mm512_setzero_si512();
-    transpose16x16(r);
+    ct__transpose16x16(r);
     for (int p = 0; p < 16; p++)
         _mm512_store_si512(dst + p * 32, r[p]);
 }
@@ -124,7 +97,7 @@ CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
                     const ct__bf16 *a1 = k + 1 < K ? A + (size_t)(k + 1) * lda + r0 : NULL;
                     r[p] = interleave_rows(a0, a1, m);
                 }
-                transpose16x16(r);
+                ct__transpose16x16(r);
                 for (int q = 0; q < 16; q++)
                     _mm512_store_si512(tile + q * 32, r[q]);
             } else {

@@ -13,5 +13,37 @@
 #define CT_AMX \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2,avx512bf16,amx-tile,amx-bf16")))
 
+/* For a microkernel: its loops start on a 64-byte boundary. Where the hot
+ * loop of the AVX-512 GEMM fell across one by chance of link order, the
+ * same object code ran 3-7% slower (measured on an Emerald Rapids Xeon). */
+#define CT_ALIGN_LOOPS __attribute__((optimize("align-loops=64")))
+
+/* 16x16 transpose of 32-bit elements held in r[0..15], in place. */
+CT_AVX512 static inline void ct__transpose16x16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* u[4g+c], 128-bit lane L: rows 4g..4g+3 at column 4L+c */
+    for (int i = 0; i < 16; i += 4) {
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+        __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+        __m512i w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+        r[8 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
+        r[4 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+        r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
+    }
+}
+
 #endif
 #endif
