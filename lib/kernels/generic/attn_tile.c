@@ -113,8 +113,8 @@ void ct__attn_transpose32_generic(void *dst, int ldd, const void *src, int lds, 
 }
 
 const ct__attn_tiles ct__attn_tiles_generic = {
-    "attn_generic", mm_generic,    softmax_generic, probs_generic,
-    dsoftmax_generic, ct__attn_transpose32_generic, NULL, NULL,
+    "attn_generic", mm_generic, softmax_generic, probs_generic, dsoftmax_generic,
+    ct__attn_transpose32_generic, NULL, NULL,
 };
 
 const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa)

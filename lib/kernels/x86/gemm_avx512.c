@@ -75,31 +75,13 @@ CT_AVX512 static void tile16(__m512 out[16], const void *src, int bf16, size_t l
                              int cols)
 {
     size_t esz = bf16 ? 2 : 4;
-    __m512 r[16], t[16], u[16];
+    __m512i r[16];
     for (int i = 0; i < 16; i++)
-        r[i] = i < rows ? load16((const char *)src + i * ld * esz, bf16, cols)
-                        : _mm512_setzero_ps();
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4i + c], lane L: column 4L + c of rows 4i .. 4i+3 */
-    for (int i = 0; i < 4; i++) {
-        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512 v = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
-        __m512 w = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
-        __m512 x = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
-        __m512 y = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
-        out[c] = _mm512_shuffle_f32x4(v, x, 0x88);
-        out[4 + c] = _mm512_shuffle_f32x4(w, y, 0x88);
-        out[8 + c] = _mm512_shuffle_f32x4(v, x, 0xDD);
-        out[12 + c] = _mm512_shuffle_f32x4(w, y, 0xDD);
-    }
+        r[i] = _mm512_castps_si512(i < rows ? load16((const char *)src + i * ld * esz, bf16, cols)
+                                            : _mm512_setzero_ps());
+    ct__transpose16x16(r);
+    for (int c = 0; c < 16; c++)
+        out[c] = _mm512_castsi512_ps(r[c]);
 }
 
 /* One stored operand: element (r, c) of op(X) is at p[r*ld + c], or at
