@@ -48,15 +48,25 @@ static void build_tables(void)
 
 #if defined(__x86_64__)
     /* AVX2 + FMA: the products through OpenBLAS (its Haswell / Zen
-     * kernels), bf16 as fp32 products of bf16-rounded operands; GELU and
-     * the conversions vectorised, the rest of the element-wise work
-     * generic. */
+     * kernels), bf16 as fp32 products of bf16-rounded operands; the
+     * conversions and the element-wise work of a training step vectorised,
+     * the rarer kernels generic. */
     t = &tables[CT__ISA_AVX2];
     *t = tables[CT__ISA_GENERIC];
     t->f32_to_bf16 = ct__f32_to_bf16_avx2;
     t->bf16_to_f32 = ct__bf16_to_f32_avx2;
+    t->layernorm_forward = ct__layernorm_forward_avx2;
+    t->layernorm_backward_input = ct__layernorm_backward_input_avx2;
+    t->layernorm_backward_params = ct__layernorm_backward_params_avx2;
     t->gelu_forward = ct__gelu_forward_avx2;
     t->gelu_backward = ct__gelu_backward_avx2;
+    t->bias_add = ct__bias_add_avx2;
+    t->bias_backward = ct__bias_backward_avx2;
+    t->add_inplace = ct__add_inplace_avx2;
+    t->dropout_forward = ct__dropout_forward_avx2;
+    t->dropout_backward = ct__dropout_backward_avx2;
+    t->adamw_update = ct__adamw_update_avx2;
+    t->sum_squares = ct__sum_squares_avx2;
     t->gemm_bf16 = ct__gemm_bf16_blas;
     t->gemm_f32 = ct__gemm_f32_blas;
     t->packb_bytes = ct__packb_bytes_blas;

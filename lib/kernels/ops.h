@@ -157,9 +157,28 @@ void ct__adamw_update_generic(float *p, float *g, float *m, float *v, size_t n,
 double ct__sum_squares_generic(const float *x, size_t n);
 
 #if defined(__x86_64__)
-/* x86/ops_avx2.c: GELU within the AVX-512 versions' bounds. */
+/* x86/ops_avx2.c: within the AVX-512 versions' bounds, bit-identical with
+ * the generic where those are. */
+void ct__layernorm_forward_avx2(float *out, float *mean, float *rstd, const float *inp,
+                                const float *w, const float *b, int N, int C, float eps);
+void ct__layernorm_backward_input_avx2(float *dinp, const float *dout, const float *inp,
+                                       const float *w, const float *mean, const float *rstd,
+                                       int N, int C);
+void ct__layernorm_backward_params_avx2(float *dw, float *db, const float *dout,
+                                        const float *inp, const float *mean,
+                                        const float *rstd, int N, int width, int ld);
 void ct__gelu_forward_avx2(float *out, const float *inp, size_t n);
 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__bias_add_avx2(float *out, const float *b, int N, int C);
+void ct__bias_backward_avx2(float *db, const float *dout, int N, int width, int ld);
+void ct__add_inplace_avx2(float *out, const float *inp, size_t n);
+void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, float p, uint64_t key,
+                              size_t first);
+void ct__dropout_backward_avx2(float *dinp, const float *dout, size_t n, float p,
+                               uint64_t key, size_t first);
+void ct__adamw_update_avx2(float *p, float *g, float *m, float *v, size_t n,
+                           const ct__adamw_hyper *h);
+double ct__sum_squares_avx2(const float *x, size_t n);
 
 /* x86/ops_avx512.c. Bit-identical with the generic: relu, bias_add,
  * bias_backward, add_inplace, dropout, layernorm_backward_params,

@@ -1,12 +1,15 @@
-/* AVX2 + FMA versions of the element-wise kernels of ops.h that the libm
- * calls of the generic ones make slow: GELU (erf form) forward and
- * backward. The others stay generic at that level. Same transcendentals
- * as the AVX-512 versions (ops_avx512.c), 8 lanes at a time. */
+/* AVX2 + FMA versions of the element-wise kernels of ops.h that a training
+ * step spends its time in: GELU (erf form), LayerNorm, bias and residual,
+ * dropout, AdamW and the gradient norm. The same operations as the AVX-512
+ * versions (ops_avx512.c), 8 lanes at a time, with the same distance from
+ * the generic oracle (bit-identical where those are); the rarer kernels
+ * (tanh GELU, softmax, cross-entropy) stay generic at this level. */
 #include "kernels/ops.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/x86/exp_avx2.h"
 #include "kernels/x86/x86.h"
@@ -14,6 +17,15 @@
 CT_AVX2 static inline __m256 splat(float x)
 {
     return _mm256_set1_ps(x);
+}
+
+/* An empty asm the compiler cannot see through: keeps a product from being
+ * contracted with the add that follows into an FMA, so sums round as the
+ * generic code's do. */
+CT_AVX2 static inline __m256 rounded(__m256 x)
+{
+    __asm__("" : "+x"(x));
+    return x;
 }
 
 /* Lanes [0, left) of 8. Tails go through the same vector code as full
@@ -99,5 +111,301 @@ CT_AVX2 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float 
         __m256 d = _mm256_fmadd_ps(x, pdf, cdf);
         _mm256_maskstore_ps(dinp + i, k, _mm256_mul_ps(_mm256_maskload_ps(dout + i, k), d));
     }
+}
+
+/* ---- LayerNorm ----------------------------------------------------------------
+ * As ct__layernorm_*_avx512, whose comments give the bounds tests hold
+ * these to: row sums in double (in another order than the generic's), the
+ * generic's float operations unfused. */
+
+/* 8 floats widened and added into two 4-double accumulators. */
+CT_AVX2 static inline void sum_pd(__m256d *lo, __m256d *hi, __m256 x)
+{
+    *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+}
+
+CT_AVX2 static inline double reduce_pd(__m256d lo, __m256d hi)
+{
+    __m256d s = _mm256_add_pd(lo, hi);
+    __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+}
+
+CT_AVX2 void ct__layernorm_forward_avx2(float *out, float *mean, float *rstd, const float *inp,
+                                        const float *w, const float *b, int N, int C, float eps)
+{
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C;
+        float *y = out + (size_t)i * C;
+        __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+        for (int c = 0; c < C; c += 8)
+            sum_pd(&lo, &hi, _mm256_maskload_ps(x + c, lanes((size_t)(C - c))));
+        double m = reduce_pd(lo, hi) / C;
+        __m256d vm = _mm256_set1_pd(m);
+        lo = _mm256_setzero_pd();
+        hi = _mm256_setzero_pd();
+        for (int c = 0; c < C; c += 8) {
+            __m256i k = lanes((size_t)(C - c));
+            __m256 xv = _mm256_maskload_ps(x + c, k);
+            /* masked lanes must add 0, not (0 - m)^2 */
+            __m256d k0 = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(k)));
+            __m256d k1 = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1)));
+            __m256d d0 = _mm256_and_pd(k0, _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xv)), vm));
+            __m256d d1 = _mm256_and_pd(k1, _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1)), vm));
+            lo = _mm256_fmadd_pd(d0, d0, lo);
+            hi = _mm256_fmadd_pd(d1, d1, hi);
+        }
+        double v = reduce_pd(lo, hi) / C;
+        float s = (float)(1.0 / sqrt(v + eps));
+        __m256 vs = splat(s);
+        for (int c = 0; c < C; c += 8) {
+            __m256i k = lanes((size_t)(C - c));
+            __m256 xv = _mm256_maskload_ps(x + c, k);
+            __m128 d0 = _mm256_cvtpd_ps(_mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xv)), vm));
+            __m128 d1 = _mm256_cvtpd_ps(_mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1)), vm));
+            __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d0), d1, 1);
+            __m256 yv = rounded(_mm256_mul_ps(_mm256_mul_ps(d, vs), _mm256_maskload_ps(w + c, k)));
+            _mm256_maskstore_ps(y + c, k, _mm256_add_ps(yv, _mm256_maskload_ps(b + c, k)));
+        }
+        mean[i] = (float)m;
+        rstd[i] = s;
+    }
+}
+
+CT_AVX2 void ct__layernorm_backward_input_avx2(float *dinp, const float *dout, const float *inp,
+                                               const float *w, const float *mean,
+                                               const float *rstd, int N, int C)
+{
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float *dx = dinp + (size_t)i * C;
+        __m256 vm = splat(mean[i]), vs = splat(rstd[i]);
+        __m256d g0 = _mm256_setzero_pd(), g1 = _mm256_setzero_pd();
+        __m256d gx0 = _mm256_setzero_pd(), gx1 = _mm256_setzero_pd();
+        for (int c = 0; c < C; c += 8) {
+            __m256i k = lanes((size_t)(C - c));
+            /* masked lanes load 0, so g and g xhat are 0 there */
+            __m256 g = _mm256_mul_ps(_mm256_maskload_ps(dy + c, k), _mm256_maskload_ps(w + c, k));
+            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + c, k), vm), vs);
+            sum_pd(&g0, &g1, g);
+            sum_pd(&gx0, &gx1, _mm256_and_ps(_mm256_castsi256_ps(k), _mm256_mul_ps(g, xh)));
+        }
+        __m256 vmg = splat((float)(reduce_pd(g0, g1) / C));
+        __m256 vmgx = splat((float)(reduce_pd(gx0, gx1) / C));
+        for (int c = 0; c < C; c += 8) {
+            __m256i k = lanes((size_t)(C - c));
+            __m256 g = rounded(_mm256_mul_ps(_mm256_maskload_ps(dy + c, k),
+                                             _mm256_maskload_ps(w + c, k)));
+            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + c, k), vm), vs);
+            __m256 t = _mm256_sub_ps(_mm256_sub_ps(g, vmg), rounded(_mm256_mul_ps(xh, vmgx)));
+            _mm256_maskstore_ps(dx + c, k, _mm256_mul_ps(vs, t));
+        }
+    }
+}
+
+/* 32 columns in registers while the rows stream past, then 8 at a time with
+ * a masked tail; each column adds its rows in row order with the generic's
+ * operations: bit-identical. */
+CT_AVX2 void ct__layernorm_backward_params_avx2(float *dw, float *db, const float *dout,
+                                                const float *inp, const float *mean,
+                                                const float *rstd, int N, int width, int ld)
+{
+    int c = 0;
+    for (; c + 32 <= width; c += 32) {
+        __m256 wv[4], bv[4];
+        for (int j = 0; j < 4; j++) {
+            wv[j] = _mm256_loadu_ps(dw + c + 8 * j);
+            bv[j] = _mm256_loadu_ps(db + c + 8 * j);
+        }
+        for (int i = 0; i < N; i++) {
+            const float *x = inp + (size_t)i * ld + c, *dy = dout + (size_t)i * ld + c;
+            __m256 vm = splat(mean[i]), vs = splat(rstd[i]);
+            for (int j = 0; j < 4; j++) {
+                __m256 y = _mm256_loadu_ps(dy + 8 * j);
+                __m256 h = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * j), vm), vs);
+                wv[j] = _mm256_add_ps(wv[j], rounded(_mm256_mul_ps(y, h)));
+                bv[j] = _mm256_add_ps(bv[j], y);
+            }
+        }
+        for (int j = 0; j < 4; j++) {
+            _mm256_storeu_ps(dw + c + 8 * j, wv[j]);
+            _mm256_storeu_ps(db + c + 8 * j, bv[j]);
+        }
+    }
+    for (; c < width; c += 8) {
+        __m256i k = lanes((size_t)(width - c));
+        __m256 wv = _mm256_maskload_ps(dw + c, k), bv = _mm256_maskload_ps(db + c, k);
+        for (int i = 0; i < N; i++) {
+            const float *x = inp + (size_t)i * ld + c, *dy = dout + (size_t)i * ld + c;
+            __m256 y = _mm256_maskload_ps(dy, k);
+            __m256 h = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x, k), splat(mean[i])),
+                                     splat(rstd[i]));
+            wv = _mm256_add_ps(wv, rounded(_mm256_mul_ps(y, h)));
+            bv = _mm256_add_ps(bv, y);
+        }
+        _mm256_maskstore_ps(dw + c, k, wv);
+        _mm256_maskstore_ps(db + c, k, bv);
+    }
+}
+
+/* ---- bias and residual (bit-identical: one add per element) ------------------- */
+
+CT_AVX2 void ct__bias_add_avx2(float *out, const float *b, int N, int C)
+{
+    for (int i = 0; i < N; i++) {
+        float *y = out + (size_t)i * C;
+        for (int c = 0; c < C; c += 8) {
+            __m256i k = lanes((size_t)(C - c));
+            _mm256_maskstore_ps(y + c, k, _mm256_add_ps(_mm256_maskload_ps(y + c, k),
+                                                        _mm256_maskload_ps(b + c, k)));
+        }
+    }
+}
+
+/* 64 columns in registers, rows streaming past, each column summed in row
+ * order as the generic sums it. */
+CT_AVX2 void ct__bias_backward_avx2(float *db, const float *dout, int N, int width, int ld)
+{
+    int c = 0;
+    for (; c + 64 <= width; c += 64) {
+        __m256 s[8];
+        for (int j = 0; j < 8; j++)
+            s[j] = _mm256_loadu_ps(db + c + 8 * j);
+        for (int i = 0; i < N; i++) {
+            const float *d = dout + (size_t)i * ld + c;
+            for (int j = 0; j < 8; j++)
+                s[j] = _mm256_add_ps(s[j], _mm256_loadu_ps(d + 8 * j));
+        }
+        for (int j = 0; j < 8; j++)
+            _mm256_storeu_ps(db + c + 8 * j, s[j]);
+    }
+    for (; c < width; c += 8) {
+        __m256i k = lanes((size_t)(width - c));
+        __m256 s = _mm256_maskload_ps(db + c, k);
+        for (int i = 0; i < N; i++)
+            s = _mm256_add_ps(s, _mm256_maskload_ps(dout + (size_t)i * ld + c, k));
+        _mm256_maskstore_ps(db + c, k, s);
+    }
+}
+
+CT_AVX2 void ct__add_inplace_avx2(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i k = lanes(n - i);
+        _mm256_maskstore_ps(out + i, k, _mm256_add_ps(_mm256_maskload_ps(out + i, k),
+                                                      _mm256_maskload_ps(inp + i, k)));
+    }
+}
+
+/* ---- dropout ------------------------------------------------------------------------ */
+
+/* a * c mod 2^64 on 4 lanes, from 32 x 32 -> 64-bit products (AVX2 has no
+ * 64-bit multiply): lo(a) lo(c) + (hi(a) lo(c) + lo(a) hi(c)) 2^32. */
+CT_AVX2 static inline __m256i mul64(__m256i a, uint64_t c)
+{
+    const __m256i c_lo = _mm256_set1_epi64x((long long)(c & 0xffffffffu));
+    const __m256i c_hi = _mm256_set1_epi64x((long long)(c >> 32));
+    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo),
+                                     _mm256_mul_epu32(a, c_hi));
+    return _mm256_add_epi64(_mm256_mul_epu32(a, c_lo), _mm256_slli_epi64(cross, 32));
+}
+
+/* SplitMix64's finaliser on 4 lanes, the generic's mix64. */
+CT_AVX2 static inline __m256i mix64x4(__m256i z)
+{
+    z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xbf58476d1ce4e5b9ull);
+    z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94d049bb133111ebull);
+    return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+/* Bit-identical with the generic: element i is dropped when the top 24 bits
+ * of mix64(key + i * golden) are below p * 2^24 (compared as signed 64-bit
+ * integers, exact for values below 2^24), kept ones are multiplied by the
+ * same float scale. */
+CT_AVX2 void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, float p,
+                                      uint64_t key, size_t first)
+{
+    const uint64_t golden = 0x9e3779b97f4a7c15ull;
+    uint32_t threshold = (uint32_t)(p * 16777216.0f);
+    __m256 vscale = splat(1.0f / (1.0f - p));
+    uint64_t h0[8];
+    for (int j = 0; j < 8; j++)
+        h0[j] = key + (uint64_t)(first + (size_t)j) * golden;
+    __m256i lo = _mm256_loadu_si256((const __m256i *)h0);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(h0 + 4));
+    const __m256i step = _mm256_set1_epi64x((long long)(8 * golden));
+    const __m256i thr = _mm256_set1_epi64x(threshold);
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i k = lanes(n - i);
+        /* 64-bit lane j keeps when thr > draw is false; its low and high
+         * halves' masks are the same, so packing the low halves gives the
+         * 32-bit lanes in order */
+        __m256i drop_lo = _mm256_cmpgt_epi64(thr, _mm256_srli_epi64(mix64x4(lo), 40));
+        __m256i drop_hi = _mm256_cmpgt_epi64(thr, _mm256_srli_epi64(mix64x4(hi), 40));
+        __m256i drop = _mm256_permutevar8x32_epi32(
+            _mm256_blend_epi32(drop_lo, _mm256_slli_epi64(drop_hi, 32), 0xaa),
+            _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(inp + i, k), vscale);
+        _mm256_maskstore_ps(out + i, k, _mm256_andnot_ps(_mm256_castsi256_ps(drop), x));
+        lo = _mm256_add_epi64(lo, step);
+        hi = _mm256_add_epi64(hi, step);
+    }
+}
+
+CT_AVX2 void ct__dropout_backward_avx2(float *dinp, const float *dout, size_t n, float p,
+                                       uint64_t key, size_t first)
+{
+    ct__dropout_forward_avx2(dinp, dout, n, p, key, first); /* same mask, same scale */
+}
+
+/* ---- the optimizer (bit-identical) -------------------------------------------------- */
+
+/* Each product that meets an add goes through rounded(), so no FMA forms
+ * and every operation rounds as the generic's does. */
+CT_AVX2 void ct__adamw_update_avx2(float *p, float *g, float *m, float *v, size_t n,
+                                   const ct__adamw_hyper *h)
+{
+    __m256 clip = splat(h->clip), decay = splat(h->decay), b1 = splat(h->beta1);
+    __m256 omb1 = splat(h->one_minus_beta1), b2 = splat(h->beta2);
+    __m256 omb2 = splat(h->one_minus_beta2), bc2 = splat(h->bc2_sqrt), eps = splat(h->eps);
+    __m256 step = splat(h->step_size);
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i k = lanes(n - i);
+        __m256 gi = _mm256_mul_ps(_mm256_maskload_ps(g + i, k), clip);
+        __m256 pi = rounded(_mm256_mul_ps(_mm256_maskload_ps(p + i, k), decay));
+        __m256 mi = _mm256_add_ps(rounded(_mm256_mul_ps(_mm256_maskload_ps(m + i, k), b1)),
+                                  rounded(_mm256_mul_ps(omb1, gi)));
+        __m256 vi = _mm256_add_ps(rounded(_mm256_mul_ps(_mm256_maskload_ps(v + i, k), b2)),
+                                  rounded(_mm256_mul_ps(_mm256_mul_ps(omb2, gi), gi)));
+        __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
+        __m256 upd = rounded(_mm256_mul_ps(step, _mm256_div_ps(mi, denom)));
+        _mm256_maskstore_ps(p + i, k, _mm256_add_ps(pi, upd));
+        _mm256_maskstore_ps(m + i, k, mi);
+        _mm256_maskstore_ps(v + i, k, vi);
+        _mm256_maskstore_ps(g + i, k, _mm256_setzero_ps());
+    }
+}
+
+/* The generic's 32 running sums (element i into sum i % 32) as eight
+ * 4-double vectors, combined in its order: bit-identical. A float's square
+ * is exact in double, so the FMA rounds as the generic's add does. */
+CT_AVX2 double ct__sum_squares_avx2(const float *x, size_t n)
+{
+    __m256d s[8];
+    double t[8];
+    for (int a = 0; a < 8; a++)
+        s[a] = _mm256_setzero_pd();
+    for (size_t i = 0; i < n; i += 32)
+        for (int a = 0; a < 8; a++) {
+            size_t at = i + 4 * (size_t)a;
+            __m128i k = at < n ? _mm256_castsi256_si128(lanes(n - at)) : _mm_setzero_si128();
+            __m256d d = _mm256_cvtps_pd(_mm_maskload_ps(x + at, k));
+            s[a] = _mm256_fmadd_pd(d, d, s[a]);
+        }
+    /* t[j] = (s[j] + s[j + 8]) + (s[j + 16] + s[j + 24]) */
+    _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(s[0], s[2]), _mm256_add_pd(s[4], s[6])));
+    _mm256_storeu_pd(t + 4, _mm256_add_pd(_mm256_add_pd(s[1], s[3]), _mm256_add_pd(s[5], s[7])));
+    return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
 #endif
