@@ -186,7 +186,8 @@ CT_API const char *ct_model_memory_category(size_t index);
  * its weights), *gbs the memory bandwidth of a stream over 256 MiB (read
  * plus write), best of a few runs each, on `threads` threads (0: as a model
  * would get, OMP_NUM_THREADS else the cores). Either output may be NULL.
- * Takes about a second. */
+ * Takes one to two seconds: each peak is the best of runs that together
+ * last half a second, so that a burst of other load cannot set it. */
 CT_API ct_status ct_kernel_peak(ct_precision precision, int threads, double *gflops,
                                 double *gbs);
 
