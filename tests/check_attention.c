@@ -409,6 +409,36 @@ START_TEST(finite_differences)
 }
 END_TEST
 
+/* Every level's transpose32 moves the generic's words, any bits (NaN
+ * payloads, bf16 pairs), over ragged edges, and writes nothing else. */
+START_TEST(transpose32_moves_bits_on_every_level)
+{
+    enum { MAXD = 37, LDS = MAXD + 3, LDD = MAXD + 5 };
+    const uint32_t untouched = 0x7fa5a5a5;
+    static uint32_t src[MAXD * LDS], want[MAXD * LDD], got[MAXD * LDD];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
+        x = x * 1664525u + 1013904223u; /* any 32 bits: NaNs, denormals, bf16 pairs */
+        src[i] = x;
+    }
+    for (int isa = CT__ISA_GENERIC + 1; isa < CT__ISA_COUNT; isa++) {
+        if (!ct__kernels_for((ct__isa)isa))
+            continue;
+        const ct__attn_tiles *t = ct__attn_tiles_for((ct__isa)isa);
+        for (int rows = 1; rows <= MAXD; rows += 3)
+            for (int cols = 1; cols <= MAXD; cols += 4) {
+                for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+                    want[i] = got[i] = untouched;
+                ct__attn_transpose32_generic(want, LDD, src, LDS, rows, cols);
+                t->transpose32(got, LDD, src, LDS, rows, cols);
+                for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+                    ck_assert_msg(got[i] == want[i], "%s transpose32 %dx%d: word %zu is %08x, "
+                                  "want %08x", t->name, rows, cols, i, got[i], want[i]);
+            }
+    }
+}
+END_TEST
+
 /* The levels above generic have their own tile kernels, and bf16 dot
  * products where the CPU has them: otherwise the tests above would only
  * ever see the fallback. */
@@ -471,6 +501,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, head_size_64_sharp_scores);
     tcase_add_test(tc, thread_count_invariant);
     tcase_add_test(tc, finite_differences);
+    tcase_add_test(tc, transpose32_moves_bits_on_every_level);
     tcase_add_test(tc, levels_use_their_kernels);
     tcase_add_test(tc, bad_arguments_and_empty_batch);
     suite_add_tcase(s, tc);

@@ -186,9 +186,52 @@ CT_AVX2 static void dsoftmax_avx2(float *dP, const float *P, const float *D, int
     }
 }
 
+/* 8x8 transpose of 32-bit words held in r[0..7], in place. */
+CT_AVX2 static INLINE void transpose8x8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* u[4g+c], 128-bit half h: rows 4g..4g+3 at column 4h+c */
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+/* Blocks of 8 x 8 words through registers, edges masked (the strided
+ * scalar copy cost as much as a product at AVX-512; see attn_avx512.c).
+ * Words move as floats: shuffles and masked moves keep every bit. */
+CT_AVX2 static void transpose32_avx2(void *dst, int ldd, const void *src, int lds, int rows,
+                                     int cols)
+{
+    for (int r0 = 0; r0 < rows; r0 += 8) {
+        int nr = rows - r0 < 8 ? rows - r0 : 8;
+        for (int c0 = 0; c0 < cols; c0 += 8) {
+            int nc = cols - c0 < 8 ? cols - c0 : 8;
+            __m256 x[8];
+            for (int i = 0; i < 8; i++)
+                x[i] = i < nr ? load((const float *)src + (size_t)(r0 + i) * lds + c0, nc == 8,
+                                     lanes(nc))
+                              : _mm256_setzero_ps();
+            transpose8x8(x);
+            for (int i = 0; i < nc; i++)
+                store((float *)dst + (size_t)(c0 + i) * ldd + r0, nr == 8, lanes(nr), x[i]);
+        }
+    }
+}
+
 const ct__attn_tiles ct__attn_tiles_avx2 = {
     "attn_avx2", mm_avx2, softmax_avx2, probs_avx2, dsoftmax_avx2,
-    ct__attn_transpose32_generic, NULL, NULL,
+    transpose32_avx2, NULL, NULL,
 };
 
 #endif
