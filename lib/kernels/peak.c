@@ -15,18 +15,18 @@
  * run takes under 50 ms. A peak is the best of the timed runs, and on a
  * shared host a few runs can all land in someone else's burst (seen: 94
  * GFLOP/s from 4 runs where 150 was the norm), so runs go on until they
- * have taken TIMED_S together: about a second per measure at any level
- * (the generic oracle's GEMM: its first runs alone). */
+ * have taken TIMED_S together, at least RUNS of them (the generic oracle's
+ * GEMM needs no more). */
 enum { M_MAX = 1024, N = 3072, K = 768, RUNS = 4, RUNS_MAX = 64 };
 #define RUN_S 0.05
 #define TIMED_S 0.5
+#define STREAM_BYTES ((size_t)256 << 20)
 
 /* Whether another run is wanted after run r, `spent` seconds timed so far. */
 static int more_runs(int r, double spent)
 {
     return r + 1 < RUNS || (spent < TIMED_S && r + 1 < RUNS_MAX);
 }
-#define STREAM_BYTES ((size_t)256 << 20)
 
 /* C = A W^T as the model multiplies activations by a packed weight. */
 static ct_status gemm_rate(const ct__kernels *k, ct_precision precision, ct__pool *pool,
