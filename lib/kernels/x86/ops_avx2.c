@@ -118,11 +118,14 @@ CT_AVX2 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float 
  * these to: row sums in double (in another order than the generic's), the
  * generic's float operations unfused. */
 
+/* Floats 0-3 (half 0) or 4-7 (half 1) of x, widened to double. */
+#define WIDEN_HALF(x, half) _mm256_cvtps_pd(_mm256_extractf128_ps((x), (half)))
+
 /* 8 floats widened and added into two 4-double accumulators. */
 CT_AVX2 static inline void sum_pd(__m256d *lo, __m256d *hi, __m256 x)
 {
-    *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-    *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+    *lo = _mm256_add_pd(*lo, WIDEN_HALF(x, 0));
+    *hi = _mm256_add_pd(*hi, WIDEN_HALF(x, 1));
 }
 
 CT_AVX2 static inline double reduce_pd(__m256d lo, __m256d hi)
@@ -151,8 +154,8 @@ CT_AVX2 void ct__layernorm_forward_avx2(float *out, float *mean, float *rstd, co
             /* masked lanes must add 0, not (0 - m)^2 */
             __m256d k0 = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(k)));
             __m256d k1 = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1)));
-            __m256d d0 = _mm256_and_pd(k0, _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xv)), vm));
-            __m256d d1 = _mm256_and_pd(k1, _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1)), vm));
+            __m256d d0 = _mm256_and_pd(k0, _mm256_sub_pd(WIDEN_HALF(xv, 0), vm));
+            __m256d d1 = _mm256_and_pd(k1, _mm256_sub_pd(WIDEN_HALF(xv, 1), vm));
             lo = _mm256_fmadd_pd(d0, d0, lo);
             hi = _mm256_fmadd_pd(d1, d1, hi);
         }
@@ -162,8 +165,8 @@ CT_AVX2 void ct__layernorm_forward_avx2(float *out, float *mean, float *rstd, co
         for (int c = 0; c < C; c += 8) {
             __m256i k = lanes((size_t)(C - c));
             __m256 xv = _mm256_maskload_ps(x + c, k);
-            __m128 d0 = _mm256_cvtpd_ps(_mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xv)), vm));
-            __m128 d1 = _mm256_cvtpd_ps(_mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1)), vm));
+            __m128 d0 = _mm256_cvtpd_ps(_mm256_sub_pd(WIDEN_HALF(xv, 0), vm));
+            __m128 d1 = _mm256_cvtpd_ps(_mm256_sub_pd(WIDEN_HALF(xv, 1), vm));
             __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d0), d1, 1);
             __m256 yv = rounded(_mm256_mul_ps(_mm256_mul_ps(d, vs), _mm256_maskload_ps(w + c, k)));
             _mm256_maskstore_ps(y + c, k, _mm256_add_ps(yv, _mm256_maskload_ps(b + c, k)));
@@ -408,4 +411,5 @@ CT_AVX2 double ct__sum_squares_avx2(const float *x, size_t n)
     _mm256_storeu_pd(t + 4, _mm256_add_pd(_mm256_add_pd(s[1], s[3]), _mm256_add_pd(s[5], s[7])));
     return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
+#undef WIDEN_HALF
 #endif
