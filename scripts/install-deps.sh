@@ -10,9 +10,10 @@ set -eu
 # and clang only recommends it, which --no-install-recommends skips.
 # python3-protobuf: parses the TensorBoard event files a run writes
 # (tests/python/test_tensorboard.py; TensorBoard itself is not in Debian).
+# python3-sklearn and python3-scipy: the references of tests/python/test_metrics.py.
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
-python3-numpy python3-torch python3-protobuf locales clang libclang-rt-14-dev"
+python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy locales clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

@@ -1277,6 +1277,116 @@ private:
     std::unique_ptr<state> state_;
 };
 
+// The metrics of run_glue.py and run_ner.py (ct_metric_*, ct_seqeval):
+// scikit-learn's, SciPy's and seqeval's definitions.
+namespace metrics {
+
+inline double accuracy(const std::vector<std::int32_t> &predictions,
+                       const std::vector<std::int32_t> &references) {
+    double out = 0;
+    if (predictions.size() != references.size())
+        throw error(CT_ERR_INVALID_ARG, "metrics::accuracy: predictions and references differ in size");
+    check(ct_metric_accuracy(predictions.data(), references.data(), predictions.size(), &out));
+    return out;
+}
+inline double f1(const std::vector<std::int32_t> &predictions,
+                 const std::vector<std::int32_t> &references, int num_labels = 2,
+                 ct_average average = CT_AVERAGE_BINARY) {
+    double out = 0;
+    if (predictions.size() != references.size())
+        throw error(CT_ERR_INVALID_ARG, "metrics::f1: predictions and references differ in size");
+    check(ct_metric_f1(predictions.data(), references.data(), predictions.size(), num_labels,
+                       average, &out));
+    return out;
+}
+inline double matthews(const std::vector<std::int32_t> &predictions,
+                       const std::vector<std::int32_t> &references, int num_labels) {
+    double out = 0;
+    if (predictions.size() != references.size())
+        throw error(CT_ERR_INVALID_ARG, "metrics::matthews: predictions and references differ in size");
+    check(ct_metric_matthews(predictions.data(), references.data(), predictions.size(),
+                             num_labels, &out));
+    return out;
+}
+// NaN when either side is constant.
+inline double pearson(const std::vector<double> &x, const std::vector<double> &y) {
+    double out = 0;
+    if (x.size() != y.size())
+        throw error(CT_ERR_INVALID_ARG, "metrics::pearson: x and y differ in size");
+    check(ct_metric_pearson(x.data(), y.data(), x.size(), &out));
+    return out;
+}
+inline double spearman(const std::vector<double> &x, const std::vector<double> &y) {
+    double out = 0;
+    if (x.size() != y.size())
+        throw error(CT_ERR_INVALID_ARG, "metrics::spearman: x and y differ in size");
+    check(ct_metric_spearman(x.data(), y.data(), x.size(), &out));
+    return out;
+}
+
+struct entity_scores {
+    double precision = 0, recall = 0, f1 = 0;
+    std::int64_t number = 0;  // entities of the type in the references
+};
+
+// Entity-level scores over sentences of tag ids into `tags` (id2label).
+class seqeval {
+public:
+    explicit seqeval(const std::vector<std::string> &tags,
+                     ct_seqeval_mode mode = CT_SEQEVAL_DEFAULT) {
+        std::vector<const char *> names;
+        for (const auto &t : tags)
+            names.push_back(t.c_str());
+        check(ct_seqeval_create(names.data(), names.size(), mode, &s_));
+    }
+    seqeval(const seqeval &) = delete;
+    seqeval &operator=(const seqeval &) = delete;
+    seqeval(seqeval &&other) noexcept : s_(other.s_) { other.s_ = nullptr; }
+    seqeval &operator=(seqeval &&other) noexcept {
+        std::swap(s_, other.s_);
+        return *this;
+    }
+    ~seqeval() { ct_seqeval_free(s_); }
+
+    // One sentence; positions whose reference is -100 are skipped.
+    void add(const std::vector<std::int32_t> &predictions,
+             const std::vector<std::int32_t> &references) {
+        if (predictions.size() != references.size())
+            throw error(CT_ERR_INVALID_ARG, "seqeval::add: predictions and references differ in size");
+        check(ct_seqeval_add(live(), predictions.data(), references.data(), predictions.size()));
+    }
+    // Micro-averaged over every entity; accuracy over the tokens.
+    entity_scores overall(double *accuracy = nullptr) const {
+        entity_scores out;
+        check(ct_seqeval_overall(live(), &out.precision, &out.recall, &out.f1, accuracy));
+        for (std::size_t i = 0; i < ct_seqeval_type_count(live()); i++)
+            out.number += by_type(i).second.number;
+        return out;
+    }
+    // The types seen, sorted by name, with their scores.
+    std::vector<std::pair<std::string, entity_scores> > types() const {
+        std::vector<std::pair<std::string, entity_scores> > out;
+        for (std::size_t i = 0; i < ct_seqeval_type_count(live()); i++)
+            out.push_back(by_type(i));
+        return out;
+    }
+
+private:
+    std::pair<std::string, entity_scores> by_type(std::size_t i) const {
+        entity_scores e;
+        check(ct_seqeval_type_scores(live(), i, &e.precision, &e.recall, &e.f1, &e.number));
+        return {ct_seqeval_type_name(live(), i), e};
+    }
+    ct_seqeval *live() const {
+        if (!s_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::metrics::seqeval (moved from)");
+        return s_;
+    }
+    ct_seqeval *s_ = nullptr;
+};
+
+} // namespace metrics
+
 // The workflow of an example script around the trainer (ct_workflow): the
 // job and log levels, output_dir held with run_qa.py's rule, results files,
 // the model card, progress bars. Borrows its training_args, which must

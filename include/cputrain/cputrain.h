@@ -13,6 +13,7 @@
 #include "tokenizer.h" /* before train.h, which names ct_tokenizer */
 #include "train.h"
 #include "squad.h"
+#include "metrics.h"
 #include "qa.h"
 #include "workflow.h"
 #undef CT_INSIDE_CPUTRAIN_H

@@ -910,6 +910,28 @@ static void test_model_load_head() {
     remove_tree(dir);
 }
 
+static void test_metrics() {
+    using namespace cputrain::metrics;
+    const std::vector<std::int32_t> pred = {1, 0, 1, 1, 0, 0}, ref = {1, 0, 0, 1, 1, 0};
+    CHECK(accuracy(pred, ref) == 4.0 / 6);
+    CHECK(f1(pred, ref) == 2.0 / 3);  // tp 2, fp 1, fn 1
+    CHECK(std::fabs(matthews(pred, ref, 2) - 1.0 / 3) < 1e-15);
+    CHECK(std::fabs(spearman({1, 2, 3}, {10, 30, 20}) - 0.5) < 1e-15);
+    CHECK(std::isnan(pearson({1, 1}, {1, 2})));
+    EXPECT_ERROR(f1({0, 3}, {0, 1}), CT_ERR_INVALID_ARG, "predictions[1] = 3");
+    EXPECT_ERROR(accuracy({0}, {0, 1}), CT_ERR_INVALID_ARG, "differ in size");
+
+    seqeval s({"O", "B-PER", "I-PER", "B-LOC"});
+    s.add({1, 2, 0, 3}, {1, 2, 0, 1});  // PER right, LOC predicted where a PER is
+    double acc = 0;
+    entity_scores all = s.overall(&acc);
+    CHECK(all.precision == 0.5 && all.recall == 0.5 && all.number == 2 && acc == 0.75);
+    auto types = s.types();
+    CHECK(types.size() == 2 && types[0].first == "LOC" && types[1].first == "PER");
+    CHECK(types[0].second.number == 0 && types[1].second.recall == 0.5);
+    EXPECT_ERROR(seqeval({"O", "X-PER"}), CT_ERR_INVALID_ARG, "\"X-PER\"");
+}
+
 int main() {
     test_errors();
     test_dist();
@@ -931,6 +953,7 @@ int main() {
     test_workflow();
     test_rendezvous();
     test_trainer_state();
+    test_metrics();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -31,6 +31,7 @@ from ._trainer_state import TrainerState
 from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
 from ._workflow import Workflow, dataset_file
 from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
+from . import metrics
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
 
