@@ -44,6 +44,11 @@ static ct_batch *make_batch(const ct_model *m)
         OK(ct_batch_set_labels(b, labels, B));
         break;
     case CT_TASK_MASKED_LM: OK(ct_batch_set_labels(b, labels, B * T)); break;
+    case CT_TASK_TOKEN_CLASSIFICATION:
+        for (int i = 0; i < B * T; i++)
+            labels[i] = i % 4 != 0 && mask[i] ? (int32_t)(i % NL) : -100;
+        OK(ct_batch_set_labels(b, labels, B * T));
+        break;
     }
     return b;
 }
@@ -59,7 +64,9 @@ START_TEST(parameter_counts)
         {"bert-base-uncased", CT_TASK_QUESTION_ANSWERING, 108893186},
         {"bert-base-uncased", CT_TASK_SEQUENCE_CLASSIFICATION, 109483778},
         {"bert-base-uncased", CT_TASK_MASKED_LM, 109514298},
+        {"bert-base-uncased", CT_TASK_TOKEN_CLASSIFICATION, 108893186},
         {"distilbert-base-uncased", CT_TASK_QUESTION_ANSWERING, 66364418},
+        {"distilbert-base-uncased", CT_TASK_TOKEN_CLASSIFICATION, 66364418},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ct_model *m;
@@ -165,6 +172,8 @@ START_TEST(gradients_bert_cls) { check_gradients("bert-test", CT_TASK_SEQUENCE_C
 END_TEST
 START_TEST(gradients_bert_mlm) { check_gradients("bert-test", CT_TASK_MASKED_LM); }
 END_TEST
+START_TEST(gradients_bert_token) { check_gradients("bert-test", CT_TASK_TOKEN_CLASSIFICATION); }
+END_TEST
 START_TEST(gradients_distilbert_qa)
 {
     check_gradients("distilbert-test", CT_TASK_QUESTION_ANSWERING);
@@ -178,6 +187,12 @@ END_TEST
 START_TEST(gradients_distilbert_mlm)
 {
     check_gradients("distilbert-test", CT_TASK_MASKED_LM);
+}
+END_TEST
+
+START_TEST(gradients_distilbert_token)
+{
+    check_gradients("distilbert-test", CT_TASK_TOKEN_CLASSIFICATION);
 }
 END_TEST
 
@@ -663,6 +678,8 @@ Suite *model_suite(void)
     tcase_add_test(tc, gradients_distilbert_qa);
     tcase_add_test(tc, gradients_distilbert_cls);
     tcase_add_test(tc, gradients_distilbert_mlm);
+    tcase_add_test(tc, gradients_bert_token);
+    tcase_add_test(tc, gradients_distilbert_token);
     tcase_add_test(tc, bf16_close_to_fp32_and_logits_shape);
     tcase_add_test(tc, dropout_is_reproducible);
     tcase_add_test(tc, threads_do_not_change_results);

@@ -26,7 +26,7 @@ static int cmp_double(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm]\n"
+            "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm|ner]\n"
             "                      [--batch B] [--seq T] [--precision fp32|bf16]\n"
             "                      [--steps N] [--warmup W] [--threads N] [--eval] [--optimizer]\n"
             "                      [--gradient_checkpointing] [--profile]\n"
@@ -166,10 +166,17 @@ int main(int argc, char **argv)
         i++;
         if (strcmp(a, "--model") == 0)
             model_name = v;
-        else if (strcmp(a, "--task") == 0)
-            task = strcmp(v, "cls") == 0   ? CT_TASK_SEQUENCE_CLASSIFICATION
-                   : strcmp(v, "mlm") == 0 ? CT_TASK_MASKED_LM
-                                           : CT_TASK_QUESTION_ANSWERING;
+        else if (strcmp(a, "--task") == 0) {
+            static const char *const names[] = {"qa", "cls", "mlm", "ner"}; /* ct_task order */
+            int k = 0;
+            while (k < 4 && strcmp(v, names[k]) != 0)
+                k++;
+            if (k == 4) {
+                fprintf(stderr, "cputrain-bench: --task %s is not qa, cls, mlm or ner\n", v);
+                return 2;
+            }
+            task = (ct_task)k;
+        }
         else if (strcmp(a, "--batch") == 0)
             B = atoi(v);
         else if (strcmp(a, "--seq") == 0)
@@ -224,7 +231,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < B * T; i++) {
         ids[i] = 1 + rand() % (int)(V - 1);
         mask[i] = 1;
-        labels[i] = task == CT_TASK_MASKED_LM ? (rand() % 7 == 0 ? ids[i] : -100) : 0;
+        labels[i] = task == CT_TASK_MASKED_LM ? (rand() % 7 == 0 ? ids[i] : -100) : rand() % 2;
     }
     for (int b = 0; b < B; b++) {
         start[b] = rand() % T;
@@ -236,7 +243,8 @@ int main(int argc, char **argv)
         st = ct_batch_set_positions(batch, start, end);
     else
         st = ct_batch_set_labels(batch, labels,
-                                 task == CT_TASK_MASKED_LM ? (size_t)B * T : (size_t)B);
+                                 task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B
+                                                                          : (size_t)B * T);
     flops = forward_flops(m, B, T) * (eval ? 1.0 : 3.0);
 
     printf("kernels: %s\n", ct_kernel_isa());

@@ -1,5 +1,6 @@
 /* libcputrain public API: BERT and DistilBERT models (ct_model) with
- * question-answering, sequence-classification and masked-LM heads, batches
+ * question-answering, sequence-classification, masked-LM and
+ * token-classification heads, batches
  * of token ids (ct_batch), Hugging Face model folders in and out.
  * Included through <cputrain/cputrain.h>; do not include directly. */
 #ifndef CPUTRAIN_MODEL_H
@@ -20,7 +21,8 @@ typedef struct ct_batch ct_batch;
 typedef enum ct_task {
     CT_TASK_QUESTION_ANSWERING = 0,     /* BertForQuestionAnswering */
     CT_TASK_SEQUENCE_CLASSIFICATION = 1, /* BertForSequenceClassification */
-    CT_TASK_MASKED_LM = 2               /* BertForMaskedLM */
+    CT_TASK_MASKED_LM = 2,              /* BertForMaskedLM */
+    CT_TASK_TOKEN_CLASSIFICATION = 3    /* BertForTokenClassification */
 } ct_task;
 
 /* How matrix products are computed. BF16: bf16 inputs (rounded to nearest
@@ -59,7 +61,7 @@ CT_API ct_status ct_model_create(const char *config, ct_task task, uint64_t seed
 CT_API ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model **out);
 /* The head a model folder's config.json names in "architectures" (its
  * first entry): *ForQuestionAnswering, *ForSequenceClassification or
- * *ForMaskedLM of Bert or DistilBert — what Transformers' AutoModel picks
+ * *ForMaskedLM or *ForTokenClassification of Bert or DistilBert — what Transformers' AutoModel picks
  * from, so that loading a folder with ct_model_load(dir,
  * <this task>, ...) gives the head it was saved with. `path` is the folder
  * or the config.json itself. CT_ERR_NOT_FOUND when there is no
@@ -92,7 +94,7 @@ CT_API int ct_model_get_training(const ct_model *model);
 CT_API ct_status ct_model_set_gradient_checkpointing(ct_model *model, int enable);
 CT_API int ct_model_get_gradient_checkpointing(const ct_model *model);
 /* Label smoothing of the cross-entropy over `labels` (sequence
- * classification, masked LM), as Trainer's LabelSmoother with
+ * classification, masked LM, token classification), as Trainer's LabelSmoother with
  * label_smoothing_factor = epsilon in [0, 1): the loss of each counted label
  * is (1 - epsilon) * -log p[label] + epsilon * mean over the classes of
  * -log p, labels of -100 ignored. As in Trainer, question answering's
@@ -127,7 +129,9 @@ CT_API ct_status ct_model_forward_backward(ct_model *model, const ct_batch *batc
 CT_API ct_status ct_model_forward(ct_model *model, const ct_batch *batch, float *loss);
 /* The logits of the last forward pass, owned by the model until the next
  * pass: question answering [B, T, 2] (start, end), sequence classification
- * [B, num_labels], masked LM [B, T, vocab_size]. shape has room for 3. */
+ * [B, num_labels], masked LM [B, T, vocab_size], token classification
+ * [B, T, num_labels]; positions the attention mask excludes hold zeros
+ * (they are not computed). shape has room for 3. */
 CT_API ct_status ct_model_logits(const ct_model *model, const float **data, int *ndim,
                                  int64_t *shape);
 /* Set every gradient to zero (one memset over the flat buffer). */
@@ -207,7 +211,9 @@ CT_API ct_status ct_batch_set_inputs(ct_batch *batch, int batch_size, int seq_le
 CT_API ct_status ct_batch_set_positions(ct_batch *batch, const int32_t *start_positions,
                                         const int32_t *end_positions);
 /* Class ids [batch_size] (sequence classification) or token ids
- * [batch_size * seq_len] (masked LM, -100 = not predicted); n is the count. */
+ * [batch_size * seq_len] (masked LM, token classification: -100 = not
+ * scored, as every position the attention mask excludes must be); n is the
+ * count. */
 CT_API ct_status ct_batch_set_labels(ct_batch *batch, const int32_t *labels, size_t n);
 /* Regression targets [batch_size] (sequence classification, num_labels 1). */
 CT_API ct_status ct_batch_set_float_labels(ct_batch *batch, const float *labels, size_t n);

@@ -27,7 +27,8 @@ CT_API ct_status ct_dataset_create(ct_task task, int seq_len, ct_dataset **out);
 CT_API void ct_dataset_free(ct_dataset *dataset);
 /* Append one example: seq_len ids (token_type_ids NULL = 0, attention_mask
  * NULL = 1) and its labels: question answering {start, end}; sequence
- * classification {label}; masked LM seq_len labels (-100 = not predicted). */
+ * classification {label}; masked LM and token classification seq_len
+ * labels (-100 = not scored). */
 CT_API ct_status ct_dataset_add(ct_dataset *dataset, const int32_t *input_ids,
                                 const int32_t *token_type_ids, const int32_t *attention_mask,
                                 const int32_t *labels, size_t n_labels);
@@ -37,7 +38,8 @@ CT_API int ct_dataset_seq_len(const ct_dataset *dataset);
 CT_API ct_status ct_dataset_fill_batch(const ct_dataset *dataset, const int64_t *indices,
                                        int n, ct_batch *batch);
 /* Labels per example, as ct_dataset_add takes them: 2 (question answering:
- * start, end), 1 (sequence classification), seq_len (masked LM); 0 for NULL. */
+ * start, end), 1 (sequence classification), seq_len (masked LM, token
+ * classification); 0 for NULL. */
 CT_API size_t ct_dataset_labels_per_example(const ct_dataset *dataset);
 /* Copy the labels of examples [first, first + count) into `labels`, which
  * has room for count * ct_dataset_labels_per_example values (what
@@ -166,7 +168,8 @@ CT_API ct_status ct_trainer_evaluate_loss(ct_trainer *trainer, const ct_dataset 
                                           double *loss);
 /* The logits of the model for every example of `dataset`, in order, as
  * Trainer.predict() returns them: question answering [n, seq_len, 2]
- * (start, end), sequence classification [n, num_labels], masked LM
+ * (start, end), sequence classification [n, num_labels], token
+ * classification [n, seq_len, num_labels], masked LM
  * [n, seq_len, vocab_size]. Computed in eval mode (no dropout; the model's
  * mode is restored after), per_device_eval_batch_size examples at a time;
  * with a ct_dist every rank computes one block and all receive the whole.

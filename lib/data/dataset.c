@@ -12,8 +12,7 @@ ct_status ct_dataset_create(ct_task task, int seq_len, ct_dataset **out)
     ct_dataset *d;
     CT__CHECK_ARG(out);
     *out = NULL;
-    if (task != CT_TASK_QUESTION_ANSWERING && task != CT_TASK_SEQUENCE_CLASSIFICATION &&
-        task != CT_TASK_MASKED_LM)
+    if ((unsigned)task > CT_TASK_TOKEN_CLASSIFICATION)
         return ct__error(CT_ERR_INVALID_ARG, "task %d is not a ct_task", (int)task);
     if (seq_len < 1 || seq_len > (1 << 20))
         return ct__error(CT_ERR_INVALID_ARG, "seq_len %d is outside [1, 2^20]", seq_len);
@@ -21,6 +20,7 @@ ct_status ct_dataset_create(ct_task task, int seq_len, ct_dataset **out)
         return ct__error(CT_ERR_NOMEM, "out of memory creating a dataset");
     d->task = task;
     d->T = seq_len;
+    /* masked LM and token classification: one label per token */
     d->n_labels = task == CT_TASK_QUESTION_ANSWERING        ? 2
                   : task == CT_TASK_SEQUENCE_CLASSIFICATION ? 1
                                                             : (size_t)seq_len;

@@ -27,7 +27,8 @@ static size_t head_outputs(const ct_model *m)
 {
     switch (m->task) {
     case CT_TASK_QUESTION_ANSWERING: return 2;
-    case CT_TASK_SEQUENCE_CLASSIFICATION: return (size_t)m->cfg.num_labels;
+    case CT_TASK_SEQUENCE_CLASSIFICATION:
+    case CT_TASK_TOKEN_CLASSIFICATION: return (size_t)m->cfg.num_labels;
     default: return (size_t)m->cfg.vocab_size;
     }
 }

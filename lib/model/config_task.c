@@ -12,8 +12,9 @@
 ct_status ct_model_config_task(const char *path, ct_task *out)
 {
     static const ct__arch archs[2] = {CT__ARCH_BERT, CT__ARCH_DISTILBERT};
-    static const ct_task tasks[3] = {CT_TASK_QUESTION_ANSWERING,
-                                     CT_TASK_SEQUENCE_CLASSIFICATION, CT_TASK_MASKED_LM};
+    static const ct_task tasks[4] = {CT_TASK_QUESTION_ANSWERING,
+                                     CT_TASK_SEQUENCE_CLASSIFICATION, CT_TASK_MASKED_LM,
+                                     CT_TASK_TOKEN_CLASSIFICATION};
     char *file;
     ct__json_doc *doc = NULL;
     const ct__json *root, *list, *name;
@@ -38,7 +39,7 @@ ct_status ct_model_config_task(const char *path, ct_task *out)
     }
     name = &list->items[0];
     for (int a = 0; a < 2; a++)
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             if (strcmp(name->str, ct__architecture_name(archs[a], tasks[k])) == 0) {
                 *out = tasks[k];
                 st = CT_OK;
@@ -46,7 +47,8 @@ ct_status ct_model_config_task(const char *path, ct_task *out)
             }
     st = ct__error(CT_ERR_UNSUPPORTED,
                    "%s: architecture \"%s\" has no head this library trains (Bert or DistilBert "
-                   "ForQuestionAnswering, ForSequenceClassification, ForMaskedLM); give the "
+                   "ForQuestionAnswering, ForSequenceClassification, ForMaskedLM, "
+                   "ForTokenClassification); give the "
                    "task explicitly", file, name->str);
 done:
     ct__json_free(doc);

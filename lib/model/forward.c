@@ -401,6 +401,17 @@ static float classifier_dropout(const ct_model *m)
     return m->cfg.arch == CT__ARCH_BERT ? m->cfg.head_dropout : m->cfg.seq_classif_dropout;
 }
 
+/* The dropout before a per-token linear head: DistilBERT's qa_dropout for
+ * question answering; for token classification BERT's classifier_dropout
+ * (else the hidden dropout) and DistilBERT's dropout, as Transformers'
+ * *ForTokenClassification take them. BERT's QA head has none. */
+static float token_head_dropout(const ct_model *m)
+{
+    if (m->task == CT_TASK_TOKEN_CLASSIFICATION)
+        return m->cfg.arch == CT__ARCH_BERT ? m->cfg.head_dropout : m->cfg.hidden_dropout;
+    return m->cfg.arch == CT__ARCH_DISTILBERT ? m->cfg.qa_dropout : 0.0f;
+}
+
 static ct_status head_fwd(pass *p)
 {
     ct_model *m = p->m;
@@ -413,21 +424,24 @@ static ct_status head_fwd(pass *p)
     ct_status st;
 
     switch (m->task) {
-    case CT_TASK_QUESTION_ANSWERING: {
+    case CT_TASK_QUESTION_ANSWERING:
+    case CT_TASK_TOKEN_CLASSIFICATION: { /* [optional dropout,] one linear per token */
         const float *in = xL;
         const ct__mm *inb = xLb;
-        if (m->cfg.arch == CT__ARCH_DISTILBERT && p->training && m->cfg.qa_dropout > 0) {
+        int outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
+        float drop = token_head_dropout(m);
+        if (p->training && drop > 0) {
             memcpy(a->head_in, xL, NC * sizeof *xL);
-            dropout(p, a->head_in, NC, m->cfg.qa_dropout, SITE_HEAD(p));
+            dropout(p, a->head_in, NC, drop, SITE_HEAD(p));
             to_bf16(p, a->head_in_b, a->head_in, NC);
             in = a->head_in;
             inb = a->head_in_b;
         }
-        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, N, C, 2);
+        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, N, C, outs);
         m->logits_ndim = 3;
         m->logits_shape[0] = B;
         m->logits_shape[1] = p->T;
-        m->logits_shape[2] = 2;
+        m->logits_shape[2] = outs;
         break;
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
@@ -554,10 +568,12 @@ static float head_loss_of(pass *p, float scale, float *dlogits)
         return (float)(sum / B);
     }
     {
-        /* Cross-entropy over classes or vocabulary; -100 is ignored. */
-        int cls = m->task == CT_TASK_SEQUENCE_CLASSIFICATION;
-        int rows = cls ? B : p->N, V = cls ? m->cfg.num_labels : m->cfg.vocab_size, count;
-        const int32_t *labels = cls ? b->labels : a->targets;
+        /* Cross-entropy over classes (per sequence or per token) or the
+         * vocabulary; -100 is ignored. */
+        int per_seq = m->task == CT_TASK_SEQUENCE_CLASSIFICATION, count;
+        int rows = per_seq ? B : p->N;
+        int V = m->task == CT_TASK_MASKED_LM ? m->cfg.vocab_size : m->cfg.num_labels;
+        const int32_t *labels = per_seq ? b->labels : a->targets;
         double sum =
             ct__p_cross_entropy_forward(p->pool, a->logits, labels, rows, V, -100, &count);
         if (dlogits)
@@ -594,12 +610,15 @@ static ct_status head_bwd(pass *p)
     ct_status st;
 
     switch (m->task) {
-    case CT_TASK_QUESTION_ANSWERING: {
-        int dropped = m->cfg.arch == CT__ARCH_DISTILBERT && p->training && m->cfg.qa_dropout > 0;
+    case CT_TASK_QUESTION_ANSWERING:
+    case CT_TASK_TOKEN_CLASSIFICATION: {
+        float drop = token_head_dropout(m);
+        int dropped = p->training && drop > 0;
+        int outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
         st = linear_bwd(p, a->dx, 0, a->dlogits, dropped ? a->head_in : xL,
-                        dropped ? a->head_in_b : xLb, w->out_w, w->out_b, N, C, 2);
+                        dropped ? a->head_in_b : xLb, w->out_w, w->out_b, N, C, outs);
         if (st == CT_OK && dropped)
-            dropout_back(p, a->dx, NC, m->cfg.qa_dropout, SITE_HEAD(p));
+            dropout_back(p, a->dx, NC, drop, SITE_HEAD(p));
         return st;
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
@@ -659,7 +678,7 @@ static int kept_rank(const ct_batch *b, int row, int t)
     return rank;
 }
 
-/* Labels must lie where tokens are computed: a QA position or an MLM label
+/* Labels must lie where tokens are computed: a QA position or a per-token label
  * the attention mask excludes has no logit to score. */
 static ct_status check_label_positions(const ct_model *m, const ct_batch *b)
 {
@@ -676,7 +695,7 @@ static ct_status check_label_positions(const ct_model *m, const ct_batch *b)
                                      "(padding has no logit to score)",
                                      names[which], r, (int)pos[which][r]);
             }
-    } else if (m->task == CT_TASK_MASKED_LM) {
+    } else if (m->task == CT_TASK_MASKED_LM || m->task == CT_TASK_TOKEN_CLASSIFICATION) {
         for (size_t i = 0; i < n; i++)
             if (!b->attention_mask[i] && b->labels[i] != -100)
                 return ct__error(CT_ERR_INVALID_ARG,
@@ -742,10 +761,14 @@ static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labe
                              c->num_labels == 1 ? " or ct_batch_set_float_labels" : "");
         return c->num_labels == 1 ? CT_OK : check_classes(b, c->num_labels);
     case CT_TASK_MASKED_LM:
+    case CT_TASK_TOKEN_CLASSIFICATION:
         if (!b->labels || b->n_labels != n)
-            return ct__error(CT_ERR_STATE, "masked LM needs %zu labels, one per token "
-                                           "(ct_batch_set_labels)", n);
-        if ((st = check_classes(b, c->vocab_size)) != CT_OK)
+            return ct__error(CT_ERR_STATE, "%s needs %zu labels, one per token "
+                                           "(ct_batch_set_labels)",
+                             m->task == CT_TASK_MASKED_LM ? "masked LM" : "token classification",
+                             n);
+        if ((st = check_classes(b, m->task == CT_TASK_MASKED_LM ? c->vocab_size
+                                                                 : c->num_labels)) != CT_OK)
             return st;
         break;
     }
@@ -776,7 +799,7 @@ static void pack_batch(ct__acts *a, const ct_model *m, const ct_batch *b, int la
                 int t = pos[which][r] < 0 ? 0 : pos[which][r];
                 a->targets[which * b->B + r] = t >= b->T ? -1 : kept_rank(b, r, t);
             }
-    } else if (m->task == CT_TASK_MASKED_LM) {
+    } else if (m->task != CT_TASK_SEQUENCE_CLASSIFICATION) { /* a label per token */
         for (int i = 0; i < n; i++)
             a->targets[i] = b->labels[a->tok[i]];
     }

@@ -264,8 +264,7 @@ ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model *
     CT__CHECK_ARG(out);
     *out = NULL;
     CT__CHECK_ARG(dir);
-    if (task != CT_TASK_QUESTION_ANSWERING && task != CT_TASK_SEQUENCE_CLASSIFICATION &&
-        task != CT_TASK_MASKED_LM)
+    if ((unsigned)task > CT_TASK_TOKEN_CLASSIFICATION)
         return ct__error(CT_ERR_INVALID_ARG, "task %d is not a ct_task", (int)task);
     snprintf(path, sizeof path, "%s/config.json", dir);
     if ((st = ct__config_load(path, &cfg)) != CT_OK)

@@ -142,6 +142,9 @@ ct_status ct__layout_build(ct_model *m)
         linear(&b, &w->pre_w, &w->pre_b, C, C, bert ? "bert.pooler.dense" : "pre_classifier");
         linear(&b, &w->out_w, &w->out_b, c->num_labels, C, "classifier");
         break;
+    case CT_TASK_TOKEN_CLASSIFICATION: /* no pooler: Transformers leaves it out */
+        linear(&b, &w->out_w, &w->out_b, c->num_labels, C, "classifier");
+        break;
     case CT_TASK_MASKED_LM:
         if (bert) {
             w->out_b = add(&b, 0, c->vocab_size, 0, "cls.predictions.bias");
@@ -165,10 +168,11 @@ ct_status ct__layout_build(ct_model *m)
 
 const char *ct__architecture_name(ct__arch arch, ct_task task)
 {
-    static const char *const names[2][3] = {
-        {"BertForQuestionAnswering", "BertForSequenceClassification", "BertForMaskedLM"},
+    static const char *const names[2][4] = {
+        {"BertForQuestionAnswering", "BertForSequenceClassification", "BertForMaskedLM",
+         "BertForTokenClassification"},
         {"DistilBertForQuestionAnswering", "DistilBertForSequenceClassification",
-         "DistilBertForMaskedLM"},
+         "DistilBertForMaskedLM", "DistilBertForTokenClassification"},
     };
     return names[arch == CT__ARCH_DISTILBERT][task];
 }

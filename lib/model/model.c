@@ -40,11 +40,11 @@ void ct__model_refresh_bf16(ct_model *m)
 
 static ct_status task_valid(ct_task task)
 {
-    if (task != CT_TASK_QUESTION_ANSWERING && task != CT_TASK_SEQUENCE_CLASSIFICATION &&
-        task != CT_TASK_MASKED_LM)
+    if ((unsigned)task > CT_TASK_TOKEN_CLASSIFICATION)
         return ct__error(CT_ERR_INVALID_ARG,
                          "task %d is not one of CT_TASK_QUESTION_ANSWERING (0), "
-                         "CT_TASK_SEQUENCE_CLASSIFICATION (1), CT_TASK_MASKED_LM (2)",
+                         "CT_TASK_SEQUENCE_CLASSIFICATION (1), CT_TASK_MASKED_LM (2), "
+                         "CT_TASK_TOKEN_CLASSIFICATION (3)",
                          (int)task);
     return CT_OK;
 }

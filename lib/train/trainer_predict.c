@@ -93,6 +93,11 @@ static ct_status predict_shape(const ct_trainer *t, const ct_dataset *d, int *nd
             return ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model has no num_labels");
         *ndim = 2, shape[1] = labels;
         break;
+    case CT_TASK_TOKEN_CLASSIFICATION:
+        if (ct_model_config_int(t->model, "num_labels", &labels) != CT_OK)
+            return ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model has no num_labels");
+        *ndim = 3, shape[1] = d->T, shape[2] = labels;
+        break;
     default:
         if (ct_model_config_int(t->model, "vocab_size", &vocab) != CT_OK)
             return ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model has no vocab_size");

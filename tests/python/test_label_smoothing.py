@@ -69,7 +69,7 @@ class LabelSmoothingTest(unittest.TestCase):
         with model:
             r = ref.load_pretrained(folder, task)[0]
             batch = ref.example_batch(r.config, batch_size=3, seq_len=12, seed=1, task=task)
-            if task == "masked-lm":
+            if task in ("masked-lm", "token-classification"):
                 batch["labels"][1, :] = -100  # a row with nothing to predict
             feed = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask",
                                           "labels")}
@@ -100,6 +100,9 @@ class LabelSmoothingTest(unittest.TestCase):
 
     def test_masked_lm(self):
         self.check("masked-lm")
+
+    def test_token_classification(self):
+        self.check("token-classification")
 
     def test_question_answering_is_not_smoothed(self):
         model = Model.create("bert-test", task="question-answering", seed=3)

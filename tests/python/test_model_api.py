@@ -297,7 +297,8 @@ class ComputeTest(unittest.TestCase):
     def test_logits_shapes(self):
         for config, task, shape in (("bert-test", "question-answering", (B, T, 2)),
                                     ("distilbert-test", "sequence-classification", (B, 2)),
-                                    ("bert-test", "masked-lm", (B, T, 128))):
+                                    ("bert-test", "masked-lm", (B, T, 128)),
+                                    ("distilbert-test", "token-classification", (B, T, 2))):
             with self.subTest(task=task), Model.create(config, task=task) as m:
                 with self.assertRaises(CputrainError) as cm:
                     m.logits()
@@ -434,6 +435,39 @@ class ComputeTest(unittest.TestCase):
             with self.assertRaises(CputrainError) as cm:
                 m.forward_backward(IDS)
             self.assertIn("sequence classification needs 2 labels", cm.exception.message)
+        with Model.create("bert-test", task="token-classification") as m:
+            self.assertGreater(m.forward_backward(IDS, TYPES, MASK, labels=[[-100, 1, 0, 1, 0, 1],
+                                                                           [-100] * T]), 0)
+            with self.assertRaises(CputrainError) as cm:
+                m.forward_backward(IDS, labels=[1, 0])
+            self.assertIn("token classification needs 12 labels", cm.exception.message)
+            with self.assertRaises(CputrainError) as cm:  # a class beyond num_labels 2
+                m.forward_backward(IDS, labels=[[0, 2, 0, 0, 0, 0], [-100] * T])
+            self.assertIn("labels[1] = 2 is neither a class in [0, 2)", cm.exception.message)
+            with self.assertRaises(CputrainError) as cm:  # padding must be labelled -100
+                m.forward_backward(IDS, TYPES, MASK, labels=[[0] * T, [0] * T])
+            self.assertIn("labels[1][4] = 0 is at a position the attention mask excludes",
+                          cm.exception.message)
+
+    def test_load_takes_the_head_from_architectures(self):
+        d = tempfile.mkdtemp()
+        try:
+            mlm, ner = os.path.join(d, "mlm"), os.path.join(d, "ner")
+            for folder, task in ((mlm, "masked-lm"), (ner, "token-classification")):
+                os.mkdir(folder)
+                with Model.create("bert-test", task=task, seed=3) as m:
+                    m.save(folder)
+            with Model.load(ner) as m:
+                self.assertEqual(m.task, Task.TOKEN_CLASSIFICATION)
+                self.assertEqual(m.architecture, "BertForTokenClassification")
+                self.assertEqual(m.new_tensors(), [])
+            with Model.load(mlm) as m:
+                self.assertEqual(m.architecture, "BertForMaskedLM")
+            # A fine-tuned MLM encoder under a new token-classification head.
+            with Model.load(mlm, task="token-classification") as m:
+                self.assertEqual(m.new_tensors(), ["classifier.weight", "classifier.bias"])
+        finally:
+            shutil.rmtree(d)
 
     def test_out_of_range_labels_are_errors(self):
         # torch's cross_entropy refuses a target outside [0, classes) other

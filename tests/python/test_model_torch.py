@@ -1,6 +1,6 @@
 """The model (through the Python binding) against the PyTorch reference in
 tests/ref/torch_bert.py, which follows Transformers' BertFor* and
-DistilBertFor* classes: BERT and DistilBERT, the three heads, a padded batch
+DistilBertFor* classes: BERT and DistilBERT, the four heads, a padded batch
 with mixed token types, in eval mode (dropout off) so results are exact
 functions of the weights.
 
@@ -54,7 +54,7 @@ from cputrain import CputrainError, Model, Precision  # noqa: E402
 
 needs_torch = unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING or "")
 
-TASKS = ("question-answering", "sequence-classification", "masked-lm")
+TASKS = ("question-answering", "sequence-classification", "masked-lm", "token-classification")
 
 FP32_LOGITS_TOL = 1e-5
 FP32_LOSS_TOL = 1e-5
@@ -105,9 +105,9 @@ MATRIX = [
     ("bert-gelu-new", TASKS),
     ("distilbert-sinusoidal-gelu-new", TASKS),
     ("bert-wide", TASKS),
-    ("bert-3-labels", ("sequence-classification",)),
+    ("bert-3-labels", ("sequence-classification", "token-classification")),
     ("bert-regression", ("sequence-classification",)),
-    ("distilbert-3-labels", ("sequence-classification",)),
+    ("distilbert-3-labels", ("sequence-classification", "token-classification")),
     ("distilbert-regression", ("sequence-classification",)),
 ]
 
@@ -265,8 +265,10 @@ class ReferenceSelfTest(unittest.TestCase):
         for arch in ("bert", "distilbert"):
             for task in TASKS:
                 for act, num_labels in (("gelu", 2), ("gelu_new", 3), ("relu", 1)):
-                    if task != "sequence-classification" and num_labels != 2:
+                    if task in ("question-answering", "masked-lm") and num_labels != 2:
                         continue
+                    if task == "token-classification" and num_labels == 1:
+                        continue  # a class per token: no regression
                     with self.subTest(arch=arch, task=task, act=act, num_labels=num_labels):
                         self.assertTrue(ref.gradcheck_model(arch, task, act, num_labels,
                                                             sinusoidal=arch == "distilbert",

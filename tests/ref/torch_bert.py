@@ -1,5 +1,6 @@
 """PyTorch reference for libcputrain's models: BERT and DistilBERT with the
-question-answering, sequence-classification and masked-LM heads, written
+question-answering, sequence-classification, masked-LM and
+token-classification heads, written
 from scratch in plain torch.nn with the semantics (and state-dict names) of
 Hugging Face Transformers' modeling_bert.py and modeling_distilbert.py.
 
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-TASKS = ("question-answering", "sequence-classification", "masked-lm")
+TASKS = ("question-answering", "sequence-classification", "masked-lm", "token-classification")
 
 # ---------------------------------------------------------------------------
 # safetensors (the format: u64 LE header length N, N bytes of JSON
@@ -762,12 +763,13 @@ def classification_loss(logits, labels, num_labels):
     return nn.BCEWithLogitsLoss()(logits, labels.to(logits.dtype))
 
 
-def mlm_loss(logits, labels):
-    return nn.CrossEntropyLoss()(logits.view(-1, logits.size(-1)), labels.view(-1))  # ignore -100
+def token_loss(logits, labels):
+    """Masked LM and token classification: cross-entropy per token, -100 ignored."""
+    return nn.CrossEntropyLoss()(logits.view(-1, logits.size(-1)), labels.view(-1))
 
 
 class _Head(nn.Module):
-    """Common to the six heads: HF initialisation, the task's loss."""
+    """Common to the eight heads: HF initialisation, the task's loss."""
     base_prefix = None
 
     def __init__(self, c):
@@ -881,7 +883,24 @@ class BertForMaskedLM(_Head):
                 start_positions=None, end_positions=None, labels=None):
         h, _ = self.bert(input_ids, token_type_ids, attention_mask)
         logits = self.cls(h)
-        return (mlm_loss(logits, labels) if labels is not None else None), logits
+        return (token_loss(logits, labels) if labels is not None else None), logits
+
+
+class BertForTokenClassification(_Head):
+    base_prefix = "bert"
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.bert = BertModel(c, add_pooling_layer=False)
+        p = c.classifier_dropout if c.classifier_dropout is not None else c.hidden_dropout_prob
+        self.dropout = nn.Dropout(p)
+        self.classifier = Linear(c.hidden_size, c.num_labels)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                start_positions=None, end_positions=None, labels=None):
+        h, _ = self.bert(input_ids, token_type_ids, attention_mask)
+        logits = self.classifier(self.dropout(h))
+        return (token_loss(logits, labels) if labels is not None else None), logits
 
 
 class DistilBertForQuestionAnswering(_Head):
@@ -950,16 +969,34 @@ class DistilBertForMaskedLM(_Head):
                 start_positions=None, end_positions=None, labels=None):
         h = self.distilbert(input_ids, attention_mask)
         logits = self.vocab_projector(self.vocab_layer_norm(self.activation(self.vocab_transform(h))))
-        return (mlm_loss(logits, labels) if labels is not None else None), logits
+        return (token_loss(logits, labels) if labels is not None else None), logits
+
+
+class DistilBertForTokenClassification(_Head):
+    base_prefix = "distilbert"
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.distilbert = DistilBertModel(c)
+        self.dropout = nn.Dropout(c.hidden_dropout_prob)  # DistilBERT's "dropout"
+        self.classifier = Linear(c.hidden_size, c.num_labels)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                start_positions=None, end_positions=None, labels=None):
+        h = self.distilbert(input_ids, attention_mask)
+        logits = self.classifier(self.dropout(h))
+        return (token_loss(logits, labels) if labels is not None else None), logits
 
 
 HEADS = {
     ("bert", "question-answering"): BertForQuestionAnswering,
     ("bert", "sequence-classification"): BertForSequenceClassification,
     ("bert", "masked-lm"): BertForMaskedLM,
+    ("bert", "token-classification"): BertForTokenClassification,
     ("distilbert", "question-answering"): DistilBertForQuestionAnswering,
     ("distilbert", "sequence-classification"): DistilBertForSequenceClassification,
     ("distilbert", "masked-lm"): DistilBertForMaskedLM,
+    ("distilbert", "token-classification"): DistilBertForTokenClassification,
 }
 
 
@@ -1017,7 +1054,9 @@ def load_pretrained(folder, task=None, seed=0, dtype=torch.float32):
         arch = (c.source or {}).get("architectures", [""])[0]
         task = {"ForQuestionAnswering": "question-answering",
                 "ForSequenceClassification": "sequence-classification",
-                "ForMaskedLM": "masked-lm"}.get(arch[arch.find("For"):], "question-answering")
+                "ForMaskedLM": "masked-lm",
+                "ForTokenClassification": "token-classification"}.get(arch[arch.find("For"):],
+                                                                      "question-answering")
     model = build_model(c, task, seed=seed)
     tensors = {}
     for name, array in _checkpoint_tensors(folder).items():
@@ -1167,6 +1206,13 @@ def example_batch(config, batch_size=3, seq_len=12, seed=0, task=None, pad_rows=
         cls = rng.normal(size=B).astype(np.float32)
     else:
         cls = rng.integers(0, c.num_labels, size=B).astype(np.int32)
+    # Token classification as run_ner labels: a class per word, -100 on
+    # [CLS], on padding and on the sub-tokens after a word's first (every
+    # fifth position here). Drawn last, so the other heads' batches stay.
+    tags = rng.integers(0, max(c.num_labels, 2), size=(B, T)).astype(np.int32)
+    tags[:, 0] = -100
+    tags[:, 3::5] = -100
+    tags[mask == 0] = -100
     batch = dict(input_ids=ids, token_type_ids=types, attention_mask=mask)
     if task == "question-answering":
         batch.update(start_positions=start, end_positions=end)
@@ -1174,6 +1220,8 @@ def example_batch(config, batch_size=3, seq_len=12, seed=0, task=None, pad_rows=
         batch.update(labels=cls)
     elif task == "masked-lm":
         batch.update(labels=mlm)
+    elif task == "token-classification":
+        batch.update(labels=tags)
     return batch
 
 
@@ -1247,8 +1295,10 @@ def self_test(verbose=True):
         for task in TASKS:
             for act, num_labels, sinusoidal in (("gelu", 2, False), ("gelu_new", 3, True),
                                                 ("relu", 1, False)):
-                if task != "sequence-classification" and num_labels != 2:
+                if task in ("question-answering", "masked-lm") and num_labels != 2:
                     num_labels = 2
+                if task == "token-classification" and num_labels == 1:
+                    num_labels = 3  # a class per token: no regression
                 sinusoidal = sinusoidal and model_type == "distilbert"
                 ok = gradcheck_model(model_type, task, act, num_labels, sinusoidal)
                 say("gradcheck %-10s %-24s %-8s num_labels=%d: %s"

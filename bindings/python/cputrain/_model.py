@@ -27,6 +27,7 @@ class Task(enum.IntEnum):
     QUESTION_ANSWERING = 0       # BertForQuestionAnswering
     SEQUENCE_CLASSIFICATION = 1  # BertForSequenceClassification
     MASKED_LM = 2                # BertForMaskedLM
+    TOKEN_CLASSIFICATION = 3     # BertForTokenClassification
 
 
 class Precision(enum.IntEnum):
@@ -50,6 +51,8 @@ _TASK_NAMES = {
     "text-classification": Task.SEQUENCE_CLASSIFICATION,
     "masked-lm": Task.MASKED_LM,
     "fill-mask": Task.MASKED_LM,
+    "token-classification": Task.TOKEN_CLASSIFICATION,
+    "ner": Task.TOKEN_CLASSIFICATION,
 }
 _PRECISION_NAMES = {"fp32": Precision.FP32, "float32": Precision.FP32,
                     "bf16": Precision.BF16, "bfloat16": Precision.BF16}
@@ -474,10 +477,14 @@ class Model(OwnedHandle):
         return Task(out.value)
 
     @classmethod
-    def load(cls, path, task="question-answering", seed=42):
+    def load(cls, path, task=None, seed=42):
         """A model from a Hugging Face folder (config.json, model.safetensors
-        or its sharded form). Tensors the head needs but the folder lacks are
-        initialised from `seed` and listed by new_tensors()."""
+        or its sharded form) with the head `task`, by default the one its
+        config.json names in "architectures" (as from_pretrained does; an
+        error when it names none). Tensors the head needs but the folder
+        lacks are initialised from `seed` and listed by new_tensors()."""
+        if task is None:
+            task = cls.config_task(path)
         task = _member(Task, _TASK_NAMES, task, "task")
         handle = Handle()
         check(lib.ct_model_load(_path(path, "path"), task, _uint64(seed, "seed"),

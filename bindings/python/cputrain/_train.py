@@ -273,7 +273,7 @@ class Dataset(OwnedHandle):
 
     def add(self, input_ids, labels, token_type_ids=None, attention_mask=None):
         """Append one example: seq_len token ids and its labels ((start,
-        end), a class id, or seq_len token ids)."""
+        end), a class id, or seq_len token ids or class ids)."""
         if isinstance(labels, numbers.Integral) and not isinstance(labels, bool):
             labels = [labels]
         self._add(input_ids, labels, token_type_ids, attention_mask, one=True)
@@ -403,6 +403,7 @@ _LABELS_HINT = {
     Task.QUESTION_ANSWERING: "start and end positions",
     Task.SEQUENCE_CLASSIFICATION: "a class id",
     Task.MASKED_LM: "token ids, -100 where not predicted",
+    Task.TOKEN_CLASSIFICATION: "class ids per token, -100 where not scored",
 }
 
 
