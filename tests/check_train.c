@@ -901,7 +901,7 @@ START_TEST(dataset_and_trainer_input_checks)
     OK(ct_args_set(a, "eval_strategy", "epoch"));
     OK(ct_trainer_create(m, a, &t));
     OK(ct_trainer_set_train_dataset(t, d));
-    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_STATE, "no evaluation callback");
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_STATE, "nothing to evaluate");
     ct_trainer_free(t);
     OK(ct_args_set(a, "eval_strategy", "no"));
     /* as Trainer does, gradient_checkpointing turns it on in the model */

@@ -1105,6 +1105,16 @@ public:
         progress_fn;
     // At eval_strategy points: report metrics with report_metric().
     typedef std::function<void(trainer &)> eval_fn;
+    // compute_metrics: every evaluation example's logits (shape as predict()
+    // gives it) and labels (as dataset::labels); report with report_metric()
+    // under bare names ("accuracy"), which get Trainer's "eval_" prefix.
+    struct eval_prediction {
+        const float *logits;
+        std::vector<std::int64_t> shape;
+        const std::int32_t *labels;
+        std::size_t n_labels;
+    };
+    typedef std::function<void(trainer &, const eval_prediction &)> metrics_fn;
 
     trainer(model &m, const training_args &args) : state_(new state) {
         if (!m.get())
@@ -1166,6 +1176,24 @@ public:
         state_->evaluate = std::move(fn);
         check(ct_trainer_set_eval_callback(t, state_->evaluate ? eval_trampoline : nullptr,
                                            state_.get()));
+    }
+
+    // Trainer's eval_dataset (borrowed: it must outlive training): each
+    // evaluation logs eval_loss over it, the metrics callback's metrics and
+    // the speed figures.
+    void set_eval_dataset(const dataset &d) {
+        check(ct_trainer_set_eval_dataset(live(), d.get()));
+    }
+    // An empty function removes the callback.
+    void on_compute_metrics(metrics_fn fn) {
+        ct_trainer *t = live();
+        state_->metrics = std::move(fn);
+        check(ct_trainer_set_metrics_callback(t, state_->metrics ? metrics_trampoline : nullptr,
+                                              state_.get()));
+    }
+    // EarlyStoppingCallback(patience, threshold); patience 0 turns it off.
+    void set_early_stopping(int patience, double threshold = 0.0) {
+        check(ct_trainer_set_early_stopping(live(), patience, threshold));
     }
 
     // Train (resuming when resume_from_checkpoint says so) and save into
@@ -1236,6 +1264,7 @@ private:
     struct state {
         progress_fn progress;
         eval_fn evaluate;
+        metrics_fn metrics;
         training_args args;
         trainer *owner = nullptr;
         std::exception_ptr pending;
@@ -1257,6 +1286,24 @@ private:
         state *s = static_cast<state *>(user);
         try {
             s->evaluate(*s->owner);
+            return CT_OK;
+        } catch (const error &e) {
+            s->pending = std::current_exception();
+            return e.status() != CT_OK ? e.status() : CT_ERR_CANCELLED;
+        } catch (...) {
+            s->pending = std::current_exception();
+            return CT_ERR_CANCELLED;
+        }
+    }
+
+    static ct_status metrics_trampoline(void *user, ct_trainer *, const float *logits, int ndim,
+                                        const std::int64_t *shape, const std::int32_t *labels,
+                                        std::size_t n_labels) {
+        state *s = static_cast<state *>(user);
+        try {
+            eval_prediction p = {logits, std::vector<std::int64_t>(shape, shape + ndim), labels,
+                                 n_labels};
+            s->metrics(*s->owner, p);
             return CT_OK;
         } catch (const error &e) {
             s->pending = std::current_exception();

@@ -75,6 +75,16 @@ typedef int (*ct_progress_fn)(void *user, ct_event event, int64_t step, int64_t 
  * The trainer puts the model in eval mode (no dropout) for the call and back
  * in training mode after it, as Trainer.evaluate() does. */
 typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
+/* compute_metrics, as Trainer calls it: at each evaluation, the logits of
+ * every example of the evaluation dataset (as ct_trainer_predict gives
+ * them, `ndim` and `shape` saying how) and their labels (as
+ * ct_dataset_get_labels gives them: n_labels = examples x labels per
+ * example). Report each metric with ct_trainer_report_metric under its own
+ * name ("accuracy"): names without "eval_" get it, as Trainer prefixes
+ * them. Return CT_OK, or a failure that stops training. */
+typedef ct_status (*ct_metrics_fn)(void *user, ct_trainer *trainer, const float *logits,
+                                   int ndim, const int64_t *shape, const int32_t *labels,
+                                   size_t n_labels);
 
 /* A trainer for `model` with `args` (copied). The model must outlive it.
  * bf16 in args switches the model to bf16 mixed precision. */
@@ -100,6 +110,30 @@ CT_API ct_status ct_trainer_set_dist(ct_trainer *trainer, ct_dist *dist);
 CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
                                                   void *user);
 CT_API ct_status ct_trainer_set_eval_callback(ct_trainer *trainer, ct_eval_fn fn, void *user);
+/* Trainer's eval_dataset: each evaluation (eval_strategy) computes
+ * "eval_loss" over it (eval mode, per_device_eval_batch_size, label
+ * smoothing as in training, bf16 products under bf16_full_eval; with a
+ * ct_dist each rank one block, every rank the same result), then the
+ * metrics callback's metrics, and logs "eval_runtime",
+ * "eval_samples_per_second" and "eval_steps_per_second" beside them. An
+ * evaluation callback, when set as well, runs after and adds its own. The
+ * dataset must outlive training and hold the model's task; NULL removes it. */
+CT_API ct_status ct_trainer_set_eval_dataset(ct_trainer *trainer, const ct_dataset *dataset);
+CT_API ct_status ct_trainer_set_metrics_callback(ct_trainer *trainer, ct_metrics_fn fn,
+                                                 void *user);
+/* Transformers' EarlyStoppingCallback(early_stopping_patience,
+ * early_stopping_threshold): at each evaluation, metric_for_best_model
+ * better than the best so far (greater_is_better) by more than `threshold`
+ * resets a count, anything else adds one; when the count reaches `patience`
+ * training ends after that step (its checkpoint saved when due), and ends
+ * as a finished run does (best model loaded, final save). As Transformers
+ * requires, training then needs load_best_model_at_end, a
+ * metric_for_best_model and an eval_strategy other than "no" (refused at
+ * ct_trainer_train otherwise). The count is kept in trainer_state.json's
+ * stateful_callbacks (Transformers' key), so a resumed run goes on with it.
+ * patience 0 turns it off; threshold >= 0. */
+CT_API ct_status ct_trainer_set_early_stopping(ct_trainer *trainer, int patience,
+                                               double threshold);
 /* The tokenizer to save beside the model, as Trainer does with its
  * processing_class: every checkpoint and the final save then hold its
  * files too (ct_tokenizer_save: vocab.txt, tokenizer_config.json,

@@ -231,7 +231,18 @@ char *ct__trainer_state_json(const ct_trainer *t)
     ct__sb_printf(&sb, ",\n  \"num_input_tokens_seen\": 0,\n  \"num_train_epochs\": %lld",
                   (long long)t->num_epochs);
     ct__sb_printf(&sb, ",\n  \"save_steps\": %lld", state_steps(t, A_FLOAT(save_steps)));
-    ct__sb_puts(&sb, ",\n  \"stateful_callbacks\": {},\n  \"total_flos\": ");
+    ct__sb_puts(&sb, ",\n  \"stateful_callbacks\": {");
+    if (t->early_patience) {
+        ct__sb_printf(&sb, "\n    \"EarlyStoppingCallback\": {\n      \"args\": {\n        "
+                           "\"early_stopping_patience\": %d,\n        "
+                           "\"early_stopping_threshold\": ",
+                      t->early_patience);
+        ct__json_write_double(&sb, t->early_threshold);
+        ct__sb_printf(&sb, "\n      },\n      \"attributes\": {\n        "
+                           "\"early_stopping_patience_counter\": %lld\n      }\n    }\n  ",
+                      (long long)t->early_counter);
+    }
+    ct__sb_puts(&sb, "},\n  \"total_flos\": ");
     ct__json_write_double(&sb, t->total_flos);
     ct__sb_printf(&sb, ",\n  \"train_batch_size\": %lld", (long long)A_INT(per_device_train_batch_size));
     ct__sb_puts(&sb, ",\n  \"trial_name\": null,\n  \"trial_params\": null\n}\n");
@@ -525,6 +536,23 @@ static ct_status get_f64(const ct__json *root, const char *file, const char *key
     return CT_OK;
 }
 
+/* EarlyStoppingCallback's count in stateful_callbacks (0 when the
+ * checkpoint has none: a run without early stopping, or an older file). */
+static ct_status get_early_counter(const ct__json *s, const char *file, int64_t *counter)
+{
+    const ct__json *v = ct__json_get(s, "stateful_callbacks");
+    *counter = 0;
+    if (v && v->type == CT_JSON_OBJECT && (v = ct__json_get(v, "EarlyStoppingCallback")) &&
+        v->type == CT_JSON_OBJECT && (v = ct__json_get(v, "attributes")) &&
+        v->type == CT_JSON_OBJECT &&
+        (v = ct__json_get(v, "early_stopping_patience_counter")) &&
+        (!ct__json_int64(v, counter) || *counter < 0 || *counter > CT__STEP_MAX))
+        return ct__error(CT_ERR_FORMAT, "%s: stateful_callbacks.EarlyStoppingCallback."
+                                        "attributes.early_stopping_patience_counter is not a "
+                                        "count", file);
+    return CT_OK;
+}
+
 /* best_global_step, best_metric and best_model_checkpoint (each may be
  * null; checkpoints of versions before load_best_model_at_end lack them). */
 static ct_status get_best(const ct__json *s, const char *file, int64_t *step, int *has_metric,
@@ -598,7 +626,7 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     int64_t steps_counted = 0;
     uint64_t dstep = 0, dseed = 0;
     double epoch = 0, flos = 0, loss_since = 0, loss_all = 0, best_metric = 0;
-    int64_t best_step = 0;
+    int64_t best_step = 0, early_counter = 0;
     int has_best = 0;
     char *best_dir = NULL;
     ct_status st;
@@ -631,7 +659,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     if ((st = get_i64(s, path, "global_step", &global_step)) != CT_OK ||
         (st = get_f64(s, path, "epoch", &epoch)) != CT_OK ||
         (st = get_f64(s, path, "total_flos", &flos)) != CT_OK ||
-        (st = get_best(s, path, &best_step, &has_best, &best_metric, &best_dir)) != CT_OK)
+        (st = get_best(s, path, &best_step, &has_best, &best_metric, &best_dir)) != CT_OK ||
+        (st = get_early_counter(s, path, &early_counter)) != CT_OK)
         goto done;
     if (!hist || hist->type != CT_JSON_ARRAY) {
         st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
@@ -702,6 +731,7 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     t->best_global_step = best_step;
     t->has_best = has_best;
     t->best_metric = best_metric;
+    t->early_counter = early_counter;
     free(t->best_model_checkpoint);
     t->best_model_checkpoint = best_dir;
     best_dir = NULL;

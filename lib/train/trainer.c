@@ -122,6 +122,38 @@ ct_status ct_trainer_set_eval_callback(ct_trainer *t, ct_eval_fn fn, void *user)
     return CT_OK;
 }
 
+ct_status ct_trainer_set_eval_dataset(ct_trainer *t, const ct_dataset *d)
+{
+    CT__CHECK_ARG(t);
+    if (d && d->task != t->model->task)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_set_eval_dataset: the dataset's task "
+                                             "does not match the model's (%s)",
+                         ct_model_architecture(t->model));
+    t->eval_data = d;
+    return CT_OK;
+}
+
+ct_status ct_trainer_set_metrics_callback(ct_trainer *t, ct_metrics_fn fn, void *user)
+{
+    CT__CHECK_ARG(t);
+    t->metrics = fn;
+    t->metrics_user = user;
+    return CT_OK;
+}
+
+ct_status ct_trainer_set_early_stopping(ct_trainer *t, int patience, double threshold)
+{
+    CT__CHECK_ARG(t);
+    if (patience < 0)
+        return ct__error(CT_ERR_INVALID_ARG, "early_stopping_patience %d is negative", patience);
+    if (!(threshold >= 0) || !isfinite(threshold))
+        return ct__error(CT_ERR_INVALID_ARG, "early_stopping_threshold %g is not a finite "
+                                             "number >= 0", threshold);
+    t->early_patience = patience;
+    t->early_threshold = threshold;
+    return CT_OK;
+}
+
 ct_status ct_trainer_set_tokenizer(ct_trainer *t, const ct_tokenizer *tok)
 {
     CT__CHECK_ARG(t);

@@ -26,6 +26,16 @@ struct ct_trainer {
     void *progress_user;
     ct_eval_fn eval;
     void *eval_user;
+    const ct_dataset *eval_data; /* Trainer's eval_dataset, or NULL */
+    ct_metrics_fn metrics;       /* compute_metrics, or NULL */
+    void *metrics_user;
+    /* EarlyStoppingCallback: patience 0 is off; the counter is saved in
+     * trainer_state.json's stateful_callbacks; stop_early ends training
+     * after the current step's save. */
+    int early_patience;
+    double early_threshold;
+    int64_t early_counter;
+    int stop_early;
     const ct_tokenizer *tokenizer; /* borrowed; saved beside the model, or NULL */
 
     /* data parallelism (world 1 without a ct_dist) */
@@ -59,8 +69,9 @@ struct ct_trainer {
     int64_t last_logged_step;
     ct__strbuf history;       /* log entries, comma-separated */
     char *history_text;       /* "[...]" made on request */
-    /* Metrics the evaluation callback reported, while it runs. */
-    int in_eval;
+    /* Metrics the evaluation callback reported, while it runs; while the
+     * metrics callback runs, names without "eval_" get it. */
+    int in_eval, prefix_eval;
     char *metric_names[32];
     double metric_values[32];
     int n_metrics;
@@ -149,10 +160,16 @@ ct_status ct__trainer_log_entry(ct_trainer *t, const ct__log_kv *kv, size_t n, c
 ct_status ct__trainer_notify(ct_trainer *t, ct_event ev, const char *json);
 double ct__round_to(double x, int digits);
 ct_status ct__trainer_log_step(ct_trainer *t, double grad_norm);
-/* The evaluation callback in eval mode, its metrics logged, the best kept. */
+/* An evaluation: the evaluation dataset's loss and metrics, the evaluation
+ * callback, all in eval mode; the metrics logged, early stopping and the
+ * best model updated. */
 ct_status ct__trainer_evaluate(ct_trainer *t);
 void ct__trainer_clear_metrics(ct_trainer *t);
 int ct__trainer_strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what);
+
+/* trainer_predict.c: the evaluation dataset's part of an evaluation (while
+ * t->in_eval): eval_loss, the metrics callback's metrics, the speed. */
+ct_status ct__trainer_evaluate_dataset(ct_trainer *t);
 
 /* trainer_save.c: checkpoints and the final save, on the ranks that write. */
 int ct__trainer_writes_files(const ct_trainer *t);

@@ -139,6 +139,17 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
     if (!strcmp(name, "epoch") || !strcmp(name, "step"))
         return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: '%s' is set by the "
                                              "trainer itself", name);
+    if (t->prefix_eval && strncmp(name, "eval_", 5) != 0) {
+        /* compute_metrics' names, prefixed as Trainer.evaluate does */
+        char full[256];
+        if (snprintf(full, sizeof full, "eval_%s", name) >= (int)sizeof full)
+            return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: the name '%.40s...' "
+                                                 "is longer than 250 bytes", name);
+        t->prefix_eval = 0;
+        ct_status st = ct_trainer_report_metric(t, full, value);
+        t->prefix_eval = 1;
+        return st;
+    }
     for (int i = 0; i < t->n_metrics; i++)
         if (!strcmp(t->metric_names[i], name))
             return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_report_metric: '%s' reported twice",
@@ -156,14 +167,12 @@ ct_status ct_trainer_report_metric(ct_trainer *t, const char *name, double value
  * metric_for_best_model ("eval_" added when missing) compared with the best
  * so far; a new best records this step when checkpoints are saved (its
  * folder becomes best_model_checkpoint once written). NaN is never better. */
-static ct_status update_best(ct_trainer *t)
+/* The reported value of metric_for_best_model into *v. */
+static ct_status best_metric_value(const ct_trainer *t, double *v)
 {
     const char *metric = A_STR(metric_for_best_model);
     char name[256];
-    double v;
-    int i, greater = A_BOOL(greater_is_better);
-    if (!metric)
-        return CT_OK;
+    int i;
     snprintf(name, sizeof name, "%s%s", strncmp(metric, "eval_", 5) ? "eval_" : "", metric);
     for (i = 0; i < t->n_metrics && strcmp(t->metric_names[i], name); i++)
         ;
@@ -181,7 +190,48 @@ static ct_status update_best(ct_trainer *t)
         free(list);
         return st;
     }
-    v = t->metric_values[i];
+    *v = t->metric_values[i];
+    return CT_OK;
+}
+
+/* EarlyStoppingCallback.on_evaluate, before the best is updated: a value
+ * better than the best so far by more than the threshold starts the count
+ * again; anything else counts, and the count reaching the patience stops
+ * training (after this step's checkpoint, as should_training_stop does). */
+static ct_status check_early_stop(ct_trainer *t)
+{
+    double v;
+    ct_status st;
+    int greater = A_BOOL(greater_is_better);
+    if (!t->early_patience)
+        return CT_OK;
+    if ((st = best_metric_value(t, &v)) != CT_OK)
+        return st;
+    if (!t->has_best || ((greater ? v > t->best_metric : v < t->best_metric) &&
+                         fabs(v - t->best_metric) > t->early_threshold))
+        t->early_counter = 0;
+    else
+        t->early_counter++;
+    if (t->early_counter >= t->early_patience) {
+        t->stop_early = 1;
+        if (t->rank == 0)
+            ct__log(CT_LOG_INFO, "early stopping at step %lld: %s has not improved on %g by "
+                                 "more than %g in %lld evaluations",
+                    (long long)t->global_step, A_STR(metric_for_best_model), t->best_metric,
+                    t->early_threshold, (long long)t->early_counter);
+    }
+    return CT_OK;
+}
+
+static ct_status update_best(ct_trainer *t)
+{
+    double v;
+    ct_status st;
+    int greater = A_BOOL(greater_is_better);
+    if (!A_STR(metric_for_best_model))
+        return CT_OK;
+    if ((st = best_metric_value(t, &v)) != CT_OK)
+        return st;
     if (t->has_best ? (greater ? v > t->best_metric : v < t->best_metric) : !isnan(v)) {
         t->has_best = 1;
         t->best_metric = v;
@@ -203,14 +253,16 @@ ct_status ct__trainer_evaluate(ct_trainer *t)
      * evaluating does not change the training run. */
     ct_model_set_training(t->model, 0);
     t->in_eval = 1;
-    st = t->eval(t->eval_user, t);
+    st = t->eval_data ? ct__trainer_evaluate_dataset(t) : CT_OK;
+    if (st == CT_OK && t->eval)
+        st = t->eval(t->eval_user, t);
     t->in_eval = 0;
     ct_model_set_training(t->model, was_training);
     if (st != CT_OK) {
         ct__trainer_clear_metrics(t);
         return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
     }
-    if ((st = update_best(t)) != CT_OK) {
+    if ((st = check_early_stop(t)) != CT_OK || (st = update_best(t)) != CT_OK) {
         ct__trainer_clear_metrics(t);
         return ct__error_prefix(st, "evaluation at step %lld", (long long)t->global_step);
     }

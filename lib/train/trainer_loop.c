@@ -333,9 +333,21 @@ static ct_status train_checked(ct_trainer *t)
     /* as Trainer calls model.gradient_checkpointing_enable() */
     if (A_BOOL(gradient_checkpointing))
         ct_model_set_gradient_checkpointing(t->model, 1);
-    if (!t->eval && !ct__trainer_strategy_is(t, CT_A_eval_strategy, "no"))
-        return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but no evaluation callback is set "
-                                       "(ct_trainer_set_eval_callback)", A_STR(eval_strategy));
+    if (!t->eval && !t->eval_data && !ct__trainer_strategy_is(t, CT_A_eval_strategy, "no"))
+        return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but there is nothing to evaluate: "
+                                       "set an evaluation dataset (ct_trainer_set_eval_dataset) "
+                                       "or callback (ct_trainer_set_eval_callback)",
+                         A_STR(eval_strategy));
+    if (t->metrics && !t->eval_data)
+        return ct__error(CT_ERR_STATE, "a metrics callback is set but no evaluation dataset "
+                                       "(ct_trainer_set_eval_dataset) for it to score");
+    /* as EarlyStoppingCallback.on_train_begin asserts */
+    if (t->early_patience && (!A_BOOL(load_best_model_at_end) || !A_STR(metric_for_best_model) ||
+                              ct__trainer_strategy_is(t, CT_A_eval_strategy, "no")))
+        return ct__error(CT_ERR_INVALID_ARG, "early stopping needs load_best_model_at_end, a "
+                                             "metric_for_best_model and an eval_strategy other "
+                                             "than 'no' (eval_strategy is '%s')",
+                         A_STR(eval_strategy));
     /* Resuming at another world size: the checkpoint's global batch, kept
      * by the accumulation the plan is made with. */
     if (A_STR(resume_from_checkpoint) && (st = ct__elastic_keep_global_batch(t)) != CT_OK)
@@ -448,6 +460,8 @@ static ct_status train_run(ct_trainer *t)
     t->steps_counted = t->last_logged_step = 0;
     t->has_best = 0;
     t->best_global_step = 0;
+    t->early_counter = 0;
+    t->stop_early = 0;
     free(t->best_model_checkpoint);
     t->best_model_checkpoint = NULL;
     ct__sb_free(&t->history);
@@ -494,11 +508,12 @@ static ct_status train_run(ct_trainer *t)
     t->samples_since_log = t->tokens_since_log = 0;
     st = ct__trainer_notify(t, CT_EVENT_TRAIN_BEGIN, NULL);
 
-    while (st == CT_OK && t->epoch_index < t->num_epochs && t->global_step < t->max_steps) {
+    while (st == CT_OK && t->epoch_index < t->num_epochs && t->global_step < t->max_steps &&
+           !t->stop_early) {
         if ((st = rank_order(t, order, mine, t->epoch_index)) != CT_OK)
             break;
         for (; st == CT_OK && t->batch_in_epoch < t->batches_per_epoch &&
-               t->global_step < t->max_steps;) {
+               t->global_step < t->max_steps && !t->stop_early;) {
             int64_t first = t->batch_in_epoch * b;
             int n = (int)((int64_t)t->shard_n - first < b ? (int64_t)t->shard_n - first : b);
             int last_of_window = micro + 1 == ga || t->batch_in_epoch + 1 == t->batches_per_epoch;

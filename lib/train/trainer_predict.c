@@ -1,80 +1,136 @@
-/* Evaluation loss and prediction over a dataset (Trainer.evaluate's loss,
- * Trainer.predict's logits), each rank one block of it. */
+/* Evaluation over a dataset — Trainer.evaluate's loss, Trainer.predict's
+ * logits, both from one pass — each rank one block of it. */
 #include "train/trainer.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "data/dataset.h"
 
-ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *loss)
+static ct_status check_task(const ct_trainer *t, const ct_dataset *d, const char *who)
 {
-    ct_batch *batch;
-    int64_t *idx;
-    int64_t b;
-    double sum = 0;
-    size_t counted = 0, block, begin, end;
-    ct_status st = CT_OK;
-    int was_training;
-    ct_precision was_precision;
-    CT__CHECK_ARG(t);
-    CT__CHECK_ARG(d);
-    CT__CHECK_ARG(loss);
     if (d->task != t->model->task)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "ct_trainer_evaluate_loss: the dataset's task does not match the "
-                         "model's (%s)", ct_model_architecture(t->model));
-    b = A_INT(per_device_eval_batch_size);
-    if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK) {
-        free(idx);
+        return ct__error(CT_ERR_INVALID_ARG, "%s: the dataset's task does not match the "
+                                             "model's (%s)",
+                         who, ct_model_architecture(t->model));
+    return CT_OK;
+}
+
+/* Every rank's block [begin, end) of n examples: the same size on each
+ * (the last ones may hold fewer), so one allgather puts them in place. */
+static size_t rank_block(const ct_trainer *t, size_t n, size_t *begin, size_t *end)
+{
+    size_t block = (n + (size_t)t->world - 1) / (size_t)t->world;
+    *begin = block * (size_t)t->rank < n ? block * (size_t)t->rank : n;
+    *end = *begin + block < n ? *begin + block : n;
+    return block;
+}
+
+/* The sums of every rank, added in rank order, into sum[0..n). */
+static ct_status sum_over_ranks(ct_trainer *t, double *sum, int n)
+{
+    double *all;
+    ct_status st;
+    if (t->world == 1)
+        return CT_OK;
+    if (!(all = malloc((size_t)n * sizeof *all * (size_t)t->world)))
         return ct__error(CT_ERR_NOMEM, "out of memory evaluating");
+    st = ct_dist_allgather(t->dist, sum, (size_t)n * sizeof *sum, all);
+    for (int i = 0; st == CT_OK && i < n; i++) {
+        sum[i] = 0;
+        for (int r = 0; r < t->world; r++)
+            sum[i] += all[r * n + i];
     }
-    /* With several ranks each takes one contiguous block of the examples. */
-    block = (d->n + (size_t)t->world - 1) / (size_t)t->world;
-    begin = block * (size_t)t->rank < d->n ? block * (size_t)t->rank : d->n;
-    end = begin + block < d->n ? begin + block : d->n;
-    was_training = t->model->training;
-    was_precision = ct_model_get_precision(t->model);
+    free(all);
+    return st;
+}
+
+/* One pass over d in eval mode (no dropout; the mode is restored after),
+ * per_device_eval_batch_size examples at a time, with label smoothing as in
+ * training and bf16 products under bf16_full_eval, as Trainer's evaluation
+ * loop runs. With `loss` (the batches need labels): the mean over the
+ * examples of batches with a finite loss, each batch's weighted by its
+ * size, as Trainer averages them. With `logits`: every example's `per`
+ * floats, on every rank. */
+static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, float *logits,
+                           size_t per)
+{
+    ct_batch *batch = NULL;
+    int64_t *idx = NULL;
+    int64_t b = A_INT(per_device_eval_batch_size);
+    double sums[2] = {0, 0}; /* loss x examples, examples */
+    size_t begin, end, block = rank_block(t, d->n, &begin, &end);
+    float *mine = NULL;
+    ct_status st = CT_OK;
+    int was_training = t->model->training;
+    ct_precision was_precision = ct_model_get_precision(t->model);
+
+    if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK ||
+        (logits && t->world > 1 && !(mine = calloc(block * per + 1, sizeof *mine)))) {
+        free(idx);
+        ct_batch_free(batch);
+        return ct__error(CT_ERR_NOMEM, "out of memory evaluating %zu examples", d->n);
+    }
     ct_model_set_training(t->model, 0);
-    /* Trainer's eval loss: label smoothing as in training; bf16_full_eval
-     * evaluates with bf16 products whatever the training precision. */
     if ((st = ct__trainer_apply_model_args(t->args, t->model, t->rank)) == CT_OK &&
         A_BOOL(bf16_full_eval))
         st = ct_model_set_precision(t->model, CT_PRECISION_BF16);
     for (size_t first = begin; first < end && st == CT_OK; first += (size_t)b) {
-        int n = (int)(end - first < (size_t)b ? end - first : (size_t)b);
-        float l;
+        int n = (int)(end - first < (size_t)b ? end - first : (size_t)b), ndim = 0;
+        int64_t shape[3] = {0, 0, 0};
+        const float *out;
+        float l = 0;
         for (int i = 0; i < n; i++)
             idx[i] = (int64_t)(first + (size_t)i);
-        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) == CT_OK &&
-            (st = ct_model_forward(t->model, batch, &l)) == CT_OK && isfinite(l)) {
-            /* Trainer averages the per-batch losses weighted by batch size. */
-            sum += (double)l * n;
-            counted += (size_t)n;
+        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) != CT_OK ||
+            (st = ct_model_forward(t->model, batch, loss ? &l : NULL)) != CT_OK)
+            break;
+        if (loss && isfinite(l)) {
+            sums[0] += (double)l * n;
+            sums[1] += n;
         }
+        if (!logits)
+            continue;
+        if ((st = ct_model_logits(t->model, &out, &ndim, shape)) == CT_OK &&
+            (shape[0] != n || (size_t)shape[1] * (size_t)(ndim == 3 ? shape[2] : 1) != per))
+            st = ct__error(CT_ERR_INTERNAL, "evaluation: the model gave logits of another shape "
+                                            "than its head's");
+        if (st == CT_OK)
+            memcpy(mine ? mine + (first - begin) * per : logits + first * per, out,
+                   (size_t)n * per * sizeof *out);
     }
     ct_model_set_training(t->model, was_training);
     ct_model_set_precision(t->model, was_precision);
     ct_batch_free(batch);
     free(idx);
-    if (st == CT_OK && t->world > 1) {
-        /* every rank's sum and count, added in rank order */
-        double mine[2] = {sum, (double)counted}, *all = malloc(2 * sizeof(double) * t->world);
-        if (!all)
-            return ct__error(CT_ERR_NOMEM, "out of memory evaluating");
-        st = ct_dist_allgather(t->dist, mine, sizeof mine, all);
-        sum = counted = 0;
-        for (int r = 0; st == CT_OK && r < t->world; r++) {
-            sum += all[2 * r];
-            counted += (size_t)all[2 * r + 1];
-        }
-        free(all);
+    if (st == CT_OK && loss && (st = sum_over_ranks(t, sums, 2)) == CT_OK)
+        *loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    if (st == CT_OK && mine) {
+        size_t bytes = block * per * sizeof *mine;
+        float *gathered = malloc(bytes * (size_t)t->world + 1);
+        if (!gathered)
+            st = ct__error(CT_ERR_NOMEM, "out of memory gathering predictions");
+        else if ((st = ct_dist_allgather(t->dist, mine, bytes, gathered)) == CT_OK)
+            memcpy(logits, gathered, d->n * per * sizeof *logits);
+        free(gathered);
     }
-    *loss = counted ? sum / (double)counted : NAN;
+    free(mine);
     return st;
+}
+
+ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *loss)
+{
+    ct_status st;
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(loss);
+    if ((st = check_task(t, d, "ct_trainer_evaluate_loss")) != CT_OK)
+        return st;
+    return eval_pass(t, d, loss, NULL, 0);
 }
 
 /* ---- prediction ---------------------------------------------------------------------- */
@@ -114,77 +170,80 @@ static ct_status predict_shape(const ct_trainer *t, const ct_dataset *d, int *nd
 ct_status ct_trainer_predict(ct_trainer *t, const ct_dataset *d, float *logits, size_t capacity,
                              int *ndim_out, int64_t *shape_out)
 {
-    ct_batch *batch = NULL;
-    int64_t *idx = NULL, shape[3] = {0, 0, 0};
-    int64_t b;
-    int ndim = 0, was_training;
-    size_t per = 0, total, block, begin, end;
-    float *mine = NULL;
-    ct_status st = CT_OK;
+    int64_t shape[3] = {0, 0, 0};
+    int ndim = 0;
+    size_t per = 0;
+    ct_status st;
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(d);
-    if (d->task != t->model->task)
-        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_predict: the dataset's task does not "
-                                             "match the model's (%s)",
-                         ct_model_architecture(t->model));
-    if ((st = predict_shape(t, d, &ndim, shape, &per)) != CT_OK)
+    if ((st = check_task(t, d, "ct_trainer_predict")) != CT_OK ||
+        (st = predict_shape(t, d, &ndim, shape, &per)) != CT_OK)
         return st;
     if (ndim_out)
         *ndim_out = ndim;
     if (shape_out)
         memcpy(shape_out, shape, (size_t)ndim * sizeof *shape);
-    total = d->n * per;
     if (!logits && capacity == 0)
         return CT_OK; /* a query of the shape */
     CT__CHECK_ARG(logits);
-    if (capacity < total)
+    if (capacity < d->n * per)
         return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_predict: %zu examples need room for %zu "
-                         "floats; the buffer holds %zu", d->n, total, capacity);
+                         "floats; the buffer holds %zu", d->n, d->n * per, capacity);
+    return d->n ? eval_pass(t, d, NULL, logits, per) : CT_OK;
+}
+
+/* ---- the evaluation dataset ------------------------------------------------------- */
+
+ct_status ct__trainer_evaluate_dataset(ct_trainer *t)
+{
+    const ct_dataset *d = t->eval_data;
+    double loss = NAN, start = ct__now_s(), runtime;
+    int64_t shape[3] = {0, 0, 0};
+    int ndim = 0;
+    size_t per = 0, n_labels = d->n * d->n_labels;
+    float *logits = NULL;
+    int32_t *labels = NULL;
+    ct_status st;
+    int64_t steps;
+
+    if ((st = check_task(t, d, "eval_dataset")) != CT_OK)
+        return st;
+    if (t->metrics) {
+        if ((st = predict_shape(t, d, &ndim, shape, &per)) != CT_OK)
+            return st;
+        logits = malloc(d->n * per * sizeof *logits + 1);
+        labels = malloc(n_labels * sizeof *labels + 1);
+        if (!logits || !labels) {
+            free(logits);
+            free(labels);
+            return ct__error(CT_ERR_NOMEM, "out of memory for the logits of %zu evaluation "
+                                           "examples", d->n);
+        }
+    }
     if (d->n == 0)
-        return CT_OK;
-    /* As ct_trainer_evaluate_loss: each rank one contiguous block, padded
-     * to the same size so that one allgather puts every block in place. */
-    block = (d->n + (size_t)t->world - 1) / (size_t)t->world;
-    begin = block * (size_t)t->rank < d->n ? block * (size_t)t->rank : d->n;
-    end = begin + block < d->n ? begin + block : d->n;
-    b = A_INT(per_device_eval_batch_size);
-    if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK ||
-        (t->world > 1 && !(mine = calloc(block * per, sizeof *mine)))) {
-        free(idx);
-        ct_batch_free(batch);
-        return ct__error(CT_ERR_NOMEM, "out of memory predicting %zu examples", d->n);
+        st = ct__error(CT_ERR_INVALID_ARG, "eval_dataset: it holds no examples");
+    if (st == CT_OK && (st = eval_pass(t, d, &loss, logits, per)) == CT_OK)
+        st = ct_trainer_report_metric(t, "eval_loss", loss);
+    if (st == CT_OK && t->metrics &&
+        (st = ct_dataset_get_labels(d, 0, d->n, labels)) == CT_OK) {
+        t->prefix_eval = 1;
+        st = t->metrics(t->metrics_user, t, logits, ndim, shape, labels, n_labels);
+        t->prefix_eval = 0;
+        if (st != CT_OK)
+            st = ct__error_prefix(st, "the metrics callback");
     }
-    was_training = t->model->training;
-    ct_model_set_training(t->model, 0);
-    for (size_t first = begin; first < end && st == CT_OK; first += (size_t)b) {
-        int n = (int)(end - first < (size_t)b ? end - first : (size_t)b), got_ndim = 0;
-        int64_t got[3] = {0, 0, 0};
-        const float *out;
-        for (int i = 0; i < n; i++)
-            idx[i] = (int64_t)(first + (size_t)i);
-        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) == CT_OK &&
-            (st = ct_model_forward(t->model, batch, NULL)) == CT_OK &&
-            (st = ct_model_logits(t->model, &out, &got_ndim, got)) == CT_OK &&
-            (got_ndim != ndim || got[0] != n || got[1] != shape[1] ||
-             (ndim == 3 && got[2] != shape[2])))
-            st = ct__error(CT_ERR_INTERNAL, "ct_trainer_predict: the model gave logits of "
-                                            "another shape than its head's");
-        if (st == CT_OK)
-            memcpy((mine ? mine + (first - begin) * per : logits + first * per), out,
-                   (size_t)n * per * sizeof *out);
-    }
-    ct_model_set_training(t->model, was_training);
-    if (st == CT_OK && mine) {
-        size_t bytes = block * per * sizeof *mine;
-        float *gathered = malloc(bytes * (size_t)t->world);
-        if (!gathered)
-            st = ct__error(CT_ERR_NOMEM, "out of memory gathering predictions");
-        else if ((st = ct_dist_allgather(t->dist, mine, bytes, gathered)) == CT_OK)
-            memcpy(logits, gathered, total * sizeof *logits);
-        free(gathered);
-    }
-    free(mine);
-    free(idx);
-    ct_batch_free(batch);
+    free(logits);
+    free(labels);
+    if (st != CT_OK)
+        return st;
+    /* Trainer's speed_metrics: the whole job's evaluation batches. */
+    runtime = ct__now_s() - start;
+    steps = ((int64_t)d->n + A_INT(per_device_eval_batch_size) * t->world - 1) /
+            (A_INT(per_device_eval_batch_size) * t->world);
+    if ((st = ct_trainer_report_metric(t, "eval_runtime", ct__round_to(runtime, 4))) == CT_OK &&
+        (st = ct_trainer_report_metric(t, "eval_samples_per_second",
+                                       ct__round_to((double)d->n / runtime, 3))) == CT_OK)
+        st = ct_trainer_report_metric(t, "eval_steps_per_second",
+                                      ct__round_to((double)steps / runtime, 3));
     return st;
 }

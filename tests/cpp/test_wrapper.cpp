@@ -652,6 +652,34 @@ static void test_trainer() {
     quiet.on_progress(cputrain::trainer::progress_fn());  // and removed again
     quiet.train();
     CHECK(quiet.global_step() == 6);
+
+    // eval_dataset with compute_metrics: eval_loss and the bare names
+    // prefixed; early stopping on a metric that never improves ends
+    // training after its patience (evaluations at steps 3 and 6 of 12).
+    cputrain::training_args args6 = train_args(dir + "/metrics");
+    args6.set_float("num_train_epochs", 4);
+    args6.set_string("save_strategy", "steps");
+    args6.set_bool("load_best_model_at_end", true);
+    args6.set_string("metric_for_best_model", "answer");
+    cputrain::trainer scored(m2, args6);
+    scored.set_train_dataset(train);
+    scored.set_eval_dataset(eval);
+    std::vector<std::int64_t> seen_shape;
+    scored.on_compute_metrics([&](cputrain::trainer &tr,
+                                  const cputrain::trainer::eval_prediction &p) {
+        seen_shape = p.shape;
+        CHECK(p.n_labels == 10 && p.labels[0] == eval.labels()[0]);
+        tr.report_metric("answer", 1.0);
+    });
+    scored.set_early_stopping(1);
+    scored.train();
+    CHECK(seen_shape == std::vector<std::int64_t>({5, DT, 2}));
+    CHECK(scored.global_step() == 6);
+    history = scored.log_history();
+    CHECK(history.find("\"eval_answer\": 1") != std::string::npos);
+    CHECK(history.find("\"eval_loss\": ") != std::string::npos);
+    CHECK(history.find("\"eval_samples_per_second\": ") != std::string::npos);
+    EXPECT_ERROR(scored.set_early_stopping(-1), CT_ERR_INVALID_ARG, "negative");
     remove_tree(dir);
 }
 

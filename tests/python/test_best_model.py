@@ -12,7 +12,8 @@ import shutil
 import tempfile
 import unittest
 
-from cputrain import CputrainError, Event, Model, Status, Trainer, TrainingArgs, Workflow
+from cputrain import (CputrainError, EarlyStoppingCallback, Event, Model, Status, Trainer,
+                      TrainingArgs, Workflow)
 
 from helpers import TempDirTest, qa_dataset
 
@@ -47,7 +48,7 @@ class BestModelTest(TempDirTest):
         fields.update(kw)
         return TrainingArgs(**fields)
 
-    def trainer(self, metrics=None, progress=None, **kw):
+    def trainer(self, metrics=None, progress=None, callbacks=None, **kw):
         model = Model.create("bert-test", seed=1)
         self.addCleanup(model.close)
         args = self.args(**kw)
@@ -58,7 +59,7 @@ class BestModelTest(TempDirTest):
             return {name: v[trainer.global_step] for name, v in values.items()}
 
         trainer = Trainer(model, args, train_dataset=qa_dataset(), progress=progress,
-                          evaluate=evaluate)
+                          evaluate=evaluate, callbacks=callbacks)
         self.addCleanup(trainer.close)
         return model, trainer
 
@@ -175,6 +176,62 @@ class BestModelTest(TempDirTest):
         self.assertEqual(self.checkpoints(), [2])
         self.assertEqual(read_bytes(os.path.join(self.out, "model.safetensors")),
                          read_bytes(os.path.join(self.out, "checkpoint-2", "model.safetensors")))
+
+    # ---- EarlyStoppingCallback ----------------------------------------------------
+
+    def test_early_stopping_ends_after_patience_evaluations_without_a_better_one(self):
+        # score: 0.1, 0.9 (best), 0.5, 0.3 -> two evaluations without a better
+        # one: training ends after step 4, with the best of step 2 loaded.
+        _, trainer = self.trainer(load_best_model_at_end=True, metric_for_best_model="score",
+                                  callbacks=[EarlyStoppingCallback(2)])
+        out = trainer.train()
+        self.assertEqual(out.global_step, 4)
+        state = read_json(os.path.join(self.out, "trainer_state.json"))
+        self.assertEqual(state["global_step"], 4)
+        self.assertEqual(state["max_steps"], 6)
+        self.assertEqual(state["best_global_step"], 2)
+        self.assertEqual(state["stateful_callbacks"]["EarlyStoppingCallback"], {
+            "args": {"early_stopping_patience": 2, "early_stopping_threshold": 0.0},
+            "attributes": {"early_stopping_patience_counter": 2}})
+        self.assertEqual(read_bytes(os.path.join(self.out, "model.safetensors")),
+                         read_bytes(os.path.join(self.out, "checkpoint-2", "model.safetensors")))
+        self.assertEqual(self.checkpoints(), [1, 2, 3, 4])
+
+    def test_an_improvement_within_the_threshold_counts_as_none(self):
+        # 0.1 -> 0.9 improves by 0.8 > 0.5; 0.5, 0.3 do not improve: stop at 4.
+        # With threshold 0.85 step 2 does not count as better either: stop at 3.
+        for threshold, last in ((0.5, 4), (0.85, 3)):
+            with self.subTest(threshold=threshold):
+                shutil.rmtree(self.out, ignore_errors=True)
+                _, trainer = self.trainer(load_best_model_at_end=True,
+                                          metric_for_best_model="score",
+                                          callbacks=[EarlyStoppingCallback(2, threshold)])
+                self.assertEqual(trainer.train().global_step, last)
+
+    def test_early_stopping_needs_load_best_model_at_end(self):
+        _, trainer = self.trainer(metric_for_best_model="score",
+                                  callbacks=[EarlyStoppingCallback(1)])
+        with self.assertRaises(CputrainError) as cm:
+            trainer.train()
+        self.assertIn("early stopping needs load_best_model_at_end", cm.exception.message)
+        with self.assertRaises(ValueError):
+            EarlyStoppingCallback(0)
+
+    def test_a_resumed_run_goes_on_with_the_count(self):
+        # Stopped by the user at step 3 (count 1 after 0.5), resumed: 0.3 at
+        # step 4 makes the count 2 and ends training there, as without the stop.
+        _, trainer = self.trainer(progress=lambda e, step, *r: e == Event.SAVE and step == 3,
+                                  load_best_model_at_end=True, metric_for_best_model="score",
+                                  callbacks=[EarlyStoppingCallback(2)])
+        with self.assertRaises(CputrainError):
+            trainer.train()
+        state = read_json(os.path.join(self.out, "checkpoint-3", "trainer_state.json"))
+        self.assertEqual(state["stateful_callbacks"]["EarlyStoppingCallback"]["attributes"],
+                         {"early_stopping_patience_counter": 1})
+        _, trainer = self.trainer(load_best_model_at_end=True, metric_for_best_model="score",
+                                  resume_from_checkpoint="true",
+                                  callbacks=[EarlyStoppingCallback(2)])
+        self.assertEqual(trainer.train().global_step, 4)
 
     def test_strategies_must_match(self):
         for kw, text in [

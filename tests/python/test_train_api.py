@@ -275,7 +275,7 @@ class TrainerRunTest(TempDirTest):
                     Trainer(model, eval_args, train_dataset=qa_dataset()) as trainer:
                 with self.assertRaises(CputrainError) as cm:
                     trainer.train()
-                self.assertIn("evaluation callback", cm.exception.message)
+                self.assertIn("nothing to evaluate: set an evaluation dataset", cm.exception.message)
             with Dataset("masked-lm", T) as mlm:
                 with Trainer(model, args) as trainer:
                     with self.assertRaises(CputrainError) as cm:

@@ -25,7 +25,8 @@ from ._args import ArgFate, ArgType, Field, KnownArgument, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._placement import Placement
 from ._dist import Dist, Rendezvous
-from ._train import PROGRESS_TO_TERMINAL, Dataset, Event, Optimizer, Trainer, TrainOutput
+from ._train import (PROGRESS_TO_TERMINAL, Dataset, EarlyStoppingCallback, EvalPrediction, Event,
+                     Optimizer, Trainer, TrainOutput)
 from ._output_lock import OutputLock
 from ._trainer_state import TrainerState
 from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled

@@ -26,6 +26,13 @@ COUNT_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_siz
                                      ctypes.c_size_t)
 # typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
 EVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+# typedef ct_status (*ct_metrics_fn)(void *user, ct_trainer *trainer, const float *logits,
+#                                    int ndim, const int64_t *shape, const int32_t *labels,
+#                                    size_t n_labels);
+METRICS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.POINTER(ctypes.c_float), ctypes.c_int,
+                              ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32),
+                              ctypes.c_size_t)
 
 _int, _uint, _size = ctypes.c_int, ctypes.c_uint, ctypes.c_size_t
 _i64, _f64, _str = ctypes.c_int64, ctypes.c_double, ctypes.c_char_p
@@ -179,6 +186,9 @@ PROTOTYPES = {
     "ct_trainer_set_dist": (_status, [Handle, Handle]),
     "ct_trainer_set_progress_callback": (_status, [Handle, PROGRESS_FN, ctypes.c_void_p]),
     "ct_trainer_set_eval_callback": (_status, [Handle, EVAL_FN, ctypes.c_void_p]),
+    "ct_trainer_set_eval_dataset": (_status, [Handle, Handle]),
+    "ct_trainer_set_metrics_callback": (_status, [Handle, METRICS_FN, ctypes.c_void_p]),
+    "ct_trainer_set_early_stopping": (_status, [Handle, _int, _f64]),
     "ct_trainer_set_tokenizer": (_status, [Handle, Handle]),
     "ct_progress_to_terminal": (_int, [ctypes.c_void_p, _int, _i64, _i64, _f64, _str]),
     "ct_trainer_train": (_status, [Handle]),

@@ -17,7 +17,7 @@ from ._dist import Dist
 from ._errors import CputrainError, Status, check, error_from_status
 from ._handle import OwnedHandle
 from ._interrupt import InterruptGuard
-from ._lib import EVAL_FN, PROGRESS_FN, Handle, lib
+from ._lib import EVAL_FN, METRICS_FN, PROGRESS_FN, Handle, lib
 from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _np, _path, _to_int32
 from ._tokenizer import Tokenizer
 
@@ -505,6 +505,76 @@ def _eval_trampoline(user, handle):
         return int(Status.ERR_CANCELLED)
 
 
+class EvalPrediction(NamedTuple):
+    """What compute_metrics receives, as Transformers' EvalPrediction:
+    predictions are the logits of every evaluation example (numpy when it
+    is installed, else a flat memoryview), label_ids their labels ([n] or
+    [n, labels per example])."""
+    predictions: object
+    label_ids: object
+
+
+class EarlyStoppingCallback:
+    """Transformers' EarlyStoppingCallback, for Trainer(callbacks=[...]):
+    training ends when metric_for_best_model has not improved on its best
+    by more than early_stopping_threshold for early_stopping_patience
+    evaluations (needs load_best_model_at_end, metric_for_best_model and an
+    eval_strategy)."""
+
+    def __init__(self, early_stopping_patience=1, early_stopping_threshold=0.0):
+        if isinstance(early_stopping_patience, bool) or \
+                not isinstance(early_stopping_patience, numbers.Integral):
+            raise TypeError("early_stopping_patience must be an int")
+        if early_stopping_patience < 1:
+            raise ValueError("early_stopping_patience must be 1 or more, not %d"
+                             % early_stopping_patience)
+        self.early_stopping_patience = int(early_stopping_patience)
+        self.early_stopping_threshold = float(early_stopping_threshold)
+
+
+def _as_array(pointer, shape, dtype, ctype):
+    """A copy of C data as a numpy array of `shape` (a memoryview without numpy)."""
+    n = 1
+    for d in shape:
+        n *= d
+    block = (ctype * n).from_address(ctypes.addressof(pointer.contents)) if n else (ctype * 0)()
+    if _np is None:
+        return memoryview(bytearray(block)).cast("f" if ctype is ctypes.c_float else "i")
+    return _np.ctypeslib.as_array(block).astype(dtype, copy=True).reshape(shape)
+
+
+@METRICS_FN
+def _metrics_trampoline(user, handle, logits, ndim, shape, labels, n_labels):
+    trainer = _trainers.get(user)
+    if trainer is None or trainer._compute_metrics is None:
+        return 0
+    trainer._in_eval = True
+    try:
+        dims = tuple(shape[i] for i in range(ndim))
+        n = dims[0] if dims else 0
+        per = n_labels // n if n else 1
+        predictions = _as_array(logits, dims, "float32", ctypes.c_float)
+        label_ids = _as_array(labels, (n,) if per == 1 else (n, per), "int64", ctypes.c_int32)
+        result = trainer._compute_metrics(EvalPrediction(predictions, label_ids))
+        if not hasattr(result, "items"):
+            raise TypeError("compute_metrics returned %s; return a dict of metrics"
+                            % type(result).__name__)
+        for name, value in result.items():
+            trainer.report_metric(name, value)
+        return 0
+    except CputrainError as e:
+        trainer._pending = e
+        return int(e.status) or int(Status.ERR_CANCELLED)
+    except BaseException as e:  # noqa: B902
+        trainer._pending = e
+        return int(Status.ERR_CANCELLED)
+    finally:
+        trainer._in_eval = False
+
+
+_NO_METRICS = METRICS_FN()
+
+
 class Trainer(OwnedHandle):
     """Hugging Face Trainer's loop in the library (a ct_trainer):
 
@@ -517,9 +587,13 @@ class Trainer(OwnedHandle):
     stop training, which then raises CputrainError with status
     ERR_CANCELLED. PROGRESS_TO_TERMINAL draws the library's own bar.
 
-    evaluate(trainer) runs at eval_strategy points and reports metrics with
-    trainer.report_metric(name, value) (or returns a dict of them); it may
-    call trainer.evaluate_loss(dataset).
+    At eval_strategy points, with eval_dataset the library computes
+    eval_loss over it and calls compute_metrics(EvalPrediction) with every
+    example's logits and labels; the dict it returns is logged with
+    Trainer's "eval_" prefix. evaluate(trainer), when given too, runs after
+    and reports metrics with trainer.report_metric(name, value) (or
+    returns a dict of them); it may call trainer.evaluate_loss(dataset).
+    callbacks takes EarlyStoppingCallback.
 
     An exception raised by a callback does not cross into the library:
     training stops at once and train() raises that exception.
@@ -537,10 +611,12 @@ class Trainer(OwnedHandle):
     _what = "Trainer"
     __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
                  "_dist", "_key", "_pending", "_running", "_in_eval", "_tokenizer",
-                 "_interrupts", "_cancel_sent", "__weakref__")
+                 "_interrupts", "_cancel_sent", "_eval_dataset", "_compute_metrics",
+                 "_early_stopping", "__weakref__")
 
     def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None,
-                 dist=None, tokenizer=None):
+                 dist=None, tokenizer=None, eval_dataset=None, compute_metrics=None,
+                 callbacks=None):
         self._handle = None
         self._dist = None
         self._tokenizer = None
@@ -549,6 +625,9 @@ class Trainer(OwnedHandle):
         self._train_dataset = None
         self._progress = None
         self._evaluate = None
+        self._eval_dataset = None
+        self._compute_metrics = None
+        self._early_stopping = None
         self._pending = None
         self._running = False
         self._in_eval = False
@@ -570,6 +649,16 @@ class Trainer(OwnedHandle):
                 self.dist = dist
             if tokenizer is not None:
                 self.tokenizer = tokenizer
+            if eval_dataset is not None:
+                self.eval_dataset = eval_dataset
+            self.compute_metrics = compute_metrics
+            for callback in callbacks or ():
+                if not isinstance(callback, EarlyStoppingCallback):
+                    raise TypeError("callbacks takes EarlyStoppingCallback (progress= and "
+                                    "evaluate= take functions), not %s"
+                                    % type(callback).__name__)
+                self._early_stopping = callback
+            self._apply_early_stopping()
         except BaseException:
             self.close()
             raise
@@ -653,6 +742,40 @@ class Trainer(OwnedHandle):
                             % type(dataset).__name__)
         check(lib.ct_trainer_set_train_dataset(self._live(), dataset._live()))
         self._train_dataset = dataset
+
+    @property
+    def eval_dataset(self):
+        return self._eval_dataset
+
+    @eval_dataset.setter
+    def eval_dataset(self, dataset):
+        if dataset is not None and not isinstance(dataset, Dataset):
+            raise TypeError("eval_dataset must be a cputrain.Dataset or None, not %s"
+                            % type(dataset).__name__)
+        check(lib.ct_trainer_set_eval_dataset(self._live(),
+                                              dataset._live() if dataset is not None else None))
+        self._eval_dataset = dataset
+
+    @property
+    def compute_metrics(self):
+        return self._compute_metrics
+
+    @compute_metrics.setter
+    def compute_metrics(self, fn):
+        """fn(EvalPrediction) -> dict of metrics; None for none."""
+        if fn is not None and not callable(fn):
+            raise TypeError("compute_metrics must be callable or None, not %s"
+                            % type(fn).__name__)
+        check(lib.ct_trainer_set_metrics_callback(
+            self._live(), _metrics_trampoline if fn is not None else _NO_METRICS,
+            self._key if fn is not None else None))
+        self._compute_metrics = fn
+
+    def _apply_early_stopping(self):
+        e = self._early_stopping
+        check(lib.ct_trainer_set_early_stopping(
+            self._live(), e.early_stopping_patience if e else 0,
+            e.early_stopping_threshold if e else 0.0))
 
     def set_progress_callback(self, progress):
         """progress(event, step, max_steps, epoch, log) -> stop?; None for
@@ -784,6 +907,10 @@ class Trainer(OwnedHandle):
                 check(lib.ct_trainer_set_train_dataset(handle, self._train_dataset._live()))
             self.set_progress_callback(self._progress)
             self.set_eval_callback(self._evaluate)
+            if self._eval_dataset is not None:
+                self.eval_dataset = self._eval_dataset
+            self.compute_metrics = self._compute_metrics
+            self._apply_early_stopping()
         except BaseException:
             self._handle, self._args = old, old_args
             lib.ct_trainer_free(handle)
@@ -818,7 +945,8 @@ class Trainer(OwnedHandle):
 
     def report_metric(self, name, value):
         """From the evaluation callback: add "name": value to the
-        evaluation's log entry (pass the full name, e.g. "eval_f1")."""
+        evaluation's log entry (pass the full name, e.g. "eval_f1"; from
+        compute_metrics, names without "eval_" get it)."""
         handle = self._live()
         if not self._in_eval:
             raise RuntimeError("report_metric() belongs inside the evaluation callback; "

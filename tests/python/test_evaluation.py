@@ -1,0 +1,153 @@
+"""Trainer(eval_dataset=, compute_metrics=) as Transformers' Trainer has
+them: at each evaluation the library computes eval_loss over the dataset
+and hands every example's logits and labels to compute_metrics, whose
+metrics are logged with the "eval_" prefix beside eval_runtime and the
+speed figures. The figures are checked against what predict() and
+evaluate_loss() give for the same weights, and the token-classification
+head's predictions against cputrain.metrics.seqeval."""
+
+import json
+import os
+
+from cputrain import (CputrainError, Dataset, EvalPrediction, Model, Trainer, TrainingArgs,
+                      metrics)
+
+from helpers import TempDirTest, needs_numpy, np
+
+T = 10
+
+
+def classification_data(n, seed):
+    """A learnable rule: label 1 when the second token is below 60."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, 120, size=(n, T)).astype(np.int32)
+    ids[:, 0] = 2  # [CLS]
+    return ids, (ids[:, 1] < 60).astype(np.int32)
+
+
+def ner_data(n, seed):
+    """Well-formed IOB2 sentences whose tags follow from the tokens: an
+    entity is a B-X token (ids 5..29) and up to two I-X ones (30..49),
+    outside tokens are 50..119; [CLS] is unlabelled (-100)."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((n, T), np.int32)
+    tags = np.zeros((n, T), np.int32)
+    for r in range(n):
+        ids[r, 0], tags[r, 0] = 2, -100
+        t = 1
+        while t < T:
+            if rng.random() < 0.3:
+                ids[r, t], tags[r, t] = rng.integers(5, 30), 1
+                t += 1
+                for _ in range(rng.integers(0, 3)):
+                    if t < T:
+                        ids[r, t], tags[r, t] = rng.integers(30, 50), 2
+                        t += 1
+            else:
+                ids[r, t], tags[r, t] = rng.integers(50, 120), 0
+                t += 1
+    return ids, tags
+
+
+@needs_numpy
+class EvalDatasetTest(TempDirTest):
+    prefix = "cputrain-eval-"
+
+    def run_trainer(self, task, data, compute_metrics, num_labels=2, n_train=48, **kw):
+        # bert-test's sizes, with the head's number of classes
+        config = os.path.join(self.dir, "config.json")
+        with open(config, "w") as f:
+            json.dump({"model_type": "bert", "vocab_size": 128, "hidden_size": 32,
+                       "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "intermediate_size": 64, "max_position_embeddings": 64,
+                       "num_labels": num_labels}, f)
+        model = Model.create(config, task=task, seed=4)
+        self.addCleanup(model.close)
+        train = Dataset.from_arrays(task, *data(n_train, 0))
+        evaluation = Dataset.from_arrays(task, *data(20, 1))
+        for d in (train, evaluation):
+            self.addCleanup(d.close)
+        fields = dict(output_dir=os.path.join(self.dir, "out"), per_device_train_batch_size=8,
+                      per_device_eval_batch_size=6, num_train_epochs=2.0, learning_rate=2e-3,
+                      eval_strategy="epoch", save_strategy="no", seed=3)
+        fields.update(kw)
+        args = TrainingArgs(**fields)
+        self.addCleanup(args.close)
+        trainer = Trainer(model, args, train_dataset=train, eval_dataset=evaluation,
+                          compute_metrics=compute_metrics)
+        self.addCleanup(trainer.close)
+        trainer.train()
+        evals = [e for e in trainer.log_history if "eval_loss" in e]
+        return trainer, evaluation, evals
+
+    def test_classification_metrics_are_those_of_the_predictions(self):
+        seen = []
+
+        def compute_metrics(p):
+            self.assertIsInstance(p, EvalPrediction)
+            preds, labels = p  # unpacks as Transformers' EvalPrediction does
+            seen.append((preds.shape, labels.shape))
+            return {"accuracy": metrics.accuracy(preds.argmax(-1), labels),
+                    "eval_f1": metrics.f1(preds.argmax(-1), labels)}
+
+        trainer, evaluation, evals = self.run_trainer("sequence-classification",
+                                                      classification_data, compute_metrics)
+        self.assertEqual(seen, [((20, 2), (20,))] * 2)
+        self.assertEqual([e["epoch"] for e in evals], [1.0, 2.0])
+        for e in evals:
+            self.assertEqual(sorted(k for k in e if k.startswith("eval_")),
+                             ["eval_accuracy", "eval_f1", "eval_loss", "eval_runtime",
+                              "eval_samples_per_second", "eval_steps_per_second"])
+        # The last evaluation saw the final weights: its figures are the
+        # ones predict() and evaluate_loss() give now.
+        logits = trainer.predict(evaluation)
+        labels = evaluation.labels()
+        self.assertEqual(evals[-1]["eval_accuracy"],
+                         metrics.accuracy(logits.argmax(-1), labels))
+        self.assertAlmostEqual(evals[-1]["eval_loss"], trainer.evaluate_loss(evaluation),
+                               places=6)
+        with open(os.path.join(self.dir, "out", "trainer_state.json")) as f:
+            history = json.load(f)["log_history"]
+        self.assertIn(evals[-1], history)
+
+    def test_token_classification_scored_with_seqeval(self):
+        tags = ["O", "B-X", "I-X"]
+
+        def compute_metrics(p):
+            s = metrics.Seqeval(tags)
+            for pred, lab in zip(p.predictions.argmax(-1), p.label_ids):
+                s.add(pred, lab)
+            scores = s.compute()
+            return {k[len("overall_"):]: v for k, v in scores.items() if k.startswith("overall_")}
+
+        trainer, evaluation, evals = self.run_trainer("token-classification", ner_data,
+                                                      compute_metrics, num_labels=3,
+                                                      n_train=96, num_train_epochs=8.0,
+                                                      learning_rate=5e-3)
+        ref = metrics.Seqeval(tags)
+        for pred, lab in zip(trainer.predict(evaluation).argmax(-1), evaluation.labels()):
+            ref.add(pred, lab)
+        final = ref.compute()
+        self.assertEqual(evals[-1]["eval_f1"], final["overall_f1"])
+        self.assertEqual(evals[-1]["eval_accuracy"], final["overall_accuracy"])
+        # The rule is learnt.
+        self.assertGreater(evals[-1]["eval_f1"], 0.9, evals)
+
+    def test_metrics_without_an_eval_dataset_are_refused(self):
+        model = Model.create("bert-test", task="sequence-classification", seed=4)
+        self.addCleanup(model.close)
+        train = Dataset.from_arrays("sequence-classification", *classification_data(8, 0))
+        self.addCleanup(train.close)
+        args = TrainingArgs(output_dir=os.path.join(self.dir, "o"), save_strategy="no")
+        self.addCleanup(args.close)
+        with Trainer(model, args, train_dataset=train, compute_metrics=lambda p: {}) as t:
+            with self.assertRaises(CputrainError) as cm:
+                t.train()
+            self.assertIn("no evaluation dataset", cm.exception.message)
+
+    def test_an_exception_in_compute_metrics_reaches_the_caller(self):
+        def compute_metrics(p):
+            raise KeyError("boom")
+
+        with self.assertRaises(KeyError):
+            self.run_trainer("sequence-classification", classification_data, compute_metrics)
