@@ -706,12 +706,10 @@ public:
     ct_task task() const noexcept { return task_; }
     std::size_t size() const { return ct_dataset_size(live()); }
     int seq_len() const { return ct_dataset_seq_len(live()); }
-    // Labels per example: 2 (start, end), 1 (class id) or seq_len (masked LM).
-    std::size_t labels_per_example() const {
-        return task_ == CT_TASK_QUESTION_ANSWERING        ? 2
-               : task_ == CT_TASK_SEQUENCE_CLASSIFICATION ? 1
-                                                          : static_cast<std::size_t>(seq_len());
-    }
+    // Labels per example: 2 (start, end), 1 (class id), seq_len (masked LM,
+    // token classification), or as many real labels as the first example had.
+    std::size_t labels_per_example() const { return ct_dataset_labels_per_example(live()); }
+    bool has_float_labels() const { return ct_dataset_has_float_labels(live()) != 0; }
 
     // One example; empty token_type_ids means all 0, empty attention_mask
     // all 1. Sizes are checked here, since the C call reads seq_len values
@@ -728,6 +726,23 @@ public:
                              token_type_ids.empty() ? nullptr : token_type_ids.data(),
                              attention_mask.empty() ? nullptr : attention_mask.data(),
                              labels.data(), labels.size()));
+    }
+    // One example with real labels (sequence classification): a regression
+    // target, or num_labels multi-label values; the first example sets how
+    // many, and a dataset holds one kind of label.
+    void add_float(const std::vector<std::int32_t> &input_ids, const std::vector<float> &labels,
+                   const std::vector<std::int32_t> &token_type_ids = std::vector<std::int32_t>(),
+                   const std::vector<std::int32_t> &attention_mask = std::vector<std::int32_t>()) {
+        std::size_t t = static_cast<std::size_t>(seq_len());
+        expect_size("input_ids", input_ids.size(), t, false);
+        expect_size("token_type_ids", token_type_ids.size(), t, true);
+        expect_size("attention_mask", attention_mask.size(), t, true);
+        if (size() > 0)
+            expect_size("labels", labels.size(), labels_per_example(), false);
+        check(ct_dataset_add_float(live(), input_ids.data(),
+                                   token_type_ids.empty() ? nullptr : token_type_ids.data(),
+                                   attention_mask.empty() ? nullptr : attention_mask.data(),
+                                   labels.data(), labels.size()));
     }
     // Examples `indices` (inputs and labels) into b.
     void fill_batch(const std::vector<std::int64_t> &indices, batch &b) const {
@@ -750,6 +765,17 @@ public:
             count = first <= n ? n - first : 0;
         std::vector<std::int32_t> out(count * ct_dataset_labels_per_example(live()));
         check(ct_dataset_get_labels(live(), first, count, out.empty() ? nullptr : out.data()));
+        return out;
+    }
+    // The same for real labels.
+    std::vector<float> float_labels(std::size_t first = 0,
+                                    std::size_t count = static_cast<std::size_t>(-1)) const {
+        std::size_t n = size();
+        if (count == static_cast<std::size_t>(-1))
+            count = first <= n ? n - first : 0;
+        std::vector<float> out(count * ct_dataset_labels_per_example(live()));
+        check(ct_dataset_get_float_labels(live(), first, count,
+                                          out.empty() ? nullptr : out.data()));
         return out;
     }
 
@@ -1106,12 +1132,15 @@ public:
     // At eval_strategy points: report metrics with report_metric().
     typedef std::function<void(trainer &)> eval_fn;
     // compute_metrics: every evaluation example's logits (shape as predict()
-    // gives it) and labels (as dataset::labels); report with report_metric()
-    // under bare names ("accuracy"), which get Trainer's "eval_" prefix.
+    // gives it) and labels (class ids as dataset::labels, or real ones as
+    // dataset::float_labels: the other pointer is null); report with
+    // report_metric() under bare names ("accuracy"), which get Trainer's
+    // "eval_" prefix.
     struct eval_prediction {
         const float *logits;
         std::vector<std::int64_t> shape;
         const std::int32_t *labels;
+        const float *float_labels;
         std::size_t n_labels;
     };
     typedef std::function<void(trainer &, const eval_prediction &)> metrics_fn;
@@ -1298,11 +1327,11 @@ private:
 
     static ct_status metrics_trampoline(void *user, ct_trainer *, const float *logits, int ndim,
                                         const std::int64_t *shape, const std::int32_t *labels,
-                                        std::size_t n_labels) {
+                                        const float *float_labels, std::size_t n_labels) {
         state *s = static_cast<state *>(user);
         try {
             eval_prediction p = {logits, std::vector<std::int64_t>(shape, shape + ndim), labels,
-                                 n_labels};
+                                 float_labels, n_labels};
             s->metrics(*s->owner, p);
             return CT_OK;
         } catch (const error &e) {

@@ -215,7 +215,12 @@ CT_API ct_status ct_batch_set_positions(ct_batch *batch, const int32_t *start_po
  * scored, as every position the attention mask excludes must be); n is the
  * count. */
 CT_API ct_status ct_batch_set_labels(ct_batch *batch, const int32_t *labels, size_t n);
-/* Regression targets [batch_size] (sequence classification, num_labels 1). */
+/* Real labels (sequence classification), finite: regression targets
+ * [batch_size] (num_labels 1) or [batch_size, num_labels] (problem_type
+ * "regression"), or multi-label rows [batch_size, num_labels] of 0/1
+ * (binary cross-entropy with logits, the mean over every value). Which loss
+ * is config.json's problem_type, else Transformers' inference: num_labels 1
+ * regression, real labels multi-label, class ids single-label. */
 CT_API ct_status ct_batch_set_float_labels(ct_batch *batch, const float *labels, size_t n);
 CT_API int ct_batch_size(const ct_batch *batch);
 CT_API int ct_batch_seq_len(const ct_batch *batch);

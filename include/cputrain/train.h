@@ -32,6 +32,18 @@ CT_API void ct_dataset_free(ct_dataset *dataset);
 CT_API ct_status ct_dataset_add(ct_dataset *dataset, const int32_t *input_ids,
                                 const int32_t *token_type_ids, const int32_t *attention_mask,
                                 const int32_t *labels, size_t n_labels);
+/* Append one example with real-valued labels (sequence classification):
+ * one regression target (num_labels 1, or problem_type "regression"), or
+ * one value per class for multi-label classification (0/1, scored by
+ * binary cross-entropy), as Transformers infers problem_type from float
+ * labels. A dataset holds class ids or real labels, never both; its first
+ * example fixes how many. Non-finite values are refused. */
+CT_API ct_status ct_dataset_add_float(ct_dataset *dataset, const int32_t *input_ids,
+                                      const int32_t *token_type_ids,
+                                      const int32_t *attention_mask, const float *labels,
+                                      size_t n_labels);
+/* 1 when the dataset holds real-valued labels (ct_dataset_add_float). */
+CT_API int ct_dataset_has_float_labels(const ct_dataset *dataset);
 CT_API size_t ct_dataset_size(const ct_dataset *dataset);
 CT_API int ct_dataset_seq_len(const ct_dataset *dataset);
 /* Put examples indices[0..n) into `batch` (inputs and labels). */
@@ -39,13 +51,18 @@ CT_API ct_status ct_dataset_fill_batch(const ct_dataset *dataset, const int64_t 
                                        int n, ct_batch *batch);
 /* Labels per example, as ct_dataset_add takes them: 2 (question answering:
  * start, end), 1 (sequence classification), seq_len (masked LM, token
- * classification); 0 for NULL. */
+ * classification); with real-valued labels, as many as the first example
+ * had; 0 for NULL. */
 CT_API size_t ct_dataset_labels_per_example(const ct_dataset *dataset);
 /* Copy the labels of examples [first, first + count) into `labels`, which
  * has room for count * ct_dataset_labels_per_example values (what
  * ct_trainer_predict's logits are scored against). */
 CT_API ct_status ct_dataset_get_labels(const ct_dataset *dataset, size_t first, size_t count,
                                        int32_t *labels);
+/* The same for a dataset of real-valued labels (CT_ERR_STATE for one of
+ * class ids, as ct_dataset_get_labels is for this kind). */
+CT_API ct_status ct_dataset_get_float_labels(const ct_dataset *dataset, size_t first,
+                                             size_t count, float *labels);
 /* The length of examples [first, first + count): the tokens each one's
  * attention mask keeps — what this library computes on, and what
  * group_by_length sorts by. `lengths` has room for count values. */
@@ -77,14 +94,16 @@ typedef int (*ct_progress_fn)(void *user, ct_event event, int64_t step, int64_t 
 typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
 /* compute_metrics, as Trainer calls it: at each evaluation, the logits of
  * every example of the evaluation dataset (as ct_trainer_predict gives
- * them, `ndim` and `shape` saying how) and their labels (as
- * ct_dataset_get_labels gives them: n_labels = examples x labels per
- * example). Report each metric with ct_trainer_report_metric under its own
- * name ("accuracy"): names without "eval_" get it, as Trainer prefixes
- * them. Return CT_OK, or a failure that stops training. */
+ * them, `ndim` and `shape` saying how) and their labels, n_labels =
+ * examples x labels per example of them: class ids in `labels` (as
+ * ct_dataset_get_labels gives them; float_labels NULL), or for a dataset of
+ * real-valued labels those in `float_labels` (labels NULL). Report each
+ * metric with ct_trainer_report_metric under its own name ("accuracy"):
+ * names without "eval_" get it, as Trainer prefixes them. Return CT_OK, or
+ * a failure that stops training. */
 typedef ct_status (*ct_metrics_fn)(void *user, ct_trainer *trainer, const float *logits,
                                    int ndim, const int64_t *shape, const int32_t *labels,
-                                   size_t n_labels);
+                                   const float *float_labels, size_t n_labels);
 
 /* A trainer for `model` with `args` (copied). The model must outlive it.
  * bf16 in args switches the model to bf16 mixed precision. */

@@ -1,4 +1,5 @@
 /* ct_dataset: tokenised examples of one task in flat int32 arrays. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,36 +37,34 @@ void ct_dataset_free(ct_dataset *d)
     free(d->types);
     free(d->mask);
     free(d->labels);
+    free(d->float_labels);
     free(d);
 }
 
-static int grow(int32_t **p, size_t n)
+/* Room for n elements of `size` bytes at *p (4-byte ids or labels). */
+static int grow(void *p, size_t n, size_t size)
 {
-    int32_t *q = realloc(*p, n * sizeof *q);
+    void *q = realloc(*(void **)p, n * size);
     if (!q)
         return 0;
-    *p = q;
+    *(void **)p = q;
     return 1;
 }
 
-ct_status ct_dataset_add(ct_dataset *d, const int32_t *ids, const int32_t *types,
-                         const int32_t *mask, const int32_t *labels, size_t n_labels)
+/* One example, its labels int32 (`labels`) or real (`float_labels`). */
+static ct_status add_example(ct_dataset *d, const char *fn, const int32_t *ids,
+                             const int32_t *types, const int32_t *mask, const int32_t *labels,
+                             const float *float_labels)
 {
-    size_t T;
-    CT__CHECK_ARG(d);
-    CT__CHECK_ARG(ids);
-    CT__CHECK_ARG(labels);
-    T = (size_t)d->T;
-    if (n_labels != d->n_labels)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "ct_dataset_add: example %zu has %zu labels; this task needs %zu",
-                         d->n, n_labels, d->n_labels);
+    size_t T = (size_t)d->T;
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 64;
-        if (!grow(&d->ids, cap * T) || !grow(&d->types, cap * T) || !grow(&d->mask, cap * T) ||
-            !grow(&d->labels, cap * d->n_labels))
-            return ct__error(CT_ERR_NOMEM, "out of memory growing a dataset to %zu examples",
-                             cap);
+        if (!grow(&d->ids, cap * T, 4) || !grow(&d->types, cap * T, 4) ||
+            !grow(&d->mask, cap * T, 4) ||
+            (labels ? !grow(&d->labels, cap * d->n_labels, 4)
+                    : !grow(&d->float_labels, cap * d->n_labels, 4)))
+            return ct__error(CT_ERR_NOMEM, "%s: out of memory growing a dataset to %zu examples",
+                             fn, cap);
         d->cap = cap;
     }
     memcpy(d->ids + d->n * T, ids, T * sizeof *ids);
@@ -73,9 +72,69 @@ ct_status ct_dataset_add(ct_dataset *d, const int32_t *ids, const int32_t *types
         d->types[d->n * T + i] = types ? types[i] : 0;
         d->mask[d->n * T + i] = mask ? mask[i] : 1;
     }
-    memcpy(d->labels + d->n * d->n_labels, labels, d->n_labels * sizeof *labels);
+    if (labels)
+        memcpy(d->labels + d->n * d->n_labels, labels, d->n_labels * sizeof *labels);
+    else
+        memcpy(d->float_labels + d->n * d->n_labels, float_labels,
+               d->n_labels * sizeof *float_labels);
     d->n++;
     return CT_OK;
+}
+
+ct_status ct_dataset_add(ct_dataset *d, const int32_t *ids, const int32_t *types,
+                         const int32_t *mask, const int32_t *labels, size_t n_labels)
+{
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(ids);
+    CT__CHECK_ARG(labels);
+    if (d->float_labels)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_add: example %zu has class ids, but "
+                         "this dataset holds real-valued labels (ct_dataset_add_float)", d->n);
+    if (n_labels != d->n_labels)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_dataset_add: example %zu has %zu labels; this task needs %zu",
+                         d->n, n_labels, d->n_labels);
+    return add_example(d, __func__, ids, types, mask, labels, NULL);
+}
+
+ct_status ct_dataset_add_float(ct_dataset *d, const int32_t *ids, const int32_t *types,
+                               const int32_t *mask, const float *labels, size_t n_labels)
+{
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(ids);
+    CT__CHECK_ARG(labels);
+    if (d->task != CT_TASK_SEQUENCE_CLASSIFICATION)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_add_float: real-valued labels are for "
+                                             "sequence classification (regression, "
+                                             "multi-label)");
+    if (d->n > 0 && !d->float_labels)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_add_float: this dataset holds class "
+                                             "ids (ct_dataset_add); one kind of label per dataset");
+    if (d->n == 0 && (n_labels < 1 || n_labels > (1u << 20)))
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_add_float: %zu labels per example",
+                         n_labels);
+    if (d->n > 0 && n_labels != d->n_labels)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_dataset_add_float: example %zu has %zu labels; the first had %zu",
+                         d->n, n_labels, d->n_labels);
+    for (size_t i = 0; i < n_labels; i++)
+        if (!isfinite(labels[i]))
+            return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_add_float: example %zu: "
+                                                 "labels[%zu] is not finite", d->n, i);
+    if (d->n == 0 && !d->float_labels) {
+        /* The first example decides: one target (regression) or one value
+         * per class (multi-label). Nothing is stored yet (cap 0), and a
+         * non-NULL float_labels marks the kind from now on. */
+        d->n_labels = n_labels;
+        if (!(d->float_labels = malloc(sizeof *d->float_labels)))
+            return ct__error(CT_ERR_NOMEM, "out of memory");
+    }
+    return add_example(d, __func__, ids, types, mask, NULL, labels);
+}
+
+int ct_dataset_has_float_labels(const ct_dataset *d)
+{
+    return d && d->float_labels != NULL;
 }
 
 size_t ct_dataset_size(const ct_dataset *d)
@@ -93,6 +152,7 @@ ct_status ct_dataset_fill_batch(const ct_dataset *d, const int64_t *indices, int
 {
     size_t T;
     int32_t *ids, *types, *mask, *labels;
+    float *reals = NULL;
     ct_status st;
     CT__CHECK_ARG(d);
     CT__CHECK_ARG(indices);
@@ -109,11 +169,14 @@ ct_status ct_dataset_fill_batch(const ct_dataset *d, const int64_t *indices, int
     types = malloc((size_t)n * T * sizeof *types);
     mask = malloc((size_t)n * T * sizeof *mask);
     labels = malloc((size_t)n * d->n_labels * sizeof *labels);
-    if (!ids || !types || !mask || !labels) {
+    if (d->float_labels)
+        reals = malloc((size_t)n * d->n_labels * sizeof *reals);
+    if (!ids || !types || !mask || !labels || (d->float_labels && !reals)) {
         free(ids);
         free(types);
         free(mask);
         free(labels);
+        free(reals);
         return ct__error(CT_ERR_NOMEM, "out of memory building a batch");
     }
     for (int i = 0; i < n; i++) {
@@ -121,8 +184,12 @@ ct_status ct_dataset_fill_batch(const ct_dataset *d, const int64_t *indices, int
         memcpy(ids + i * T, d->ids + e * T, T * sizeof *ids);
         memcpy(types + i * T, d->types + e * T, T * sizeof *types);
         memcpy(mask + i * T, d->mask + e * T, T * sizeof *mask);
-        memcpy(labels + i * d->n_labels, d->labels + e * d->n_labels,
-               d->n_labels * sizeof *labels);
+        if (reals)
+            memcpy(reals + i * d->n_labels, d->float_labels + e * d->n_labels,
+                   d->n_labels * sizeof *reals);
+        else
+            memcpy(labels + i * d->n_labels, d->labels + e * d->n_labels,
+                   d->n_labels * sizeof *labels);
     }
     st = ct_batch_set_inputs(batch, n, (int)T, ids, types, mask);
     if (st == CT_OK) {
@@ -139,10 +206,13 @@ ct_status ct_dataset_fill_batch(const ct_dataset *d, const int64_t *indices, int
             }
             free(start);
             free(end);
+        } else if (reals) {
+            st = ct_batch_set_float_labels(batch, reals, (size_t)n * d->n_labels);
         } else {
             st = ct_batch_set_labels(batch, labels, (size_t)n * d->n_labels);
         }
     }
+    free(reals);
     free(ids);
     free(types);
     free(mask);
@@ -161,10 +231,30 @@ ct_status ct_dataset_get_labels(const ct_dataset *d, size_t first, size_t count,
     if (first > d->n || count > d->n - first)
         return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_get_labels: examples [%zu, %zu + %zu) "
                          "are outside the dataset's %zu", first, first, count, d->n);
+    if (d->float_labels)
+        return ct__error(CT_ERR_STATE, "ct_dataset_get_labels: the dataset holds real-valued "
+                                       "labels (ct_dataset_get_float_labels)");
     if (count == 0)
         return CT_OK;
     CT__CHECK_ARG(labels);
     memcpy(labels, d->labels + first * d->n_labels, count * d->n_labels * sizeof *labels);
+    return CT_OK;
+}
+
+ct_status ct_dataset_get_float_labels(const ct_dataset *d, size_t first, size_t count,
+                                      float *labels)
+{
+    CT__CHECK_ARG(d);
+    if (first > d->n || count > d->n - first)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_dataset_get_float_labels: examples [%zu, %zu "
+                         "+ %zu) are outside the dataset's %zu", first, first, count, d->n);
+    if (!d->float_labels)
+        return ct__error(CT_ERR_STATE, "ct_dataset_get_float_labels: the dataset holds class "
+                                       "ids (ct_dataset_get_labels)");
+    if (count == 0)
+        return CT_OK;
+    CT__CHECK_ARG(labels);
+    memcpy(labels, d->float_labels + first * d->n_labels, count * d->n_labels * sizeof *labels);
     return CT_OK;
 }
 

@@ -13,7 +13,8 @@ struct ct_dataset {
     size_t n, cap;
     size_t n_labels; /* per example */
     int32_t *ids, *types, *mask; /* [cap, T] */
-    int32_t *labels;             /* [cap, n_labels] */
+    int32_t *labels;             /* [cap, n_labels], or NULL when real-valued */
+    float *float_labels;         /* [cap, n_labels] with ct_dataset_add_float */
 };
 
 #endif

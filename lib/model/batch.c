@@ -1,6 +1,7 @@
 /* ct_batch: a batch of token ids with its labels, copied from the caller. */
 #include "model/batch.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,9 +153,14 @@ ct_status ct_batch_set_float_labels(ct_batch *b, const float *labels, size_t n)
     CT__CHECK_ARG(labels);
     if ((st = need_inputs(b, __func__)) != CT_OK)
         return st;
-    if (n != (size_t)b->B)
+    if (n == 0 || n % (size_t)b->B != 0)
         return ct__error(CT_ERR_INVALID_ARG,
-                         "ct_batch_set_float_labels: %zu labels for batch_size %d", n, b->B);
+                         "ct_batch_set_float_labels: %zu labels for batch_size %d (one per "
+                         "example, or num_labels per example)", n, b->B);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(labels[i]))
+            return ct__error(CT_ERR_INVALID_ARG, "ct_batch_set_float_labels: labels[%zu] is "
+                                                 "not finite", i);
     if (!(l = malloc(n * sizeof *l)))
         return ct__error(CT_ERR_NOMEM, "out of memory copying labels");
     memcpy(l, labels, n * sizeof *l);

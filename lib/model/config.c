@@ -65,6 +65,24 @@ static ct_status get_bool(const reader *r, const char *key, int *out)
     return CT_OK;
 }
 
+static ct_status get_problem(const reader *r, ct__problem *out)
+{
+    static const char *const names[] = {"regression", "single_label_classification",
+                                        "multi_label_classification"};
+    const ct__json *v = ct__json_get(r->root, "problem_type");
+    if (!v || v->type == CT_JSON_NULL)
+        return CT_OK;
+    for (int i = 0; v->type == CT_JSON_STRING && i < 3; i++)
+        if (strcmp(v->str, names[i]) == 0) {
+            *out = (ct__problem)(CT__PROBLEM_REGRESSION + i);
+            return CT_OK;
+        }
+    return ct__error(CT_ERR_FORMAT, "%s: key 'problem_type': expected null, \"regression\", "
+                                    "\"single_label_classification\" or "
+                                    "\"multi_label_classification\"",
+                     r->what);
+}
+
 static ct_status get_act(const reader *r, const char *key, ct__act *out)
 {
     const ct__json *v = ct__json_get(r->root, key);
@@ -216,6 +234,8 @@ ct_status ct__config_parse(const char *text, size_t len, const char *what, ct__c
     r.root = root;
     r.what = what;
     st = arch == CT__ARCH_BERT ? read_bert(&r, cfg) : read_distilbert(&r, cfg);
+    if (st == CT_OK)
+        st = get_problem(&r, &cfg->problem_type);
     /* Transformers derives num_labels from id2label when it is there. */
     labels = ct__json_get(root, "id2label");
     if (st == CT_OK && labels && labels->type == CT_JSON_OBJECT && labels->n > 0)

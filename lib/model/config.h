@@ -11,6 +11,15 @@
 
 typedef enum ct__arch { CT__ARCH_BERT, CT__ARCH_DISTILBERT } ct__arch;
 typedef enum ct__act { CT__ACT_GELU, CT__ACT_GELU_NEW, CT__ACT_RELU } ct__act;
+/* config.json's problem_type for sequence classification; INFER (null)
+ * decides per batch as Transformers does: num_labels 1 regression, class
+ * ids single-label, real labels multi-label. */
+typedef enum ct__problem {
+    CT__PROBLEM_INFER,
+    CT__PROBLEM_REGRESSION,
+    CT__PROBLEM_SINGLE_LABEL,
+    CT__PROBLEM_MULTI_LABEL
+} ct__problem;
 
 typedef struct ct__config {
     ct__arch arch;
@@ -22,7 +31,8 @@ typedef struct ct__config {
     int max_position;        /* P */
     int type_vocab_size;     /* 0 for DistilBERT */
     int pad_token_id;
-    int num_labels;          /* sequence classification */
+    int num_labels;          /* sequence and token classification */
+    ct__problem problem_type;
     int sinusoidal_pos;      /* DistilBERT sinusoidal_pos_embds */
     ct__act act;             /* hidden_act / activation */
     float layer_norm_eps;

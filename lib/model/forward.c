@@ -517,6 +517,18 @@ static double smoothing_term(float *dlogits, const float *logits, const int32_t 
     return total;
 }
 
+/* The loss a sequence-classification batch is scored with: config.json's
+ * problem_type, else as Transformers infers it (num_labels 1: regression;
+ * real-valued labels: multi-label; class ids: single-label). */
+static ct__problem problem_of(const ct_model *m, const ct_batch *b)
+{
+    if (m->cfg.problem_type != CT__PROBLEM_INFER)
+        return m->cfg.problem_type;
+    if (m->cfg.num_labels == 1)
+        return CT__PROBLEM_REGRESSION;
+    return b->float_labels ? CT__PROBLEM_MULTI_LABEL : CT__PROBLEM_SINGLE_LABEL;
+}
+
 /* Loss of the last head forward; with dlogits set (backward), also the
  * gradient of loss * scale with respect to the logits. */
 static float head_loss_of(pass *p, float scale, float *dlogits)
@@ -555,17 +567,27 @@ static float head_loss_of(pass *p, float scale, float *dlogits)
         }
         return (float)total;
     }
-    if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION && m->cfg.num_labels == 1) {
-        /* Regression: mean squared error. */
+    if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION &&
+        problem_of(m, b) != CT__PROBLEM_SINGLE_LABEL) {
+        /* Over all B x num_labels logits: regression's mean squared error,
+         * or multi-label's binary cross-entropy with logits (softplus(x) -
+         * x y, computed without overflow). Neither is label-smoothed. */
+        size_t n = (size_t)B * m->cfg.num_labels;
+        int mse = problem_of(m, b) == CT__PROBLEM_REGRESSION;
         double sum = 0;
-        for (int r = 0; r < B; r++) {
-            float y = b->float_labels ? b->float_labels[r] : (float)b->labels[r];
-            float d = a->logits[r] - y;
-            sum += (double)d * d;
-            if (dlogits)
-                dlogits[r] = scale * 2.0f * d / B;
+        for (size_t i = 0; i < n; i++) {
+            float x = a->logits[i], y = b->float_labels ? b->float_labels[i] : (float)b->labels[i];
+            if (mse) {
+                sum += (double)(x - y) * (x - y);
+                if (dlogits)
+                    dlogits[i] = scale * 2.0f * (x - y) / (float)n;
+            } else {
+                sum += fmax(x, 0.0) - (double)x * y + log1p(exp(-fabs((double)x)));
+                if (dlogits)
+                    dlogits[i] = scale * (float)(1.0 / (1.0 + exp(-(double)x)) - y) / (float)n;
+            }
         }
-        return (float)(sum / B);
+        return (float)(sum / (double)n);
     }
     {
         /* Cross-entropy over classes (per sequence or per token) or the
@@ -752,14 +774,30 @@ static ct_status check_batch(const ct_model *m, const ct_batch *b, int need_labe
             return ct__error(CT_ERR_STATE, "question answering needs start and end positions "
                                            "(ct_batch_set_positions)");
         break;
-    case CT_TASK_SEQUENCE_CLASSIFICATION:
-        if (c->num_labels == 1 && b->float_labels)
-            break;
-        if (!b->labels || b->n_labels != (size_t)b->B)
-            return ct__error(CT_ERR_STATE, "sequence classification needs %d labels "
-                                           "(ct_batch_set_labels%s)", b->B,
-                             c->num_labels == 1 ? " or ct_batch_set_float_labels" : "");
-        return c->num_labels == 1 ? CT_OK : check_classes(b, c->num_labels);
+    case CT_TASK_SEQUENCE_CLASSIFICATION: {
+        size_t values = (size_t)b->B * c->num_labels;
+        switch (problem_of(m, b)) {
+        case CT__PROBLEM_SINGLE_LABEL:
+            if (!b->labels || b->n_labels != (size_t)b->B)
+                return ct__error(CT_ERR_STATE, "sequence classification needs %d class ids "
+                                               "(ct_batch_set_labels)", b->B);
+            return check_classes(b, c->num_labels);
+        case CT__PROBLEM_MULTI_LABEL:
+            if (!b->float_labels || b->n_float_labels != values)
+                return ct__error(CT_ERR_STATE, "multi-label classification needs %zu real "
+                                               "labels, %d per example "
+                                               "(ct_batch_set_float_labels)",
+                                 values, c->num_labels);
+            return CT_OK;
+        default: /* regression: targets, or class ids read as numbers (num_labels 1) */
+            if (b->float_labels ? b->n_float_labels != values
+                                : !b->labels || c->num_labels != 1 || b->n_labels != values)
+                return ct__error(CT_ERR_STATE, "regression needs %zu targets, %d per example "
+                                               "(ct_batch_set_float_labels)",
+                                 values, c->num_labels);
+            return CT_OK;
+        }
+    }
     case CT_TASK_MASKED_LM:
     case CT_TASK_TOKEN_CLASSIFICATION:
         if (!b->labels || b->n_labels != n)

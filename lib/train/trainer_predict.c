@@ -201,8 +201,9 @@ ct_status ct__trainer_evaluate_dataset(ct_trainer *t)
     int64_t shape[3] = {0, 0, 0};
     int ndim = 0;
     size_t per = 0, n_labels = d->n * d->n_labels;
-    float *logits = NULL;
+    float *logits = NULL, *reals = NULL;
     int32_t *labels = NULL;
+    int real = ct_dataset_has_float_labels(d);
     ct_status st;
     int64_t steps;
 
@@ -212,10 +213,14 @@ ct_status ct__trainer_evaluate_dataset(ct_trainer *t)
         if ((st = predict_shape(t, d, &ndim, shape, &per)) != CT_OK)
             return st;
         logits = malloc(d->n * per * sizeof *logits + 1);
-        labels = malloc(n_labels * sizeof *labels + 1);
-        if (!logits || !labels) {
+        if (real)
+            reals = malloc(n_labels * sizeof *reals + 1);
+        else
+            labels = malloc(n_labels * sizeof *labels + 1);
+        if (!logits || (!labels && !reals)) {
             free(logits);
             free(labels);
+            free(reals);
             return ct__error(CT_ERR_NOMEM, "out of memory for the logits of %zu evaluation "
                                            "examples", d->n);
         }
@@ -225,15 +230,17 @@ ct_status ct__trainer_evaluate_dataset(ct_trainer *t)
     if (st == CT_OK && (st = eval_pass(t, d, &loss, logits, per)) == CT_OK)
         st = ct_trainer_report_metric(t, "eval_loss", loss);
     if (st == CT_OK && t->metrics &&
-        (st = ct_dataset_get_labels(d, 0, d->n, labels)) == CT_OK) {
+        (st = real ? ct_dataset_get_float_labels(d, 0, d->n, reals)
+                   : ct_dataset_get_labels(d, 0, d->n, labels)) == CT_OK) {
         t->prefix_eval = 1;
-        st = t->metrics(t->metrics_user, t, logits, ndim, shape, labels, n_labels);
+        st = t->metrics(t->metrics_user, t, logits, ndim, shape, labels, reals, n_labels);
         t->prefix_eval = 0;
         if (st != CT_OK)
             st = ct__error_prefix(st, "the metrics callback");
     }
     free(logits);
     free(labels);
+    free(reals);
     if (st != CT_OK)
         return st;
     /* Trainer's speed_metrics: the whole job's evaluation batches. */

@@ -680,6 +680,16 @@ static void test_trainer() {
     CHECK(history.find("\"eval_loss\": ") != std::string::npos);
     CHECK(history.find("\"eval_samples_per_second\": ") != std::string::npos);
     EXPECT_ERROR(scored.set_early_stopping(-1), CT_ERR_INVALID_ARG, "negative");
+
+    // Real labels: multi-label rows, kept as added; one kind per dataset.
+    cputrain::dataset hot(CT_TASK_SEQUENCE_CLASSIFICATION, DT);
+    hot.add_float(example_ids(0), {1.0f, 0.0f, 1.0f});
+    hot.add_float(example_ids(1), {0.0f, 1.0f, 0.0f});
+    CHECK(hot.has_float_labels() && hot.labels_per_example() == 3);
+    CHECK(hot.float_labels(1, 1) == std::vector<float>({0.0f, 1.0f, 0.0f}));
+    EXPECT_ERROR(hot.add(example_ids(2), {1, 0, 1}), CT_ERR_INVALID_ARG, "real-valued labels");
+    EXPECT_ERROR(hot.labels(), CT_ERR_STATE, "ct_dataset_get_float_labels");
+    EXPECT_ERROR(hot.add_float(example_ids(2), {1.0f}), CT_ERR_INVALID_ARG, "values");
     remove_tree(dir);
 }
 

@@ -151,3 +151,89 @@ class EvalDatasetTest(TempDirTest):
 
         with self.assertRaises(KeyError):
             self.run_trainer("sequence-classification", classification_data, compute_metrics)
+
+
+def regression_data(n, seed):
+    """A target the first token decides (one of ten, 5..14): (id - 5) / 2."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(20, 120, size=(n, T)).astype(np.int32)
+    ids[:, 0] = rng.integers(5, 15, size=n)
+    return ids, ((ids[:, 0] - 5) / 2.0).astype(np.float32)
+
+
+def multi_label_data(n, seed):
+    """Three labels, the bits of the first token's id - 5 (one of eight)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(20, 120, size=(n, T)).astype(np.int32)
+    ids[:, 0] = rng.integers(5, 13, size=n)
+    code = ids[:, 0] - 5
+    return ids, np.stack([(code >> k) & 1 for k in range(3)], axis=1).astype(np.float32)
+
+
+@needs_numpy
+class RealLabelsTest(EvalDatasetTest):
+    def test_regression_scored_with_pearson(self):
+        def compute_metrics(p):
+            self.assertEqual(p.label_ids.dtype, np.float32)
+            return {"pearson": metrics.pearsonr(p.predictions[:, 0], p.label_ids)}
+
+        trainer, evaluation, evals = self.run_trainer("sequence-classification", regression_data,
+                                                      compute_metrics, num_labels=1,
+                                                      n_train=96, num_train_epochs=8.0,
+                                                      learning_rate=5e-3)
+        self.assertTrue(evaluation.has_float_labels)
+        self.assertEqual(evals[-1]["eval_pearson"],
+                         metrics.pearsonr(trainer.predict(evaluation)[:, 0], evaluation.labels()))
+        self.assertGreater(evals[-1]["eval_pearson"], 0.9, evals)
+
+    def test_multi_label_trains_on_binary_cross_entropy(self):
+        def compute_metrics(p):
+            hot = (p.predictions > 0).astype(np.int32)
+            return {"f1": metrics.f1(hot, p.label_ids.astype(np.int32))}
+
+        trainer, evaluation, evals = self.run_trainer("sequence-classification",
+                                                      multi_label_data, compute_metrics,
+                                                      num_labels=3, n_train=96,
+                                                      num_train_epochs=8.0, learning_rate=5e-3)
+        self.assertEqual(evaluation.labels().shape, (20, 3))
+        self.assertGreater(evals[-1]["eval_f1"], 0.8, evals)
+        self.assertLess(evals[-1]["eval_loss"], evals[0]["eval_loss"])
+
+    def test_one_kind_of_label_per_dataset_and_finite_values(self):
+        ids = [2] + [20] * (T - 1)
+        with Dataset("sequence-classification", T) as d:
+            d.add(ids, [0.5, 1.0])
+            d.add(ids, [1, 0])  # numbers, in a dataset of real labels
+            self.assertTrue(d.has_float_labels)
+            self.assertEqual(d.labels().tolist(), [[0.5, 1.0], [1.0, 0.0]])
+            with self.assertRaisesRegex(ValueError, "needs 2 labels each"):
+                d.add(ids, [0.5])
+            with self.assertRaises(CputrainError) as cm:
+                d.add(ids, [float("nan"), 1.0])
+            self.assertIn("labels[0] is not finite", cm.exception.message)
+        with Dataset("sequence-classification", T) as d:
+            d.add(ids, 1)
+            with self.assertRaises(CputrainError) as cm:
+                d.add(ids, [0.5])
+            self.assertIn("holds class ids", cm.exception.message)
+        with Dataset("token-classification", T) as d, self.assertRaises(TypeError):
+            d.add(ids, [0.5] * T)
+
+    def test_problem_type_decides_the_loss(self):
+        config = os.path.join(self.dir, "single.json")
+        with open(config, "w") as f:
+            json.dump({"model_type": "bert", "vocab_size": 128, "hidden_size": 32,
+                       "num_hidden_layers": 1, "num_attention_heads": 4,
+                       "intermediate_size": 64, "max_position_embeddings": 64,
+                       "num_labels": 3, "problem_type": "single_label_classification"}, f)
+        ids = [[2, 30, 40, 50]]
+        with Model.create(config, task="sequence-classification") as m:
+            self.assertGreater(m.forward_backward(ids, labels=[2]), 0)
+            with self.assertRaises(CputrainError) as cm:
+                m.forward_backward(ids, labels=[[0.0, 1.0, 0.0]])
+            self.assertIn("needs 1 class ids", cm.exception.message)
+        with open(config, "w") as f:
+            f.write('{"model_type": "bert", "problem_type": "ranking"}')
+        with self.assertRaises(CputrainError) as cm:
+            Model.create(config, task="sequence-classification")
+        self.assertIn("problem_type", cm.exception.message)

@@ -434,7 +434,7 @@ class ComputeTest(unittest.TestCase):
             self.assertGreater(m.forward_backward(IDS, labels=[1, 0]), 0)
             with self.assertRaises(CputrainError) as cm:
                 m.forward_backward(IDS)
-            self.assertIn("sequence classification needs 2 labels", cm.exception.message)
+            self.assertIn("sequence classification needs 2 class ids", cm.exception.message)
         with Model.create("bert-test", task="token-classification") as m:
             self.assertGreater(m.forward_backward(IDS, TYPES, MASK, labels=[[-100, 1, 0, 1, 0, 1],
                                                                            [-100] * T]), 0)

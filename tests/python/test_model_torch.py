@@ -96,6 +96,14 @@ CONFIG_FILES = {
     "distilbert-regression": {"model_type": "distilbert", "vocab_size": 128, "dim": 32,
                               "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
                               "max_position_embeddings": 64, "num_labels": 1},
+    "bert-multi-label": {"model_type": "bert", "vocab_size": 128, "hidden_size": 32,
+                         "num_hidden_layers": 2, "num_attention_heads": 4,
+                         "intermediate_size": 64, "max_position_embeddings": 64,
+                         "num_labels": 4, "problem_type": "multi_label_classification"},
+    "distilbert-regression-3": {"model_type": "distilbert", "vocab_size": 128, "dim": 32,
+                                "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
+                                "max_position_embeddings": 64, "num_labels": 3,
+                                "problem_type": "regression"},
 }
 
 # (configuration, tasks) compared head by head.
@@ -109,6 +117,8 @@ MATRIX = [
     ("bert-regression", ("sequence-classification",)),
     ("distilbert-3-labels", ("sequence-classification", "token-classification")),
     ("distilbert-regression", ("sequence-classification",)),
+    ("bert-multi-label", ("sequence-classification",)),
+    ("distilbert-regression-3", ("sequence-classification",)),
 ]
 
 _tmp_root = None

@@ -754,11 +754,20 @@ def qa_loss(logits, start_positions, end_positions, attention_mask=None):
     return (ce(start_logits, start) + ce(end_logits, end)) / 2
 
 
-def classification_loss(logits, labels, num_labels):
-    """problem_type as BertForSequenceClassification infers it."""
-    if num_labels == 1:
-        return nn.MSELoss()(logits.squeeze(), labels.squeeze().to(logits.dtype))
-    if labels.dtype in (torch.long, torch.int):
+def classification_loss(logits, labels, config):
+    """BertForSequenceClassification's loss: config.json's problem_type, or
+    the one it infers (num_labels 1 regression, integer labels single-label,
+    else multi-label)."""
+    num_labels = config.num_labels
+    problem = (config.source or {}).get("problem_type")
+    if problem is None:
+        problem = ("regression" if num_labels == 1 else "single_label_classification"
+                   if labels.dtype in (torch.long, torch.int) else "multi_label_classification")
+    if problem == "regression":
+        if num_labels == 1:
+            return nn.MSELoss()(logits.squeeze(), labels.squeeze().to(logits.dtype))
+        return nn.MSELoss()(logits, labels.to(logits.dtype))
+    if problem == "single_label_classification":
         return nn.CrossEntropyLoss()(logits.view(-1, num_labels), labels.view(-1))
     return nn.BCEWithLogitsLoss()(logits, labels.to(logits.dtype))
 
@@ -833,7 +842,7 @@ class BertForSequenceClassification(_Head):
         logits = self.classifier(self.dropout(pooled))
         if labels is None:
             return None, logits
-        return classification_loss(logits, labels, self.config.num_labels), logits
+        return classification_loss(logits, labels, self.config), logits
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -939,7 +948,7 @@ class DistilBertForSequenceClassification(_Head):
         logits = self.classifier(pooled)
         if labels is None:
             return None, logits
-        return classification_loss(logits, labels, self.config.num_labels), logits
+        return classification_loss(logits, labels, self.config), logits
 
 
 class TiedProjector(nn.Module):
@@ -1202,6 +1211,7 @@ def example_batch(config, batch_size=3, seq_len=12, seed=0, task=None, pad_rows=
         chosen = rng.choice(np.arange(1, n) if n > 1 else np.arange(1), size=max(1, (n - 1) // 3),
                             replace=False)
         mlm[b, chosen] = rng.integers(0, c.vocab_size, size=len(chosen))
+    problem = (c.source or {}).get("problem_type")
     if c.num_labels == 1:
         cls = rng.normal(size=B).astype(np.float32)
     else:
@@ -1217,6 +1227,10 @@ def example_batch(config, batch_size=3, seq_len=12, seed=0, task=None, pad_rows=
     if task == "question-answering":
         batch.update(start_positions=start, end_positions=end)
     elif task == "sequence-classification":
+        if problem == "multi_label_classification":  # multi-hot rows, drawn last
+            cls = (rng.random((B, c.num_labels)) < 0.4).astype(np.float32)
+        elif problem == "regression" and c.num_labels > 1:
+            cls = rng.normal(size=(B, c.num_labels)).astype(np.float32)
         batch.update(labels=cls)
     elif task == "masked-lm":
         batch.update(labels=mlm)

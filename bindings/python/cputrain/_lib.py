@@ -28,11 +28,11 @@ COUNT_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_siz
 EVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 # typedef ct_status (*ct_metrics_fn)(void *user, ct_trainer *trainer, const float *logits,
 #                                    int ndim, const int64_t *shape, const int32_t *labels,
-#                                    size_t n_labels);
+#                                    const float *float_labels, size_t n_labels);
 METRICS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                               ctypes.POINTER(ctypes.c_float), ctypes.c_int,
                               ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32),
-                              ctypes.c_size_t)
+                              ctypes.POINTER(ctypes.c_float), ctypes.c_size_t)
 
 _int, _uint, _size = ctypes.c_int, ctypes.c_uint, ctypes.c_size_t
 _i64, _f64, _str = ctypes.c_int64, ctypes.c_double, ctypes.c_char_p
@@ -173,11 +173,14 @@ PROTOTYPES = {
     "ct_dataset_create": (_status, [_int, _int, _ptr(Handle)]),
     "ct_dataset_free": (None, [Handle]),
     "ct_dataset_add": (_status, [Handle, _ptr(_i32), _ptr(_i32), _ptr(_i32), _ptr(_i32), _size]),
+    "ct_dataset_add_float": (_status, [Handle, _ptr(_i32), _ptr(_i32), _ptr(_i32), _ptr(_f32), _size]),
+    "ct_dataset_has_float_labels": (_int, [Handle]),
     "ct_dataset_size": (_size, [Handle]),
     "ct_dataset_seq_len": (_int, [Handle]),
     "ct_dataset_fill_batch": (_status, [Handle, _ptr(_i64), _int, Handle]),
     "ct_dataset_labels_per_example": (_size, [Handle]),
     "ct_dataset_get_labels": (_status, [Handle, _size, _size, _ptr(_i32)]),
+    "ct_dataset_get_float_labels": (_status, [Handle, _size, _size, _ptr(_f32)]),
     "ct_dataset_get_lengths": (_status, [Handle, _size, _size, _ptr(_i32)]),
     # train.h: the trainer (ct_event is an int)
     "ct_trainer_create": (_status, [Handle, Handle, _ptr(Handle)]),

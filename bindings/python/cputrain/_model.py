@@ -408,7 +408,8 @@ class Batch(OwnedHandle):
         self._has_labels = True
 
     def set_float_labels(self, labels):
-        """Regression targets [batch_size] (sequence classification, num_labels 1)."""
+        """Real labels (sequence classification): regression targets [batch_size]
+        (or [batch_size, num_labels]), or multi-label rows [batch_size, num_labels]."""
         c = _to_float32(labels, "labels")
         check(lib.ct_batch_set_float_labels(self._live(), c.pointer, c.size))
         self._has_labels = True
@@ -656,12 +657,15 @@ class Model(OwnedHandle):
                 batch.set_positions(start_positions, end_positions)
             if labels is not None:
                 # num_labels 1 is regression, as in Transformers, whatever
-                # the labels' type; otherwise they are ids.
-                if self.task == Task.SEQUENCE_CLASSIFICATION and self.config_int("num_labels") == 1:
+                # the labels' type; real labels are regression targets or
+                # multi-label rows; otherwise they are ids.
+                classify = self.task == Task.SEQUENCE_CLASSIFICATION
+                if classify and (self.config_int("num_labels") == 1 or _is_float_data(labels)):
                     batch.set_float_labels(labels)
                 elif _is_float_data(labels):
-                    raise TypeError("labels must be integer ids for %s (float labels are "
-                                    "regression targets, for num_labels 1)" % self.architecture)
+                    raise TypeError("labels must be integer ids for %s (real labels are for "
+                                    "sequence classification: regression, multi-label)"
+                                    % self.architecture)
                 else:
                     batch.set_labels(labels)
         except BaseException:

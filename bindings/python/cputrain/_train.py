@@ -18,7 +18,8 @@ from ._errors import CputrainError, Status, check, error_from_status
 from ._handle import OwnedHandle
 from ._interrupt import InterruptGuard
 from ._lib import EVAL_FN, METRICS_FN, PROGRESS_FN, Handle, lib
-from ._model import Batch, Model, Task, _TASK_NAMES, _Converted, _member, _np, _path, _to_int32
+from ._model import (Batch, Model, Task, _TASK_NAMES, _Converted, _is_float_data, _member, _np,
+                     _path, _to_float32, _to_int32)
 from ._tokenizer import Tokenizer
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -265,11 +266,9 @@ class Dataset(OwnedHandle):
 
     @property
     def labels_per_example(self):
-        if self._task == Task.QUESTION_ANSWERING:
-            return 2
-        if self._task == Task.SEQUENCE_CLASSIFICATION:
-            return 1
-        return self.seq_len
+        """2 (start, end), 1 (a class id), seq_len (masked LM, token
+        classification), or as many real labels as the first example had."""
+        return lib.ct_dataset_labels_per_example(self._live())
 
     def add(self, input_ids, labels, token_type_ids=None, attention_mask=None):
         """Append one example: seq_len token ids and its labels ((start,
@@ -308,7 +307,15 @@ class Dataset(OwnedHandle):
                 raise ValueError("%s has shape %s but input_ids has %d example%s of %d tokens"
                                  % (what, c.shape, n, "" if n == 1 else "s", T))
             extra.append(c)
-        lab = _to_int32(labels, "labels")
+        real = self._task == Task.SEQUENCE_CLASSIFICATION and (
+            _is_float_data(labels) or self.has_float_labels)
+        if real:
+            # regression targets or multi-hot rows; the first example sets how many
+            lab = _to_float32(labels, "labels")
+            if len(self) == 0 and lab.size and lab.size % n == 0:
+                per = lab.size // n
+        else:
+            lab = _to_int32(labels, "labels")
         if lab.size != n * per or len(lab.shape) > 2 or (len(lab.shape) == 2 and lab.shape[1] != per):
             raise ValueError("labels has shape %s; %d %s example%s need%s %d label%s each (%s)"
                              % (lab.shape, n, self._task.name.lower(), "" if n == 1 else "s",
@@ -317,12 +324,13 @@ class Dataset(OwnedHandle):
         base = _address(ids)
         bases = [None if c is None else _address(c) for c in extra]
         lab_base = _address(lab)
+        add = lib.ct_dataset_add_float if real else lib.ct_dataset_add
         for i in range(n):
-            check(lib.ct_dataset_add(
-                handle, _row(base, i, T),
-                None if bases[0] is None else _row(bases[0], i, T),
-                None if bases[1] is None else _row(bases[1], i, T),
-                _row(lab_base, i, per), per))
+            row = _row(lab_base, i, per)
+            check(add(handle, _row(base, i, T),
+                      None if bases[0] is None else _row(bases[0], i, T),
+                      None if bases[1] is None else _row(bases[1], i, T),
+                      ctypes.cast(row, ctypes.POINTER(ctypes.c_float)) if real else row, per))
         # ids, extra and lab own the memory the addresses point into; they
         # must live until here (the names keep them).
         del ids, extra, lab
@@ -345,11 +353,17 @@ class Dataset(OwnedHandle):
             return _np.frombuffer(out, dtype=_np.int32, count=count).copy()
         return list(out)[:count]
 
+    @property
+    def has_float_labels(self):
+        """True for real-valued labels (regression targets, multi-hot rows)."""
+        return bool(lib.ct_dataset_has_float_labels(self._live()))
+
     def labels(self, start=0, stop=None):
         """Labels of examples [start, stop) as they were added: question
-        answering [n, 2] (start, end), classification [n], masked LM
-        [n, seq_len]. An int32 numpy array (without numpy, a memoryview of
-        that shape)."""
+        answering [n, 2] (start, end), classification [n] (real-valued:
+        [n] or [n, num_labels], float32), masked LM and token
+        classification [n, seq_len]. An int32 numpy array (without numpy, a
+        memoryview of that shape)."""
         handle = self._live()
         size = len(self)
         start = _int64(start, "start")
@@ -359,14 +373,19 @@ class Dataset(OwnedHandle):
                              % (start, stop, size))
         per = lib.ct_dataset_labels_per_example(handle)
         count = stop - start
-        out = (ctypes.c_int32 * max(count * per, 1))()
-        check(lib.ct_dataset_get_labels(handle, start, count, out))
-        dims = (count,) if self._task == Task.SEQUENCE_CLASSIFICATION else (count, per)
+        real = self.has_float_labels
+        ctype, code = (ctypes.c_float, "f") if real else (ctypes.c_int32, "i")
+        out = (ctype * max(count * per, 1))()
+        get = lib.ct_dataset_get_float_labels if real else lib.ct_dataset_get_labels
+        check(get(handle, start, count, out))
+        dims = (count,) if per == 1 and self._task == Task.SEQUENCE_CLASSIFICATION \
+            else (count, per)
         if _np is not None:
-            return _np.frombuffer(out, dtype=_np.int32, count=count * per).reshape(dims)
+            return _np.frombuffer(out, dtype=_np.float32 if real else _np.int32,
+                                  count=count * per).reshape(dims)
         if count * per == 0:  # memoryview cannot take a shape with a 0 in it
-            return memoryview(b"").cast("i")
-        return memoryview(out).cast("B")[:4 * count * per].cast("i", list(dims))
+            return memoryview(b"").cast(code)
+        return memoryview(out).cast("B")[:4 * count * per].cast(code, list(dims))
 
     def batch(self, indices, batch=None):
         """Examples `indices` as a Batch (inputs and labels), filled by the
@@ -401,7 +420,8 @@ class Dataset(OwnedHandle):
 
 _LABELS_HINT = {
     Task.QUESTION_ANSWERING: "start and end positions",
-    Task.SEQUENCE_CLASSIFICATION: "a class id",
+    Task.SEQUENCE_CLASSIFICATION: "a class id, or real values: one regression target or "
+                                  "num_labels multi-label values",
     Task.MASKED_LM: "token ids, -100 where not predicted",
     Task.TOKEN_CLASSIFICATION: "class ids per token, -100 where not scored",
 }
@@ -544,17 +564,19 @@ def _as_array(pointer, shape, dtype, ctype):
 
 
 @METRICS_FN
-def _metrics_trampoline(user, handle, logits, ndim, shape, labels, n_labels):
+def _metrics_trampoline(user, handle, logits, ndim, shape, labels, float_labels, n_labels):
     trainer = _trainers.get(user)
     if trainer is None or trainer._compute_metrics is None:
         return 0
     trainer._in_eval = True
     try:
-        dims = tuple(shape[i] for i in range(ndim))
-        n = dims[0] if dims else 0
+        logit_dims = tuple(shape[i] for i in range(ndim))
+        n = logit_dims[0] if logit_dims else 0
         per = n_labels // n if n else 1
-        predictions = _as_array(logits, dims, "float32", ctypes.c_float)
-        label_ids = _as_array(labels, (n,) if per == 1 else (n, per), "int64", ctypes.c_int32)
+        label_dims = (n,) if per == 1 else (n, per)
+        predictions = _as_array(logits, logit_dims, "float32", ctypes.c_float)
+        label_ids = (_as_array(labels, label_dims, "int64", ctypes.c_int32) if labels
+                     else _as_array(float_labels, label_dims, "float32", ctypes.c_float))
         result = trainer._compute_metrics(EvalPrediction(predictions, label_ids))
         if not hasattr(result, "items"):
             raise TypeError("compute_metrics returned %s; return a dict of metrics"
