@@ -422,6 +422,43 @@ public:
         check(ct_model_load(dir.c_str(), task, seed, &m));
         return model(m);
     }
+    // A classification head's labels, as from_pretrained(num_labels=,
+    // id2label=, problem_type=) override config.json's: empty names mean
+    // LABEL_<id> (or the configuration's when num_labels is 0 too), an empty
+    // problem_type the configuration's.
+    struct labels {
+        int num_labels = 0;
+        std::vector<std::string> names;
+        std::string problem_type;
+    };
+    static model create(const std::string &config, ct_task task, std::uint64_t seed,
+                        const labels &l) {
+        ct_model *m = nullptr;
+        std::vector<const char *> names = c_names(l);
+        check(ct_model_create_with_labels(config.c_str(), task, seed, label_count(l),
+                                          names.empty() ? nullptr : names.data(),
+                                          l.problem_type.empty() ? nullptr : l.problem_type.c_str(),
+                                          &m));
+        return model(m);
+    }
+    static model load(const std::string &dir, ct_task task, std::uint64_t seed,
+                      const labels &l) {
+        ct_model *m = nullptr;
+        std::vector<const char *> names = c_names(l);
+        check(ct_model_load_with_labels(dir.c_str(), task, seed, label_count(l),
+                                        names.empty() ? nullptr : names.data(),
+                                        l.problem_type.empty() ? nullptr : l.problem_type.c_str(),
+                                        &m));
+        return model(m);
+    }
+    // id2label[id] (LABEL_<id> where the configuration names none).
+    std::string label_name(int id) const {
+        const char *name = ct_model_label_name(live(), id);
+        if (!name)
+            throw error(CT_ERR_INVALID_ARG,
+                        "label id " + std::to_string(id) + " is outside [0, num_labels)");
+        return name;
+    }
 
     explicit model(ct_model *adopt) noexcept : model_(adopt) {}
     model(const model &) = delete;
@@ -570,6 +607,15 @@ private:
         if (!model_)
             throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::model (moved from)");
         return model_;
+    }
+    static std::vector<const char *> c_names(const labels &l) {
+        std::vector<const char *> names;
+        for (const auto &n : l.names)
+            names.push_back(n.c_str());
+        return names;
+    }
+    static int label_count(const labels &l) {
+        return l.num_labels ? l.num_labels : static_cast<int>(l.names.size());
     }
     void in_range(std::size_t index) const {
         if (index >= ct_model_tensor_count(live()))

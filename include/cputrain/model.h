@@ -69,6 +69,26 @@ CT_API ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_
  * an architecture with none of these heads (BertModel, BertForPreTraining,
  * ...), CT_ERR_IO / CT_ERR_FORMAT for an unreadable or malformed file. */
 CT_API ct_status ct_model_config_task(const char *path, ct_task *out);
+/* ct_model_create and ct_model_load for a classification head (sequence or
+ * token) with the labels given, as from_pretrained(num_labels=, id2label=,
+ * label2id=, problem_type=) override config.json's: num_labels > 0 sets
+ * their count (0 keeps the configuration's), `labels` (NULL: LABEL_0,
+ * LABEL_1, ...) their names in id order, non-empty and distinct, saved as
+ * config.json's id2label and label2id; `problem_type` (NULL keeps the
+ * configuration's) "regression", "single_label_classification" or
+ * "multi_label_classification". A checkpoint whose head has another number
+ * of labels fails to load naming the tensor, as without
+ * ignore_mismatched_sizes. CT_ERR_INVALID_ARG for another head. */
+CT_API ct_status ct_model_create_with_labels(const char *config, ct_task task, uint64_t seed,
+                                             int num_labels, const char *const *labels,
+                                             const char *problem_type, ct_model **out);
+CT_API ct_status ct_model_load_with_labels(const char *dir, ct_task task, uint64_t seed,
+                                           int num_labels, const char *const *labels,
+                                           const char *problem_type, ct_model **out);
+/* The name of label `id` (config.json's id2label, else "LABEL_<id>" as
+ * Transformers names them), owned by the model; NULL outside
+ * [0, num_labels). */
+CT_API const char *ct_model_label_name(const ct_model *model, int id);
 CT_API void ct_model_free(ct_model *model);
 /* Write config.json (with "architectures" and "model_type") and
  * model.safetensors ({"format": "pt"} metadata) into `dir`, which must exist.

@@ -200,7 +200,7 @@ static ct_status read_distilbert(const reader *r, ct__config *c)
 ct_status ct__config_parse(const char *text, size_t len, const char *what, ct__config *cfg)
 {
     ct__json_doc *doc;
-    const ct__json *root, *mt, *labels;
+    const ct__json *root, *mt;
     reader r;
     ct_status st;
     ct__arch arch;
@@ -237,22 +237,25 @@ ct_status ct__config_parse(const char *text, size_t len, const char *what, ct__c
     if (st == CT_OK)
         st = get_problem(&r, &cfg->problem_type);
     /* Transformers derives num_labels from id2label when it is there. */
-    labels = ct__json_get(root, "id2label");
-    if (st == CT_OK && labels && labels->type == CT_JSON_OBJECT && labels->n > 0)
-        cfg->num_labels = (int)labels->n;
-    else if (st == CT_OK)
+    if (st == CT_OK)
+        st = ct__config_read_labels(root, what, cfg);
+    if (st == CT_OK && !cfg->label_names)
         st = get_int(&r, "num_labels", 1, 1 << 20, &cfg->num_labels);
     if (st == CT_OK)
         st = check_shape(cfg, what);
     ct__json_free(doc);
+    if (st != CT_OK)
+        ct__config_free_labels(cfg);
     if (st == CT_OK) {
         cfg->head_dropout = arch == CT__ARCH_BERT
                                 ? (cfg->classifier_dropout >= 0 ? cfg->classifier_dropout
                                                                 : cfg->hidden_dropout)
                                 : cfg->qa_dropout;
         cfg->source_json = malloc(len + 1);
-        if (!cfg->source_json)
+        if (!cfg->source_json) {
+            ct__config_free_labels(cfg);
             return ct__error(CT_ERR_NOMEM, "%s: out of memory", what);
+        }
         memcpy(cfg->source_json, text, len);
         cfg->source_json[len] = '\0';
     }
@@ -325,13 +328,27 @@ void ct__config_free(ct__config *cfg)
 {
     free(cfg->source_json);
     cfg->source_json = NULL;
+    ct__config_free_labels(cfg);
 }
 
 ct_status ct__config_copy(const ct__config *src, ct__config *dst)
 {
     *dst = *src;
+    dst->source_json = NULL;
+    dst->label_names = NULL;
     if (src->source_json && !(dst->source_json = strdup(src->source_json)))
         return ct__error(CT_ERR_NOMEM, "out of memory copying a model configuration");
+    if (src->label_names) {
+        if (!(dst->label_names = calloc((size_t)src->num_labels, sizeof *dst->label_names))) {
+            ct__config_free(dst);
+            return ct__error(CT_ERR_NOMEM, "out of memory copying a model configuration");
+        }
+        for (int i = 0; i < src->num_labels; i++)
+            if (!(dst->label_names[i] = strdup(src->label_names[i]))) {
+                ct__config_free(dst);
+                return ct__error(CT_ERR_NOMEM, "out of memory copying a model configuration");
+            }
+    }
     return CT_OK;
 }
 
@@ -376,17 +393,49 @@ static void put_architectures(ct__strbuf *sb, int *first, const char *architectu
     ct__sb_puts(sb, "\n  ]");
 }
 
-static void put_labels(ct__strbuf *sb, int *first, int n)
+/* Label `i`'s name, as a JSON string literal. */
+static void put_label_name(ct__strbuf *sb, const ct__config *c, int i)
 {
-    int i;
+    if (c->label_names)
+        ct__json_write_string(sb, c->label_names[i], strlen(c->label_names[i]));
+    else
+        ct__sb_printf(sb, "\"LABEL_%d\"", i);
+}
+
+/* id2label and label2id; Transformers leaves out its default (two labels
+ * named LABEL_0 and LABEL_1). */
+static int has_labels(const ct__config *c)
+{
+    return c->num_labels != 2 || c->label_names;
+}
+
+static void put_id2label(ct__strbuf *sb, int *first, const ct__config *c)
+{
     put_key(sb, first, "id2label");
-    for (i = 0; i < n; i++)
-        ct__sb_printf(sb, "%s\"%d\": \"LABEL_%d\"", i ? ",\n    " : "{\n    ", i, i);
+    for (int i = 0; i < c->num_labels; i++) {
+        ct__sb_printf(sb, "%s\"%d\": ", i ? ",\n    " : "{\n    ", i);
+        put_label_name(sb, c, i);
+    }
     ct__sb_puts(sb, "\n  }");
+}
+
+static void put_label2id(ct__strbuf *sb, int *first, const ct__config *c)
+{
     put_key(sb, first, "label2id");
-    for (i = 0; i < n; i++)
-        ct__sb_printf(sb, "%s\"LABEL_%d\": %d", i ? ",\n    " : "{\n    ", i, i);
+    for (int i = 0; i < c->num_labels; i++) {
+        ct__sb_puts(sb, i ? ",\n    " : "{\n    ");
+        put_label_name(sb, c, i);
+        ct__sb_printf(sb, ": %d", i);
+    }
     ct__sb_puts(sb, "\n  }");
+}
+
+static void put_problem(ct__strbuf *sb, int *first, const ct__config *c)
+{
+    static const char *const names[] = {NULL, "regression", "single_label_classification",
+                                        "multi_label_classification"};
+    if (c->problem_type != CT__PROBLEM_INFER)
+        put_string(sb, first, "problem_type", names[c->problem_type]);
 }
 
 /* Keys for a configuration that did not come from a file, in the order
@@ -406,10 +455,12 @@ static void write_builtin(const ct__config *c, const char *architecture, const c
         put_string(sb, &first, "hidden_act", act_name(c->act));
         put_float(sb, &first, "hidden_dropout_prob", c->hidden_dropout);
         put_int(sb, &first, "hidden_size", c->hidden_size);
-        if (c->num_labels != 2)
-            put_labels(sb, &first, c->num_labels);
+        if (has_labels(c))
+            put_id2label(sb, &first, c);
         put_float(sb, &first, "initializer_range", c->initializer_range);
         put_int(sb, &first, "intermediate_size", c->intermediate_size);
+        if (has_labels(c))
+            put_label2id(sb, &first, c);
         put_float(sb, &first, "layer_norm_eps", c->layer_norm_eps);
         put_int(sb, &first, "max_position_embeddings", c->max_position);
         put_string(sb, &first, "model_type", "bert");
@@ -417,6 +468,7 @@ static void write_builtin(const ct__config *c, const char *architecture, const c
         put_int(sb, &first, "num_hidden_layers", c->num_layers);
         put_int(sb, &first, "pad_token_id", c->pad_token_id);
         put_string(sb, &first, "position_embedding_type", "absolute");
+        put_problem(sb, &first, c);
         put_string(sb, &first, "torch_dtype", dtype);
         put_int(sb, &first, "type_vocab_size", c->type_vocab_size);
         put_int(sb, &first, "vocab_size", c->vocab_size);
@@ -427,14 +479,17 @@ static void write_builtin(const ct__config *c, const char *architecture, const c
         put_int(sb, &first, "dim", c->hidden_size);
         put_float(sb, &first, "dropout", c->hidden_dropout);
         put_int(sb, &first, "hidden_dim", c->intermediate_size);
-        if (c->num_labels != 2)
-            put_labels(sb, &first, c->num_labels);
+        if (has_labels(c))
+            put_id2label(sb, &first, c);
         put_float(sb, &first, "initializer_range", c->initializer_range);
+        if (has_labels(c))
+            put_label2id(sb, &first, c);
         put_int(sb, &first, "max_position_embeddings", c->max_position);
         put_string(sb, &first, "model_type", "distilbert");
         put_int(sb, &first, "n_heads", c->num_heads);
         put_int(sb, &first, "n_layers", c->num_layers);
         put_int(sb, &first, "pad_token_id", c->pad_token_id);
+        put_problem(sb, &first, c);
         put_float(sb, &first, "qa_dropout", c->qa_dropout);
         put_float(sb, &first, "seq_classif_dropout", c->seq_classif_dropout);
         put_key(sb, &first, "sinusoidal_pos_embds");
@@ -448,46 +503,65 @@ static void write_builtin(const ct__config *c, const char *architecture, const c
 }
 
 /* A configuration read from a file is written back key for key (so labels,
- * versions and keys this library does not use survive), with the
- * architecture of the head actually trained. */
+ * versions and keys this library does not use survive), but for the keys
+ * that describe what is saved now: architectures (the head trained),
+ * torch_dtype (and "dtype", its newer name, when the file has it: what
+ * model.safetensors holds), and the labels and problem_type when they were
+ * given for a new head. Each of those not in the file goes in at its sorted
+ * place, as Transformers writes keys sorted. */
+enum { OWN_ARCH, OWN_ID2LABEL, OWN_LABEL2ID, OWN_PROBLEM, OWN_TORCH_DTYPE, OWN_DTYPE, N_OWNED };
+static const char *const owned_keys[N_OWNED] = {"architectures", "id2label", "label2id",
+                                                "problem_type", "torch_dtype", "dtype"};
+
+static void put_owned(ct__strbuf *sb, int *first, int k, const ct__config *c,
+                      const char *architecture, const char *dtype)
+{
+    switch (k) {
+    case OWN_ARCH: put_architectures(sb, first, architecture); break;
+    case OWN_ID2LABEL: put_id2label(sb, first, c); break;
+    case OWN_LABEL2ID: put_label2id(sb, first, c); break;
+    case OWN_PROBLEM: put_problem(sb, first, c); break;
+    default: put_string(sb, first, owned_keys[k], dtype); break;
+    }
+}
+
 static ct_status write_from_source(const ct__config *c, const char *architecture,
                                    const char *dtype, ct__strbuf *sb)
 {
+    /* "dtype" is replaced where the file has it, never added */
+    int insert[N_OWNED] = {1, c->labels_set, c->labels_set, c->problem_set, 1, 0};
+    int done[N_OWNED] = {0};
     ct__json_doc *doc;
     const ct__json *root;
-    size_t i;
-    int first = 1, wrote_arch = 0, has_dtype = 0;
+    int first = 1;
     ct_status st = ct__json_parse(c->source_json, strlen(c->source_json), "config.json", &doc);
     if (st != CT_OK)
         return st;
     root = ct__json_root(doc);
-    /* torch_dtype (and "dtype", its newer name, when the file has it) must
-     * name what model.safetensors now holds, not what the source held; a
-     * file without it gets it at its sorted place, as Transformers writes. */
-    for (i = 0; i < root->n; i++)
-        has_dtype |= strcmp(root->members[i].key, "torch_dtype") == 0;
-    for (i = 0; i < root->n; i++) {
-        const ct__json_member *m = &root->members[i];
-        if (!has_dtype && strcmp(m->key, "torch_dtype") > 0) {
-            put_string(sb, &first, "torch_dtype", dtype);
-            has_dtype = 1;
-        }
-        if (strcmp(m->key, "architectures") == 0) {
-            put_architectures(sb, &first, architecture);
-            wrote_arch = 1;
+    for (size_t i = 0; i <= root->n; i++) {
+        const char *key = i < root->n ? root->members[i].key : NULL;
+        int k;
+        /* ours the file lacks that sort before this key (the rest at the end) */
+        for (k = 0; k < N_OWNED; k++)
+            if (insert[k] && !done[k] && (!key || strcmp(owned_keys[k], key) < 0)) {
+                put_owned(sb, &first, k, c, architecture, dtype);
+                done[k] = 1;
+            }
+        if (!key)
+            break;
+        for (k = 0; k < N_OWNED && strcmp(owned_keys[k], key) != 0; k++)
+            ;
+        if (k < N_OWNED && (insert[k] || k == OWN_DTYPE)) {
+            if (!done[k])
+                put_owned(sb, &first, k, c, architecture, dtype);
+            done[k] = 1;
             continue;
         }
-        if (strcmp(m->key, "torch_dtype") == 0 || strcmp(m->key, "dtype") == 0) {
-            put_string(sb, &first, m->key, dtype);
-            continue;
-        }
-        put_key(sb, &first, m->key);
-        ct__json_write_value(sb, &m->value, 1);
+        if (c->labels_set && strcmp(key, "num_labels") == 0)
+            continue; /* id2label says it now */
+        put_key(sb, &first, key);
+        ct__json_write_value(sb, &root->members[i].value, 1);
     }
-    if (!has_dtype)
-        put_string(sb, &first, "torch_dtype", dtype);
-    if (!wrote_arch)
-        put_architectures(sb, &first, architecture);
     ct__sb_puts(sb, first ? "{}\n" : "\n}\n");
     ct__json_free(doc);
     return CT_OK;

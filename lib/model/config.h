@@ -32,7 +32,11 @@ typedef struct ct__config {
     int type_vocab_size;     /* 0 for DistilBERT */
     int pad_token_id;
     int num_labels;          /* sequence and token classification */
+    char **label_names;      /* [num_labels] id2label's, or NULL for LABEL_<id> */
     ct__problem problem_type;
+    /* Labels and problem_type given when the head was made: written over
+     * the file's keys when config.json is saved. */
+    int labels_set, problem_set;
     int sinusoidal_pos;      /* DistilBERT sinusoidal_pos_embds */
     ct__act act;             /* hidden_act / activation */
     float layer_norm_eps;
@@ -55,6 +59,15 @@ ct_status ct__config_named(const char *name, ct__config *cfg);
 /* Names of the built-in configurations, "a, b, c" (static). */
 const char *ct__config_names(void);
 void ct__config_free(ct__config *cfg);
+/* config_labels.c: id2label of a config.json's root object (num_labels from
+ * it); labels given for a new head (num_labels 0 keeps the file's, names
+ * NULL means LABEL_<id>, problem_type NULL keeps the file's). */
+struct ct__json;
+ct_status ct__config_read_labels(const struct ct__json *root, const char *what,
+                                 ct__config *cfg);
+ct_status ct__config_set_labels(ct__config *cfg, int num_labels, const char *const *names,
+                                const char *problem_type);
+void ct__config_free_labels(ct__config *cfg);
 ct_status ct__config_copy(const ct__config *src, ct__config *dst);
 /* config.json as Transformers writes it, with `architectures` and
  * `torch_dtype` naming the dtype of the weights saved beside it

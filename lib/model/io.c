@@ -258,6 +258,13 @@ ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, in
 
 ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model **out)
 {
+    return ct_model_load_with_labels(dir, task, seed, 0, NULL, NULL, out);
+}
+
+ct_status ct_model_load_with_labels(const char *dir, ct_task task, uint64_t seed,
+                                    int num_labels, const char *const *labels,
+                                    const char *problem_type, ct_model **out)
+{
     char path[4096];
     ct__config cfg;
     ct_status st;
@@ -269,7 +276,8 @@ ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model *
     snprintf(path, sizeof path, "%s/config.json", dir);
     if ((st = ct__config_load(path, &cfg)) != CT_OK)
         return st;
-    if ((st = ct__model_new(&cfg, task, out)) != CT_OK)
+    if ((st = ct__model_apply_labels(&cfg, task, num_labels, labels, problem_type)) != CT_OK ||
+        (st = ct__model_new(&cfg, task, out)) != CT_OK)
         return st;
     (*out)->dropout_seed = seed;
     if ((st = ct__model_load_weights(*out, dir, seed, 0)) != CT_OK) {

@@ -1,6 +1,7 @@
 /* ct_model: creation, settings, the flat buffers and named-tensor access. */
 #include "model/model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,6 +50,21 @@ static ct_status task_valid(ct_task task)
     return CT_OK;
 }
 
+/* Transformers' names for labels a configuration does not name,
+ * LABEL_<id>: the pointers, then the text, in one block. */
+static char **default_label_names(int n)
+{
+    enum { NAME = sizeof "LABEL_-2147483648" };
+    char **names = malloc((size_t)n * (sizeof *names + NAME));
+    if (!names)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        names[i] = (char *)(names + n) + (size_t)i * NAME;
+        snprintf(names[i], NAME, "LABEL_%d", i);
+    }
+    return names;
+}
+
 ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out)
 {
     ct_model *m = calloc(1, sizeof *m);
@@ -60,6 +76,11 @@ ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out)
     }
     m->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
+    if (!m->cfg.label_names &&
+        !(m->default_label_names = default_label_names(m->cfg.num_labels))) {
+        ct_model_free(m);
+        return ct__error(CT_ERR_NOMEM, "out of memory creating a model");
+    }
     m->task = task;
     m->precision = CT_PRECISION_FP32;
     m->training = 1;
@@ -73,7 +94,33 @@ ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out)
     return CT_OK;
 }
 
+ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, int num_labels,
+                                 const char *const *labels, const char *problem_type)
+{
+    ct_status st = CT_OK;
+    if (!num_labels && !labels && !problem_type)
+        return CT_OK;
+    if (task != CT_TASK_SEQUENCE_CLASSIFICATION && task != CT_TASK_TOKEN_CLASSIFICATION)
+        st = ct__error(CT_ERR_INVALID_ARG, "labels and problem_type are for classification "
+                                           "heads (sequence or token), not task %d", (int)task);
+    else if (problem_type && task == CT_TASK_TOKEN_CLASSIFICATION)
+        st = ct__error(CT_ERR_INVALID_ARG, "problem_type is for sequence classification; "
+                                           "token classification always scores class ids");
+    else
+        st = ct__config_set_labels(cfg, num_labels, labels, problem_type);
+    if (st != CT_OK)
+        ct__config_free(cfg);
+    return st;
+}
+
 ct_status ct_model_create(const char *config, ct_task task, uint64_t seed, ct_model **out)
+{
+    return ct_model_create_with_labels(config, task, seed, 0, NULL, NULL, out);
+}
+
+ct_status ct_model_create_with_labels(const char *config, ct_task task, uint64_t seed,
+                                      int num_labels, const char *const *labels,
+                                      const char *problem_type, ct_model **out)
 {
     ct__config cfg;
     ct_status st;
@@ -92,7 +139,8 @@ ct_status ct_model_create(const char *config, ct_task task, uint64_t seed, ct_mo
         if ((st = ct__config_load(config, &cfg)) != CT_OK)
             return st;
     }
-    if ((st = ct__model_new(&cfg, task, out)) != CT_OK)
+    if ((st = ct__model_apply_labels(&cfg, task, num_labels, labels, problem_type)) != CT_OK ||
+        (st = ct__model_new(&cfg, task, out)) != CT_OK)
         return st;
     ct__init_all(*out, seed);
     (*out)->dropout_seed = seed;
@@ -113,6 +161,7 @@ void ct_model_free(ct_model *m)
     for (size_t i = 0; i < m->n_new_tensors; i++)
         free(m->new_tensors[i]);
     free(m->new_tensors);
+    free(m->default_label_names);
     ct__config_free(&m->cfg);
     free(m);
 }
@@ -248,6 +297,13 @@ int ct_model_get_threads(const ct_model *m)
 ct_task ct_model_get_task(const ct_model *m)
 {
     return m ? m->task : CT_TASK_QUESTION_ANSWERING;
+}
+
+const char *ct_model_label_name(const ct_model *m, int id)
+{
+    if (!m || id < 0 || id >= m->cfg.num_labels)
+        return NULL;
+    return m->cfg.label_names ? m->cfg.label_names[id] : m->default_label_names[id];
 }
 
 const char *ct_model_architecture(const ct_model *m)

@@ -53,6 +53,7 @@ typedef struct ct__acts ct__acts;
 
 struct ct_model {
     ct__config cfg;
+    char **default_label_names; /* LABEL_<id>, when the configuration names none */
     ct_task task;
     ct_precision precision;
     int training;
@@ -114,6 +115,10 @@ ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, in
 /* model.c: a model for `cfg` (taken over, freed on failure) with its
  * tensor table built and buffers allocated, parameters not yet set. */
 ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out);
+/* Labels given for a new classification head, into the configuration it
+ * is built from (nothing when none are given); frees cfg on failure. */
+ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, int num_labels,
+                                 const char *const *labels, const char *problem_type);
 ct_status ct__model_alloc(ct_model *m);
 /* Bring the packed bf16 weights up to date if bf16 matmuls will run; a
  * failure is kept in wpack_status and reported by ct__model_gemm_w. */

@@ -945,6 +945,20 @@ static void test_model_load_head() {
     CHECK(cputrain::model::load(dir, CT_TASK_MASKED_LM).task() == CT_TASK_MASKED_LM);
     write_text(dir + "/config.json", "{\"model_type\": \"bert\", \"architectures\": [\"BertModel\"]}");
     EXPECT_ERROR(cputrain::model::load(dir), CT_ERR_UNSUPPORTED, "BertModel");
+
+    // Labels for a new head, saved and read back by name.
+    cputrain::model::labels l;
+    l.names = {"O", "B-PER", "I-PER"};
+    cputrain::model ner = cputrain::model::create("bert-test", CT_TASK_TOKEN_CLASSIFICATION, 3, l);
+    CHECK(ner.label_name(1) == "B-PER" && ner.config_int("num_labels") == 3);
+    EXPECT_ERROR(ner.label_name(3), CT_ERR_INVALID_ARG, "outside");
+    ner.save(dir);
+    CHECK(cputrain::model::load(dir).label_name(2) == "I-PER");
+    l.problem_type = "regression";
+    EXPECT_ERROR(cputrain::model::create("bert-test", CT_TASK_TOKEN_CLASSIFICATION, 3, l),
+                 CT_ERR_INVALID_ARG, "problem_type is for sequence classification");
+    CHECK(cputrain::model::create("bert-test", CT_TASK_SEQUENCE_CLASSIFICATION, 3)
+              .label_name(1) == "LABEL_1");
     remove_tree(dir);
 }
 

@@ -1,6 +1,8 @@
 /* libFuzzer harness: config.json (BERT and DistilBERT keys) and its writer
  * as a round trip: a config that parses is written, parses again to the
- * same settings, and writing it again gives the same text. */
+ * same settings, and writing it again gives the same text. Every other
+ * input also has labels and a problem_type given for a new head first, as
+ * ct_model_create_with_labels gives them. */
 #include "fuzz_common.h"
 
 #include "model/config.h"
@@ -25,6 +27,10 @@ static void same_config(const ct__config *a, const ct__config *b)
                  memcmp(&a->seq_classif_dropout, &b->seq_classif_dropout, sizeof(float)) == 0 &&
                  memcmp(&a->classifier_dropout, &b->classifier_dropout, sizeof(float)) == 0,
              "a float setting changed");
+    FZ_CHECK(a->problem_type == b->problem_type, "problem_type changed");
+    FZ_CHECK(!a->label_names == !b->label_names, "the labels' names came or went");
+    for (int i = 0; a->label_names && i < a->num_labels; i++)
+        FZ_CHECK(strcmp(a->label_names[i], b->label_names[i]) == 0, "label %d renamed", i);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,6 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ct_status st = ct__config_parse((const char *)data, size, "config.json", &cfg);
     if (st != CT_OK)
         return 0; /* refused, with the reason in ct_last_error */
+    if (size % 2) {
+        static const char *const names[] = {"O", "B-\"x\"", "I-\u00e9"};
+        FZ_CHECK(ct__config_set_labels(&cfg, 3, names, "multi_label_classification") == CT_OK,
+                 "labels refused");
+    }
     arch = ct__architecture_name(cfg.arch, task);
     FZ_CHECK(ct__config_write_json(&cfg, arch, dtype, &first) == CT_OK, "write failed");
     st = ct__config_parse(first.data, first.len, "written", &again);

@@ -6,6 +6,7 @@ test_model_torch.py; here only what the binding adds."""
 import array
 import ctypes
 import gc
+import json
 import os
 import pickle
 import shutil
@@ -448,6 +449,61 @@ class ComputeTest(unittest.TestCase):
                 m.forward_backward(IDS, TYPES, MASK, labels=[[0] * T, [0] * T])
             self.assertIn("labels[1][4] = 0 is at a position the attention mask excludes",
                           cm.exception.message)
+
+    def test_labels_given_for_a_new_head_are_saved_as_transformers_does(self):
+        d = tempfile.mkdtemp()
+        try:
+            def saved(model):
+                folder = tempfile.mkdtemp(dir=d)
+                model.save(folder)
+                with open(os.path.join(folder, "config.json")) as f:
+                    text = f.read()
+                config = json.loads(text)
+                self.assertEqual(list(config), sorted(config), "keys sorted, as Transformers")
+                return folder, config
+
+            names = ["negative", "neutral", "positive"]
+            with Model.create("bert-test", task="sequence-classification", id2label=names,
+                              problem_type="single_label_classification") as m:
+                self.assertEqual(m.id2label, dict(enumerate(names)))
+                self.assertEqual(m.label2id["neutral"], 1)
+                folder, config = saved(m)
+            self.assertEqual(config["id2label"], {"0": "negative", "1": "neutral",
+                                                  "2": "positive"})
+            self.assertEqual(config["label2id"], {"negative": 0, "neutral": 1, "positive": 2})
+            self.assertEqual(config["problem_type"], "single_label_classification")
+            # A file's keys stay, the labels given replace its own (num_labels too).
+            with open(os.path.join(folder, "config.json")) as f:
+                config = json.load(f)
+            config["num_labels"] = 3
+            config["custom_key"] = "kept"
+            with open(os.path.join(folder, "config.json"), "w") as f:
+                json.dump(config, f, indent=2, sort_keys=True)
+            with self.assertRaises(CputrainError) as cm:  # no ignore_mismatched_sizes
+                Model.load(folder, num_labels=2)
+            self.assertIn("classifier.weight", cm.exception.message)
+            self.assertIn("[2, 32]", cm.exception.message)
+            with Model.create(os.path.join(folder, "config.json"),
+                              task="token-classification", id2label={0: "O", 1: "B-X"}) as m:
+                self.assertEqual(m.config_int("num_labels"), 2)
+                _, config = saved(m)
+            self.assertEqual(config["custom_key"], "kept")
+            self.assertNotIn("num_labels", config)
+            self.assertEqual(config["id2label"], {"0": "O", "1": "B-X"})
+            self.assertEqual(config["architectures"], ["BertForTokenClassification"])
+            for kw, needle in ((dict(id2label=["a", "a"]), "both \"a\""),
+                               (dict(num_labels=3, problem_type="ranking"), "problem_type"),
+                               (dict(num_labels=0, id2label=[]), "labels given without")):
+                with self.subTest(kw=kw), self.assertRaises(CputrainError) as cm:
+                    Model.create("bert-test", task="sequence-classification", **kw)
+                self.assertIn(needle, cm.exception.message)
+            with self.assertRaises(CputrainError) as cm:
+                Model.create("bert-test", task="question-answering", num_labels=3)
+            self.assertIn("classification heads", cm.exception.message)
+            with self.assertRaises(TypeError):
+                Model.create("bert-test", task="sequence-classification", num_label=3)
+        finally:
+            shutil.rmtree(d)
 
     def test_load_takes_the_head_from_architectures(self):
         d = tempfile.mkdtemp()

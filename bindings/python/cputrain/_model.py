@@ -422,6 +422,39 @@ class Batch(OwnedHandle):
 
 # ---- Model --------------------------------------------------------------------
 
+def _labels(kw):
+    """(num_labels, names array or None, problem_type bytes or None) from
+    from_pretrained's keywords num_labels, id2label, label2id, problem_type."""
+    unknown = set(kw) - {"num_labels", "id2label", "label2id", "problem_type"}
+    if unknown:
+        raise TypeError("unexpected keyword argument %s (labels take num_labels, id2label, "
+                        "label2id, problem_type)" % ", ".join(sorted(unknown)))
+    names = kw.get("id2label")
+    if isinstance(names, dict):
+        ids = sorted(int(k) for k in names)
+        if ids != list(range(len(ids))):
+            raise ValueError("id2label's ids must be 0 to %d, not %s" % (len(ids) - 1, ids))
+        names = [names[i] if i in names else names[str(i)] for i in ids]
+    label2id = kw.get("label2id")
+    if label2id is not None:
+        order = sorted(label2id, key=lambda name: label2id[name])
+        if [label2id[name] for name in order] != list(range(len(order))):
+            raise ValueError("label2id's ids must be 0 to %d" % (len(order) - 1))
+        if names is not None and list(names) != order:
+            raise ValueError("id2label and label2id disagree")
+        names = order
+    n = kw.get("num_labels")
+    if n is None:
+        n = len(names) if names is not None else 0
+    elif names is not None and n != len(names):
+        raise ValueError("num_labels %d but %d label names" % (n, len(names)))
+    array = None
+    if names is not None:
+        array = (ctypes.c_char_p * len(names))(*[str(x).encode() for x in names])
+    problem = kw.get("problem_type")
+    return int(n), array, problem.encode() if problem is not None else None
+
+
 _CONFIG_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                 "intermediate_size", "max_position_embeddings", "type_vocab_size",
                 "num_labels", "pad_token_id")
@@ -457,14 +490,18 @@ class Model(OwnedHandle):
         return model
 
     @classmethod
-    def create(cls, config, task="question-answering", seed=42):
+    def create(cls, config, task="question-answering", seed=42, **labels):
         """A new model with Hugging Face's initialisation drawn from `seed`.
         `config` is a built-in name ("bert-base-uncased", "bert-test", ...)
-        or the path of a config.json."""
+        or the path of a config.json. A classification head takes
+        num_labels=, id2label= (a dict {id: name} or a list of names),
+        label2id= and problem_type= as from_pretrained does."""
         task = _member(Task, _TASK_NAMES, task, "task")
         handle = Handle()
-        check(lib.ct_model_create(_path(config, "config"), task, _uint64(seed, "seed"),
-                                  ctypes.byref(handle)))
+        n, names, problem = _labels(labels)
+        check(lib.ct_model_create_with_labels(_path(config, "config"), task,
+                                              _uint64(seed, "seed"), n, names, problem,
+                                              ctypes.byref(handle)))
         return cls._adopt(handle)
 
     @staticmethod
@@ -478,18 +515,20 @@ class Model(OwnedHandle):
         return Task(out.value)
 
     @classmethod
-    def load(cls, path, task=None, seed=42):
+    def load(cls, path, task=None, seed=42, **labels):
         """A model from a Hugging Face folder (config.json, model.safetensors
         or its sharded form) with the head `task`, by default the one its
         config.json names in "architectures" (as from_pretrained does; an
         error when it names none). Tensors the head needs but the folder
-        lacks are initialised from `seed` and listed by new_tensors()."""
+        lacks are initialised from `seed` and listed by new_tensors().
+        Labels as create() takes them override config.json's."""
         if task is None:
             task = cls.config_task(path)
         task = _member(Task, _TASK_NAMES, task, "task")
         handle = Handle()
-        check(lib.ct_model_load(_path(path, "path"), task, _uint64(seed, "seed"),
-                                ctypes.byref(handle)))
+        n, names, problem = _labels(labels)
+        check(lib.ct_model_load_with_labels(_path(path, "path"), task, _uint64(seed, "seed"),
+                                            n, names, problem, ctypes.byref(handle)))
         return cls._adopt(handle)
 
     def save(self, path, dtype="float32"):
@@ -513,6 +552,18 @@ class Model(OwnedHandle):
     def architecture(self):
         """"BertForQuestionAnswering", "DistilBertForMaskedLM", ..."""
         return _decode(lib.ct_model_architecture(self._live()))
+
+    @property
+    def id2label(self):
+        """{id: name} of the head's labels, as config.id2label (LABEL_<id>
+        where the configuration names none)."""
+        handle = self._live()
+        n = self.config_int("num_labels")
+        return {i: _decode(lib.ct_model_label_name(handle, i)) for i in range(n)}
+
+    @property
+    def label2id(self):
+        return {name: i for i, name in self.id2label.items()}
 
     def config_int(self, key):
         """A number from the configuration ("hidden_size", "num_labels", ...)."""
