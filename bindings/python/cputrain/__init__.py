@@ -31,7 +31,7 @@ from ._output_lock import OutputLock
 from ._trainer_state import TrainerState
 from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
 from ._workflow import Workflow, dataset_file
-from ._tokenizer import Option as TokenizerOption, Tokenizer, Truncation
+from ._tokenizer import BatchEncoding, Option as TokenizerOption, Tokenizer, Truncation
 from . import metrics
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
@@ -56,4 +56,5 @@ __all__ = [
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist", "Rendezvous", "OutputLock", "TrainerState",
     "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
+    "BatchEncoding", "EarlyStoppingCallback", "EvalPrediction", "metrics",
 ]

@@ -10,6 +10,7 @@ the tokens, offsets and overflow windows of Transformers' BertTokenizerFast.
 Offsets count characters (code points) of the Python str, as Transformers'
 offset_mapping does: text[start:end] is the token's span."""
 
+import bisect
 import ctypes
 import enum
 import numbers
@@ -18,6 +19,11 @@ import os
 from ._errors import check
 from ._handle import OwnedHandle
 from ._lib import Handle, lib
+
+try:
+    import numpy as _np
+except ImportError:  # return_tensors="np" then says what is missing
+    _np = None
 
 
 class Option(enum.IntEnum):
@@ -101,6 +107,60 @@ def _windows(handle):
         return out
     finally:
         lib.ct_encoding_free(handle)
+
+
+class BatchEncoding(dict):
+    """What calling a Tokenizer returns, as Transformers' BatchEncoding: a
+    dict of input_ids, token_type_ids, attention_mask (and what was asked
+    for besides), also readable as attributes, with word_ids(i) and
+    sequence_ids(i) for row i (None for special tokens and padding)."""
+
+    def __init__(self, data, word_ids, sequence_ids, batched):
+        super().__init__(data)
+        self._word_ids, self._sequence_ids, self._batched = word_ids, sequence_ids, batched
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def word_ids(self, batch_index=0):
+        return list(self._word_ids[batch_index])
+
+    def sequence_ids(self, batch_index=0):
+        return list(self._sequence_ids[batch_index])
+
+
+def _is_batch(text, split_words):
+    if split_words:
+        return isinstance(text, (list, tuple)) and bool(text) and \
+            isinstance(text[0], (list, tuple))
+    return isinstance(text, (list, tuple))
+
+
+def _joined(words, what):
+    """Pre-split words as one text joined by spaces, and where each word
+    starts (in code points), so tokens map back to the word they came from."""
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise TypeError("%s must be a list of str with is_split_into_words" % what)
+    starts, at = [], 0
+    for w in words:
+        starts.append(at)
+        at += len(w) + 1
+    return " ".join(words), starts
+
+
+def _pad_rows(rows, length, pad_id):
+    fill = {"input_ids": pad_id, "token_type_ids": 0, "attention_mask": 0,
+            "special_tokens_mask": 1, "offset_mapping": (0, 0)}
+    for row in rows:
+        extra = length - len(row["input_ids"])
+        if extra > 0:
+            for key, value in fill.items():
+                row[key] = row[key] + [value] * extra
+            row["word_ids"] = row["word_ids"] + [None] * extra
+            row["sequence_ids"] = row["sequence_ids"] + [None] * extra
 
 
 class Tokenizer(OwnedHandle):
@@ -258,6 +318,124 @@ class Tokenizer(OwnedHandle):
                                       ctypes.byref(handle)))
         windows = _windows(handle)
         return windows if max_length is not None else windows[0]
+
+    def __call__(self, text, text_pair=None, add_special_tokens=True, padding=False,
+                 truncation=None, max_length=None, stride=0, is_split_into_words=False,
+                 pad_to_multiple_of=None, return_tensors=None, return_token_type_ids=True,
+                 return_attention_mask=True, return_overflowing_tokens=False,
+                 return_special_tokens_mask=False, return_offsets_mapping=False,
+                 return_length=False):
+        """tokenizer(text_or_texts, text_pair=None, ...) with Transformers'
+        arguments and results: padding True/"longest" (to the longest row),
+        "max_length" or False; truncation True/"longest_first",
+        "only_first", "only_second" or False (max_length defaulting to
+        model_max_length); is_split_into_words for lists of words (word_ids
+        then index them); return_tensors "np" for numpy arrays; with
+        return_overflowing_tokens the windows of every text and
+        overflow_to_sample_mapping. A str gives one row's lists, a list a
+        batch. Returns a BatchEncoding."""
+        batched = _is_batch(text, is_split_into_words)
+        texts = list(text) if batched else [text]
+        pairs = None
+        if text_pair is not None:
+            pairs = list(text_pair) if batched else [text_pair]
+            if len(pairs) != len(texts):
+                raise ValueError("%d texts but %d text_pair entries" % (len(texts), len(pairs)))
+        if return_tensors not in (None, "np"):
+            raise ValueError("return_tensors=%r: this library returns lists or numpy arrays "
+                             "(\"np\"), not framework tensors" % (return_tensors,))
+        if truncation is None or truncation is False or truncation == "do_not_truncate":
+            trunc = Truncation.NONE
+        elif isinstance(truncation, Truncation):
+            trunc = truncation
+        elif truncation in _TRUNCATION_NAMES:
+            trunc = _TRUNCATION_NAMES[truncation]
+        else:
+            raise ValueError("truncation must be True, False or one of 'longest_first', "
+                             "'only_first', 'only_second', not %r" % (truncation,))
+        if padding in (True, "longest"):
+            pad = "longest"
+        elif padding in (False, None, "do_not_pad"):
+            pad = None
+        elif padding == "max_length":
+            pad = "max_length"
+        else:
+            raise ValueError("padding must be True/'longest', 'max_length' or False, not %r"
+                             % (padding,))
+        limit = max_length
+        if limit is None and (trunc != Truncation.NONE or pad == "max_length"):
+            limit = self.model_max_length
+            if limit is None:
+                raise ValueError("truncation or padding='max_length' needs max_length: the "
+                                 "tokenizer has no model_max_length")
+        limit = 0 if limit is None else _count(limit, "max_length")
+        rows, mapping = [], []
+        for i, first in enumerate(texts):
+            spans = []
+            if is_split_into_words:
+                first, starts = _joined(first, "text")
+                spans.append(starts)
+            second = None
+            if pairs is not None:
+                second = pairs[i]
+                if is_split_into_words:
+                    second, starts = _joined(second, "text_pair")
+                    spans.append(starts)
+            a = _text(first, "text")
+            handle = Handle()
+            if second is None:
+                if trunc == Truncation.ONLY_SECOND:
+                    raise ValueError("truncation='only_second' needs text_pair")
+                check(lib.ct_tokenizer_encode(
+                    self._live(), a, len(a), int(bool(add_special_tokens)),
+                    limit if trunc != Truncation.NONE else 0, _count(stride, "stride"), 0,
+                    ctypes.byref(handle)))
+            else:
+                b = _text(second, "text_pair")
+                check(lib.ct_tokenizer_encode_pair(
+                    self._live(), a, len(a), b, len(b), trunc,
+                    limit if trunc != Truncation.NONE else 0, _count(stride, "stride"), 0,
+                    ctypes.byref(handle)))
+            windows = _windows(handle)
+            for w in windows if return_overflowing_tokens else windows[:1]:
+                if spans:  # word ids index the caller's words
+                    w["word_ids"] = [
+                        None if s is None else
+                        bisect.bisect_right(spans[s], w["offset_mapping"][k][0]) - 1
+                        for k, s in enumerate(w["sequence_ids"])]
+                rows.append(w)
+                mapping.append(i)
+        length = None
+        if pad == "longest":
+            length = max(len(r["input_ids"]) for r in rows)
+        elif pad == "max_length":
+            length = max(limit, max(len(r["input_ids"]) for r in rows))
+        if length is not None and pad_to_multiple_of:
+            m = _count(pad_to_multiple_of, "pad_to_multiple_of")
+            length = (length + m - 1) // m * m
+        if length is not None:
+            _pad_rows(rows, length, lib.ct_tokenizer_special_id(self._live(), _SPECIAL["pad"]))
+        keys = ["input_ids"]
+        keys += ["token_type_ids"] if return_token_type_ids else []
+        keys += ["attention_mask"] if return_attention_mask else []
+        keys += ["special_tokens_mask"] if return_special_tokens_mask else []
+        keys += ["offset_mapping"] if return_offsets_mapping else []
+        data = {k: [r[k] for r in rows] for k in keys}
+        if return_length:
+            data["length"] = [len(r["input_ids"]) for r in rows]
+        if return_overflowing_tokens:
+            data["overflow_to_sample_mapping"] = mapping
+        if return_tensors == "np":
+            if _np is None:
+                raise ImportError("return_tensors='np' needs numpy")
+            if len({len(r["input_ids"]) for r in rows}) > 1:
+                raise ValueError("rows of different lengths cannot make one array; pass "
+                                 "padding=True")
+            data = {k: _np.asarray(v, dtype=_np.int64) for k, v in data.items()}
+        elif not batched and not return_overflowing_tokens:
+            data = {k: v[0] for k, v in data.items()}
+        return BatchEncoding(data, [r["word_ids"] for r in rows],
+                             [r["sequence_ids"] for r in rows], batched)
 
     def encode_pair(self, question, context, max_length=384, stride=128,
                     truncation="only_second", padding="max_length"):
