@@ -2,21 +2,14 @@
  * extractive question answering on SQuAD-format data with the library's
  * trainer, evaluate with the official EM/F1, write predictions. The same
  * arguments as run_qa.py (model, data and TrainingArguments). Uses only the
- * public API. */
+ * public API; what every example-script tool shares is in tools/script/. */
 #include <cputrain/cputrain.h>
 
-#include <dirent.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
+#include "script/script.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 /* ---- run_qa.py's ModelArguments and DataTrainingArguments -------------- */
 
@@ -29,17 +22,9 @@ typedef struct qa_options {
     double null_score_diff_threshold;
 } qa_options;
 
-enum kind { TEXT, INT, FLOAT, FLAG, IGNORED };
-
-static const struct option_row {
-    const char *name;
-    enum kind kind;
-    size_t offset;
-    const char *help;
-    long min, max; /* INT: the range the value's destination takes */
-} options[] = {
-#define ROW(name, kind, help) {#name, kind, offsetof(qa_options, name), help, 0, INT_MAX}
-#define ROW_SAMPLES(name, help) {#name, INT, offsetof(qa_options, name), help, -1, LONG_MAX}
+static const script_option options[] = {
+#define ROW(name, kind, help) SCRIPT_ROW(qa_options, name, SCRIPT_##kind, help)
+#define ROW_SAMPLES(name, help) SCRIPT_ROW_SAMPLES(qa_options, name, help)
     ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
                                   "vocab.txt) or a built-in configuration name."),
     ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
@@ -63,140 +48,20 @@ static const struct option_row {
 #undef ROW_SAMPLES
 };
 
-static const char *const fate_names[] = {"implemented", "no effect", "refused", "?"};
-
-/* HfArgumentParser's truthy and falsy words. */
-static int bool_word(const char *s, int *out)
-{
-    static const char *const yes[] = {"true", "yes", "t", "y", "1"};
-    static const char *const no[] = {"false", "no", "f", "n", "0"};
-    for (int i = 0; i < 5; i++) {
-        if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
-            *out = !strcasecmp(s, yes[i]);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The library's table of every run_qa.py / TrainingArguments name: run_qa's
- * own arguments this program reads are IMPLEMENTED rows there, and each must
- * be in options[] above; the others have no effect (a warning) or are
- * refused (an error), as the table says. */
-static void usage_fates(const char *group, int fate)
-{
-    for (size_t i = 0; i < ct_args_known_count(); i++)
-        if (strcmp(ct_args_known_group(i), group) == 0 && ct_args_known_fate(i) == fate)
-            printf("  --%-26s %s: %s.\n", ct_args_known_name(i),
-                   fate == CT_ARG_NO_EFFECT ? "No effect" : "Refused", ct_args_known_reason(i));
-}
-
 static void usage(void)
 {
     printf("usage: cputrain-qa [--model_name_or_path DIR] [--train_file F] [--validation_file F]\n"
            "                   [--test_file F] [--do_train] [--do_eval] [--do_predict]\n"
            "                   [TrainingArguments...]\n\n"
            "Question answering arguments (run_qa.py's ModelArguments and DataTrainingArguments):\n");
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-        printf("  --%-26s %s\n", options[i].name, options[i].help);
+    script_usage_options(options, sizeof options / sizeof options[0]);
     printf("\nrun_qa.py arguments accepted with no effect here (a warning says why):\n");
-    usage_fates("ModelArguments", CT_ARG_NO_EFFECT);
-    usage_fates("DataTrainingArguments", CT_ARG_NO_EFFECT);
+    script_usage_fates("ModelArguments", CT_ARG_NO_EFFECT);
+    script_usage_fates("DataTrainingArguments", CT_ARG_NO_EFFECT);
     printf("\n%s", ct_args_help());
 }
 
-/* A name that is not one of options[]: the library's table decides. A
- * no-effect name is accepted with its warning, a refused one fails with the
- * reason, and a name neither run_qa.py nor TrainingArguments has is an error. */
-static int set_known(ct_args *args, const char *name, const char *value, int *used_value)
-{
-    size_t k;
-    int b, flag;
-    ct_status st;
-    if (ct_args_known_index(name, &k) != CT_OK) {
-        fprintf(stderr, "cputrain-qa: unknown argument --%s: neither run_qa.py nor "
-                        "TrainingArguments has it (see --help)\n", name);
-        return -1;
-    }
-    flag = ct_args_known_type(k) == CT_ARG_BOOL;
-    if (flag && !(value && bool_word(value, &b)))
-        value = NULL; /* a bare --flag */
-    else if (!flag && (!value || strncmp(value, "--", 2) == 0)) {
-        fprintf(stderr, "cputrain-qa: argument --%s: expected one argument\n", name);
-        return -1;
-    }
-    *used_value = value != NULL;
-    if ((st = ct_args_set(args, name, value ? value : "True")) != CT_OK) {
-        fprintf(stderr, "cputrain-qa: %s (%s %s)\n", ct_last_error(),
-                fate_names[ct_args_known_fate(k) & 3], ct_args_known_group(k));
-        return -1;
-    }
-    return 0;
-}
-
-static int set_option(qa_options *o, ct_args *args, const char *name, const char *value,
-                      int *used_value)
-{
-    *used_value = 0;
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
-        const struct option_row *r = &options[i];
-        char *end;
-        void *field = (char *)o + r->offset;
-        if (strcmp(name, r->name) != 0)
-            continue;
-        if (r->kind == FLAG) {
-            int truth = 1;
-            if (value && (!strcmp(value, "false") || !strcmp(value, "False") || !strcmp(value, "0")))
-                truth = 0, *used_value = 1;
-            else if (value && (!strcmp(value, "true") || !strcmp(value, "True") || !strcmp(value, "1")))
-                *used_value = 1;
-            *(int *)field = truth;
-            return 0;
-        }
-        if (!value || strncmp(value, "--", 2) == 0) {
-            fprintf(stderr, "cputrain-qa: argument --%s: expected one argument\n", name);
-            return -1;
-        }
-        *used_value = 1;
-        if (r->kind == TEXT) {
-            *(const char **)field = value;
-        } else if (r->kind == INT) {
-            long v;
-            errno = 0;
-            v = strtol(value, &end, 10);
-            if (errno == ERANGE || (!errno && *end == '\0' && end != value &&
-                                    (v < r->min || v > r->max))) {
-                /* Every value lands in an int (or a size) of the library:
-                 * out of range is refused, never cut to the low bits. */
-                fprintf(stderr, "cputrain-qa: argument --%s: %s is out of range [%ld, %ld]\n",
-                        name, value, r->min, r->max);
-                return -1;
-            }
-            if (errno || *end || end == value) {
-                fprintf(stderr, "cputrain-qa: argument --%s: invalid int value: '%s'\n", name, value);
-                return -1;
-            }
-            *(long *)field = v;
-        } else {
-            *(double *)field = strtod(value, &end);
-            if (*end || end == value) {
-                fprintf(stderr, "cputrain-qa: argument --%s: invalid float value: '%s'\n", name,
-                        value);
-                return -1;
-            }
-        }
-        return 0;
-    }
-    return set_known(args, name, value, used_value);
-}
-
 /* ---- data ------------------------------------------------------------------ */
-
-static int file_exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
 
 /* --dataset_name: the split's file in the dataset folder (the workflow's
  * lookup), under the names the datasets library and the SQuAD site use
@@ -219,93 +84,6 @@ static int find_split(const qa_options *o, const char *split, char *out, size_t 
         fprintf(stderr, "cputrain-qa: %s -- put the files there or pass --train_file / "
                         "--validation_file\n", ct_last_error());
     return -1;
-}
-
-/* ---- Ctrl-C and SIGTERM ------------------------------------------------------------ */
-
-/* Kubernetes stops a pod with SIGTERM, a terminal with SIGINT. While the
- * trainer runs, the first one asks it to stop at the next step boundary and
- * save a checkpoint (ct_trainer_cancel only sets a flag, so it is safe
- * here); outside training there is nothing to save and the tool exits at
- * once. A second signal takes the default action: exit now. */
-static ct_trainer *volatile training; /* set while ct_trainer_train runs */
-static volatile sig_atomic_t got_signal, quiet_signals;
-
-static void say(const char *text, size_t len)
-{
-    if (!quiet_signals && write(STDERR_FILENO, text, len) < 0)
-        return; /* nothing to do about it in a handler */
-}
-#define SAY(literal) say(literal, sizeof literal - 1)
-
-static void on_signal(int sig)
-{
-    ct_trainer *t = training;
-    if (got_signal) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(sig, &dfl, NULL);
-        raise(sig); /* delivered when this handler returns */
-        return;
-    }
-    got_signal = sig;
-    if (sig == SIGINT)
-        SAY("\ncputrain-qa: SIGINT received");
-    else
-        SAY("\ncputrain-qa: SIGTERM received");
-    if (!t) {
-        SAY(": exiting (no training running, nothing to save)\n");
-        _exit(128 + sig);
-    }
-    SAY(": stopping after this step and saving a checkpoint (once more to exit at once)\n");
-    ct_trainer_cancel(t);
-}
-
-/* A signal ignored when the tool started (nohup, `cmd &` in a script)
- * stays ignored, as the shell meant. */
-static void catch_signals(void)
-{
-    static const int sigs[] = {SIGINT, SIGTERM};
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time */
-    sigaddset(&sa.sa_mask, SIGTERM);
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-}
-
-static const char *signal_name(int sig)
-{
-    return sig == SIGINT ? "SIGINT" : "SIGTERM";
-}
-
-/* After ct_trainer_train returned `st` with a signal received: say what
- * happened and where to resume from; the exit status is 128 + signal, as a
- * shell reports a process the signal stopped (130, 143). */
-static int stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir, int rank)
-{
-    long long step = (long long)ct_trainer_global_step(t);
-    if (rank != 0) /* rank 0 speaks for the job */
-        return 128 + got_signal;
-    if (st == CT_OK)
-        fprintf(stderr, "cputrain-qa: %s came as training ended: the model is saved in %s; "
-                        "evaluation skipped\n", signal_name(got_signal), output_dir);
-    else if (st == CT_ERR_CANCELLED && strstr(ct_last_error(), "before its first step"))
-        fprintf(stderr, "cputrain-qa: %s: stopped before the first step; nothing saved\n",
-                signal_name(got_signal));
-    else if (st == CT_ERR_CANCELLED)
-        fprintf(stderr, "cputrain-qa: %s: stopping after step %lld; checkpoint saved to "
-                        "%s/checkpoint-%lld (resume with --resume_from_checkpoint %s/checkpoint-%lld"
-                        " or --resume_from_checkpoint true)\n",
-                signal_name(got_signal), step, output_dir, step, output_dir, step);
-    else
-        fprintf(stderr, "cputrain-qa: %s: training stopped, but: %s: %s\n",
-                signal_name(got_signal), ct_status_name(st), ct_last_error());
-    return 128 + got_signal;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -468,53 +246,13 @@ static ct_status eval_callback(void *user, ct_trainer *trainer)
     return st;
 }
 
-/* What the library logs before this process knows its rank (the arguments'
- * warnings) is held here: every rank parses the same arguments, so only the
- * main process says it, once the rank is known; an exit before then says
- * it on every process, since then there is nothing else to go by. */
-static struct {
-    int level[64];
-    char text[64][512];
-    int n, lost;
-} held;
-
-static void hold_log(ct_log_level level, const char *message, void *user)
-{
-    (void)user;
-    if (held.n == 64) {
-        held.lost++;
-        return;
-    }
-    held.level[held.n] = (int)level;
-    snprintf(held.text[held.n++], sizeof held.text[0], "%s", message);
-}
-
-static void release_log(int say)
-{
-    ct_log_set_callback(ct_log_to_stderr, NULL);
-    for (int i = 0; say && i < held.n; i++)
-        if (held.level[i] <= (int)ct_log_get_level())
-            ct_log_to_stderr((ct_log_level)held.level[i], held.text[i], NULL);
-    if (say && held.lost)
-        fprintf(stderr, "cputrain-qa: (%d more messages)\n", held.lost);
-    held.n = held.lost = 0;
-}
-
-static int fail(const char *what, ct_status st)
-{
-    if (held.n)
-        release_log(1); /* the arguments' warnings first, in order */
-    fprintf(stderr, "cputrain-qa: %s: %s: %s\n", what, ct_status_name(st), ct_last_error());
-    return 1;
-}
-
 /* The job (ct_dist from --ddp_backend / --ddp_timeout and the launcher's
  * environment) and this process's log level, through the workflow. */
 static int join_job(run *r)
 {
     ct_status st = ct_workflow_join(r->wf);
     if (st != CT_OK)
-        return fail("distributed setup", st);
+        return script_fail("distributed setup", st);
     r->dist = ct_workflow_dist(r->wf);
     r->rank = ct_dist_rank(r->dist);
     r->world = ct_dist_world_size(r->dist);
@@ -555,7 +293,7 @@ static int load_split(run *r, const char *file, long max_samples, qa_split *s)
                              max_samples, &s->features)) != CT_OK ||
         (max_samples >= 0 &&
          (st = ct_qa_features_truncate(s->features, (size_t)max_samples)) != CT_OK))
-        return fail(file, st);
+        return script_fail(file, st);
     s->n_examples = ct_squad_count(s->examples);
     if (max_samples >= 0 && (size_t)max_samples < s->n_examples)
         s->n_examples = (size_t)max_samples;
@@ -579,7 +317,7 @@ static int predict(run *r, qa_split *s)
         answers += counts[i];
     if ((st = evaluate_on(r, s->examples, s->features, s->n_examples, &preds,
                           answers ? &scores : NULL)) != CT_OK) {
-        fail("prediction", st);
+        script_fail("prediction", st);
         goto done;
     }
     if (r->rank != 0) { /* rank 0 reports and writes */
@@ -587,7 +325,7 @@ static int predict(run *r, qa_split *s)
         goto done;
     }
     if ((st = ct_squad_preds_save(preds, r->output_dir, "predict")) != CT_OK) {
-        fail("writing predictions", st);
+        script_fail("writing predictions", st);
         goto done;
     }
     printf("prediction: %zu examples, %zu features: %s/predict_predictions.json\n",
@@ -600,14 +338,14 @@ static int predict(run *r, qa_split *s)
     if ((st = ct_squad_scores_add_prefix(scores, "test")) != CT_OK ||
         (st = ct_squad_scores_set(scores, "predict_samples",
                                   (double)ct_qa_features_count(s->features), 1)) != CT_OK) {
-        fail("prediction metrics", st);
+        script_fail("prediction metrics", st);
         goto done;
     }
     printf("***** predict metrics *****\n");
     for (size_t i = 0; i < ct_squad_scores_count(scores); i++)
         printf("  %-24s = %g\n", ct_squad_scores_name(scores, i), ct_squad_scores_value(scores, i));
     if ((st = ct_squad_scores_save_metrics(scores, r->output_dir, "predict")) != CT_OK) {
-        fail("writing results", st);
+        script_fail("writing results", st);
         goto done;
     }
     rc = 0;
@@ -640,99 +378,10 @@ static int write_model_card(const run *r, const ct_trainer *trainer, const char 
                                           r->o.dataset_name != NULL, names, values, n);
     free(names);
     free(values);
-    return st == CT_OK ? 0 : (fail("model card", st), -1);
+    return st == CT_OK ? 0 : (script_fail("model card", st), -1);
 }
 
 /* ---- model and tokenizer sources -------------------------------------------------- */
-
-/* What --model_name_or_path / --config_name / --tokenizer_name name, when it
- * is not a folder holding the expected file: a folder without it, a file, a
- * path that is not there, or a Hugging Face Hub id ("bert-base-uncased",
- * "org/name"), which run_qa.py would download and this program never does. */
-static int looks_like_hub_id(const char *name)
-{
-    int slashes = 0;
-    if (!*name || *name == '/' || *name == '.' || *name == '~')
-        return 0;
-    for (const char *c = name; *c; c++) {
-        if (*c == '/')
-            slashes++;
-        else if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') ||
-                   (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
-            return 0;
-    }
-    return slashes <= 1;
-}
-
-static void not_local(const char *option, const char *name, const char *wanted)
-{
-    struct stat sb;
-    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode))
-        fprintf(stderr, "cputrain-qa: --%s %s: the folder has no %s\n", option, name, wanted);
-    else if (looks_like_hub_id(name))
-        fprintf(stderr, "cputrain-qa: --%s %s: not a local folder, and nothing is downloaded "
-                        "here. Download it with the Hub's CLI (huggingface-cli download %s "
-                        "--local-dir DIR) and pass --%s DIR\n", option, name, name, option);
-    else
-        fprintf(stderr, "cputrain-qa: --%s %s: no such file or folder\n", option, name);
-}
-
-/* The model: a folder's weights, else a config (config.json path or
- * built-in name) with fresh weights. A Hub id that happens to be a built-in
- * configuration gets a loud word that its weights are random. */
-static int make_model(run *r, uint64_t seed)
-{
-    const char *src = r->o.config_name ? r->o.config_name : r->o.model_name_or_path;
-    const char *option = r->o.config_name ? "config_name" : "model_name_or_path";
-    char cfg[4200];
-    struct stat sb;
-    ct_status st;
-    snprintf(cfg, sizeof cfg, "%s/config.json", r->o.model_name_or_path ? r->o.model_name_or_path : "");
-    r->model_from_folder = r->o.model_name_or_path && file_exists(cfg);
-    if (r->model_from_folder)
-        st = ct_model_load(r->o.model_name_or_path, CT_TASK_QUESTION_ANSWERING, seed, &r->model);
-    else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
-        st = ct_model_create(src, CT_TASK_QUESTION_ANSWERING, seed, &r->model);
-    else if (stat(src, &sb) != 0 && looks_like_hub_id(src) &&
-             ct_model_create(src, CT_TASK_QUESTION_ANSWERING, seed, &r->model) == CT_OK) {
-        if (!r->o.config_name && r->rank == 0)
-            fprintf(stderr,
-                    "cputrain-qa: WARNING: --model_name_or_path %s is not a local folder: it is "
-                    "the library's built-in configuration of that name, with RANDOM weights "
-                    "(nothing is downloaded), so this run does not fine-tune the pre-trained "
-                    "model. To do that, download it with the Hub's CLI (huggingface-cli download "
-                    "%s --local-dir DIR) and pass --model_name_or_path DIR.\n", src, src);
-        return 0;
-    } else {
-        not_local(option, src, "config.json");
-        return -1;
-    }
-    if (st != CT_OK)
-        return fail("model", st), -1;
-    /* a config.json path given as --model_name_or_path: no weights either */
-    return 0;
-}
-
-static int load_tokenizer(run *r)
-{
-    const char *t = r->o.tokenizer_name ? r->o.tokenizer_name : r->o.model_name_or_path;
-    const char *option = r->o.tokenizer_name ? "tokenizer_name" : "model_name_or_path";
-    char vocab[4200];
-    struct stat sb;
-    ct_status st;
-    if (!t) {
-        fprintf(stderr, "cputrain-qa: --tokenizer_name is needed with --config_name\n");
-        return -1;
-    }
-    snprintf(vocab, sizeof vocab, "%s/vocab.txt", t);
-    if (stat(t, &sb) != 0 || (S_ISDIR(sb.st_mode) && !file_exists(vocab))) {
-        not_local(option, t, "vocab.txt (give --tokenizer_name with a folder that has one)");
-        return -1;
-    }
-    if ((st = ct_tokenizer_load(t, &r->tok)) != CT_OK)
-        return fail("tokenizer", st), -1;
-    return 0;
-}
 
 /* run_qa.py: max_seq_length above what the model takes is clamped, with a
  * warning, before any feature is built (it uses the tokenizer's
@@ -785,46 +434,28 @@ int main(int argc, char **argv)
     /* Whole lines on stdout even when piped, so they interleave with stderr's
      * in the order they were written. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    ct_log_set_callback(hold_log, NULL);
+    script_prog = "cputrain-qa";
+    script_name = "run_qa.py";
+    script_hold_log();
     /* Held at INFO until this process knows its rank (what joining the job
-     * logs, e.g. where rank 0 listens, is information); then release_log
-     * prints what this process's level keeps: the main process information,
-     * the others what log_level_replica says. */
+     * logs, e.g. where rank 0 listens, is information); then
+     * script_release_log prints what this process's level keeps: the main
+     * process information, the others what log_level_replica says. */
     ct_log_set_level(CT_LOG_INFO);
-    catch_signals();
+    script_catch_signals();
     if ((st = ct_args_create(&r.args)) != CT_OK)
-        return fail("arguments", st);
+        return script_fail("arguments", st);
     /* From here every exit goes through `done`, which frees what exists. */
-    if ((st = ct_args_parse(r.args, argc - 1, (const char *const *)argv + 1)) != CT_OK) {
-        fail("arguments", st);
+    switch (script_parse_args(r.args, argc, argv, options, sizeof options / sizeof options[0],
+                              &r.o, usage)) {
+    case 0:
+        break;
+    case 1:
+        rc = 0;
+        goto done;
+    default:
         rc = 2;
         goto done;
-    }
-    for (size_t i = 0; i < ct_args_unparsed_count(r.args); i++) {
-        const char *a = ct_args_unparsed(r.args, i), *next = ct_args_unparsed(r.args, i + 1);
-        char name[128];
-        const char *eq;
-        int used;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage();
-            rc = 0;
-            goto done;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "cputrain-qa: unexpected argument '%s' (see --help)\n", a);
-            rc = 2;
-            goto done;
-        }
-        eq = strchr(a, '=');
-        snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - a - 2 : (long)strlen(a + 2)), a + 2);
-        for (char *c = name; *c; c++)
-            *c = *c == '-' ? '_' : *c;
-        if (set_option(&r.o, r.args, name, eq ? eq + 1 : next, &used) != 0) {
-            rc = 2;
-            goto done;
-        }
-        if (used && !eq)
-            i++;
     }
     {
         int64_t v;
@@ -906,7 +537,7 @@ int main(int argc, char **argv)
     }
 
     if ((st = ct_workflow_create("run_qa.py", r.args, &r.wf)) != CT_OK) {
-        fail("workflow", st);
+        script_fail("workflow", st);
         goto done;
     }
     if (do_train && best_metric_refused(&r)) {
@@ -917,14 +548,14 @@ int main(int argc, char **argv)
      * mpirun, torchrun or a PyTorchJob. Only rank 0 reports and writes. */
     if (join_job(&r) != 0)
         goto done;
-    /* the workflow set this process's level: release_log keeps what it keeps */
+    /* the workflow set this process's level: release keeps what it keeps */
     {
         int each_node = 1;
         ct_args_get_bool(r.args, "log_on_each_node", &each_node);
-        release_log(r.rank == 0 || (each_node && ct_dist_local_rank(r.dist) == 0));
+        script_release_log(r.rank == 0 || (each_node && ct_dist_local_rank(r.dist) == 0));
     }
     if (r.rank != 0)
-        quiet_signals = 1;
+        script_quiet_signals();
     if (r.rank == 0 && r.world > 1)
         fprintf(stderr, "cputrain-qa: %d processes (backend %s, launcher %s)\n", r.world,
                 ct_dist_backend(r.dist), ct_dist_launcher(r.dist));
@@ -933,7 +564,7 @@ int main(int argc, char **argv)
      * and run_qa.py's rule for what is already there is read under the
      * lock (a refusal by that rule is a usage error). */
     if ((st = ct_workflow_hold_output_dir(r.wf, do_train)) != CT_OK) {
-        fail("output_dir", st);
+        script_fail("output_dir", st);
         rc = st == CT_ERR_INVALID_ARG ? 2 : 1;
         goto done;
     }
@@ -942,7 +573,9 @@ int main(int argc, char **argv)
     {
         int64_t seed = 42;
         ct_args_get_int(r.args, "seed", &seed);
-        if (make_model(&r, (uint64_t)seed) != 0)
+        if (script_make_model(r.o.model_name_or_path, r.o.config_name,
+                              CT_TASK_QUESTION_ANSWERING, 0, NULL, NULL, (uint64_t)seed, r.rank,
+                              &r.model, &r.model_from_folder) != 0)
             goto done;
     }
     /* This rank's share of the machine: its socket / NUMA node or an even
@@ -954,13 +587,14 @@ int main(int argc, char **argv)
                                       ct_dist_local_world_size(r.dist), 0, &p)) != CT_OK ||
             (st = ct_model_set_placement(r.model, p)) != CT_OK) {
             ct_placement_free(p);
-            fail("placement", st);
+            script_fail("placement", st);
             goto done;
         }
         /* the library logs the placement once, at info level */
         ct_placement_free(p);
     }
-    if (load_tokenizer(&r) != 0 || clamp_max_seq_length(&r) != 0)
+    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
+        clamp_max_seq_length(&r) != 0)
         goto done;
 
     if (do_eval) {
@@ -971,7 +605,7 @@ int main(int argc, char **argv)
             (r.o.max_eval_samples >= 0 &&
              (st = ct_qa_features_truncate(r.eval_features, (size_t)r.o.max_eval_samples)) !=
                  CT_OK)) {
-            fail(eval_file, st);
+            script_fail(eval_file, st);
             goto done;
         }
         r.n_eval_examples = ct_squad_count(r.eval_examples);
@@ -995,7 +629,7 @@ int main(int argc, char **argv)
             (r.o.max_train_samples >= 0 &&
              (st = ct_qa_features_truncate(train_features, (size_t)r.o.max_train_samples)) !=
                  CT_OK)) {
-            fail(train_file, st);
+            script_fail(train_file, st);
             goto done;
         }
         if (r.rank == 0)
@@ -1015,20 +649,18 @@ int main(int argc, char **argv)
              (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
                  CT_OK) ||
             (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK)) {
-            fail("training", st);
+            script_fail("training", st);
             goto done;
         }
-        training = trainer;
-        if (got_signal) /* came while the trainer was being made */
-            ct_trainer_cancel(trainer);
+        script_training(trainer);
         st = ct_trainer_train(trainer);
-        training = NULL;
-        if (got_signal) {
-            rc = stopped_by_signal(trainer, st, r.output_dir, r.rank);
+        script_training(NULL);
+        if (script_signal()) {
+            rc = script_stopped_by_signal(trainer, st, r.output_dir, r.rank);
             goto done;
         }
         if (st != CT_OK) {
-            fail("training", st);
+            script_fail("training", st);
             goto done;
         }
     }
@@ -1043,7 +675,7 @@ int main(int argc, char **argv)
                 epoch = strtod(e + 9, NULL);
         }
         if ((st = evaluate(&r)) != CT_OK) {
-            fail("evaluation", st);
+            script_fail("evaluation", st);
             goto done;
         }
         if ((st = ct_squad_scores_add_prefix(r.last_scores, "eval")) != CT_OK ||
@@ -1051,7 +683,7 @@ int main(int argc, char **argv)
                                       (double)ct_qa_features_count(r.eval_features), 1)) !=
                 CT_OK ||
             (trainer && (st = ct_squad_scores_set(r.last_scores, "epoch", epoch, 0)) != CT_OK)) {
-            fail("evaluation results", st);
+            script_fail("evaluation results", st);
             goto done;
         }
         if (r.rank != 0) /* rank 0 reports and writes */
@@ -1062,7 +694,7 @@ int main(int argc, char **argv)
                    ct_squad_scores_value(r.last_scores, i));
         if ((st = ct_squad_scores_save_metrics(r.last_scores, r.output_dir, "eval")) != CT_OK ||
             (st = ct_squad_preds_save(r.last_preds, r.output_dir, "eval")) != CT_OK) {
-            fail("writing results", st);
+            script_fail("writing results", st);
             goto done;
         }
     }
@@ -1075,8 +707,7 @@ finished:
         goto done;
     rc = 0;
 done:
-    if (held.n)
-        release_log(1); /* an exit before the rank was known */
+    script_release_log(1); /* anything held: an exit before the rank was known */
     ct_qa_features_free(test.features);
     ct_squad_free(test.examples);
     ct_trainer_free(trainer);

@@ -1,0 +1,103 @@
+/* Where a run's model and tokenizer come from: a local folder, a
+ * config.json, or a built-in configuration; and what to say when a name is
+ * none of them — a folder without the file, a path that is not there, or a
+ * Hugging Face Hub id, which the Transformers script would download and
+ * these tools never do. */
+#include "script.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+
+int script_file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* "bert-base-uncased", "org/name": what the Hub names repositories by. */
+static int looks_like_hub_id(const char *name)
+{
+    int slashes = 0;
+    if (!*name || *name == '/' || *name == '.' || *name == '~')
+        return 0;
+    for (const char *c = name; *c; c++) {
+        if (*c == '/')
+            slashes++;
+        else if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') ||
+                   (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+            return 0;
+    }
+    return slashes <= 1;
+}
+
+static void not_local(const char *option, const char *name, const char *wanted)
+{
+    struct stat sb;
+    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode))
+        fprintf(stderr, "%s: --%s %s: the folder has no %s\n", script_prog, option, name, wanted);
+    else if (looks_like_hub_id(name))
+        fprintf(stderr, "%s: --%s %s: not a local folder, and nothing is downloaded "
+                        "here. Download it with the Hub's CLI (huggingface-cli download %s "
+                        "--local-dir DIR) and pass --%s DIR\n", script_prog, option, name, name,
+                option);
+    else
+        fprintf(stderr, "%s: --%s %s: no such file or folder\n", script_prog, option, name);
+}
+
+int script_make_model(const char *model_name_or_path, const char *config_name, ct_task task,
+                      int num_labels, const char *const *labels, const char *problem_type,
+                      uint64_t seed, int rank, ct_model **out, int *from_folder)
+{
+    const char *src = config_name ? config_name : model_name_or_path;
+    const char *option = config_name ? "config_name" : "model_name_or_path";
+    char cfg[4200];
+    struct stat sb;
+    ct_status st;
+    snprintf(cfg, sizeof cfg, "%s/config.json", model_name_or_path ? model_name_or_path : "");
+    *from_folder = model_name_or_path && script_file_exists(cfg);
+    if (*from_folder)
+        st = ct_model_load_with_labels(model_name_or_path, task, seed, num_labels, labels,
+                                       problem_type, out);
+    else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
+        /* a config.json: fresh weights */
+        st = ct_model_create_with_labels(src, task, seed, num_labels, labels, problem_type, out);
+    else if (stat(src, &sb) != 0 && looks_like_hub_id(src) &&
+             ct_model_create_with_labels(src, task, seed, num_labels, labels, problem_type,
+                                         out) == CT_OK) {
+        if (!config_name && rank == 0)
+            fprintf(stderr,
+                    "%s: WARNING: --model_name_or_path %s is not a local folder: it is "
+                    "the library's built-in configuration of that name, with RANDOM weights "
+                    "(nothing is downloaded), so this run does not fine-tune the pre-trained "
+                    "model. To do that, download it with the Hub's CLI (huggingface-cli download "
+                    "%s --local-dir DIR) and pass --model_name_or_path DIR.\n", script_prog, src,
+                    src);
+        return 0;
+    } else {
+        not_local(option, src, "config.json");
+        return -1;
+    }
+    return st == CT_OK ? 0 : (script_fail("model", st), -1);
+}
+
+int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_path,
+                          ct_tokenizer **out)
+{
+    const char *t = tokenizer_name ? tokenizer_name : model_name_or_path;
+    const char *option = tokenizer_name ? "tokenizer_name" : "model_name_or_path";
+    char vocab[4200];
+    struct stat sb;
+    ct_status st;
+    if (!t) {
+        fprintf(stderr, "%s: --tokenizer_name is needed with --config_name\n", script_prog);
+        return -1;
+    }
+    snprintf(vocab, sizeof vocab, "%s/vocab.txt", t);
+    if (stat(t, &sb) != 0 || (S_ISDIR(sb.st_mode) && !script_file_exists(vocab))) {
+        not_local(option, t, "vocab.txt (give --tokenizer_name with a folder that has one)");
+        return -1;
+    }
+    if ((st = ct_tokenizer_load(t, out)) != CT_OK)
+        return script_fail("tokenizer", st), -1;
+    return 0;
+}
