@@ -10,10 +10,11 @@ set -eu
 # and clang only recommends it, which --no-install-recommends skips.
 # python3-protobuf: parses the TensorBoard event files a run writes
 # (tests/python/test_tensorboard.py; TensorBoard itself is not in Debian).
-# python3-sklearn and python3-scipy: the references of tests/python/test_metrics.py.
+# python3-sklearn and python3-scipy: the references of tests/python/test_metrics.py;
+# python3-pandas: read_csv, the CSV reader behind `datasets` (tests/python/test_table.py).
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
-python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy locales clang libclang-rt-14-dev"
+python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy python3-pandas locales clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

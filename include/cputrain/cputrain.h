@@ -14,6 +14,7 @@
 #include "train.h"
 #include "squad.h"
 #include "metrics.h"
+#include "table.h"
 #include "qa.h"
 #include "workflow.h"
 #undef CT_INSIDE_CPUTRAIN_H

@@ -33,6 +33,7 @@ from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
 from ._workflow import Workflow, dataset_file
 from ._tokenizer import BatchEncoding, Option as TokenizerOption, Tokenizer, Truncation
 from . import metrics
+from ._table import Table
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
 
@@ -56,5 +57,5 @@ __all__ = [
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist", "Rendezvous", "OutputLock", "TrainerState",
     "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
-    "BatchEncoding", "EarlyStoppingCallback", "EvalPrediction", "metrics",
+    "BatchEncoding", "EarlyStoppingCallback", "EvalPrediction", "Table", "metrics",
 ]

@@ -292,6 +292,17 @@ PROTOTYPES = {
     "ct_seqeval_type_count": (_size, [Handle]),
     "ct_seqeval_type_name": (_str, [Handle, _size]),
     "ct_seqeval_type_scores": (_status, [Handle, _size, _ptr(_f64), _ptr(_f64), _ptr(_f64), _ptr(_i64)]),
+    # table.h: records of CSV and JSON data files
+    "ct_table_load": (_status, [_str, _ptr(Handle)]),
+    "ct_table_free": (None, [Handle]),
+    "ct_table_rows": (_size, [Handle]),
+    "ct_table_columns": (_size, [Handle]),
+    "ct_table_column_name": (_str, [Handle, _size]),
+    "ct_table_column_index": (_status, [Handle, _str, _ptr(_size)]),
+    "ct_table_column_type": (_int, [Handle, _size]),
+    "ct_table_cell": (_int, [Handle, _size, _size, _ptr(_str), _ptr(_size)]),
+    "ct_table_list_size": (_size, [Handle, _size, _size]),
+    "ct_table_list_item": (_int, [Handle, _size, _size, _size, _ptr(_str), _ptr(_size)]),
     # qa.h: question-answering features
     "ct_qa_features_create": (_status, [Handle, Handle, _i64, _int, _int, _ptr(Handle)]),
     "ct_qa_features_create_with_progress": (_status, [Handle, Handle, _i64, _int, _int,

@@ -1,0 +1,68 @@
+/* libcputrain public API: a table of records (ct_table) from the data files
+ * Transformers' example scripts take with --train_file and its siblings, read
+ * as the `datasets` library reads them: CSV (a header row, then pandas'
+ * rules: quoting, its NA words, one type per column) and JSON (JSON lines, or
+ * one list of records). Columns have names and a type; cells are values, or
+ * lists of them. The task tools turn rows into examples.
+ * Included through <cputrain/cputrain.h>; do not include directly. */
+#ifndef CPUTRAIN_TABLE_H
+#define CPUTRAIN_TABLE_H
+
+#ifndef CT_INSIDE_CPUTRAIN_H
+#error "include <cputrain/cputrain.h> instead of <cputrain/table.h>"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_table ct_table;
+
+typedef enum ct_value_type {
+    CT_VALUE_NULL = 0, /* JSON null; in CSV an empty field or an NA word ("NA", "nan", ...) */
+    CT_VALUE_BOOL = 1,
+    CT_VALUE_INT = 2,   /* fits int64 */
+    CT_VALUE_FLOAT = 3,
+    CT_VALUE_STRING = 4,
+    CT_VALUE_LIST = 5 /* a JSON array of scalars (tokens, tags, labels) */
+} ct_value_type;
+
+/* Read `path`: ".csv" as CSV, ".json" / ".jsonl" as JSON lines or one JSON
+ * list of objects (a key absent from a record is null there). The file is
+ * untrusted: CT_ERR_FORMAT names the file, line and column (CSV: a quote
+ * left open, a row with more fields than the header; JSON: malformed text, a
+ * record that is not an object, a value nested deeper than a list of
+ * scalars) or the column whose values mix types JSON's readers refuse to
+ * mix (a string and a number); CT_ERR_INVALID_ARG another extension; CT_ERR_IO
+ * an unreadable file. */
+CT_API ct_status ct_table_load(const char *path, ct_table **out);
+CT_API void ct_table_free(ct_table *table);
+CT_API size_t ct_table_rows(const ct_table *table);
+CT_API size_t ct_table_columns(const ct_table *table);
+/* Columns in the file's order (CSV: the header's; JSON: as keys first
+ * appear); NULL past the end. */
+CT_API const char *ct_table_column_name(const ct_table *table, size_t column);
+CT_API ct_status ct_table_column_index(const ct_table *table, const char *name, size_t *column);
+/* The column's type as the readers infer it from its non-null values: one
+ * type, INT and FLOAT together giving FLOAT (so do INT and null in CSV, as
+ * pandas' NaN does), NULL when every value is null (FLOAT in CSV, as pandas
+ * reads a column of NaN). A CSV column of other
+ * mixes is STRING, every value its text; a JSON one is refused at load. */
+CT_API ct_value_type ct_table_column_type(const ct_table *table, size_t column);
+/* Cell (row, column): its type, and (text, len may be NULL) its text: a
+ * string's UTF-8 (it may hold NUL bytes: len counts them), a number or a
+ * boolean as the file writes it ("True" in CSV, true in JSON), NULL for
+ * null and lists. In a CSV column of type STRING every value is a STRING
+ * with the field's text. CT_VALUE_NULL for a cell outside the table. */
+CT_API ct_value_type ct_table_cell(const ct_table *table, size_t row, size_t column,
+                                   const char **text, size_t *len);
+/* The items of a LIST cell (0 for any other), each as ct_table_cell gives
+ * a value. */
+CT_API size_t ct_table_list_size(const ct_table *table, size_t row, size_t column);
+CT_API ct_value_type ct_table_list_item(const ct_table *table, size_t row, size_t column,
+                                        size_t index, const char **text, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPUTRAIN_TABLE_H */

@@ -1,0 +1,43 @@
+/* Internal: the ct_table handle, built by the CSV and JSON readers. Cells
+ * are kept column by column, so that a JSON key first seen in a later
+ * record adds a column without moving the others. */
+#ifndef CT_DATA_TABLE_H
+#define CT_DATA_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cputrain/cputrain.h>
+
+typedef struct ct__cell {
+    ct_value_type type;
+    char *text;              /* owned, NUL-terminated; NULL for null and lists */
+    size_t len;
+    struct ct__cell *items;  /* LIST: n items (scalars) */
+    size_t n;
+} ct__cell;
+
+struct ct_table {
+    size_t rows, cols, cap;  /* cap: rows each column has room for */
+    char **names;            /* [cols] */
+    ct_value_type *types;    /* [cols], set by ct__table_finish */
+    ct_value_type empty_type; /* of a column holding only nulls (CSV: FLOAT, as NaN) */
+    ct__cell **cells;        /* [cols][cap] */
+};
+
+/* The column named name[0..len), added (null in every row so far) when
+ * new; -1 when out of memory. */
+long ct__table_column(ct_table *t, const char *name, size_t len);
+/* Room for one more row (null in every column); 0 when out of memory. */
+int ct__table_add_row(ct_table *t);
+/* A scalar's text copied into *c (type as given). 0 when out of memory. */
+int ct__table_set_text(ct__cell *c, ct_value_type type, const char *text, size_t len);
+/* Free what a cell holds and make it null. */
+void ct__table_clear(ct__cell *c);
+/* Every column's type from its values (see ct_table_column_type). */
+void ct__table_finish(ct_table *t);
+
+ct_status ct__table_read_csv(ct_table *t, const char *path, const char *text, size_t len);
+ct_status ct__table_read_json(ct_table *t, const char *path, const char *text, size_t len);
+
+#endif
