@@ -106,6 +106,8 @@ run "cputrain-qa command line (run_qa.py arguments, dataset folder, train, eval,
 run "cputrain-qa on SIGINT / SIGTERM: checkpoint, exit 130 / 143, exact resume, second signal" \
     env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
     "$PYTHON" tests/qa_cli/signals.py "$B/bin/cputrain-qa" "$B/qa-signals-test"
+run "cputrain-glue (run_glue.py): CSV / JSON, pairs, regression, multi-label, 2 ranks = 1" \
+    "$PYTHON" tests/glue_cli/run.py "$B"
 run "data-parallel training: N ranks x batch b = 1 rank x N*b (shm, tcp, mpi)" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/ddp_equiv.sh
 run "sharded optimizer (optim_shard): 2/3/4 ranks = 1 rank, resume at another world size" \

@@ -447,7 +447,7 @@ int main(int argc, char **argv)
         return script_fail("arguments", st);
     /* From here every exit goes through `done`, which frees what exists. */
     switch (script_parse_args(r.args, argc, argv, options, sizeof options / sizeof options[0],
-                              &r.o, usage)) {
+                              &r.o, NULL, usage)) {
     case 0:
         break;
     case 1:
@@ -665,15 +665,7 @@ int main(int argc, char **argv)
         }
     }
     if (do_eval) {
-        double epoch = 0;
-        if (trainer) {
-            const char *h = ct_trainer_log_history(trainer);
-            const char *e = strstr(h, "\"epoch\": ");
-            while (e && strstr(e + 1, "\"epoch\": "))
-                e = strstr(e + 1, "\"epoch\": ");
-            if (e)
-                epoch = strtod(e + 9, NULL);
-        }
+        double epoch = script_last_epoch(trainer);
         if ((st = evaluate(&r)) != CT_OK) {
             script_fail("evaluation", st);
             goto done;

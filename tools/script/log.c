@@ -5,6 +5,7 @@
  * by. */
 #include "script.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 /* Names in messages; main sets them (script.h). */
@@ -43,6 +44,20 @@ void script_release_log(int say)
     if (say && held.lost)
         fprintf(stderr, "%s: (%d more messages)\n", script_prog, held.lost);
     held.n = held.lost = 0;
+}
+
+void script_warn(const char *fmt, ...)
+{
+    char text[1024];
+    ct_log_fn fn;
+    void *user;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    ct_log_get_callback(&fn, &user);
+    if (fn && ct_log_get_level() >= CT_LOG_WARNING)
+        fn(CT_LOG_WARNING, text, user);
 }
 
 int script_fail(const char *what, ct_status st)

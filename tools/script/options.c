@@ -44,12 +44,21 @@ void script_usage_options(const script_option *table, size_t n)
  * A no-effect name is accepted with its warning, a refused one fails with
  * the reason, and a name neither the script nor TrainingArguments has is an
  * error. */
-static int set_known(ct_args *args, const char *name, const char *value, int *used_value)
+static int takes(const char *const *groups, const char *group)
+{
+    for (; groups && *groups; groups++)
+        if (strcmp(*groups, group) == 0)
+            return 1;
+    return !groups;
+}
+
+static int set_known(ct_args *args, const char *const *groups, const char *name,
+                     const char *value, int *used_value)
 {
     size_t k;
     int b, flag;
     ct_status st;
-    if (ct_args_known_index(name, &k) != CT_OK) {
+    if (ct_args_known_index(name, &k) != CT_OK || !takes(groups, ct_args_known_group(k))) {
         fprintf(stderr, "%s: unknown argument --%s: neither %s nor TrainingArguments has it "
                         "(see --help)\n", script_prog, name, script_name);
         return -1;
@@ -91,16 +100,30 @@ static int parse_int(const script_option *r, const char *value, long *out)
     return 0;
 }
 
-static int set_option(const script_option *table, size_t n, void *values, ct_args *args,
-                      const char *name, const char *value, int *used_value)
+static int set_option(const script_option *table, size_t n, void *values,
+                      const char *const *groups, ct_args *args, const char *name,
+                      const char *value, int *used_value)
 {
     *used_value = 0;
     for (size_t i = 0; i < n; i++) {
         const script_option *r = &table[i];
         void *field = (char *)values + r->offset;
         char *end;
+        int b;
         if (strcmp(name, r->name) != 0)
             continue;
+        if (r->kind == SCRIPT_NO_EFFECT_FLAG || r->kind == SCRIPT_NO_EFFECT) {
+            if (r->kind == SCRIPT_NO_EFFECT ? value && strncmp(value, "--", 2) != 0
+                                            : value && bool_word(value, &b))
+                *used_value = 1;
+            else if (r->kind == SCRIPT_NO_EFFECT) {
+                fprintf(stderr, "%s: argument --%s: expected one argument\n", script_prog, name);
+                return -1;
+            }
+            script_warn("--%s%s%s has no effect here: %s", name, *used_value ? " " : "",
+                        *used_value ? value : "", r->help);
+            return 0;
+        }
         if (r->kind == SCRIPT_FLAG) {
             int truth = 1;
             if (value && bool_word(value, &truth))
@@ -130,11 +153,12 @@ static int set_option(const script_option *table, size_t n, void *values, ct_arg
         }
         return 0;
     }
-    return set_known(args, name, value, used_value);
+    return set_known(args, groups, name, value, used_value);
 }
 
 int script_parse_args(ct_args *args, int argc, char **argv, const script_option *table,
-                      size_t n, void *values, void (*usage)(void))
+                      size_t n, void *values, const char *const *groups,
+                      void (*usage)(void))
 {
     ct_status st;
     if ((st = ct_args_parse(args, argc - 1, (const char *const *)argv + 1)) != CT_OK) {
@@ -158,7 +182,7 @@ int script_parse_args(ct_args *args, int argc, char **argv, const script_option 
         snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - a - 2 : (long)strlen(a + 2)), a + 2);
         for (char *c = name; *c; c++)
             *c = *c == '-' ? '_' : *c;
-        if (set_option(table, n, values, args, name, eq ? eq + 1 : next, &used) != 0)
+        if (set_option(table, n, values, groups, args, name, eq ? eq + 1 : next, &used) != 0)
             return 2;
         if (used && !eq)
             i++;

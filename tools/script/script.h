@@ -17,7 +17,16 @@ extern const char *script_prog, *script_name;
 
 /* ---- the command line (options.c) ------------------------------------------- */
 
-enum script_kind { SCRIPT_TEXT, SCRIPT_INT, SCRIPT_FLOAT, SCRIPT_FLAG };
+/* NO_EFFECT(_FLAG): accepted, its value (a flag's) skipped, with a warning
+ * giving `help` as the reason. */
+enum script_kind {
+    SCRIPT_TEXT,
+    SCRIPT_INT,
+    SCRIPT_FLOAT,
+    SCRIPT_FLAG,
+    SCRIPT_NO_EFFECT,
+    SCRIPT_NO_EFFECT_FLAG
+};
 
 /* One of the script's own arguments (its ModelArguments and
  * DataTrainingArguments): where in the tool's options struct its value
@@ -35,14 +44,17 @@ typedef struct script_option {
     { #name, kind, offsetof(type, name), help, 0, INT_MAX }
 #define SCRIPT_ROW_SAMPLES(type, name, help) \
     { #name, SCRIPT_INT, offsetof(type, name), help, -1, LONG_MAX }
+#define SCRIPT_IGNORED(name, kind, reason) { #name, kind, 0, reason, 0, 0 }
 
 /* argv as HfArgumentParser reads it: TrainingArguments into args, the
  * script's own into `values` by `table`, and any other name as the
  * library's table of fates says (accepted with a warning, refused with the
- * reason, or unknown). 0: go on; 1: --help was printed by `usage`; 2: a
- * usage error, said on stderr. */
+ * reason, or unknown) when its group is one of `groups` (NULL-terminated;
+ * NULL: any). 0: go on; 1: --help was printed by `usage`; 2: a usage error,
+ * said on stderr. */
 int script_parse_args(ct_args *args, int argc, char **argv, const script_option *table,
-                      size_t n, void *values, void (*usage)(void));
+                      size_t n, void *values, const char *const *groups,
+                      void (*usage)(void));
 /* --help's lines for the table, and for the names of the library's table
  * in `group` ("ModelArguments", ...) with `fate` (ct_arg_fate). */
 void script_usage_options(const script_option *table, size_t n);
@@ -60,6 +72,9 @@ void script_release_log(int say);
 /* "<prog>: <what>: <STATUS>: <ct_last_error>" on stderr (held lines first);
  * returns 1, the exit status of a failed run. */
 int script_fail(const char *what, ct_status st);
+/* A warning through the log (held, like the library's, until the rank is
+ * known). */
+void script_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- Ctrl-C and SIGTERM (signals.c) -------------------------------------------- */
 
@@ -92,5 +107,13 @@ int script_make_model(const char *model_name_or_path, const char *config_name, c
 /* The tokenizer of --tokenizer_name, else of the model's folder. */
 int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_path,
                           ct_tokenizer **out);
+
+/* ---- results (results.c) ------------------------------------------------------------ */
+
+/* The epoch of the trainer's last log entry (state.epoch at the end). */
+double script_last_epoch(const ct_trainer *trainer);
+/* "***** <split> metrics *****" and one "  name = value" line each. */
+void script_print_metrics(const char *split, const char *const *names, const double *values,
+                          size_t n);
 
 #endif

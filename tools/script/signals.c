@@ -97,8 +97,8 @@ int script_stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir
                 name);
     else if (st == CT_ERR_CANCELLED)
         fprintf(stderr, "%s: %s: stopping after step %lld; checkpoint saved to "
-                        "%s/checkpoint-%lld (resume with --resume_from_checkpoint %s/checkpoint-%lld"
-                        " or --resume_from_checkpoint true)\n",
+                        "%s/checkpoint-%lld (resume with --resume_from_checkpoint "
+                        "%s/checkpoint-%lld or --resume_from_checkpoint true)\n",
                 script_prog, name, step, output_dir, step, output_dir, step);
     else
         fprintf(stderr, "%s: %s: training stopped, but: %s: %s\n", script_prog, name,

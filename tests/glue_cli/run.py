@@ -1,0 +1,272 @@
+"""cputrain-glue (run_glue.py in C) end to end on data generated here, each
+set with a rule a small model learns: single sentences in CSV with string
+labels, MRPC-style pairs by --task_name from JSON lines, STS-B-style
+regression, multi-label lists; one rank against two (shm). Checks
+run_glue.py's files and keys, the labels saved in config.json, and every
+reported metric against scikit-learn / SciPy recomputed from the written
+predictions.
+
+usage: run.py BUILD_DIR   (prints one line per check, exits 1 on a failure)"""
+
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+from scipy import stats
+from sklearn import metrics
+
+B = sys.argv[1] if len(sys.argv) > 1 else "build"
+GLUE = os.path.join(B, "bin", "cputrain-glue")
+RUN = os.path.join(B, "bin", "cputrain-run")
+DIR = os.path.join(B, "glue-cli-test")
+WORDS = ["good", "great", "fine", "bad", "awful", "poor", "the", "movie", "plot", "was", "a",
+         "is", "film", "story", "very", "quite", "red", "blue", "green", "cat", "dog"]
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("glue_cli: ok: %s" % name)
+    else:
+        failed += 1
+        print("glue_cli: FAILED: %s %s" % (name, detail))
+
+
+def read_json(*parts):
+    with open(os.path.join(*parts)) as f:
+        return json.load(f)
+
+
+def setup():
+    shutil.rmtree(DIR, ignore_errors=True)
+    os.makedirs(os.path.join(DIR, "model"))
+    with open(os.path.join(DIR, "model", "vocab.txt"), "w") as f:
+        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS) + "\n")
+    with open(os.path.join(DIR, "model", "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": True, "model_max_length": 64}, f)
+    with open(os.path.join(DIR, "model", "config.json"), "w") as f:
+        # no dropout: with it, N ranks draw other masks than one rank (issue 23)
+        json.dump({"model_type": "bert", "vocab_size": 5 + len(WORDS), "hidden_size": 32,
+                   "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+                   "max_position_embeddings": 64, "type_vocab_size": 2,
+                   "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}, f)
+
+
+def sentence(rng, mood=None):
+    words = [rng.choice(WORDS[6:]) for _ in range(rng.randrange(3, 7))]
+    if mood is not None:
+        words.insert(rng.randrange(len(words)), rng.choice(WORDS[0:3] if mood else WORDS[3:6]))
+    return " ".join(words)
+
+
+def glue(out, *args, ranks=1):
+    # a fresh model of the config (the weights are learnt here)
+    cmd = [GLUE, "--config_name", os.path.join(DIR, "model", "config.json"), "--tokenizer_name",
+           os.path.join(DIR, "model"), "--output_dir", out,
+           "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--seed", "3",
+           "--report_to", "none", "--save_strategy", "no"] + list(args)
+    if ranks > 1:
+        cmd = [RUN, "--standalone", "--nproc_per_node", str(ranks)] + cmd
+        cmd[cmd.index("8")] = str(8 // ranks)  # the same global batch
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if p.returncode != 0:
+        print(p.stdout[-2000:], p.stderr[-3000:])
+    return p
+
+
+def predictions(out, task):
+    with open(os.path.join(out, "predict_results_%s.txt" % task)) as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    return rows[0], [r[1] for r in rows[1:]]
+
+
+def single_sentences_in_csv():
+    rng = random.Random(1)
+    files = {}
+    for split, n in (("train", 160), ("validation", 40)):
+        files[split] = os.path.join(DIR, "sst_%s.csv" % split)
+        with open(files[split], "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["sentence", "label"])
+            for _ in range(n):
+                mood = rng.random() < 0.5
+                w.writerow([sentence(rng, mood), "pos" if mood else "neg"])
+    out = os.path.join(DIR, "sst")
+    p = glue(out, "--train_file", files["train"], "--validation_file", files["validation"],
+             "--test_file", files["validation"], "--do_train", "--do_eval", "--do_predict",
+             "--num_train_epochs", "4", "--bf16")
+    check("CSV single sentences: exit 0", p.returncode == 0)
+    if p.returncode:
+        return
+    res = read_json(out, "eval_results.json")
+    check("eval_results.json has run_glue.py's keys",
+          {"eval_accuracy", "eval_loss", "eval_samples", "epoch", "eval_runtime",
+           "eval_samples_per_second", "eval_steps_per_second"} <= set(res), sorted(res))
+    check("the rule is learnt: eval_accuracy >= 0.9", res["eval_accuracy"] >= 0.9, res)
+    head, pred = predictions(out, "None")
+    with open(files["validation"]) as f:
+        want = [row["label"] for row in csv.DictReader(f)]
+    check("predict_results_None.txt: index / label name", head == ["index", "prediction"] and
+          set(pred) <= {"neg", "pos"}, head)
+    check("eval_accuracy is sklearn's accuracy of the predictions",
+          abs(metrics.accuracy_score(want, pred) - res["eval_accuracy"]) < 1e-12)
+    config = read_json(out, "config.json")
+    check("config.json: labels and architecture",
+          config["id2label"] == {"0": "neg", "1": "pos"} and
+          config["label2id"] == {"neg": 0, "pos": 1} and
+          config["architectures"] == ["BertForSequenceClassification"], config)
+    allres = read_json(out, "all_results.json")
+    check("all_results.json merges train and eval", "train_loss" in allres and
+          "eval_accuracy" in allres, sorted(allres))
+    for name in ("vocab.txt", "tokenizer.json", "README.md", "trainer_state.json"):
+        check("output_dir has %s" % name, os.path.exists(os.path.join(out, name)))
+    return res
+
+
+def pairs_by_task_name(ranks=1):
+    """MRPC-like: equivalent when the second sentence says "great"."""
+    rng = random.Random(2)
+    data = os.path.join(DIR, "glue", "mrpc")
+    os.makedirs(data, exist_ok=True)
+    for split, n in (("train", 160), ("validation", 40), ("test", 20)):
+        with open(os.path.join(data, split + ".jsonl"), "w") as f:
+            for i in range(n):
+                a = sentence(rng)
+                same = rng.random() < 0.5
+                b = sentence(rng) + (" great" if same else "")
+                label = -1 if split == "test" else int(same)
+                f.write(json.dumps({"sentence1": a, "sentence2": b, "label": label, "idx": i})
+                        + "\n")
+    out = os.path.join(DIR, "mrpc%d" % ranks)
+    p = glue(out, "--task_name", "mrpc", "--dataset_dir", os.path.join(DIR, "glue"),
+             "--do_train", "--do_eval", "--do_predict", "--num_train_epochs", "6",
+             "--max_seq_length", "32", ranks=ranks)
+    check("--task_name mrpc on %d rank(s): exit 0" % ranks, p.returncode == 0)
+    if p.returncode:
+        return None
+    res = read_json(out, "eval_results.json")
+    check("mrpc: the rule is learnt, eval_accuracy >= 0.9", res["eval_accuracy"] >= 0.9, res)
+    check("mrpc reports accuracy, f1 and their mean as combined_score",
+          abs(res["eval_combined_score"] - (res["eval_accuracy"] + res["eval_f1"]) / 2) < 1e-12,
+          res)
+    head, pred = predictions(out, "mrpc")
+    check("predict_results_mrpc.txt names GLUE's labels",
+          set(pred) <= {"equivalent", "not_equivalent"} and len(pred) == 20)
+    config = read_json(out, "config.json")
+    check("config.json: MRPC's label names", config.get("id2label") ==
+          {"0": "not_equivalent", "1": "equivalent"}, config.get("id2label"))
+    return res
+
+
+def regression():
+    """STS-B-like: the score is 5 when the second sentence says "great", else 0 to 1."""
+    rng = random.Random(3)
+    data = os.path.join(DIR, "glue", "stsb")
+    os.makedirs(data, exist_ok=True)
+    for split, n in (("train", 160), ("validation", 40)):
+        with open(os.path.join(data, split + ".jsonl"), "w") as f:
+            for _ in range(n):
+                same = rng.random() < 0.5
+                f.write(json.dumps({"sentence1": sentence(rng),
+                                    "sentence2": sentence(rng) + (" great" if same else ""),
+                                    "label": 5.0 if same else round(rng.random(), 2)}) + "\n")
+    out = os.path.join(DIR, "stsb")
+    p = glue(out, "--task_name", "stsb", "--dataset_dir", os.path.join(DIR, "glue"),
+             "--do_train", "--do_eval", "--do_predict", "--test_file",
+             os.path.join(data, "validation.jsonl"), "--num_train_epochs", "6")
+    check("--task_name stsb (regression): exit 0", p.returncode == 0)
+    if p.returncode:
+        return
+    res = read_json(out, "eval_results.json")
+    check("stsb: Pearson learnt above 0.8", res["eval_pearson"] > 0.8, res)
+    head, pred = predictions(out, "stsb")
+    with open(os.path.join(data, "validation.jsonl")) as f:
+        want = [json.loads(line)["label"] for line in f]
+    got = [float(x) for x in pred]
+    check("predictions written to 3 decimals", all(len(x.split(".")[1]) == 3 for x in pred))
+    check("eval_pearson / eval_spearmanr are SciPy's of the predictions (to the 3 decimals)",
+          abs(stats.pearsonr(got, want)[0] - res["eval_pearson"]) < 2e-3 and
+          abs(stats.spearmanr(got, want)[0] - res["eval_spearmanr"]) < 2e-2, res)
+    check("config.json: one label", read_json(out, "config.json").get("id2label", {"0": 1})
+          .__len__() == 1)
+
+
+def multi_label():
+    rng = random.Random(4)
+    files = {}
+    for split, n in (("train", 400), ("validation", 40)):
+        files[split] = os.path.join(DIR, "tags_%s.jsonl" % split)
+        with open(files[split], "w") as f:
+            for _ in range(n):
+                text = sentence(rng)
+                tags = sorted({c for c in ("cat", "dog", "red") if c in text.split()})
+                f.write(json.dumps({"text": text, "label": tags}) + "\n")
+    out = os.path.join(DIR, "tags")
+    p = glue(out, "--train_file", files["train"], "--validation_file", files["validation"],
+             "--test_file", files["validation"], "--do_train", "--do_eval", "--do_predict",
+             "--num_train_epochs", "12")
+    check("multi-label lists: exit 0", p.returncode == 0)
+    if p.returncode:
+        return
+    res = read_json(out, "eval_results.json")
+    config = read_json(out, "config.json")
+    check("multi-label: problem_type and labels in config.json",
+          config.get("problem_type") == "multi_label_classification" and
+          config.get("id2label") == {"0": "cat", "1": "dog", "2": "red"}, config)
+    check("multi-label: micro F1 learnt above 0.8", res["eval_f1"] > 0.8, res)
+    head, pred = predictions(out, "None")
+    with open(files["validation"]) as f:
+        want = [json.loads(line)["label"] for line in f]
+    names = ["cat", "dog", "red"]
+    hot = lambda rows: np.array([[n in r for n in names] for r in rows], dtype=int)
+    got = [json.loads(x.replace("'", '"')) for x in pred]
+    check("eval_f1 is sklearn's micro F1 of the predicted lists",
+          abs(metrics.f1_score(hot(want), hot(got), average="micro") - res["eval_f1"]) < 1e-12,
+          res)
+
+
+def refusals():
+    out = os.path.join(DIR, "refused")
+    for args, needle in (
+            (["--task_name", "imdb"], "not a GLUE task"),
+            (["--train_file", "x.csv"], "need either a GLUE task"),
+            (["--task_name", "sst2", "--doc_stride", "3"], "unknown argument --doc_stride"),
+            (["--task_name", "sst2", "--ignore_mismatched_sizes"], "--ignore_mismatched_sizes "
+                                                                    "is refused"),
+            (["--task_name", "sst2", "--dataset_dir", DIR, "--do_train"], "train.json"),
+            (["--dataset_name", "glue"], "nothing is downloaded")):
+        p = glue(out, *args)
+        check("refused: %s" % " ".join(args), p.returncode == 2 and needle in p.stderr,
+              p.stderr[-500:])
+    p = subprocess.run([GLUE, "--help"], capture_output=True, text=True)
+    check("--help lists run_glue.py's arguments and the no-effect ones",
+          "--task_name" in p.stdout and "--pad_to_max_length" in p.stdout and
+          "No effect: nothing is downloaded" in p.stdout)
+
+
+def main():
+    setup()
+    single_sentences_in_csv()
+    one = pairs_by_task_name(1)
+    two = pairs_by_task_name(2)
+    if one and two:
+        check("2 ranks x batch 4 = 1 rank x batch 8 (eval_loss within 1e-5)",
+              abs(one["eval_loss"] - two["eval_loss"]) < 1e-5 and
+              one["eval_accuracy"] == two["eval_accuracy"], (one, two))
+    regression()
+    multi_label()
+    refusals()
+    print("glue_cli: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

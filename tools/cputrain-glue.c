@@ -1,0 +1,941 @@
+/* cputrain-glue: Transformers' run_glue.py in C — fine-tune a BERT model
+ * for text classification (one sentence or a pair; single-label,
+ * regression, multi-label) on a GLUE task or CSV / JSON files, evaluate with
+ * GLUE's metrics, write run_glue.py's result files. The same arguments as
+ * run_glue.py (model, data and TrainingArguments). Uses only the public
+ * API; what every example-script tool shares is in tools/script/. */
+#include <cputrain/cputrain.h>
+
+#include "script/script.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- run_glue.py's ModelArguments and DataTrainingArguments ---------------- */
+
+typedef struct glue_options {
+    const char *model_name_or_path, *config_name, *tokenizer_name;
+    const char *task_name, *dataset_name, *dataset_dir, *train_file, *validation_file,
+        *test_file;
+    long max_seq_length, max_train_samples, max_eval_samples, max_predict_samples;
+    long early_stopping_patience;
+    double early_stopping_threshold;
+    int ignore_mismatched_sizes;
+} glue_options;
+
+#define ROW(name, kind, help) SCRIPT_ROW(glue_options, name, SCRIPT_##kind, help)
+static const script_option options[] = {
+    ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
+                                  "vocab.txt) or a built-in configuration name."),
+    ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
+    ROW(tokenizer_name, TEXT, "Folder or vocab.txt of the tokenizer, if not the model's."),
+    ROW(task_name, TEXT, "A GLUE task (cola, mnli, mrpc, qnli, qqp, rte, sst2, stsb, wnli), its "
+                         "files read from --dataset_dir."),
+    ROW(dataset_name, TEXT, "Refused: nothing is downloaded; give --task_name with "
+                            "--dataset_dir, or --train_file / --validation_file."),
+    ROW(dataset_dir, TEXT, "Folder of the task's files: <task>/train.jsonl, validation.jsonl, "
+                           "test.jsonl as datasets' to_json writes them (default: "
+                           "$HF_DATASETS_CACHE)."),
+    ROW(train_file, TEXT, "Training data: CSV or JSON (lines)."),
+    ROW(validation_file, TEXT, "Evaluation data: CSV or JSON, as the training file."),
+    ROW(test_file, TEXT, "Data to predict on (--do_predict): CSV or JSON."),
+    ROW(max_seq_length, INT, "Tokens per example after tokenization; longer ones are cut "
+                             "(default 128)."),
+    SCRIPT_ROW_SAMPLES(glue_options, max_train_samples, "Use only the first N training examples."),
+    SCRIPT_ROW_SAMPLES(glue_options, max_eval_samples, "Use only the first N evaluation examples."),
+    SCRIPT_ROW_SAMPLES(glue_options, max_predict_samples, "Use only the first N test examples."),
+    ROW(early_stopping_patience, INT, "Stop when metric_for_best_model has not improved for N "
+                                      "evaluations (Transformers' EarlyStoppingCallback; 0: off)."),
+    ROW(early_stopping_threshold, FLOAT, "How much better counts as an improvement (default 0)."),
+    ROW(ignore_mismatched_sizes, FLAG, "Refused when true: a head of another size fails to load "
+                                       "naming the tensor."),
+    SCRIPT_IGNORED(dataset_config_name, SCRIPT_NO_EFFECT, "the GLUE task names the data"),
+    SCRIPT_IGNORED(overwrite_cache, SCRIPT_NO_EFFECT_FLAG, "nothing is cached: examples are "
+                                                          "tokenized in memory for each run"),
+    SCRIPT_IGNORED(pad_to_max_length, SCRIPT_NO_EFFECT_FLAG, "padding is never computed (only "
+                                                             "real tokens are), so both settings "
+                                                             "give the same results"),
+};
+#undef ROW
+
+static const char *const groups[] = {"TrainingArguments", "ModelArguments", NULL};
+
+static void usage(void)
+{
+    printf("usage: cputrain-glue [--model_name_or_path DIR] [--task_name TASK | --train_file F "
+           "--validation_file F]\n"
+           "                     [--test_file F] [--do_train] [--do_eval] [--do_predict]\n"
+           "                     [TrainingArguments...]\n\n"
+           "Text classification arguments (run_glue.py's ModelArguments and "
+           "DataTrainingArguments):\n");
+    script_usage_options(options, sizeof options / sizeof options[0]);
+    printf("\nrun_glue.py arguments accepted with no effect here (a warning says why):\n");
+    script_usage_fates("ModelArguments", CT_ARG_NO_EFFECT);
+    printf("\n%s", ct_args_help());
+}
+
+/* ---- the GLUE tasks ------------------------------------------------------------ */
+
+typedef struct glue_task {
+    const char *name, *key1, *key2;
+    const char *labels[3]; /* the ClassLabel names; none for stsb (regression) */
+    int n_labels;
+} glue_task;
+
+static const glue_task tasks[] = {
+    {"cola", "sentence", NULL, {"unacceptable", "acceptable"}, 2},
+    {"mnli", "premise", "hypothesis", {"entailment", "neutral", "contradiction"}, 3},
+    {"mrpc", "sentence1", "sentence2", {"not_equivalent", "equivalent"}, 2},
+    {"qnli", "question", "sentence", {"entailment", "not_entailment"}, 2},
+    {"qqp", "question1", "question2", {"not_duplicate", "duplicate"}, 2},
+    {"rte", "sentence1", "sentence2", {"entailment", "not_entailment"}, 2},
+    {"sst2", "sentence", NULL, {"negative", "positive"}, 2},
+    {"stsb", "sentence1", "sentence2", {NULL}, 0},
+    {"wnli", "sentence1", "sentence2", {"not_entailment", "entailment"}, 2},
+};
+
+/* ---- the run ---------------------------------------------------------------------- */
+
+enum problem { SINGLE, REGRESSION, MULTI };
+
+typedef struct run {
+    glue_options o;
+    const glue_task *task;
+    ct_args *args;
+    ct_workflow *wf;
+    ct_dist *dist;
+    int rank;
+    ct_model *model;
+    ct_tokenizer *tok;
+    int from_folder;
+    enum problem problem;
+    char **labels; /* label_list: the classes' names, in id order */
+    int n_labels;
+    long key1, key2, label_col; /* columns of the training (or evaluation) table */
+} run;
+
+static const char *type_name(ct_value_type t)
+{
+    static const char *const names[] = {"null", "bool", "int", "float", "string", "list"};
+    return names[t];
+}
+
+/* run_glue.py's columns: the task's keys, else sentence1/sentence2, else the
+ * first one or two columns that are not "label". */
+static int find_columns(run *r, const ct_table *t, const char *file)
+{
+    size_t k;
+    r->label_col = ct_table_column_index(t, "label", &k) == CT_OK ? (long)k : -1;
+    r->key1 = r->key2 = -1;
+    if (r->task) {
+        if (ct_table_column_index(t, r->task->key1, &k) != CT_OK ||
+            (r->key1 = (long)k, r->task->key2 && ct_table_column_index(t, r->task->key2, &k) !=
+                                                     CT_OK)) {
+            fprintf(stderr, "cputrain-glue: %s: %s needs the columns \"%s\"%s%s%s\n", file,
+                    r->task->name, r->task->key1, r->task->key2 ? " and \"" : "",
+                    r->task->key2 ? r->task->key2 : "", r->task->key2 ? "\"" : "");
+            return -1;
+        }
+        if (r->task->key2)
+            r->key2 = (long)k;
+        return 0;
+    }
+    {
+        size_t s1, s2;
+        if (ct_table_column_index(t, "sentence1", &s1) == CT_OK &&
+            ct_table_column_index(t, "sentence2", &s2) == CT_OK) {
+            r->key1 = (long)s1;
+            r->key2 = (long)s2;
+            return 0;
+        }
+    }
+    for (k = 0; k < ct_table_columns(t); k++)
+        if ((long)k != r->label_col) {
+            if (r->key1 < 0)
+                r->key1 = (long)k;
+            else if (r->key2 < 0)
+                r->key2 = (long)k;
+        }
+    if (r->key1 < 0) {
+        fprintf(stderr, "cputrain-glue: %s: no text column besides \"label\"\n", file);
+        return -1;
+    }
+    return 0;
+}
+
+/* run_glue.py sorts the label values themselves: names as text, ints as
+ * numbers. */
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int by_number(const void *a, const void *b)
+{
+    long long x = strtoll(*(char *const *)a, NULL, 10), y = strtoll(*(char *const *)b, NULL, 10);
+    return (x > y) - (x < y);
+}
+
+/* label_list from the training data, as run_glue.py makes it for files:
+ * regression for a float column, else the sorted distinct values; a list
+ * column is multi-label over the sorted distinct items. For a GLUE task:
+ * the task's names (stsb: regression). */
+static int make_label_list(run *r, const ct_table *t, const char *file)
+{
+    ct_value_type type;
+    size_t cap = 0;
+    int is_int;
+    if (r->task) {
+        r->problem = r->task->n_labels ? SINGLE : REGRESSION;
+        r->n_labels = r->task->n_labels;
+        r->labels = calloc((size_t)r->n_labels + 1, sizeof *r->labels);
+        for (int i = 0; r->labels && i < r->n_labels; i++)
+            r->labels[i] = strdup(r->task->labels[i]);
+        return r->labels ? 0 : -1;
+    }
+    if (r->label_col < 0) {
+        fprintf(stderr, "cputrain-glue: %s: no \"label\" column\n", file);
+        return -1;
+    }
+    type = ct_table_column_type(t, (size_t)r->label_col);
+    if (type == CT_VALUE_FLOAT) {
+        r->problem = REGRESSION;
+        return 0;
+    }
+    if (type != CT_VALUE_INT && type != CT_VALUE_STRING && type != CT_VALUE_BOOL &&
+        type != CT_VALUE_LIST) {
+        fprintf(stderr, "cputrain-glue: %s: the \"label\" column holds %s values\n", file,
+                type_name(type));
+        return -1;
+    }
+    r->problem = type == CT_VALUE_LIST ? MULTI : SINGLE;
+    is_int = type == CT_VALUE_INT;
+    for (size_t row = 0; row < ct_table_rows(t); row++) {
+        size_t n = type == CT_VALUE_LIST ? ct_table_list_size(t, row, (size_t)r->label_col) : 1;
+        for (size_t i = 0; i < n; i++) {
+            const char *text;
+            ct_value_type v = type == CT_VALUE_LIST
+                                  ? ct_table_list_item(t, row, (size_t)r->label_col, i, &text, NULL)
+                                  : ct_table_cell(t, row, (size_t)r->label_col, &text, NULL);
+            int seen = 0;
+            if (v == CT_VALUE_NULL)
+                continue;
+            if (type == CT_VALUE_LIST && i == 0 && row == 0)
+                is_int = v == CT_VALUE_INT;
+            for (int k = 0; k < r->n_labels && !seen; k++)
+                seen = strcmp(r->labels[k], text) == 0;
+            if (seen)
+                continue;
+            if ((size_t)r->n_labels + 1 >= cap) {
+                char **grown = realloc(r->labels, (cap = cap ? 2 * cap : 16) * sizeof *grown);
+                if (!grown)
+                    return -1;
+                r->labels = grown;
+            }
+            if (!(r->labels[r->n_labels++] = strdup(text)))
+                return -1;
+        }
+    }
+    if (r->n_labels < 1) {
+        fprintf(stderr, "cputrain-glue: %s: the \"label\" column holds no label\n", file);
+        return -1;
+    }
+    qsort(r->labels, (size_t)r->n_labels, sizeof *r->labels, is_int ? by_number : by_text);
+    return 0;
+}
+
+/* The id of a label's text; -1 when it is not one of label_list. */
+static int label_id(const run *r, const char *text)
+{
+    for (int k = 0; k < r->n_labels; k++)
+        if (strcmp(r->labels[k], text) == 0)
+            return k;
+    return -1;
+}
+
+/* A GLUE file's label: the ClassLabel's id (or its name); -1 marks the
+ * unlabelled test rows. */
+static int task_label(const run *r, ct_value_type type, const char *text, long *out)
+{
+    if (type == CT_VALUE_INT) {
+        *out = strtol(text, NULL, 10);
+        return *out >= -1 && *out < r->n_labels ? 0 : -1;
+    }
+    if (type == CT_VALUE_STRING && (*out = label_id(r, text)) >= 0)
+        return 0;
+    return -1;
+}
+
+/* The examples of a table: [CLS] text [SEP] (text2 [SEP]), truncated to
+ * max_seq_length (longest_first for pairs), labels as the problem wants;
+ * `labelled` 0 for a test split (labels, when there, are not read). */
+static int build_dataset(run *r, const ct_table *t, const char *file, long max_samples,
+                         int labelled, ct_dataset **out)
+{
+    size_t n = ct_table_rows(t), T = (size_t)r->o.max_seq_length;
+    int32_t *ids = calloc(T, sizeof *ids), *types = calloc(T, sizeof *types),
+            *mask = calloc(T, sizeof *mask);
+    float *hot = calloc((size_t)(r->n_labels ? r->n_labels : 1), sizeof *hot);
+    ct_status st = CT_OK;
+    int said = 0; /* the failure was reported where it happened */
+    if (max_samples >= 0 && (size_t)max_samples < n)
+        n = (size_t)max_samples;
+    if (find_columns(r, t, file) != 0) {
+        st = CT_ERR_FORMAT, said = 1;
+        goto out;
+    }
+    if (!ids || !types || !mask || !hot ||
+        (st = ct_dataset_create(CT_TASK_SEQUENCE_CLASSIFICATION, (int)T, out)) != CT_OK)
+        goto out;
+    for (size_t row = 0; row < n && st == CT_OK; row++) {
+        const char *a, *b = NULL, *text;
+        size_t la, lb = 0;
+        ct_encoding *enc = NULL;
+        ct_value_type lt = CT_VALUE_NULL;
+        if (ct_table_cell(t, row, (size_t)r->key1, &a, &la) != CT_VALUE_STRING ||
+            (r->key2 >= 0 && ct_table_cell(t, row, (size_t)r->key2, &b, &lb) != CT_VALUE_STRING)) {
+            fprintf(stderr, "cputrain-glue: %s: row %zu: the text columns must hold strings\n",
+                    file, row);
+            st = CT_ERR_FORMAT, said = 1;
+            break;
+        }
+        st = b ? ct_tokenizer_encode_pair(r->tok, a, la, b, lb, CT_TRUNCATION_LONGEST_FIRST, T,
+                                          0, 0, &enc)
+               : ct_tokenizer_encode(r->tok, a, la, 1, T, 0, 0, &enc);
+        if (st != CT_OK)
+            break;
+        size_t len = ct_encoding_length(enc, 0);
+        memset(ids, 0, T * sizeof *ids);
+        memset(types, 0, T * sizeof *types);
+        memset(mask, 0, T * sizeof *mask);
+        memcpy(ids, ct_encoding_ids(enc, 0), len * sizeof *ids);
+        memcpy(types, ct_encoding_type_ids(enc, 0), len * sizeof *types);
+        memcpy(mask, ct_encoding_attention_mask(enc, 0), len * sizeof *mask);
+        ct_encoding_free(enc);
+        if (labelled && r->label_col >= 0)
+            lt = ct_table_cell(t, row, (size_t)r->label_col, &text, NULL);
+        if (r->problem == REGRESSION) {
+            float y = lt == CT_VALUE_INT || lt == CT_VALUE_FLOAT ? strtof(text, NULL) : 0.0f;
+            if (labelled && lt != CT_VALUE_INT && lt != CT_VALUE_FLOAT) {
+                fprintf(stderr, "cputrain-glue: %s: row %zu: the label is not a number\n", file,
+                        row);
+                st = CT_ERR_FORMAT, said = 1;
+                break;
+            }
+            st = ct_dataset_add_float(*out, ids, types, mask, &y, 1);
+        } else if (r->problem == MULTI) {
+            memset(hot, 0, (size_t)r->n_labels * sizeof *hot);
+            for (size_t i = 0; labelled && i < ct_table_list_size(t, row, (size_t)r->label_col);
+                 i++) {
+                int k;
+                ct_table_list_item(t, row, (size_t)r->label_col, i, &text, NULL);
+                if ((k = label_id(r, text)) < 0) {
+                    fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is not one the "
+                                    "training data has\n", file, row, text);
+                    st = CT_ERR_FORMAT, said = 1;
+                    break;
+                }
+                hot[k] = 1.0f;
+            }
+            if (st == CT_OK)
+                st = ct_dataset_add_float(*out, ids, types, mask, hot, (size_t)r->n_labels);
+        } else {
+            long y = -100; /* no label: not scored */
+            if (lt != CT_VALUE_NULL && labelled &&
+                (r->task ? task_label(r, lt, text, &y) : ((y = label_id(r, text)) < 0 ? -1 : 0))) {
+                fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is not one of the %d "
+                                "labels\n", file, row, text, r->n_labels);
+                st = CT_ERR_FORMAT, said = 1;
+                break;
+            }
+            int32_t id = y < 0 ? -100 : (int32_t)y;
+            st = ct_dataset_add(*out, ids, types, mask, &id, 1);
+        }
+    }
+out:
+    free(ids);
+    free(types);
+    free(mask);
+    free(hot);
+    if (st == CT_OK && !*out)
+        st = CT_ERR_NOMEM;
+    if (st != CT_OK && !said)
+        script_fail(file, st);
+    return st == CT_OK ? 0 : -1;
+}
+
+/* ---- metrics ---------------------------------------------------------------------- */
+
+enum { MAX_METRICS = 4 };
+typedef struct scores {
+    char name[MAX_METRICS + 1][32];
+    double value[MAX_METRICS + 1];
+    int n;
+} scores;
+
+static void add_score(scores *s, const char *name, double value)
+{
+    snprintf(s->name[s->n], sizeof s->name[0], "%s", name);
+    s->value[s->n++] = value;
+}
+
+/* run_glue.py's compute_metrics: predictions are the argmax (regression:
+ * the value; multi-label: logits above 0), then GLUE's metric of the task —
+ * accuracy; with F1 for mrpc and qqp; Matthews correlation for cola;
+ * Pearson and Spearman for stsb — or for files accuracy (mse for
+ * regression; micro F1 for multi-label); combined_score is their mean when
+ * there are several. Rows labelled -100 are left out. */
+static ct_status compute_metrics(const run *r, const float *logits, size_t n,
+                                 const int32_t *labels, const float *reals, scores *s)
+{
+    size_t C = r->problem == REGRESSION ? 1 : (size_t)r->n_labels, m = 0;
+    int32_t *pred = malloc((n * C + 1) * sizeof *pred), *ref = malloc((n * C + 1) * sizeof *ref);
+    double *x = malloc((n + 1) * sizeof *x), *y = malloc((n + 1) * sizeof *y);
+    ct_status st = CT_ERR_NOMEM;
+    const char *task = r->task ? r->task->name : "";
+    s->n = 0;
+    if (!pred || !ref || !x || !y)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const float *z = logits + i * C;
+        if (r->problem == REGRESSION) {
+            x[m] = z[0];
+            y[m++] = reals[i];
+        } else if (r->problem == MULTI) {
+            for (size_t k = 0; k < C; k++) {
+                pred[m] = z[k] > 0;
+                ref[m++] = reals[i * C + k] > 0.5f;
+            }
+        } else if (labels[i] != -100) {
+            size_t best = 0;
+            for (size_t k = 1; k < C; k++)
+                best = z[k] > z[best] ? k : best;
+            pred[m] = (int32_t)best;
+            ref[m++] = labels[i];
+        }
+    }
+    if (m == 0) {
+        st = CT_OK; /* nothing labelled: no metric */
+        goto out;
+    }
+    double v;
+    if (r->problem == REGRESSION && !strcmp(task, "stsb")) {
+        if ((st = ct_metric_pearson(x, y, m, &v)) == CT_OK && (add_score(s, "pearson", v), 1) &&
+            (st = ct_metric_spearman(x, y, m, &v)) == CT_OK)
+            add_score(s, "spearmanr", v);
+    } else if (r->problem == REGRESSION) {
+        double sum = 0;
+        for (size_t i = 0; i < m; i++)
+            sum += (x[i] - y[i]) * (x[i] - y[i]);
+        add_score(s, "mse", sum / (double)m);
+        st = CT_OK;
+    } else if (r->problem == MULTI) {
+        if ((st = ct_metric_f1(pred, ref, m, 2, CT_AVERAGE_BINARY, &v)) == CT_OK)
+            add_score(s, "f1", v);
+    } else if (!strcmp(task, "cola")) {
+        if ((st = ct_metric_matthews(pred, ref, m, r->n_labels, &v)) == CT_OK)
+            add_score(s, "matthews_correlation", v);
+    } else {
+        if ((st = ct_metric_accuracy(pred, ref, m, &v)) == CT_OK)
+            add_score(s, "accuracy", v);
+        if (st == CT_OK && (!strcmp(task, "mrpc") || !strcmp(task, "qqp")) &&
+            (st = ct_metric_f1(pred, ref, m, 2, CT_AVERAGE_BINARY, &v)) == CT_OK)
+            add_score(s, "f1", v);
+    }
+    if (st == CT_OK && s->n > 1) {
+        double sum = 0;
+        for (int i = 0; i < s->n; i++)
+            sum += s->value[i];
+        add_score(s, "combined_score", sum / s->n);
+    }
+out:
+    free(pred);
+    free(ref);
+    free(x);
+    free(y);
+    return st;
+}
+
+/* The trainer's compute_metrics at each evaluation. */
+static ct_status metrics_callback(void *user, ct_trainer *trainer, const float *logits, int ndim,
+                                  const int64_t *shape, const int32_t *labels,
+                                  const float *reals, size_t n_labels)
+{
+    scores s;
+    ct_status st;
+    (void)ndim;
+    (void)n_labels;
+    if ((st = compute_metrics(user, logits, (size_t)shape[0], labels, reals, &s)) != CT_OK)
+        return st;
+    for (int i = 0; i < s.n && st == CT_OK; i++)
+        st = ct_trainer_report_metric(trainer, s.name[i], s.value[i]);
+    return st;
+}
+
+/* ---- evaluation and prediction after training --------------------------------------- */
+
+/* What run_glue.py saves with trainer.save_metrics: names, values, which
+ * are counts. */
+typedef struct results {
+    char name[24][48];
+    double value[24];
+    int is_int[24];
+    int n;
+} results;
+
+static void add_result(results *res, const char *prefix, const char *name, const char *suffix,
+                       double value, int is_int)
+{
+    if (res->n == 24)
+        return;
+    snprintf(res->name[res->n], sizeof res->name[0], "%s%s%s", prefix, name, suffix);
+    res->value[res->n] = value;
+    res->is_int[res->n++] = is_int;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A dataset's logits, on every rank (*out: [n, num_labels]). */
+static ct_status predict_all(ct_trainer *t, const ct_dataset *d, float **out)
+{
+    int64_t shape[3];
+    int ndim;
+    ct_status st = ct_trainer_predict(t, d, NULL, 0, &ndim, shape);
+    size_t size = st == CT_OK ? (size_t)shape[0] * (size_t)shape[1] : 0;
+    *out = NULL;
+    if (st == CT_OK && !(*out = malloc((size + 1) * sizeof **out)))
+        st = CT_ERR_NOMEM;
+    if (st == CT_OK)
+        st = ct_trainer_predict(t, d, *out, size, NULL, NULL);
+    return st;
+}
+
+/* trainer.evaluate(eval_dataset) as run_glue.py calls it: the metrics,
+ * eval_loss and the speed, eval_samples, into `res` with `suffix` ("_mm"
+ * for mnli's mismatched set). */
+static int evaluate(run *r, ct_trainer *t, const ct_dataset *d, const char *suffix,
+                    results *res)
+{
+    size_t n = ct_dataset_size(d), per = ct_dataset_labels_per_example(d);
+    float *logits = NULL, *reals = NULL;
+    int32_t *labels = NULL;
+    double loss = NAN, start = now(), runtime;
+    int64_t batch = 8;
+    ct_status st;
+    scores s;
+    ct_args_get_int(r->args, "per_device_eval_batch_size", &batch);
+    if ((st = predict_all(t, d, &logits)) != CT_OK ||
+        (st = ct_trainer_evaluate_loss(t, d, &loss)) != CT_OK)
+        goto out;
+    runtime = now() - start;
+    if (ct_dataset_has_float_labels(d))
+        st = !(reals = malloc((n * per + 1) * sizeof *reals))
+                 ? CT_ERR_NOMEM
+                 : ct_dataset_get_float_labels(d, 0, n, reals);
+    else
+        st = !(labels = malloc((n * per + 1) * sizeof *labels))
+                 ? CT_ERR_NOMEM
+                 : ct_dataset_get_labels(d, 0, n, labels);
+    if (st != CT_OK || (st = compute_metrics(r, logits, n, labels, reals, &s)) != CT_OK)
+        goto out;
+    add_result(res, "eval_", "loss", suffix, loss, 0);
+    for (int i = 0; i < s.n; i++)
+        add_result(res, "eval_", s.name[i], suffix, s.value[i], 0);
+    add_result(res, "eval_", "runtime", suffix, round(runtime * 1e4) / 1e4, 0);
+    add_result(res, "eval_", "samples_per_second", suffix, round((double)n / runtime * 1e3) / 1e3,
+               0);
+    add_result(res, "eval_", "steps_per_second", suffix,
+               round(ceil((double)n / (double)batch) / runtime * 1e3) / 1e3, 0);
+    add_result(res, "eval_", "samples", suffix, (double)n, 1);
+out:
+    free(logits);
+    free(reals);
+    free(labels);
+    return st == CT_OK ? 0 : (script_fail("evaluation", st), -1);
+}
+
+/* run_glue.py's do_predict: predict_results_<task>.txt, "index\tprediction"
+ * lines: the label's name, a regression's value to 3 decimals, the list of
+ * a multi-label prediction's names. Files without a task name it "None", as
+ * run_glue.py does. */
+static int predict(run *r, ct_trainer *t, const ct_dataset *d, const char *task)
+{
+    char path[4200], tmp[4300];
+    size_t n = ct_dataset_size(d), C = r->problem == REGRESSION ? 1 : (size_t)r->n_labels;
+    float *logits = NULL;
+    const char *out_dir = NULL;
+    ct_status st = predict_all(t, d, &logits);
+    FILE *f;
+    int ok;
+    if (st != CT_OK)
+        return script_fail("prediction", st), -1;
+    if (r->rank != 0) {
+        free(logits);
+        return 0;
+    }
+    ct_args_get_string(r->args, "output_dir", &out_dir);
+    snprintf(path, sizeof path, "%s/predict_results_%s.txt", out_dir, task);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "w"))) {
+        perror(tmp);
+        free(logits);
+        return -1;
+    }
+    fprintf(f, "index\tprediction\n");
+    for (size_t i = 0; i < n; i++) {
+        const float *z = logits + i * C;
+        if (r->problem == REGRESSION) {
+            fprintf(f, "%zu\t%3.3f\n", i, z[0]);
+        } else if (r->problem == MULTI) {
+            int first = 1;
+            fprintf(f, "%zu\t[", i);
+            for (size_t k = 0; k < C; k++)
+                if (z[k] > 0) {
+                    fprintf(f, "%s'%s'", first ? "" : ", ", r->labels[k]);
+                    first = 0;
+                }
+            fprintf(f, "]\n");
+        } else {
+            size_t best = 0;
+            for (size_t k = 1; k < C; k++)
+                best = z[k] > z[best] ? k : best;
+            fprintf(f, "%zu\t%s\n", i, r->labels[best]);
+        }
+    }
+    ok = !ferror(f);
+    ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
+    free(logits);
+    if (!ok) {
+        perror(path);
+        unlink(tmp);
+        return -1;
+    }
+    printf("prediction: %zu examples: %s\n", n, path);
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static int usage_error(const char *fmt, const char *a)
+{
+    fprintf(stderr, "cputrain-glue: ");
+    fprintf(stderr, fmt, a);
+    fputc('\n', stderr);
+    return 2;
+}
+
+/* A split's file: --<split>_file, else the task's file in the dataset
+ * folder (the workflow's lookup: <dir>/<task>/<split>.jsonl and the like). */
+static int split_file(const run *r, const char *given, const char *split, char *path,
+                      size_t size, const char **out)
+{
+    *out = given;
+    if (given || !r->task)
+        return 0;
+    if (ct_workflow_dataset_file(r->o.dataset_dir, r->task->name, split, NULL, path, size) !=
+        CT_OK) {
+        fprintf(stderr, "cputrain-glue: %s -- write the GLUE split there (datasets: "
+                        "load_dataset(\"nyu-mll/glue\", \"%s\")[\"%s\"].to_json(...)) or pass "
+                        "the --*_file arguments\n", ct_last_error(), r->task->name, split);
+        return -1;
+    }
+    *out = path;
+    return 0;
+}
+
+static int load_table(const char *file, ct_table **out)
+{
+    ct_status st = ct_table_load(file, out);
+    return st == CT_OK ? 0 : (script_fail(file, st), -1);
+}
+
+int main(int argc, char **argv)
+{
+    run r;
+    ct_status st;
+    int do_train = 0, do_eval = 0, do_predict = 0, rc = 1;
+    const char *strategy = NULL, *output_dir = NULL;
+    char paths[5][4096];
+    const char *train_file = NULL, *eval_file = NULL, *mm_file = NULL, *test_file = NULL,
+               *mm_test_file = NULL;
+    ct_table *train_t = NULL, *eval_t = NULL, *mm_t = NULL, *test_t = NULL, *mm_test_t = NULL;
+    ct_dataset *train_d = NULL, *eval_d = NULL, *mm_d = NULL, *test_d = NULL, *mm_test_d = NULL;
+    ct_trainer *trainer = NULL;
+    results res = {0};
+    int64_t seed = 42;
+
+    memset(&r, 0, sizeof r);
+    r.o.max_seq_length = 128;
+    r.o.max_train_samples = r.o.max_eval_samples = r.o.max_predict_samples = -1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    script_prog = "cputrain-glue";
+    script_name = "run_glue.py";
+    script_hold_log();
+    ct_log_set_level(CT_LOG_INFO);
+    script_catch_signals();
+    if ((st = ct_args_create(&r.args)) != CT_OK)
+        return script_fail("arguments", st);
+    switch (script_parse_args(r.args, argc, argv, options, sizeof options / sizeof options[0],
+                              &r.o, groups, usage)) {
+    case 0:
+        break;
+    case 1:
+        rc = 0;
+        goto done;
+    default:
+        rc = 2;
+        goto done;
+    }
+    ct_args_get_bool(r.args, "do_train", &do_train);
+    ct_args_get_bool(r.args, "do_eval", &do_eval);
+    ct_args_get_bool(r.args, "do_predict", &do_predict);
+    ct_args_get_string(r.args, "eval_strategy", &strategy);
+    ct_args_get_string(r.args, "output_dir", &output_dir);
+    ct_args_get_int(r.args, "seed", &seed);
+    if (strategy && strcmp(strategy, "no") != 0 && !do_eval) {
+        do_eval = 1; /* TrainingArguments: an eval_strategy sets do_eval */
+        ct_args_set_bool(r.args, "do_eval", 1);
+    }
+    rc = 2;
+    if (r.o.ignore_mismatched_sizes) {
+        fprintf(stderr, "cputrain-glue: --ignore_mismatched_sizes is refused: a checkpoint's head "
+                        "of another size is not replaced; start from a folder without that head "
+                        "(or with the same labels)\n");
+        goto done;
+    }
+    if (r.o.dataset_name) {
+        usage_error("--dataset_name %s: nothing is downloaded here; give --task_name with "
+                    "--dataset_dir (the task's JSON lines files), or --train_file and "
+                    "--validation_file", r.o.dataset_name);
+        goto done;
+    }
+    if (r.o.task_name) {
+        for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+            if (!strcasecmp(r.o.task_name, tasks[i].name))
+                r.task = &tasks[i];
+        if (!r.task) {
+            usage_error("--task_name %s: not a GLUE task (cola, mnli, mrpc, qnli, qqp, rte, "
+                        "sst2, stsb, wnli)", r.o.task_name);
+            goto done;
+        }
+    } else if (!r.o.train_file || !r.o.validation_file) {
+        usage_error("%s", "need either a GLUE task (--task_name) or a training and a "
+                          "validation file (--train_file, --validation_file)");
+        goto done;
+    }
+    if (!r.o.model_name_or_path && !r.o.config_name) {
+        usage_error("%s", "give --model_name_or_path (or --config_name to start from scratch)");
+        goto done;
+    }
+    if (!output_dir) {
+        usage_error("%s", "--output_dir is required");
+        goto done;
+    }
+    if (r.o.max_seq_length < 4) {
+        fprintf(stderr, "cputrain-glue: --max_seq_length %ld: must be 4 or more\n",
+                r.o.max_seq_length);
+        goto done;
+    }
+    int mnli = r.task && !strcmp(r.task->name, "mnli");
+    if (split_file(&r, r.o.train_file, "train", paths[0], sizeof paths[0], &train_file) ||
+        (do_eval && split_file(&r, r.o.validation_file, mnli ? "validation_matched" : "validation",
+                               paths[1], sizeof paths[1], &eval_file)) ||
+        (do_eval && mnli && split_file(&r, NULL, "validation_mismatched", paths[2],
+                                       sizeof paths[2], &mm_file)) ||
+        (do_predict && split_file(&r, r.o.test_file, mnli ? "test_matched" : "test", paths[3],
+                                  sizeof paths[3], &test_file)) ||
+        (do_predict && mnli && split_file(&r, NULL, "test_mismatched", paths[4], sizeof paths[4],
+                                          &mm_test_file)))
+        goto done;
+    if (do_predict && !test_file) {
+        usage_error("%s", "--do_predict needs --test_file (or --task_name with a test split)");
+        goto done;
+    }
+    rc = 1;
+
+    if ((st = ct_workflow_create("run_glue.py", r.args, &r.wf)) != CT_OK) {
+        script_fail("workflow", st);
+        goto done;
+    }
+    if ((st = ct_workflow_join(r.wf)) != CT_OK) {
+        script_fail("distributed setup", st);
+        goto done;
+    }
+    r.dist = ct_workflow_dist(r.wf);
+    r.rank = ct_dist_rank(r.dist);
+    script_release_log(r.rank == 0);
+    if (r.rank != 0)
+        script_quiet_signals();
+    if ((st = ct_workflow_hold_output_dir(r.wf, do_train)) != CT_OK) {
+        script_fail("output_dir", st);
+        rc = st == CT_ERR_INVALID_ARG ? 2 : 1;
+        goto done;
+    }
+
+    /* the labels come from the training data, as run_glue.py's do */
+    if ((train_file && load_table(train_file, &train_t)) ||
+        (!r.task && find_columns(&r, train_t, train_file)) ||
+        make_label_list(&r, train_t, train_file))
+        goto done;
+    {
+        const char *problem = r.problem == MULTI ? "multi_label_classification" : NULL;
+        int n = r.problem == REGRESSION ? 1 : r.n_labels;
+        if (script_make_model(r.o.model_name_or_path, r.o.config_name,
+                              CT_TASK_SEQUENCE_CLASSIFICATION, n,
+                              r.problem == REGRESSION ? NULL : (const char *const *)r.labels,
+                              problem, (uint64_t)seed, r.rank, &r.model, &r.from_folder) != 0)
+            goto done;
+    }
+    {
+        ct_placement *p = NULL;
+        if ((st = ct_placement_create(NULL, ct_dist_local_rank(r.dist),
+                                      ct_dist_local_world_size(r.dist), 0, &p)) != CT_OK ||
+            (st = ct_model_set_placement(r.model, p)) != CT_OK) {
+            ct_placement_free(p);
+            script_fail("placement", st);
+            goto done;
+        }
+        ct_placement_free(p);
+    }
+    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
+        goto done;
+    {
+        /* run_glue.py: max_seq_length no longer than the model takes */
+        int64_t positions = -1, max_len = -1;
+        ct_model_config_int(r.model, "max_position_embeddings", &positions);
+        ct_tokenizer_get_option(r.tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
+        int64_t limit = max_len > 0 && max_len < positions ? max_len : positions;
+        if (limit > 0 && r.o.max_seq_length > limit) {
+            if (r.rank == 0)
+                fprintf(stderr, "cputrain-glue: warning: the max_seq_length passed (%ld) is "
+                                "larger than the maximum length for the model (%lld). Using "
+                                "max_seq_length=%lld.\n", r.o.max_seq_length, (long long)limit,
+                        (long long)limit);
+            r.o.max_seq_length = (long)limit;
+        }
+    }
+    if ((do_train && build_dataset(&r, train_t, train_file, r.o.max_train_samples, 1, &train_d)) ||
+        (do_eval && (load_table(eval_file, &eval_t) ||
+                     build_dataset(&r, eval_t, eval_file, r.o.max_eval_samples, 1, &eval_d))) ||
+        (mm_file && (load_table(mm_file, &mm_t) ||
+                     build_dataset(&r, mm_t, mm_file, r.o.max_eval_samples, 1, &mm_d))) ||
+        (do_predict &&
+         (load_table(test_file, &test_t) ||
+          build_dataset(&r, test_t, test_file, r.o.max_predict_samples, 0, &test_d))) ||
+        (mm_test_file && (load_table(mm_test_file, &mm_test_t) ||
+                          build_dataset(&r, mm_test_t, mm_test_file, r.o.max_predict_samples, 0,
+                                        &mm_test_d))))
+        goto done;
+    if (r.rank == 0)
+        printf("%s: %s, %d label%s; train %zu, eval %zu, test %zu examples\n",
+               r.task ? r.task->name : "files",
+               r.problem == REGRESSION ? "regression"
+               : r.problem == MULTI    ? "multi-label"
+                                       : "classification",
+               r.problem == REGRESSION ? 1 : r.n_labels, r.n_labels == 1 ? "" : "s",
+               train_d ? ct_dataset_size(train_d) : 0, eval_d ? ct_dataset_size(eval_d) : 0,
+               test_d ? ct_dataset_size(test_d) : 0);
+
+    if ((st = ct_trainer_create(r.model, r.args, &trainer)) != CT_OK ||
+        (st = ct_trainer_set_dist(trainer, r.dist)) != CT_OK ||
+        (st = ct_trainer_set_tokenizer(trainer, r.tok)) != CT_OK ||
+        (eval_d && (st = ct_trainer_set_eval_dataset(trainer, eval_d)) != CT_OK) ||
+        (eval_d &&
+         (st = ct_trainer_set_metrics_callback(trainer, metrics_callback, &r)) != CT_OK) ||
+        (st = ct_trainer_set_early_stopping(trainer, (int)r.o.early_stopping_patience,
+                                            r.o.early_stopping_threshold)) != CT_OK) {
+        script_fail("trainer", st);
+        goto done;
+    }
+    if (do_train) {
+        if ((st = ct_trainer_set_train_dataset(trainer, train_d)) != CT_OK ||
+            (r.rank == 0 &&
+             (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
+                 CT_OK)) {
+            script_fail("training", st);
+            goto done;
+        }
+        script_training(trainer);
+        st = ct_trainer_train(trainer);
+        script_training(NULL);
+        if (script_signal()) {
+            rc = script_stopped_by_signal(trainer, st, output_dir, r.rank);
+            goto done;
+        }
+        if (st != CT_OK) {
+            script_fail("training", st);
+            goto done;
+        }
+    }
+    if (do_eval) {
+        const char *names[24];
+        if (evaluate(&r, trainer, eval_d, "", &res) ||
+            (mm_d && evaluate(&r, trainer, mm_d, "_mm", &res)))
+            goto done;
+        if (do_train)
+            add_result(&res, "", "epoch", "", script_last_epoch(trainer), 0);
+        for (int i = 0; i < res.n; i++)
+            names[i] = res.name[i];
+        if (r.rank == 0)
+            script_print_metrics("eval", names, res.value, (size_t)res.n);
+        if ((st = ct_workflow_save_metrics(r.wf, "eval", names, res.value, res.is_int,
+                                           (size_t)res.n)) != CT_OK) {
+            script_fail("writing results", st);
+            goto done;
+        }
+    }
+    if (do_predict && (predict(&r, trainer, test_d, r.task ? r.task->name : "None") ||
+                       (mm_test_d && predict(&r, trainer, mm_test_d, "mnli-mm"))))
+        goto done;
+    if (do_train && r.rank == 0) {
+        /* run_glue.py's trainer.create_model_card(tasks="text-classification") */
+        char dataset[64];
+        const char *metric_names[24];
+        const char *base = r.from_folder || !r.o.config_name ? r.o.model_name_or_path
+                                                             : r.o.config_name;
+        snprintf(dataset, sizeof dataset, "GLUE %s", r.task ? r.task->name : "");
+        for (char *c = dataset + 5; *c; c++)
+            *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+        for (int i = 0; i < res.n; i++)
+            metric_names[i] = res.name[i];
+        if ((st = ct_workflow_write_model_card(r.wf, trainer, "text classification", base,
+                                               r.from_folder, r.task ? dataset : train_file,
+                                               r.task != NULL, metric_names, res.value,
+                                               (size_t)res.n)) != CT_OK) {
+            script_fail("model card", st);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    script_release_log(1);
+    ct_trainer_free(trainer);
+    ct_dataset_free(train_d);
+    ct_dataset_free(eval_d);
+    ct_dataset_free(mm_d);
+    ct_dataset_free(test_d);
+    ct_dataset_free(mm_test_d);
+    ct_table_free(train_t);
+    ct_table_free(eval_t);
+    ct_table_free(mm_t);
+    ct_table_free(test_t);
+    ct_table_free(mm_test_t);
+    for (int i = 0; r.labels && i < r.n_labels; i++)
+        free(r.labels[i]);
+    free(r.labels);
+    ct_tokenizer_free(r.tok);
+    ct_model_free(r.model);
+    ct_workflow_free(r.wf);
+    ct_args_free(r.args);
+    return rc;
+}
