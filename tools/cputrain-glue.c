@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- run_glue.py's ModelArguments and DataTrainingArguments ---------------- */
@@ -479,65 +478,24 @@ static ct_status metrics_callback(void *user, ct_trainer *trainer, const float *
 
 /* ---- evaluation and prediction after training --------------------------------------- */
 
-/* What run_glue.py saves with trainer.save_metrics: names, values, which
- * are counts. */
-typedef struct results {
-    char name[24][48];
-    double value[24];
-    int is_int[24];
-    int n;
-} results;
-
-static void add_result(results *res, const char *prefix, const char *name, const char *suffix,
-                       double value, int is_int)
-{
-    if (res->n == 24)
-        return;
-    snprintf(res->name[res->n], sizeof res->name[0], "%s%s%s", prefix, name, suffix);
-    res->value[res->n] = value;
-    res->is_int[res->n++] = is_int;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A dataset's logits, on every rank (*out: [n, num_labels]). */
-static ct_status predict_all(ct_trainer *t, const ct_dataset *d, float **out)
-{
-    int64_t shape[3];
-    int ndim;
-    ct_status st = ct_trainer_predict(t, d, NULL, 0, &ndim, shape);
-    size_t size = st == CT_OK ? (size_t)shape[0] * (size_t)shape[1] : 0;
-    *out = NULL;
-    if (st == CT_OK && !(*out = malloc((size + 1) * sizeof **out)))
-        st = CT_ERR_NOMEM;
-    if (st == CT_OK)
-        st = ct_trainer_predict(t, d, *out, size, NULL, NULL);
-    return st;
-}
-
 /* trainer.evaluate(eval_dataset) as run_glue.py calls it: the metrics,
  * eval_loss and the speed, eval_samples, into `res` with `suffix` ("_mm"
  * for mnli's mismatched set). */
 static int evaluate(run *r, ct_trainer *t, const ct_dataset *d, const char *suffix,
-                    results *res)
+                    script_results *res)
 {
     size_t n = ct_dataset_size(d), per = ct_dataset_labels_per_example(d);
     float *logits = NULL, *reals = NULL;
     int32_t *labels = NULL;
-    double loss = NAN, start = now(), runtime;
+    double loss = NAN, start = script_now(), runtime;
     int64_t batch = 8;
     ct_status st;
     scores s;
     ct_args_get_int(r->args, "per_device_eval_batch_size", &batch);
-    if ((st = predict_all(t, d, &logits)) != CT_OK ||
+    if ((st = script_predict(t, d, &logits)) != CT_OK ||
         (st = ct_trainer_evaluate_loss(t, d, &loss)) != CT_OK)
         goto out;
-    runtime = now() - start;
+    runtime = script_now() - start;
     if (ct_dataset_has_float_labels(d))
         st = !(reals = malloc((n * per + 1) * sizeof *reals))
                  ? CT_ERR_NOMEM
@@ -548,15 +506,15 @@ static int evaluate(run *r, ct_trainer *t, const ct_dataset *d, const char *suff
                  : ct_dataset_get_labels(d, 0, n, labels);
     if (st != CT_OK || (st = compute_metrics(r, logits, n, labels, reals, &s)) != CT_OK)
         goto out;
-    add_result(res, "eval_", "loss", suffix, loss, 0);
+    script_add_result(res, "eval_", "loss", suffix, loss, 0);
     for (int i = 0; i < s.n; i++)
-        add_result(res, "eval_", s.name[i], suffix, s.value[i], 0);
-    add_result(res, "eval_", "runtime", suffix, round(runtime * 1e4) / 1e4, 0);
-    add_result(res, "eval_", "samples_per_second", suffix, round((double)n / runtime * 1e3) / 1e3,
+        script_add_result(res, "eval_", s.name[i], suffix, s.value[i], 0);
+    script_add_result(res, "eval_", "runtime", suffix, round(runtime * 1e4) / 1e4, 0);
+    script_add_result(res, "eval_", "samples_per_second", suffix, round((double)n / runtime * 1e3) / 1e3,
                0);
-    add_result(res, "eval_", "steps_per_second", suffix,
+    script_add_result(res, "eval_", "steps_per_second", suffix,
                round(ceil((double)n / (double)batch) / runtime * 1e3) / 1e3, 0);
-    add_result(res, "eval_", "samples", suffix, (double)n, 1);
+    script_add_result(res, "eval_", "samples", suffix, (double)n, 1);
 out:
     free(logits);
     free(reals);
@@ -574,7 +532,7 @@ static int predict(run *r, ct_trainer *t, const ct_dataset *d, const char *task)
     size_t n = ct_dataset_size(d), C = r->problem == REGRESSION ? 1 : (size_t)r->n_labels;
     float *logits = NULL;
     const char *out_dir = NULL;
-    ct_status st = predict_all(t, d, &logits);
+    ct_status st = script_predict(t, d, &logits);
     FILE *f;
     int ok;
     if (st != CT_OK)
@@ -653,12 +611,6 @@ static int split_file(const run *r, const char *given, const char *split, char *
     return 0;
 }
 
-static int load_table(const char *file, ct_table **out)
-{
-    ct_status st = ct_table_load(file, out);
-    return st == CT_OK ? 0 : (script_fail(file, st), -1);
-}
-
 int main(int argc, char **argv)
 {
     run r;
@@ -671,7 +623,7 @@ int main(int argc, char **argv)
     ct_table *train_t = NULL, *eval_t = NULL, *mm_t = NULL, *test_t = NULL, *mm_test_t = NULL;
     ct_dataset *train_d = NULL, *eval_d = NULL, *mm_d = NULL, *test_d = NULL, *mm_test_d = NULL;
     ct_trainer *trainer = NULL;
-    results res = {0};
+    script_results res = {0};
     int64_t seed = 42;
 
     memset(&r, 0, sizeof r);
@@ -783,7 +735,7 @@ int main(int argc, char **argv)
     }
 
     /* the labels come from the training data, as run_glue.py's do */
-    if ((train_file && load_table(train_file, &train_t)) ||
+    if ((train_file && script_load_table(train_file, &train_t)) ||
         (!r.task && find_columns(&r, train_t, train_file)) ||
         make_label_list(&r, train_t, train_file))
         goto done;
@@ -796,43 +748,19 @@ int main(int argc, char **argv)
                               problem, (uint64_t)seed, r.rank, &r.model, &r.from_folder) != 0)
             goto done;
     }
-    {
-        ct_placement *p = NULL;
-        if ((st = ct_placement_create(NULL, ct_dist_local_rank(r.dist),
-                                      ct_dist_local_world_size(r.dist), 0, &p)) != CT_OK ||
-            (st = ct_model_set_placement(r.model, p)) != CT_OK) {
-            ct_placement_free(p);
-            script_fail("placement", st);
-            goto done;
-        }
-        ct_placement_free(p);
-    }
-    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
+    if (script_place(r.model, r.dist) != 0 ||
+        script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
         goto done;
-    {
-        /* run_glue.py: max_seq_length no longer than the model takes */
-        int64_t positions = -1, max_len = -1;
-        ct_model_config_int(r.model, "max_position_embeddings", &positions);
-        ct_tokenizer_get_option(r.tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
-        int64_t limit = max_len > 0 && max_len < positions ? max_len : positions;
-        if (limit > 0 && r.o.max_seq_length > limit) {
-            if (r.rank == 0)
-                fprintf(stderr, "cputrain-glue: warning: the max_seq_length passed (%ld) is "
-                                "larger than the maximum length for the model (%lld). Using "
-                                "max_seq_length=%lld.\n", r.o.max_seq_length, (long long)limit,
-                        (long long)limit);
-            r.o.max_seq_length = (long)limit;
-        }
-    }
+    script_clamp_max_seq_length(r.model, r.tok, &r.o.max_seq_length, r.rank);
     if ((do_train && build_dataset(&r, train_t, train_file, r.o.max_train_samples, 1, &train_d)) ||
-        (do_eval && (load_table(eval_file, &eval_t) ||
+        (do_eval && (script_load_table(eval_file, &eval_t) ||
                      build_dataset(&r, eval_t, eval_file, r.o.max_eval_samples, 1, &eval_d))) ||
-        (mm_file && (load_table(mm_file, &mm_t) ||
+        (mm_file && (script_load_table(mm_file, &mm_t) ||
                      build_dataset(&r, mm_t, mm_file, r.o.max_eval_samples, 1, &mm_d))) ||
         (do_predict &&
-         (load_table(test_file, &test_t) ||
+         (script_load_table(test_file, &test_t) ||
           build_dataset(&r, test_t, test_file, r.o.max_predict_samples, 0, &test_d))) ||
-        (mm_test_file && (load_table(mm_test_file, &mm_test_t) ||
+        (mm_test_file && (script_load_table(mm_test_file, &mm_test_t) ||
                           build_dataset(&r, mm_test_t, mm_test_file, r.o.max_predict_samples, 0,
                                         &mm_test_d))))
         goto done;
@@ -865,34 +793,18 @@ int main(int argc, char **argv)
             script_fail("training", st);
             goto done;
         }
-        script_training(trainer);
-        st = ct_trainer_train(trainer);
-        script_training(NULL);
-        if (script_signal()) {
-            rc = script_stopped_by_signal(trainer, st, output_dir, r.rank);
+        if ((rc = script_train(trainer, output_dir, r.rank)) != 0)
             goto done;
-        }
-        if (st != CT_OK) {
-            script_fail("training", st);
-            goto done;
-        }
+        rc = 1;
     }
     if (do_eval) {
-        const char *names[24];
         if (evaluate(&r, trainer, eval_d, "", &res) ||
             (mm_d && evaluate(&r, trainer, mm_d, "_mm", &res)))
             goto done;
         if (do_train)
-            add_result(&res, "", "epoch", "", script_last_epoch(trainer), 0);
-        for (int i = 0; i < res.n; i++)
-            names[i] = res.name[i];
-        if (r.rank == 0)
-            script_print_metrics("eval", names, res.value, (size_t)res.n);
-        if ((st = ct_workflow_save_metrics(r.wf, "eval", names, res.value, res.is_int,
-                                           (size_t)res.n)) != CT_OK) {
-            script_fail("writing results", st);
+            script_add_result(&res, "", "epoch", "", script_last_epoch(trainer), 0);
+        if (script_save_results(r.wf, "eval", &res, r.rank) != 0)
             goto done;
-        }
     }
     if (do_predict && (predict(&r, trainer, test_d, r.task ? r.task->name : "None") ||
                        (mm_test_d && predict(&r, trainer, mm_test_d, "mnli-mm"))))
@@ -900,7 +812,7 @@ int main(int argc, char **argv)
     if (do_train && r.rank == 0) {
         /* run_glue.py's trainer.create_model_card(tasks="text-classification") */
         char dataset[64];
-        const char *metric_names[24];
+        const char *metric_names[32];
         const char *base = r.from_folder || !r.o.config_name ? r.o.model_name_or_path
                                                              : r.o.config_name;
         snprintf(dataset, sizeof dataset, "GLUE %s", r.task ? r.task->name : "");

@@ -388,18 +388,7 @@ static int write_model_card(const run *r, const ct_trainer *trainer, const char 
  * model_max_length; the model's max_position_embeddings bounds it too). */
 static int clamp_max_seq_length(run *r)
 {
-    int64_t positions = -1, max_len = -1, limit;
-    ct_model_config_int(r->model, "max_position_embeddings", &positions);
-    ct_tokenizer_get_option(r->tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
-    limit = max_len > 0 && (positions <= 0 || max_len < positions) ? max_len : positions;
-    if (limit > 0 && r->o.max_seq_length > limit) {
-        if (r->rank == 0)
-            fprintf(stderr, "cputrain-qa: warning: the max_seq_length passed (%ld) is larger "
-                            "than the maximum length for the model (%lld). Using "
-                            "max_seq_length=%lld.\n", r->o.max_seq_length, (long long)limit,
-                    (long long)limit);
-        r->o.max_seq_length = (long)limit;
-    }
+    script_clamp_max_seq_length(r->model, r->tok, &r->o.max_seq_length, r->rank);
     if (r->o.doc_stride >= r->o.max_seq_length) {
         fprintf(stderr, "cputrain-qa: --doc_stride %ld must be below max_seq_length (%ld)\n",
                 r->o.doc_stride, r->o.max_seq_length);
@@ -581,18 +570,8 @@ int main(int argc, char **argv)
     /* This rank's share of the machine: its socket / NUMA node or an even
      * split of the cores, one pinned thread per core (OMP_NUM_THREADS can
      * ask for fewer). */
-    {
-        ct_placement *p = NULL;
-        if ((st = ct_placement_create(NULL, ct_dist_local_rank(r.dist),
-                                      ct_dist_local_world_size(r.dist), 0, &p)) != CT_OK ||
-            (st = ct_model_set_placement(r.model, p)) != CT_OK) {
-            ct_placement_free(p);
-            script_fail("placement", st);
-            goto done;
-        }
-        /* the library logs the placement once, at info level */
-        ct_placement_free(p);
-    }
+    if (script_place(r.model, r.dist) != 0)
+        goto done;
     if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
         clamp_max_seq_length(&r) != 0)
         goto done;
@@ -652,17 +631,9 @@ int main(int argc, char **argv)
             script_fail("training", st);
             goto done;
         }
-        script_training(trainer);
-        st = ct_trainer_train(trainer);
-        script_training(NULL);
-        if (script_signal()) {
-            rc = script_stopped_by_signal(trainer, st, r.output_dir, r.rank);
+        if ((rc = script_train(trainer, r.output_dir, r.rank)) != 0)
             goto done;
-        }
-        if (st != CT_OK) {
-            script_fail("training", st);
-            goto done;
-        }
+        rc = 1;
     }
     if (do_eval) {
         double epoch = script_last_epoch(trainer);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 double script_last_epoch(const ct_trainer *t)
 {
@@ -21,4 +22,51 @@ void script_print_metrics(const char *split, const char *const *names, const dou
     printf("***** %s metrics *****\n", split);
     for (size_t i = 0; i < n; i++)
         printf("  %-24s = %g\n", names[i], values[i]);
+}
+
+void script_add_result(script_results *res, const char *prefix, const char *name,
+                       const char *suffix, double value, int is_int)
+{
+    if (res->n == (int)(sizeof res->value / sizeof *res->value))
+        return;
+    snprintf(res->name[res->n], sizeof res->name[0], "%s%s%s", prefix, name, suffix);
+    res->value[res->n] = value;
+    res->is_int[res->n++] = is_int;
+}
+
+int script_save_results(ct_workflow *wf, const char *split, const script_results *res, int rank)
+{
+    const char *names[sizeof res->value / sizeof *res->value];
+    ct_status st;
+    for (int i = 0; i < res->n; i++)
+        names[i] = res->name[i];
+    if (rank == 0)
+        script_print_metrics(split, names, res->value, (size_t)res->n);
+    if ((st = ct_workflow_save_metrics(wf, split, names, res->value, res->is_int,
+                                       (size_t)res->n)) != CT_OK)
+        return script_fail("writing results", st), -1;
+    return 0;
+}
+
+double script_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+ct_status script_predict(ct_trainer *t, const ct_dataset *d, float **out)
+{
+    int64_t shape[3] = {0, 0, 0};
+    int ndim = 0;
+    size_t size = 1;
+    ct_status st = ct_trainer_predict(t, d, NULL, 0, &ndim, shape);
+    *out = NULL;
+    for (int i = 0; st == CT_OK && i < ndim; i++)
+        size *= (size_t)shape[i];
+    if (st == CT_OK && !(*out = malloc((size + 1) * sizeof **out)))
+        st = CT_ERR_NOMEM;
+    if (st == CT_OK)
+        st = ct_trainer_predict(t, d, *out, size, NULL, NULL);
+    return st;
 }

@@ -78,19 +78,12 @@ void script_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- Ctrl-C and SIGTERM (signals.c) -------------------------------------------- */
 
-/* Catch SIGINT and SIGTERM (unless ignored when the tool started): while
- * script_training() names a trainer the first one cancels it (a checkpoint
- * at the next step), outside training the tool exits; a second one exits
- * at once. */
+/* Catch SIGINT and SIGTERM (unless ignored when the tool started): during
+ * script_train the first one cancels training (a checkpoint at the next
+ * step), outside training the tool exits; a second one exits at once. */
 void script_catch_signals(void);
-void script_training(ct_trainer *trainer);
-/* The signal received (0: none). */
-int script_signal(void);
 /* Say nothing from the handler (ranks other than 0). */
 void script_quiet_signals(void);
-/* After ct_trainer_train returned `st` with a signal received: what
- * happened and where to resume from; returns 128 + signal. */
-int script_stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir, int rank);
 
 /* ---- model and tokenizer (sources.c) --------------------------------------------- */
 
@@ -108,7 +101,39 @@ int script_make_model(const char *model_name_or_path, const char *config_name, c
 int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_path,
                           ct_tokenizer **out);
 
+/* A data file (CSV, JSON) as a table; -1 with the reason said. */
+int script_load_table(const char *file, ct_table **out);
+/* The model's threads on this rank's share of the machine (its socket or
+ * NUMA node, or an even split of the cores). */
+int script_place(ct_model *model, const ct_dist *dist);
+/* max_seq_length no longer than the model and its tokenizer take (the
+ * scripts' warning when cut); <= 0 asks for that limit. */
+void script_clamp_max_seq_length(const ct_model *model, const ct_tokenizer *tok, long *len,
+                                 int rank);
+
+/* ct_trainer_train with Ctrl-C / SIGTERM turned into a checkpoint: 0, or
+ * the exit status with what happened said (128 + signal: where to resume
+ * from). */
+int script_train(ct_trainer *trainer, const char *output_dir, int rank);
+
 /* ---- results (results.c) ------------------------------------------------------------ */
+
+/* What Trainer.save_metrics writes: names, values, which ones are counts. */
+typedef struct script_results {
+    char name[32][64];
+    double value[32];
+    int is_int[32];
+    int n;
+} script_results;
+void script_add_result(script_results *res, const char *prefix, const char *name,
+                       const char *suffix, double value, int is_int);
+/* Print them as Trainer.log_metrics does and save <split>_results.json
+ * (merged into all_results.json) through the workflow. */
+int script_save_results(ct_workflow *wf, const char *split, const script_results *res, int rank);
+/* A clock for the *_runtime figures. */
+double script_now(void);
+/* A dataset's logits on every rank (*out [n, ...], malloc'd). */
+ct_status script_predict(ct_trainer *trainer, const ct_dataset *d, float **out);
 
 /* The epoch of the trainer's last log entry (state.epoch at the end). */
 double script_last_epoch(const ct_trainer *trainer);

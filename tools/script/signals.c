@@ -59,16 +59,11 @@ void script_catch_signals(void)
             sigaction(sigs[i], &sa, NULL);
 }
 
-void script_training(ct_trainer *trainer)
+static void set_training(ct_trainer *trainer)
 {
     training = trainer;
     if (trainer && got_signal) /* came while the trainer was being made */
         ct_trainer_cancel(trainer);
-}
-
-int script_signal(void)
-{
-    return got_signal;
 }
 
 void script_quiet_signals(void)
@@ -81,9 +76,10 @@ static const char *signal_name(int sig)
     return sig == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
-/* The exit status is 128 + signal, as a shell reports a process the signal
- * stopped (130, 143). */
-int script_stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir, int rank)
+/* After ct_trainer_train returned `st` with a signal received: what
+ * happened and where to resume from. The exit status is 128 + signal, as
+ * a shell reports a process the signal stopped (130, 143). */
+static int stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir, int rank)
 {
     long long step = (long long)ct_trainer_global_step(t);
     const char *name = signal_name(got_signal);
@@ -104,4 +100,15 @@ int script_stopped_by_signal(ct_trainer *t, ct_status st, const char *output_dir
         fprintf(stderr, "%s: %s: training stopped, but: %s: %s\n", script_prog, name,
                 ct_status_name(st), ct_last_error());
     return 128 + got_signal;
+}
+
+int script_train(ct_trainer *trainer, const char *output_dir, int rank)
+{
+    ct_status st;
+    set_training(trainer);
+    st = ct_trainer_train(trainer);
+    set_training(NULL);
+    if (got_signal)
+        return stopped_by_signal(trainer, st, output_dir, rank);
+    return st == CT_OK ? 0 : script_fail("training", st);
 }

@@ -101,3 +101,40 @@ int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_
         return script_fail("tokenizer", st), -1;
     return 0;
 }
+
+int script_load_table(const char *file, ct_table **out)
+{
+    ct_status st = ct_table_load(file, out);
+    return st == CT_OK ? 0 : (script_fail(file, st), -1);
+}
+
+int script_place(ct_model *model, const ct_dist *dist)
+{
+    ct_placement *p = NULL;
+    ct_status st;
+    if ((st = ct_placement_create(NULL, ct_dist_local_rank(dist), ct_dist_local_world_size(dist),
+                                  0, &p)) == CT_OK)
+        st = ct_model_set_placement(model, p);
+    ct_placement_free(p); /* the library logs the placement once, at info level */
+    return st == CT_OK ? 0 : (script_fail("placement", st), -1);
+}
+
+void script_clamp_max_seq_length(const ct_model *model, const ct_tokenizer *tok, long *len,
+                                 int rank)
+{
+    int64_t positions = -1, max_len = -1, limit;
+    ct_model_config_int(model, "max_position_embeddings", &positions);
+    ct_tokenizer_get_option(tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
+    limit = max_len > 0 && (positions <= 0 || max_len < positions) ? max_len : positions;
+    if (limit <= 0)
+        return;
+    if (*len <= 0) {
+        *len = (long)limit;
+    } else if (*len > limit) {
+        if (rank == 0)
+            fprintf(stderr, "%s: warning: the max_seq_length passed (%ld) is larger than the "
+                            "maximum length for the model (%lld). Using max_seq_length=%lld.\n",
+                    script_prog, *len, (long long)limit, (long long)limit);
+        *len = (long)limit;
+    }
+}
