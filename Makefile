@@ -104,11 +104,11 @@ $(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot
 	$(CC) -std=gnu11 $(OPTFLAGS) $(WARNFLAGS) -Iinclude $(CFLAGS) -o $@ tools/cputrain-plot.c \
 	    $(PLOT_SRCS) -L$(B)/lib -lcputrain -lm -Wl,-rpath,'$$ORIGIN/../lib'
 
-# The example-script front ends (cputrain-qa, cputrain-glue) on their shared frame
+# The example-script front ends (cputrain-qa, -glue, -ner) on their shared frame
 # (tools/script/: the command line, the held log, signals, model and
 # tokenizer sources).
 SCRIPT_SRCS := $(wildcard tools/script/*.c)
-SCRIPT_TOOLS := $(B)/bin/cputrain-qa $(B)/bin/cputrain-glue
+SCRIPT_TOOLS := $(B)/bin/cputrain-qa $(B)/bin/cputrain-glue $(B)/bin/cputrain-ner
 $(SCRIPT_TOOLS): $(B)/bin/%: tools/%.c $(SCRIPT_SRCS) tools/script/script.h \
     $(SHARED) $(B)/lib/libcputrain.so
 	@mkdir -p $(@D)

@@ -118,7 +118,11 @@ CT_API ct_status ct_trainer_set_train_dataset(ct_trainer *trainer, const ct_data
  * world_size-th example, as DistributedSampler deals it); gradients are
  * averaged across ranks in buckets of ddp_bucket_cap_mb while backward runs,
  * on the last micro-batch of each accumulation window only. So N ranks with
- * per_device_train_batch_size b train as one rank with N*b. Only rank 0
+ * per_device_train_batch_size b train as one rank with N*b. Heads whose
+ * loss is a mean over labelled tokens (masked LM, token classification)
+ * take the mean over every labelled token of the window on all ranks
+ * (Trainer's num_items_in_batch with average_tokens_across_devices), so
+ * this holds for them, and for gradient accumulation, too. Only rank 0
  * writes checkpoints and the final save (with save_on_each_node, the first
  * rank of every machine too), and logs; the log history (mean loss over
  * ranks) is the same on every rank. Progress and evaluation callbacks run on

@@ -196,6 +196,46 @@ static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad, 
 /* One micro-batch's forward and backward; on the window's last one with
  * several ranks, the gradients are averaged across ranks as backward
  * produces them. */
+/* Labelled tokens (labels other than -100) of examples idx[0..n). */
+static int64_t labelled_tokens(const ct_dataset *d, const int64_t *idx, int n)
+{
+    int64_t count = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < d->n_labels; j++)
+            count += d->labels[(size_t)idx[i] * d->n_labels + j] != -100;
+    return count;
+}
+
+/* Heads whose loss is a mean over labelled tokens (masked LM, token
+ * classification): a window's gradient is the mean over every labelled
+ * token of all its micro-batches on all ranks, as Trainer's
+ * num_items_in_batch with average_tokens_across_devices makes it, so that
+ * N ranks x batch b, one rank x N*b and any accumulation take the same
+ * step. Each micro-batch's mean is weighted by its share of the window's
+ * tokens (times the ranks, whose gradients are averaged). The window's
+ * count comes first: one exchange of int64 counts. */
+static ct_status window_tokens(ct_trainer *t, const int64_t *mine, int64_t b, int64_t ga,
+                               int64_t *total)
+{
+    int64_t local = 0, *all;
+    ct_status st = CT_OK;
+    for (int64_t k = 0; k < ga && t->batch_in_epoch + k < t->batches_per_epoch; k++) {
+        int64_t first = (t->batch_in_epoch + k) * b;
+        int n = (int)((int64_t)t->shard_n - first < b ? (int64_t)t->shard_n - first : b);
+        local += labelled_tokens(t->train, mine + first, n);
+    }
+    *total = local;
+    if (t->world == 1)
+        return CT_OK;
+    if (!(all = malloc((size_t)t->world * sizeof *all)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    if ((st = ct_dist_allgather(t->dist, &local, sizeof local, all)) == CT_OK)
+        for (int r = *total = 0; r < t->world; r++)
+            *total += all[r];
+    free(all);
+    return st;
+}
+
 static ct_status micro_step(ct_trainer *t, const ct_batch *batch, float scale, int communicate,
                             float *loss)
 {
@@ -434,6 +474,9 @@ static ct_status train_run(ct_trainer *t)
     int64_t *order = NULL, *mine = NULL;
     int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
     double start, grad_norm = NAN, window_loss = 0;
+    int64_t window_total = 0; /* labelled tokens of the window, all ranks (per_token) */
+    int per_token = t->model->task == CT_TASK_MASKED_LM ||
+                    t->model->task == CT_TASK_TOKEN_CLASSIFICATION;
     int window_bad = 0, cancelled = 0;
     window_start window = {0};
     int64_t run_tokens = 0;
@@ -517,7 +560,8 @@ static ct_status train_run(ct_trainer *t)
             int64_t first = t->batch_in_epoch * b;
             int n = (int)((int64_t)t->shard_n - first < b ? (int64_t)t->shard_n - first : b);
             int last_of_window = micro + 1 == ga || t->batch_in_epoch + 1 == t->batches_per_epoch;
-            float loss;
+            float loss, scale = 1.0f / (float)ga;
+            int64_t tokens = 0;
             if (micro == 0) {
                 /* A step boundary: one process stops here when cancelled;
                  * several agree on it in sync_step. */
@@ -527,9 +571,16 @@ static ct_status train_run(ct_trainer *t)
                     break;
                 }
                 window = window_begin(t);
+                if (per_token && (st = window_tokens(t, mine, b, ga, &window_total)) != CT_OK)
+                    break;
+            }
+            if (per_token) {
+                tokens = labelled_tokens(t->train, mine + first, n);
+                scale = window_total ? (float)((double)tokens * t->world / (double)window_total)
+                                     : 0.0f;
             }
             if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK ||
-                (st = micro_step(t, batch, 1.0f / (float)ga, last_of_window, &loss)) != CT_OK)
+                (st = micro_step(t, batch, scale, last_of_window, &loss)) != CT_OK)
                 break;
             t->batch_in_epoch++;
             micro++;
@@ -537,10 +588,12 @@ static ct_status train_run(ct_trainer *t)
             t->tokens_since_log += (int64_t)n * t->train->T * t->world;
             run_tokens += (int64_t)n * t->train->T; /* this rank's input_ids numel */
             t->total_flos += 6.0 * (double)m->n_params * n * t->train->T * t->world;
-            if (!isfinite(loss))
+            if (per_token && tokens == 0 && window_total > 0)
+                ; /* nothing labelled here: no loss, and no gradient */
+            else if (!isfinite(loss))
                 window_bad = 1;
             else
-                window_loss += loss / (double)ga;
+                window_loss += (double)loss * scale;
             if (!last_of_window)
                 continue;
 
