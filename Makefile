@@ -108,7 +108,8 @@ $(B)/bin/cputrain-plot: tools/cputrain-plot.c $(PLOT_SRCS) $(wildcard tools/plot
 # (tools/script/: the command line, the held log, signals, model and
 # tokenizer sources).
 SCRIPT_SRCS := $(wildcard tools/script/*.c)
-SCRIPT_TOOLS := $(B)/bin/cputrain-qa $(B)/bin/cputrain-glue $(B)/bin/cputrain-ner
+SCRIPT_TOOLS := $(B)/bin/cputrain-qa $(B)/bin/cputrain-glue $(B)/bin/cputrain-ner \
+    $(B)/bin/cputrain-mlm
 $(SCRIPT_TOOLS): $(B)/bin/%: tools/%.c $(SCRIPT_SRCS) tools/script/script.h \
     $(SHARED) $(B)/lib/libcputrain.so
 	@mkdir -p $(@D)

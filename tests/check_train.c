@@ -21,6 +21,8 @@
 
 #include "scratch.h"
 #include "suites.h"
+#include "model/batch.h"
+#include "train/mlm_mask.h"
 #include "train/sampler.h"
 
 enum { T = 12, N_EXAMPLES = 24 };
@@ -1118,6 +1120,81 @@ START_TEST(trainer_state_reads_back_a_run)
 }
 END_TEST
 
+/* Masked-LM masking as DataCollatorForLanguageModeling draws it: about
+ * 15% of the maskable tokens, never [CLS], [SEP], [PAD] or padding; of the
+ * chosen 80% [MASK], 10% random, 10% kept, labelled with their ids; the
+ * same masks for the same (seed, epoch, example), others in another epoch;
+ * whole words take their "##" pieces along. */
+START_TEST(mlm_masking_draws_as_the_collators_do)
+{
+    enum { B = 256, T = 32 };
+    static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\nd\n##x\n##y\n";
+    ct_tokenizer *tok;
+    ct_batch *b1, *b2;
+    ct__mlm m;
+    int32_t ids[B * T], mask[B * T], labels[B * T];
+    int64_t ex[B];
+    long chosen = 0, maskable = 0, to_mask = 0, kept = 0, pieces_split = 0;
+    write_text(scratch_at("vocab.txt"), vocab);
+    ck_assert_int_eq(ct_tokenizer_load(scratch_at("vocab.txt"), &tok), CT_OK);
+    for (int r = 0; r < B; r++) {
+        int len = 8 + r % (T - 8);
+        ex[r] = 1000 + r;
+        for (int t = 0; t < T; t++) {
+            ids[r * T + t] = t == 0 ? 2 : t == len - 1 ? 3 : t >= len ? 0 : 5 + (r * 7 + t) % 6;
+            mask[r * T + t] = t < len;
+            labels[r * T + t] = -100;
+        }
+    }
+    ck_assert_int_eq(ct__mlm_init(&m, tok, 0.15, 0), CT_OK);
+    ck_assert_int_eq(ct_batch_create(&b1), CT_OK);
+    ck_assert_int_eq(ct_batch_create(&b2), CT_OK);
+    for (int pass = 0; pass < 3; pass++) {
+        ct_batch *b = pass == 0 ? b1 : b2;
+        ck_assert_int_eq(ct_batch_set_inputs(b, B, T, ids, NULL, mask), CT_OK);
+        ck_assert_int_eq(ct_batch_set_labels(b, labels, B * T), CT_OK);
+        ct__mlm_apply(&m, b, ex, 7, pass == 2 ? 1 : 0);
+        if (pass == 1)
+            ck_assert(memcmp(b1->labels, b2->labels, sizeof labels) == 0 &&
+                      memcmp(b1->input_ids, b2->input_ids, sizeof ids) == 0);
+        if (pass == 2)
+            ck_assert_msg(memcmp(b1->labels, b2->labels, sizeof labels) != 0,
+                          "another epoch draws other masks");
+    }
+    for (int i = 0; i < B * T; i++) {
+        int special = ids[i] <= 4 || !mask[i];
+        maskable += !special;
+        if (b1->labels[i] == -100)
+            continue;
+        ck_assert_msg(!special, "position %d: a special token or padding was chosen", i);
+        ck_assert_int_eq(b1->labels[i], ids[i]);
+        chosen++;
+        to_mask += b1->input_ids[i] == 4;
+        kept += b1->input_ids[i] == ids[i];
+    }
+    ck_assert_msg(fabs((double)chosen / maskable - 0.15) < 0.015, "%ld of %ld chosen", chosen,
+                  maskable);
+    ck_assert_msg(fabs((double)to_mask / chosen - 0.8) < 0.04, "%ld of %ld [MASK]", to_mask,
+                  chosen);
+    ck_assert_msg((double)kept / chosen > 0.06 && (double)kept / chosen < 0.16, "%ld kept",
+                  kept); /* 10% kept, plus the random draws that hit themselves */
+    ct__mlm_free(&m);
+    /* whole words: a word and its "##" pieces are chosen together */
+    ck_assert_int_eq(ct__mlm_init(&m, tok, 0.15, 1), CT_OK);
+    ck_assert_int_eq(ct_batch_set_inputs(b1, B, T, ids, NULL, mask), CT_OK);
+    ck_assert_int_eq(ct_batch_set_labels(b1, labels, B * T), CT_OK);
+    ct__mlm_apply(&m, b1, ex, 7, 0);
+    for (int i = 1; i < B * T; i++)
+        if (i % T && ids[i] >= 9 && ids[i] <= 10 && mask[i] && ids[i - 1] > 4)
+            pieces_split += (b1->labels[i] == -100) != (b1->labels[i - 1] == -100);
+    ck_assert_msg(pieces_split == 0, "%ld pieces masked apart from their word", pieces_split);
+    ct__mlm_free(&m);
+    ct_batch_free(b1);
+    ct_batch_free(b2);
+    ct_tokenizer_free(tok);
+}
+END_TEST
+
 Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -1148,6 +1225,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, length_grouped_order_is_transformers);
     tcase_add_test(tc, group_by_length_trains);
     tcase_add_test(tc, trainer_state_reads_back_a_run);
+    tcase_add_test(tc, mlm_masking_draws_as_the_collators_do);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -110,6 +110,8 @@ run "cputrain-glue (run_glue.py): CSV / JSON, pairs, regression, multi-label, 2 
     "$PYTHON" tests/glue_cli/run.py "$B"
 run "cputrain-ner (run_ner.py): IOB2 tags, conll2003 ids, seqeval scores, 2 ranks = 1" \
     "$PYTHON" tests/ner_cli/run.py "$B"
+run "cputrain-mlm (run_mlm.py): blocks, lines, whole words, perplexity falls, 2 ranks = 1" \
+    "$PYTHON" tests/mlm_cli/run.py "$B"
 run "data-parallel training: N ranks x batch b = 1 rank x N*b (shm, tcp, mpi)" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/ddp_equiv.sh
 run "sharded optimizer (optim_shard): 2/3/4 ranks = 1 rank, resume at another world size" \

@@ -510,8 +510,8 @@ static int evaluate(run *r, ct_trainer *t, const ct_dataset *d, const char *suff
     for (int i = 0; i < s.n; i++)
         script_add_result(res, "eval_", s.name[i], suffix, s.value[i], 0);
     script_add_result(res, "eval_", "runtime", suffix, round(runtime * 1e4) / 1e4, 0);
-    script_add_result(res, "eval_", "samples_per_second", suffix, round((double)n / runtime * 1e3) / 1e3,
-               0);
+    script_add_result(res, "eval_", "samples_per_second", suffix,
+                      round((double)n / runtime * 1e3) / 1e3, 0);
     script_add_result(res, "eval_", "steps_per_second", suffix,
                round(ceil((double)n / (double)batch) / runtime * 1e3) / 1e3, 0);
     script_add_result(res, "eval_", "samples", suffix, (double)n, 1);

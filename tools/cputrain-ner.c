@@ -281,8 +281,12 @@ static int build_dataset(run *r, const ct_table *t, const char *file, long max_s
                     words, ct_table_list_size(t, row, tags));
             goto out;
         }
-        if (words + 1 > wcap && !(starts = realloc(starts, (wcap = 2 * words + 16) * sizeof *starts)))
-            goto out;
+        if (words + 1 > wcap) {
+            size_t *grown = realloc(starts, (wcap = 2 * words + 16) * sizeof *starts);
+            if (!grown)
+                goto out;
+            starts = grown;
+        }
         for (size_t w = 0; w < words; w++) {
             const char *word;
             size_t wl;
@@ -291,8 +295,12 @@ static int build_dataset(run *r, const ct_table *t, const char *file, long max_s
                         row, w);
                 goto out;
             }
-            if (len + wl + 2 > cap && !(joined = realloc(joined, cap = 2 * (len + wl) + 64)))
-                goto out;
+            if (len + wl + 2 > cap) {
+                char *grown = realloc(joined, cap = 2 * (len + wl) + 64);
+                if (!grown)
+                    goto out;
+                joined = grown;
+            }
             starts[w] = chars; /* in code points, as the offsets count */
             memcpy(joined + len, word, wl);
             len += wl;
@@ -587,8 +595,10 @@ int main(int argc, char **argv)
     }
     if (split_file(&r, r.o.train_file, "train", paths[0], sizeof paths[0], &train_file) ||
         (do_eval &&
-         split_file(&r, r.o.validation_file, "validation", paths[1], sizeof paths[1], &eval_file)) ||
-        (do_predict && split_file(&r, r.o.test_file, "test", paths[2], sizeof paths[2], &test_file)))
+         split_file(&r, r.o.validation_file, "validation", paths[1], sizeof paths[1],
+                    &eval_file)) ||
+        (do_predict &&
+         split_file(&r, r.o.test_file, "test", paths[2], sizeof paths[2], &test_file)))
         goto done;
     if ((do_train && !train_file) || (do_eval && !eval_file) || (do_predict && !test_file)) {
         fprintf(stderr, "cputrain-ner: --do_%s requires a %s dataset\n",

@@ -1270,6 +1270,11 @@ public:
     void set_early_stopping(int patience, double threshold = 0.0) {
         check(ct_trainer_set_early_stopping(live(), patience, threshold));
     }
+    // Masked-LM masking at batch time (DataCollatorForLanguageModeling, or
+    // with whole_word DataCollatorForWholeWordMask); needs set_tokenizer.
+    void set_mlm_masking(double probability = 0.15, bool whole_word = false) {
+        check(ct_trainer_set_mlm_masking(live(), probability, whole_word ? 1 : 0));
+    }
 
     // Train (resuming when resume_from_checkpoint says so) and save into
     // output_dir. Rethrows what a callback threw.

@@ -157,6 +157,23 @@ CT_API ct_status ct_trainer_set_metrics_callback(ct_trainer *trainer, ct_metrics
  * patience 0 turns it off; threshold >= 0. */
 CT_API ct_status ct_trainer_set_early_stopping(ct_trainer *trainer, int patience,
                                                double threshold);
+/* Masked-LM masking at batch time, as run_mlm.py's data collators do it
+ * (a masked-LM model, whose datasets hold the tokens with labels of -100):
+ * each real token that is not special ([CLS], [SEP], [PAD], [UNK],
+ * [MASK]) is chosen with `probability` (DataCollatorForLanguageModeling's
+ * mlm_probability, 0.15 in run_mlm.py), or with `whole_word` whole words
+ * ("##" pieces with the word before them) are chosen in a random order
+ * until round(tokens x probability) tokens are, at least one
+ * (DataCollatorForWholeWordMask); a chosen token is labelled with its id
+ * and becomes [MASK] 80% of the time, a random token 10%, itself 10%. The
+ * draws are a hash of (seed, epoch, the example's index in its dataset,
+ * position): the same masks whatever the world size, the accumulation or
+ * a resume, new ones each epoch. Evaluation (loss, prediction) masks its
+ * dataset once, the same at every evaluation. The tokenizer
+ * (ct_trainer_set_tokenizer) gives the [MASK] id and the pieces; training
+ * without one is CT_ERR_STATE. probability 0 turns it off. */
+CT_API ct_status ct_trainer_set_mlm_masking(ct_trainer *trainer, double probability,
+                                            int whole_word);
 /* The tokenizer to save beside the model, as Trainer does with its
  * processing_class: every checkpoint and the final save then hold its
  * files too (ct_tokenizer_save: vocab.txt, tokenizer_config.json,

@@ -14,6 +14,7 @@
 #include "optim/optim.h"
 #include "train/ddp.h"
 #include "data/dataset.h"
+#include "train/mlm_mask.h"
 #include "train/tb_events.h"
 
 /* TrainingArguments.__post_init__'s defaults for the best model, set in
@@ -82,6 +83,8 @@ void ct_trainer_free(ct_trainer *t)
     ct__trainer_clear_metrics(t);
     free(t->history_text);
     free(t->best_model_checkpoint);
+    ct__mlm_free(t->mlm);
+    free(t->mlm);
     free(t);
 }
 
@@ -154,10 +157,61 @@ ct_status ct_trainer_set_early_stopping(ct_trainer *t, int patience, double thre
     return CT_OK;
 }
 
+ct_status ct_trainer_set_mlm_masking(ct_trainer *t, double probability, int whole_word)
+{
+    CT__CHECK_ARG(t);
+    if (!(probability >= 0 && probability < 1))
+        return ct__error(CT_ERR_INVALID_ARG, "mlm_probability %g is outside [0, 1)",
+                         probability);
+    if (probability > 0 && t->model->task != CT_TASK_MASKED_LM)
+        return ct__error(CT_ERR_INVALID_ARG, "masked-LM masking is for a masked-LM model, not "
+                                             "%s", ct_model_architecture(t->model));
+    t->mlm_probability = probability;
+    t->mlm_whole_word = whole_word != 0;
+    ct__mlm_free(t->mlm);
+    free(t->mlm);
+    t->mlm = NULL; /* made again, from the tokenizer, when it is needed */
+    return CT_OK;
+}
+
+ct_status ct__trainer_mlm(ct_trainer *t)
+{
+    ct_status st;
+    int64_t vocab = 0;
+    if (t->mlm || t->mlm_probability == 0)
+        return CT_OK;
+    if (!t->tokenizer)
+        return ct__error(CT_ERR_STATE, "masked-LM masking needs the tokenizer "
+                                       "(ct_trainer_set_tokenizer)");
+    if (!(t->mlm = calloc(1, sizeof *t->mlm)))
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    if ((st = ct__mlm_init(t->mlm, t->tokenizer, t->mlm_probability, t->mlm_whole_word)) !=
+        CT_OK) {
+        free(t->mlm);
+        t->mlm = NULL;
+        return st;
+    }
+    /* random replacements stay inside what the model embeds */
+    ct_model_config_int(t->model, "vocab_size", &vocab);
+    if (vocab > 0 && vocab < t->mlm->vocab)
+        t->mlm->vocab = (int32_t)vocab;
+    return CT_OK;
+}
+
+void ct__trainer_mask(const ct_trainer *t, ct_batch *batch, const int64_t *examples,
+                      uint64_t epoch)
+{
+    if (t->mlm)
+        ct__mlm_apply(t->mlm, batch, examples, (uint64_t)A_INT(seed), epoch);
+}
+
 ct_status ct_trainer_set_tokenizer(ct_trainer *t, const ct_tokenizer *tok)
 {
     CT__CHECK_ARG(t);
     t->tokenizer = tok;
+    ct__mlm_free(t->mlm); /* its tables came from the tokenizer before */
+    free(t->mlm);
+    t->mlm = NULL;
     return CT_OK;
 }
 

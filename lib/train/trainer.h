@@ -36,6 +36,11 @@ struct ct_trainer {
     double early_threshold;
     int64_t early_counter;
     int stop_early;
+    /* ct_trainer_set_mlm_masking: probability 0 is off; the tables are made
+     * from the tokenizer when training or evaluation starts */
+    double mlm_probability;
+    int mlm_whole_word;
+    struct ct__mlm *mlm;
     const ct_tokenizer *tokenizer; /* borrowed; saved beside the model, or NULL */
 
     /* data parallelism (world 1 without a ct_dist) */
@@ -166,6 +171,12 @@ ct_status ct__trainer_log_step(ct_trainer *t, double grad_norm);
 ct_status ct__trainer_evaluate(ct_trainer *t);
 void ct__trainer_clear_metrics(ct_trainer *t);
 int ct__trainer_strategy_is(const ct_trainer *t, enum ct__args_field f, const char *what);
+
+/* mlm_mask.c through the trainer: the masking tables, made once (NULL
+ * when masking is off); ct_batch rows of dataset examples masked. */
+ct_status ct__trainer_mlm(ct_trainer *t);
+void ct__trainer_mask(const ct_trainer *t, ct_batch *batch, const int64_t *examples,
+                      uint64_t epoch);
 
 /* trainer_predict.c: the evaluation dataset's part of an evaluation (while
  * t->in_eval): eval_loss, the metrics callback's metrics, the speed. */

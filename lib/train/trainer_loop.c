@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "model/batch.h"
 #include "model/model.h"
 #include "optim/optim.h"
 #include "train/ddp.h"
@@ -196,10 +197,22 @@ static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad, 
 /* One micro-batch's forward and backward; on the window's last one with
  * several ranks, the gradients are averaged across ranks as backward
  * produces them. */
-/* Labelled tokens (labels other than -100) of examples idx[0..n). */
-static int64_t labelled_tokens(const ct_dataset *d, const int64_t *idx, int n)
+/* Labelled tokens (labels other than -100) of examples idx[0..n): the
+ * dataset's, or with masked-LM masking those the masks of this epoch
+ * choose (the batch is filled and masked in `scratch` to count them). */
+static int64_t micro_batch_tokens(const ct_trainer *t, const int64_t *idx, int n,
+                                  ct_batch *scratch)
 {
+    const ct_dataset *d = t->train;
     int64_t count = 0;
+    if (t->mlm) {
+        if (ct_dataset_fill_batch(d, idx, n, scratch) != CT_OK)
+            return 0;
+        ct__trainer_mask(t, scratch, idx, (uint64_t)t->epoch_index);
+        for (size_t j = 0; j < scratch->n_labels; j++)
+            count += scratch->labels[j] != -100;
+        return count;
+    }
     for (int i = 0; i < n; i++)
         for (size_t j = 0; j < d->n_labels; j++)
             count += d->labels[(size_t)idx[i] * d->n_labels + j] != -100;
@@ -215,14 +228,14 @@ static int64_t labelled_tokens(const ct_dataset *d, const int64_t *idx, int n)
  * tokens (times the ranks, whose gradients are averaged). The window's
  * count comes first: one exchange of int64 counts. */
 static ct_status window_tokens(ct_trainer *t, const int64_t *mine, int64_t b, int64_t ga,
-                               int64_t *total)
+                               ct_batch *scratch, int64_t *total)
 {
     int64_t local = 0, *all;
     ct_status st = CT_OK;
     for (int64_t k = 0; k < ga && t->batch_in_epoch + k < t->batches_per_epoch; k++) {
         int64_t first = (t->batch_in_epoch + k) * b;
         int n = (int)((int64_t)t->shard_n - first < b ? (int64_t)t->shard_n - first : b);
-        local += labelled_tokens(t->train, mine + first, n);
+        local += micro_batch_tokens(t, mine + first, n, scratch);
     }
     *total = local;
     if (t->world == 1)
@@ -392,7 +405,7 @@ static ct_status train_checked(ct_trainer *t)
      * by the accumulation the plan is made with. */
     if (A_STR(resume_from_checkpoint) && (st = ct__elastic_keep_global_batch(t)) != CT_OK)
         return st;
-    if ((st = plan(t)) != CT_OK)
+    if ((st = ct__trainer_mlm(t)) != CT_OK || (st = plan(t)) != CT_OK)
         return st;
     /* Nothing in output_dir is deleted or written before the lock is ours:
      * a second run must not remove the first's checkpoint in progress. */
@@ -571,16 +584,19 @@ static ct_status train_run(ct_trainer *t)
                     break;
                 }
                 window = window_begin(t);
-                if (per_token && (st = window_tokens(t, mine, b, ga, &window_total)) != CT_OK)
+                if (per_token &&
+                    (st = window_tokens(t, mine, b, ga, batch, &window_total)) != CT_OK)
                     break;
             }
             if (per_token) {
-                tokens = labelled_tokens(t->train, mine + first, n);
+                tokens = micro_batch_tokens(t, mine + first, n, batch);
                 scale = window_total ? (float)((double)tokens * t->world / (double)window_total)
                                      : 0.0f;
             }
-            if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK ||
-                (st = micro_step(t, batch, scale, last_of_window, &loss)) != CT_OK)
+            if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK)
+                break;
+            ct__trainer_mask(t, batch, mine + first, (uint64_t)t->epoch_index);
+            if ((st = micro_step(t, batch, scale, last_of_window, &loss)) != CT_OK)
                 break;
             t->batch_in_epoch++;
             micro++;

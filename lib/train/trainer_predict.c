@@ -3,6 +3,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,8 @@ static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, flo
     int was_training = t->model->training;
     ct_precision was_precision = ct_model_get_precision(t->model);
 
+    if ((st = ct__trainer_mlm(t)) != CT_OK)
+        return st;
     if (!(idx = malloc((size_t)b * sizeof *idx)) || ct_batch_create(&batch) != CT_OK ||
         (logits && t->world > 1 && !(mine = calloc(block * per + 1, sizeof *mine)))) {
         free(idx);
@@ -86,8 +89,11 @@ static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, flo
         float l = 0;
         for (int i = 0; i < n; i++)
             idx[i] = (int64_t)(first + (size_t)i);
-        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) != CT_OK ||
-            (st = ct_model_forward(t->model, batch, loss ? &l : NULL)) != CT_OK)
+        if ((st = ct_dataset_fill_batch(d, idx, n, batch)) != CT_OK)
+            break;
+        /* evaluation's masks: one draw of its own, the same every time */
+        ct__trainer_mask(t, batch, idx, UINT64_MAX);
+        if ((st = ct_model_forward(t->model, batch, loss ? &l : NULL)) != CT_OK)
             break;
         if (loss && isfinite(l)) {
             sums[0] += (double)l * n;

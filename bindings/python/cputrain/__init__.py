@@ -25,8 +25,9 @@ from ._args import ArgFate, ArgType, Field, KnownArgument, TrainingArgs
 from ._model import Batch, DType, Model, Precision, Task, TensorInfo
 from ._placement import Placement
 from ._dist import Dist, Rendezvous
-from ._train import (PROGRESS_TO_TERMINAL, Dataset, EarlyStoppingCallback, EvalPrediction, Event,
-                     Optimizer, Trainer, TrainOutput)
+from ._train import (PROGRESS_TO_TERMINAL, DataCollatorForLanguageModeling,
+                     DataCollatorForWholeWordMask, Dataset, EarlyStoppingCallback, EvalPrediction,
+                     Event, Optimizer, Trainer, TrainOutput)
 from ._output_lock import OutputLock
 from ._trainer_state import TrainerState
 from ._profile import kernel_peak, profile, reset_profile, set_profile_enabled
@@ -57,5 +58,6 @@ __all__ = [
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist", "Rendezvous", "OutputLock", "TrainerState",
     "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
-    "BatchEncoding", "EarlyStoppingCallback", "EvalPrediction", "Table", "metrics",
+    "BatchEncoding", "DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask",
+    "EarlyStoppingCallback", "EvalPrediction", "Table", "metrics",
 ]

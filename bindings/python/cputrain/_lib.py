@@ -195,6 +195,7 @@ PROTOTYPES = {
     "ct_trainer_set_eval_dataset": (_status, [Handle, Handle]),
     "ct_trainer_set_metrics_callback": (_status, [Handle, METRICS_FN, ctypes.c_void_p]),
     "ct_trainer_set_early_stopping": (_status, [Handle, _int, _f64]),
+    "ct_trainer_set_mlm_masking": (_status, [Handle, _f64, _int]),
     "ct_trainer_set_tokenizer": (_status, [Handle, Handle]),
     "ct_progress_to_terminal": (_int, [ctypes.c_void_p, _int, _i64, _i64, _f64, _str]),
     "ct_trainer_train": (_status, [Handle]),

@@ -552,6 +552,32 @@ class EarlyStoppingCallback:
         self.early_stopping_threshold = float(early_stopping_threshold)
 
 
+class DataCollatorForLanguageModeling:
+    """Masked-LM masking, as Transformers' collator of that name, for
+    Trainer(data_collator=...): the library draws the masks at batch time
+    (15% of the tokens by default; 80% [MASK], 10% random, 10% kept), the
+    same whatever the world size or a resume. `tokenizer` gives [MASK] and
+    is saved with the model (as Trainer's processing_class)."""
+
+    whole_word = False
+
+    def __init__(self, tokenizer, mlm=True, mlm_probability=0.15):
+        if not mlm:
+            raise ValueError("mlm=False (causal language modelling) is not offered: BERT "
+                             "models are trained masked")
+        if not isinstance(tokenizer, Tokenizer):
+            raise TypeError("tokenizer must be a cputrain.Tokenizer, not %s"
+                            % type(tokenizer).__name__)
+        self.tokenizer = tokenizer
+        self.mlm_probability = float(mlm_probability)
+
+
+class DataCollatorForWholeWordMask(DataCollatorForLanguageModeling):
+    """The same, choosing whole words ("##" pieces with their word)."""
+
+    whole_word = True
+
+
 def _as_array(pointer, shape, dtype, ctype):
     """A copy of C data as a numpy array of `shape` (a memoryview without numpy)."""
     n = 1
@@ -634,11 +660,11 @@ class Trainer(OwnedHandle):
     __slots__ = ("_handle", "_model", "_args", "_train_dataset", "_progress", "_evaluate",
                  "_dist", "_key", "_pending", "_running", "_in_eval", "_tokenizer",
                  "_interrupts", "_cancel_sent", "_eval_dataset", "_compute_metrics",
-                 "_early_stopping", "__weakref__")
+                 "_early_stopping", "_collator", "__weakref__")
 
     def __init__(self, model, args, train_dataset=None, progress=None, evaluate=None,
                  dist=None, tokenizer=None, eval_dataset=None, compute_metrics=None,
-                 callbacks=None):
+                 callbacks=None, data_collator=None):
         self._handle = None
         self._dist = None
         self._tokenizer = None
@@ -650,6 +676,7 @@ class Trainer(OwnedHandle):
         self._eval_dataset = None
         self._compute_metrics = None
         self._early_stopping = None
+        self._collator = None
         self._pending = None
         self._running = False
         self._in_eval = False
@@ -681,6 +708,8 @@ class Trainer(OwnedHandle):
                                     % type(callback).__name__)
                 self._early_stopping = callback
             self._apply_early_stopping()
+            self._collator = data_collator
+            self._apply_collator()
         except BaseException:
             self.close()
             raise
@@ -792,6 +821,19 @@ class Trainer(OwnedHandle):
             self._live(), _metrics_trampoline if fn is not None else _NO_METRICS,
             self._key if fn is not None else None))
         self._compute_metrics = fn
+
+    def _apply_collator(self):
+        c = self._collator
+        if c is None:
+            check(lib.ct_trainer_set_mlm_masking(self._live(), 0.0, 0))
+            return
+        if not isinstance(c, DataCollatorForLanguageModeling):
+            raise TypeError("data_collator takes DataCollatorForLanguageModeling or "
+                            "DataCollatorForWholeWordMask (batches are made in the library), "
+                            "not %s" % type(c).__name__)
+        if self._tokenizer is None:
+            self.tokenizer = c.tokenizer
+        check(lib.ct_trainer_set_mlm_masking(self._live(), c.mlm_probability, int(c.whole_word)))
 
     def _apply_early_stopping(self):
         e = self._early_stopping
@@ -933,6 +975,7 @@ class Trainer(OwnedHandle):
                 self.eval_dataset = self._eval_dataset
             self.compute_metrics = self._compute_metrics
             self._apply_early_stopping()
+            self._apply_collator()
         except BaseException:
             self._handle, self._args = old, old_args
             lib.ct_trainer_free(handle)

@@ -1,0 +1,135 @@
+"""cputrain-mlm (run_mlm.py in C) end to end on generated text whose words
+follow each other by a rule: the perplexity after training must fall well
+below the untrained model's; grouped blocks and --line_by_line, whole-word
+masking, one rank against two (shm, masks keyed by the example so both
+draw the same), and run_mlm.py's files.
+
+usage: run.py BUILD_DIR   (prints one line per check, exits 1 on a failure)"""
+
+import json
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+B = sys.argv[1] if len(sys.argv) > 1 else "build"
+MLM = os.path.join(B, "bin", "cputrain-mlm")
+RUN = os.path.join(B, "bin", "cputrain-run")
+DIR = os.path.join(B, "mlm-cli-test")
+# Each subject has its own verb and object: the rest of a sentence follows
+# from its first word.
+RULES = {"cat": ("chases", "mice"), "dog": ("guards", "house"), "bird": ("sings", "songs"),
+         "fish": ("swims", "deep"), "cow": ("eats", "grass"), "bee": ("makes", "honey")}
+WORDS = ["the", "a", ".", "and", "runs", "##s"] + [w for k, v in RULES.items() for w in (k,) + v]
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("mlm_cli: ok: %s" % name)
+    else:
+        failed += 1
+        print("mlm_cli: FAILED: %s %s" % (name, detail))
+
+
+def read_json(*parts):
+    with open(os.path.join(*parts)) as f:
+        return json.load(f)
+
+
+def weights(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + n])
+    return {k: np.frombuffer(blob[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]],
+                             dtype=np.float32) for k, v in header.items() if k != "__metadata__"}
+
+
+def setup():
+    shutil.rmtree(DIR, ignore_errors=True)
+    os.makedirs(os.path.join(DIR, "model"))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    with open(os.path.join(DIR, "model", "vocab.txt"), "w") as f:
+        f.write("\n".join(vocab) + "\n")
+    with open(os.path.join(DIR, "model", "config.json"), "w") as f:
+        json.dump({"model_type": "bert", "vocab_size": len(vocab), "hidden_size": 32,
+                   "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+                   "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+                   "attention_probs_dropout_prob": 0.0}, f)
+    rng = random.Random(6)
+    for split, n in (("train", 1200), ("valid", 100)):
+        with open(os.path.join(DIR, split + ".txt"), "w") as f:
+            for _ in range(n):
+                subject = rng.choice(sorted(RULES))
+                verb, obj = RULES[subject]
+                f.write("%s %s %s %s .\n" % (rng.choice(["the", "a"]), subject, verb, obj))
+                if rng.random() < 0.2:
+                    f.write("\n")  # empty lines: dropped by --line_by_line
+
+
+def mlm(out, *args, ranks=1):
+    cmd = [MLM, "--config_name", os.path.join(DIR, "model", "config.json"), "--tokenizer_name",
+           os.path.join(DIR, "model"), "--output_dir", out, "--train_file",
+           os.path.join(DIR, "train.txt"), "--validation_file", os.path.join(DIR, "valid.txt"),
+           "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--seed", "3",
+           "--report_to", "none", "--save_strategy", "no", "--max_seq_length", "16"] + list(args)
+    if ranks > 1:
+        cmd = [RUN, "--standalone", "--nproc_per_node", str(ranks)] + cmd
+        cmd[cmd.index("8")] = str(8 // ranks)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if p.returncode != 0:
+        print(p.stdout[-2000:], p.stderr[-3000:])
+    return p
+
+
+def main():
+    setup()
+    p = mlm(os.path.join(DIR, "before"), "--do_eval")
+    check("evaluation of the untrained model: exit 0", p.returncode == 0)
+    before = read_json(DIR, "before", "eval_results.json")["perplexity"] if p.returncode == 0 \
+        else float("inf")
+    for name, extra in (("blocks", []), ("lines", ["--line_by_line"]),
+                        ("words", ["--whole_word_mask"])):
+        out = os.path.join(DIR, name)
+        p = mlm(out, "--do_train", "--do_eval", "--num_train_epochs", "8", *extra)
+        check("%s: exit 0" % name, p.returncode == 0)
+        if p.returncode:
+            continue
+        res = read_json(out, "eval_results.json")
+        check("%s: run_mlm.py's keys" % name, {"eval_loss", "perplexity", "eval_samples",
+                                               "epoch"} <= set(res), sorted(res))
+        check("%s: perplexity = exp(eval_loss)" % name,
+              abs(res["perplexity"] - math.exp(res["eval_loss"])) < 1e-9 * res["perplexity"])
+        # blocks cut sentences, so some masked words have no subject to follow
+        check("%s: perplexity %.2f well below the untrained %.2f" % (name, res["perplexity"],
+                                                                     before),
+              res["perplexity"] < before / 2.5)
+    config = read_json(DIR, "blocks", "config.json")
+    check("config.json names BertForMaskedLM", config.get("architectures") == ["BertForMaskedLM"])
+    one = mlm(os.path.join(DIR, "r1"), "--do_train", "--max_steps", "20")
+    two = mlm(os.path.join(DIR, "r2"), "--do_train", "--max_steps", "20", ranks=2)
+    if one.returncode == 0 and two.returncode == 0:
+        a = weights(os.path.join(DIR, "r1", "model.safetensors"))
+        b = weights(os.path.join(DIR, "r2", "model.safetensors"))
+        diff = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+        check("2 ranks x batch 4 = 1 rank x batch 8 with masking on: weights within 2e-5 "
+              "after 20 steps (%.1e)" % diff, diff < 2e-5)
+    else:
+        check("1 and 2 ranks run", False)
+    p = mlm(os.path.join(DIR, "refused"), "--dataset_name", "wikitext")
+    check("refused: --dataset_name", p.returncode == 2 and "nothing is downloaded" in p.stderr)
+    print("mlm_cli: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
