@@ -91,13 +91,38 @@ def mlm(out, *args, ranks=1):
     return p
 
 
+def heads_from_the_encoder(folder):
+    """The adapted encoder under the other tools' heads: each loads it, says
+    which head tensors are new, and trains."""
+    csv_file = os.path.join(DIR, "cls.csv")
+    with open(csv_file, "w") as f:
+        f.write("sentence,label\n" + "".join("the %s %s %s .,%s\n" % (s, v, o, s == "cat")
+                                             for s, (v, o) in sorted(RULES.items())) * 4)
+    ner_file = os.path.join(DIR, "ner.jsonl")
+    with open(ner_file, "w") as f:
+        for s, (v, o) in sorted(RULES.items()):
+            f.write(json.dumps({"tokens": ["the", s, v, o], "ner_tags": ["O", "B-X", "O", "O"]})
+                    + "\n")
+    common = ["--model_name_or_path", folder, "--do_train", "--max_steps", "2", "--report_to",
+              "none", "--save_strategy", "no", "--max_seq_length", "16"]
+    for tool, data, head in (("cputrain-glue", ["--train_file", csv_file, "--validation_file",
+                                                 csv_file], "bert.pooler.dense.weight"),
+                             ("cputrain-ner", ["--train_file", ner_file], "classifier.weight")):
+        out = os.path.join(DIR, tool)
+        p = subprocess.run([os.path.join(B, "bin", tool), "--output_dir", out] + common + data,
+                           capture_output=True, text=True, timeout=600)
+        check("the MLM encoder under %s's head: trains, naming the new tensors" % tool,
+              p.returncode == 0 and "newly initialised (first: %s)" % head in p.stderr,
+              p.stderr[-600:])
+
+
 def main():
     setup()
     p = mlm(os.path.join(DIR, "before"), "--do_eval")
     check("evaluation of the untrained model: exit 0", p.returncode == 0)
     before = read_json(DIR, "before", "eval_results.json")["perplexity"] if p.returncode == 0 \
         else float("inf")
-    for name, extra in (("blocks", []), ("lines", ["--line_by_line"]),
+    for name, extra in (("blocks", ["--bf16"]), ("lines", ["--line_by_line"]),
                         ("words", ["--whole_word_mask"])):
         out = os.path.join(DIR, name)
         p = mlm(out, "--do_train", "--do_eval", "--num_train_epochs", "8", *extra)
@@ -115,6 +140,7 @@ def main():
               res["perplexity"] < before / 2.5)
     config = read_json(DIR, "blocks", "config.json")
     check("config.json names BertForMaskedLM", config.get("architectures") == ["BertForMaskedLM"])
+    heads_from_the_encoder(os.path.join(DIR, "blocks"))
     one = mlm(os.path.join(DIR, "r1"), "--do_train", "--max_steps", "20")
     two = mlm(os.path.join(DIR, "r2"), "--do_train", "--max_steps", "20", ranks=2)
     if one.returncode == 0 and two.returncode == 0:
