@@ -699,7 +699,9 @@ int main(int argc, char **argv)
         goto done;
     }
     int mnli = r.task && !strcmp(r.task->name, "mnli");
-    if (split_file(&r, r.o.train_file, "train", paths[0], sizeof paths[0], &train_file) ||
+    /* a task's labels are its own: its training file only to train on */
+    if (((do_train || !r.task) &&
+         split_file(&r, r.o.train_file, "train", paths[0], sizeof paths[0], &train_file)) ||
         (do_eval && split_file(&r, r.o.validation_file, mnli ? "validation_matched" : "validation",
                                paths[1], sizeof paths[1], &eval_file)) ||
         (do_eval && mnli && split_file(&r, NULL, "validation_mismatched", paths[2],

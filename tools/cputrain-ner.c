@@ -102,25 +102,29 @@ typedef struct run {
     int *b_to_i;   /* label_all_tokens: a B- label's I- twin */
 } run;
 
+/* A column by name; unnamed, `preferred` if the table has it, else the
+ * column at `fallback` (run_ner.py's rule). */
+static int pick_column(const ct_table *t, const char *file, const char *named,
+                       const char *preferred, size_t fallback, size_t *out)
+{
+    if (ct_table_column_index(t, named ? named : preferred, out) == CT_OK)
+        return 0;
+    if (!named && fallback < ct_table_columns(t)) {
+        *out = fallback;
+        return 0;
+    }
+    fprintf(stderr, "cputrain-ner: %s: no column \"%s\"\n", file, named ? named : preferred);
+    return -1;
+}
+
 /* The words' and tags' columns as run_ner.py picks them. */
 static int columns(const run *r, const ct_table *t, const char *file, size_t *text, size_t *tags)
 {
     char tag_name[64];
     snprintf(tag_name, sizeof tag_name, "%s_tags", r->o.task_name);
-    if (r->o.text_column_name ? ct_table_column_index(t, r->o.text_column_name, text) != CT_OK
-                              : ct_table_column_index(t, "tokens", text) != CT_OK &&
-                                    (*text = 0, ct_table_columns(t) < 1)) {
-        fprintf(stderr, "cputrain-ner: %s: no column \"%s\"\n", file,
-                r->o.text_column_name ? r->o.text_column_name : "tokens");
+    if (pick_column(t, file, r->o.text_column_name, "tokens", 0, text) ||
+        pick_column(t, file, r->o.label_column_name, tag_name, 1, tags))
         return -1;
-    }
-    if (r->o.label_column_name ? ct_table_column_index(t, r->o.label_column_name, tags) != CT_OK
-                               : ct_table_column_index(t, tag_name, tags) != CT_OK &&
-                                     (*tags = 1, ct_table_columns(t) < 2)) {
-        fprintf(stderr, "cputrain-ner: %s: no column \"%s\"\n", file,
-                r->o.label_column_name ? r->o.label_column_name : tag_name);
-        return -1;
-    }
     if (ct_table_column_type(t, *text) != CT_VALUE_LIST ||
         ct_table_column_type(t, *tags) != CT_VALUE_LIST) {
         fprintf(stderr, "cputrain-ner: %s: \"%s\" and \"%s\" must hold lists (of words, of "
