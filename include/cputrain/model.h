@@ -91,8 +91,9 @@ CT_API ct_status ct_model_load_with_labels(const char *dir, ct_task task, uint64
 CT_API const char *ct_model_label_name(const ct_model *model, int id);
 CT_API void ct_model_free(ct_model *model);
 /* Write config.json (with "architectures" and "model_type") and
- * model.safetensors ({"format": "pt"} metadata) into `dir`, which must exist.
- * Each file is written to a temporary name and renamed into place. */
+ * model.safetensors ({"format": "pt"} metadata) into `dir`, made (with its
+ * parents) when missing, as save_pretrained does. Each file is written to a
+ * temporary name and renamed into place. */
 CT_API ct_status ct_model_save(const ct_model *model, const char *dir, ct_dtype dtype);
 /* Tensors that ct_model_load had to initialise. */
 CT_API size_t ct_model_new_tensor_count(const ct_model *model);

@@ -333,6 +333,9 @@ ct_status ct_model_save(const ct_model *m, const char *dir, ct_dtype dtype)
     if (dtype != CT_DTYPE_F32 && dtype != CT_DTYPE_BF16 && dtype != CT_DTYPE_F16)
         return ct__error(CT_ERR_INVALID_ARG, "ct_model_save: dtype %d is not F32, BF16 or F16",
                          (int)dtype);
+    /* as save_pretrained does: the folder (and its parents) made when missing */
+    if ((st = ct__make_dirs(dir, "ct_model_save")) != CT_OK)
+        return st;
     if (stat(dir, &dsb) != 0 || !S_ISDIR(dsb.st_mode))
         return ct__error(CT_ERR_IO, "%s: not an existing folder", dir);
     esize = dtype == CT_DTYPE_F32 ? 4 : 2;

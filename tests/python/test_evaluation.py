@@ -237,3 +237,22 @@ class RealLabelsTest(EvalDatasetTest):
         with self.assertRaises(CputrainError) as cm:
             Model.create(config, task="sequence-classification")
         self.assertIn("problem_type", cm.exception.message)
+
+
+class FromDictTest(TempDirTest):
+    def test_a_tokenizer_call_and_labels_make_a_dataset(self):
+        vocab = os.path.join(self.dir, "vocab.txt")
+        with open(vocab, "w") as f:
+            f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad",
+                               "film"]) + "\n")
+        from cputrain import Tokenizer
+        with Tokenizer(vocab) as tok:
+            enc = tok(["good film", "bad", "film film good"], padding=True)
+        for labels, real in (([1, 0, 1], False), ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], True)):
+            with self.subTest(labels=labels), Dataset.from_dict(
+                    "text-classification", dict(enc, labels=labels)) as d:
+                self.assertEqual(len(d), 3)
+                self.assertEqual(d.has_float_labels, real)
+                self.assertEqual(d.lengths().tolist(), [4, 3, 5])
+        with self.assertRaisesRegex(ValueError, "unknown columns"):
+            Dataset.from_dict("text-classification", dict(enc, labels=[0, 1, 0], extra=[1]))

@@ -515,6 +515,9 @@ class ComputeTest(unittest.TestCase):
                     m.save(folder)
             with Model.load(ner) as m:
                 self.assertEqual(m.task, Task.TOKEN_CLASSIFICATION)
+                nested = os.path.join(d, "new", "deeper")  # made, as save_pretrained does
+                m.save(nested)
+                self.assertTrue(os.path.exists(os.path.join(nested, "model.safetensors")))
                 self.assertEqual(m.architecture, "BertForTokenClassification")
                 self.assertEqual(m.new_tensors(), [])
             with Model.load(mlm) as m:
@@ -649,9 +652,11 @@ class SaveAndLifetimeTest(TempDirTest):
                                      list(memoryview(m.parameters()[name]).cast("B")), name)
             with self.assertRaisesRegex(ValueError, "unknown dtype 'int8'"):
                 m.save(self.dir, dtype="int8")
-            with self.assertRaises(CputrainError) as cm:
-                m.save(os.path.join(self.dir, "absent", "deeper"))
-            self.assertIn("absent", cm.exception.message)
+            with open(os.path.join(self.dir, "a_file"), "w"):
+                pass
+            with self.assertRaises(CputrainError) as cm:  # made when missing, not under a file
+                m.save(os.path.join(self.dir, "a_file", "deeper"))
+            self.assertIn("a_file", cm.exception.message)
 
     def test_load_for_another_head_lists_new_tensors(self):
         with Model.create("bert-test", task="masked-lm") as m:

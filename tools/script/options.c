@@ -36,8 +36,12 @@ void script_usage_fates(const char *group, int fate)
 
 void script_usage_options(const script_option *table, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        printf("  --%-26s %s\n", table[i].name, table[i].help);
+    for (size_t i = 0; i < n; i++) {
+        int ignored =
+            table[i].kind == SCRIPT_NO_EFFECT || table[i].kind == SCRIPT_NO_EFFECT_FLAG;
+        printf("  --%-26s %s%s%s\n", table[i].name, ignored ? "No effect: " : "", table[i].help,
+               ignored ? "." : "");
+    }
 }
 
 /* A name that is not one of the script's own: the library's table decides.

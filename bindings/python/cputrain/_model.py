@@ -532,8 +532,9 @@ class Model(OwnedHandle):
         return cls._adopt(handle)
 
     def save(self, path, dtype="float32"):
-        """Write config.json and model.safetensors into the folder `path`,
-        which must exist. dtype: "float32", "bfloat16" or "float16"."""
+        """Write config.json and model.safetensors into the folder `path`
+        (made when missing, as save_pretrained does). dtype: "float32",
+        "bfloat16" or "float16"."""
         dtype = _member(DType, _DTYPE_NAMES, dtype, "dtype")
         check(lib.ct_model_save(self._live(), _path(path, "path"), dtype))
 

@@ -234,6 +234,30 @@ class Dataset(OwnedHandle):
         self._handle = handle
 
     @classmethod
+    def from_dict(cls, task, data):
+        """A dataset from columns as a tokenizer call gives them, with the
+        labels: {"input_ids", "attention_mask", "token_type_ids",
+        "labels" (or "label"; question answering: "start_positions" and
+        "end_positions")}, as datasets.Dataset.from_dict takes them. Labels
+        may be class ids, regression targets or multi-hot rows."""
+        if not hasattr(data, "keys"):
+            raise TypeError("data must be a dict of columns, not %s" % type(data).__name__)
+        known = {"input_ids", "attention_mask", "token_type_ids", "labels", "label",
+                 "start_positions", "end_positions"}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError("unknown columns %s (from_dict takes %s)"
+                             % (sorted(unknown), sorted(known)))
+        if "start_positions" in data or "end_positions" in data:
+            labels = [[s, e] for s, e in zip(data["start_positions"], data["end_positions"])]
+        else:
+            labels = data.get("labels", data.get("label"))
+        if labels is None:
+            raise ValueError("from_dict needs the labels: a \"labels\" (or \"label\") column")
+        return cls.from_arrays(task, data["input_ids"], labels, data.get("token_type_ids"),
+                               data.get("attention_mask"))
+
+    @classmethod
     def from_arrays(cls, task, input_ids, labels, token_type_ids=None, attention_mask=None):
         """A dataset of input_ids [N, seq_len] (and the same shapes for
         token_type_ids and attention_mask) with labels [N, 2] (question
