@@ -62,7 +62,7 @@ static const char *const groups[] = {"TrainingArguments", "ModelArguments", NULL
 static void usage(void)
 {
     printf("usage: cputrain-mlm [--model_name_or_path DIR] --train_file F [--validation_file F]\n"
-           "                    [--do_train] [--do_eval] [TrainingArguments...]\n\n"
+           "                    [--sr.do_train] [--sr.do_eval] [TrainingArguments...]\n\n"
            "Masked language modelling arguments (run_mlm.py's ModelArguments and "
            "DataTrainingArguments):\n");
     script_usage_options(options, sizeof options / sizeof options[0]);
@@ -219,52 +219,23 @@ static int build_dataset(const texts *x, size_t first, size_t count, long T, int
 int main(int argc, char **argv)
 {
     mlm_options o;
-    ct_args *args = NULL;
-    ct_workflow *wf = NULL;
-    ct_dist *dist;
+    script_run sr = {0};
     ct_model *model = NULL;
     ct_tokenizer *tok = NULL;
     ct_trainer *trainer = NULL;
     ct_dataset *train_d = NULL, *eval_d = NULL;
     texts train = {0}, valid = {0};
     script_results res = {0};
-    const char *output_dir = NULL, *strategy = NULL;
-    int do_train = 0, do_eval = 0, rank, from_folder = 0, rc = 1;
-    int64_t seed = 42;
+    int from_folder = 0, rc;
     ct_status st;
 
     memset(&o, 0, sizeof o);
     o.max_train_samples = o.max_eval_samples = -1;
     o.validation_split_percentage = 5;
     o.mlm_probability = 0.15;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    script_prog = "cputrain-mlm";
-    script_name = "run_mlm.py";
-    script_hold_log();
-    ct_log_set_level(CT_LOG_INFO);
-    script_catch_signals();
-    if ((st = ct_args_create(&args)) != CT_OK)
-        return script_fail("arguments", st);
-    switch (script_parse_args(args, argc, argv, options, sizeof options / sizeof options[0], &o,
-                              groups, usage)) {
-    case 0:
-        break;
-    case 1:
-        rc = 0;
+    if ((rc = script_start(&sr, "cputrain-mlm", "run_mlm.py", argc, argv, options,
+                           sizeof options / sizeof options[0], &o, groups, usage)) >= 0)
         goto done;
-    default:
-        rc = 2;
-        goto done;
-    }
-    ct_args_get_bool(args, "do_train", &do_train);
-    ct_args_get_bool(args, "do_eval", &do_eval);
-    ct_args_get_string(args, "eval_strategy", &strategy);
-    ct_args_get_string(args, "output_dir", &output_dir);
-    ct_args_get_int(args, "seed", &seed);
-    if (strategy && strcmp(strategy, "no") != 0 && !do_eval) {
-        do_eval = 1; /* TrainingArguments: an eval_strategy sets do_eval */
-        ct_args_set_bool(args, "do_eval", 1);
-    }
     rc = 2;
     if (o.dataset_name) {
         fprintf(stderr, "cputrain-mlm: --dataset_name %s: nothing is downloaded here; give "
@@ -285,34 +256,21 @@ int main(int argc, char **argv)
                         "scratch)\n");
         goto done;
     }
-    if (!output_dir) {
-        fprintf(stderr, "cputrain-mlm: --output_dir is required\n");
+    if (!sr.output_dir) {
+        fprintf(stderr, "cputrain-mlm: --sr.output_dir is required\n");
         goto done;
     }
+    if ((rc = script_join(&sr)) != 0)
+        goto done;
     rc = 1;
-    if ((st = ct_workflow_create("run_mlm.py", args, &wf)) != CT_OK ||
-        (st = ct_workflow_join(wf)) != CT_OK) {
-        script_fail("distributed setup", st);
-        goto done;
-    }
-    dist = ct_workflow_dist(wf);
-    rank = ct_dist_rank(dist);
-    script_release_log(rank == 0);
-    if (rank != 0)
-        script_quiet_signals();
-    if ((st = ct_workflow_hold_output_dir(wf, do_train)) != CT_OK) {
-        script_fail("output_dir", st);
-        rc = st == CT_ERR_INVALID_ARG ? 2 : 1;
-        goto done;
-    }
     if ((o.train_file && read_texts(o.train_file, o.line_by_line, &train)) ||
         (o.validation_file && read_texts(o.validation_file, o.line_by_line, &valid)) ||
         script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, 0, NULL, NULL,
-                          (uint64_t)seed, rank, &model, &from_folder) != 0 ||
-        script_place(model, dist) != 0 ||
+                          (uint64_t)sr.seed, sr.rank, &model, &from_folder) != 0 ||
+        script_place(model, sr.dist) != 0 ||
         script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0)
         goto done;
-    script_clamp_max_seq_length(model, tok, &o.max_seq_length, rank);
+    script_clamp_max_seq_length(model, tok, &o.max_seq_length, sr.rank);
     if (o.max_seq_length > 1024) /* run_mlm.py's cap when the tokenizer names none */
         o.max_seq_length = 1024;
     {
@@ -320,24 +278,24 @@ int main(int argc, char **argv)
         size_t pct = (size_t)o.validation_split_percentage;
         size_t held = o.validation_file ? 0 : (train.n * pct + 50) / 100;
         const texts *ev = o.validation_file ? &valid : &train;
-        if ((do_train && build_dataset(&train, held, train.n - held, o.max_seq_length,
+        if ((sr.do_train && build_dataset(&train, held, train.n - held, o.max_seq_length,
                                        o.line_by_line, o.max_train_samples, tok, &train_d)) ||
-            (do_eval && build_dataset(ev, 0, o.validation_file ? valid.n : held, o.max_seq_length,
+            (sr.do_eval && build_dataset(ev, 0, o.validation_file ? valid.n : held, o.max_seq_length,
                                       o.line_by_line, o.max_eval_samples, tok, &eval_d)))
             goto done;
-        if (do_eval && ct_dataset_size(eval_d) == 0) {
+        if (sr.do_eval && ct_dataset_size(eval_d) == 0) {
             fprintf(stderr, "cputrain-mlm: the evaluation texts make no block of %ld tokens\n",
                     o.max_seq_length);
             goto done;
         }
     }
-    if (rank == 0)
+    if (sr.rank == 0)
         printf("masked LM: blocks of %ld tokens, mlm_probability %g%s; train %zu, eval %zu "
                "examples\n", o.max_seq_length, o.mlm_probability,
                o.whole_word_mask ? " (whole words)" : "", train_d ? ct_dataset_size(train_d) : 0,
                eval_d ? ct_dataset_size(eval_d) : 0);
-    if ((st = ct_trainer_create(model, args, &trainer)) != CT_OK ||
-        (st = ct_trainer_set_dist(trainer, dist)) != CT_OK ||
+    if ((st = ct_trainer_create(model, sr.args, &trainer)) != CT_OK ||
+        (st = ct_trainer_set_dist(trainer, sr.dist)) != CT_OK ||
         (st = ct_trainer_set_tokenizer(trainer, tok)) != CT_OK ||
         (st = ct_trainer_set_mlm_masking(trainer, o.mlm_probability, o.whole_word_mask)) !=
             CT_OK ||
@@ -345,19 +303,10 @@ int main(int argc, char **argv)
         script_fail("trainer", st);
         goto done;
     }
-    if (do_train) {
-        if ((st = ct_trainer_set_train_dataset(trainer, train_d)) != CT_OK ||
-            (rank == 0 &&
-             (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, args)) !=
-                 CT_OK)) {
-            script_fail("training", st);
-            goto done;
-        }
-        if ((rc = script_train(trainer, output_dir, rank)) != 0)
-            goto done;
-        rc = 1;
-    }
-    if (do_eval) {
+    if (sr.do_train && (rc = script_fit(&sr, trainer, train_d)) != 0)
+        goto done;
+    rc = 1;
+    if (sr.do_eval) {
         /* trainer.evaluate(); perplexity = exp(eval_loss), as run_mlm.py adds it */
         double loss = NAN, start = script_now();
         if ((st = ct_trainer_evaluate_loss(trainer, eval_d, &loss)) != CT_OK) {
@@ -370,18 +319,18 @@ int main(int argc, char **argv)
         script_add_result(&res, "eval_", "samples_per_second", "",
                           round((double)ct_dataset_size(eval_d) / runtime * 1e3) / 1e3, 0);
         script_add_result(&res, "eval_", "samples", "", (double)ct_dataset_size(eval_d), 1);
-        if (do_train)
+        if (sr.do_train)
             script_add_result(&res, "", "epoch", "", script_last_epoch(trainer), 0);
         script_add_result(&res, "", "perplexity", "", loss < 700 ? exp(loss) : INFINITY, 0);
-        if (script_save_results(wf, "eval", &res, rank) != 0)
+        if (script_save_results(sr.wf, "eval", &res, sr.rank) != 0)
             goto done;
     }
-    if (do_train && rank == 0) {
+    if (sr.do_train && sr.rank == 0) {
         const char *names[32];
         for (int i = 0; i < res.n; i++)
             names[i] = res.name[i];
         if ((st = ct_workflow_write_model_card(
-                 wf, trainer, "fill-mask",
+                 sr.wf, trainer, "fill-mask",
                  from_folder || !o.config_name ? o.model_name_or_path : o.config_name,
                  from_folder, o.train_file, 0, names, res.value, (size_t)res.n)) != CT_OK) {
             script_fail("model card", st);
@@ -390,7 +339,6 @@ int main(int argc, char **argv)
     }
     rc = 0;
 done:
-    script_release_log(1);
     ct_trainer_free(trainer);
     ct_dataset_free(train_d);
     ct_dataset_free(eval_d);
@@ -398,7 +346,6 @@ done:
     free_texts(&valid);
     ct_tokenizer_free(tok);
     ct_model_free(model);
-    ct_workflow_free(wf);
-    ct_args_free(args);
+    script_end(&sr);
     return rc;
 }

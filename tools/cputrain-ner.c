@@ -527,49 +527,26 @@ static int split_file(const run *r, const char *given, const char *split, char *
 int main(int argc, char **argv)
 {
     run r;
+    script_run sr = {0};
     ct_status st;
-    int do_train = 0, do_eval = 0, do_predict = 0, rc = 1;
-    const char *strategy = NULL, *output_dir = NULL;
+    int do_train, do_eval, do_predict, rc;
+    const char *output_dir;
     char paths[3][4096], predictions[4200];
     const char *train_file = NULL, *eval_file = NULL, *test_file = NULL;
     ct_table *train_t = NULL, *eval_t = NULL, *test_t = NULL;
     ct_dataset *train_d = NULL, *eval_d = NULL, *test_d = NULL;
     ct_trainer *trainer = NULL;
     script_results eval_res = {0}, test_res = {0};
-    int64_t seed = 42;
 
     memset(&r, 0, sizeof r);
     r.o.task_name = "ner";
     r.o.max_train_samples = r.o.max_eval_samples = r.o.max_predict_samples = -1;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    script_prog = "cputrain-ner";
-    script_name = "run_ner.py";
-    script_hold_log();
-    ct_log_set_level(CT_LOG_INFO);
-    script_catch_signals();
-    if ((st = ct_args_create(&r.args)) != CT_OK)
-        return script_fail("arguments", st);
-    switch (script_parse_args(r.args, argc, argv, options, sizeof options / sizeof options[0],
-                              &r.o, groups, usage)) {
-    case 0:
-        break;
-    case 1:
-        rc = 0;
+    if ((rc = script_start(&sr, "cputrain-ner", "run_ner.py", argc, argv, options,
+                           sizeof options / sizeof options[0], &r.o, groups, usage)) >= 0)
         goto done;
-    default:
-        rc = 2;
-        goto done;
-    }
-    ct_args_get_bool(r.args, "do_train", &do_train);
-    ct_args_get_bool(r.args, "do_eval", &do_eval);
-    ct_args_get_bool(r.args, "do_predict", &do_predict);
-    ct_args_get_string(r.args, "eval_strategy", &strategy);
-    ct_args_get_string(r.args, "output_dir", &output_dir);
-    ct_args_get_int(r.args, "seed", &seed);
-    if (strategy && strcmp(strategy, "no") != 0 && !do_eval) {
-        do_eval = 1; /* TrainingArguments: an eval_strategy sets do_eval */
-        ct_args_set_bool(r.args, "do_eval", 1);
-    }
+    r.args = sr.args;
+    do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
+    output_dir = sr.output_dir;
     rc = 2;
     if (r.o.ignore_mismatched_sizes) {
         fprintf(stderr, "cputrain-ner: --ignore_mismatched_sizes is refused: a checkpoint's head "
@@ -610,23 +587,10 @@ int main(int argc, char **argv)
                 do_train && !train_file ? "train" : do_eval && !eval_file ? "validation" : "test");
         goto done;
     }
+    if ((rc = script_join(&sr)) != 0)
+        goto done;
     rc = 1;
-
-    if ((st = ct_workflow_create("run_ner.py", r.args, &r.wf)) != CT_OK ||
-        (st = ct_workflow_join(r.wf)) != CT_OK) {
-        script_fail("distributed setup", st);
-        goto done;
-    }
-    r.dist = ct_workflow_dist(r.wf);
-    r.rank = ct_dist_rank(r.dist);
-    script_release_log(r.rank == 0);
-    if (r.rank != 0)
-        script_quiet_signals();
-    if ((st = ct_workflow_hold_output_dir(r.wf, do_train)) != CT_OK) {
-        script_fail("output_dir", st);
-        rc = st == CT_ERR_INVALID_ARG ? 2 : 1;
-        goto done;
-    }
+    r.wf = sr.wf, r.dist = sr.dist, r.rank = sr.rank;
     /* label_list from the training data (else the evaluation data) */
     {
         const char *labels_from = train_file ? train_file : eval_file;
@@ -641,7 +605,7 @@ int main(int argc, char **argv)
             goto done;
     }
     if (script_make_model(r.o.model_name_or_path, r.o.config_name, CT_TASK_TOKEN_CLASSIFICATION,
-                          r.n_labels, (const char *const *)r.labels, NULL, (uint64_t)seed,
+                          r.n_labels, (const char *const *)r.labels, NULL, (uint64_t)sr.seed,
                           r.rank, &r.model, &r.from_folder) != 0 ||
         script_place(r.model, r.dist) != 0 ||
         script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
@@ -669,18 +633,9 @@ int main(int argc, char **argv)
         script_fail("trainer", st);
         goto done;
     }
-    if (do_train) {
-        if ((st = ct_trainer_set_train_dataset(trainer, train_d)) != CT_OK ||
-            (r.rank == 0 &&
-             (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
-                 CT_OK)) {
-            script_fail("training", st);
-            goto done;
-        }
-        if ((rc = script_train(trainer, output_dir, r.rank)) != 0)
-            goto done;
-        rc = 1;
-    }
+    if (do_train && (rc = script_fit(&sr, trainer, train_d)) != 0)
+        goto done;
+    rc = 1;
     if (do_eval) {
         if (evaluate(&r, trainer, eval_d, "eval", &eval_res, NULL))
             goto done;
@@ -710,7 +665,6 @@ int main(int argc, char **argv)
     }
     rc = 0;
 done:
-    script_release_log(1);
     ct_trainer_free(trainer);
     ct_dataset_free(train_d);
     ct_dataset_free(eval_d);
@@ -724,7 +678,6 @@ done:
     free(r.b_to_i);
     ct_tokenizer_free(r.tok);
     ct_model_free(r.model);
-    ct_workflow_free(r.wf);
-    ct_args_free(r.args);
+    script_end(&sr);
     return rc;
 }

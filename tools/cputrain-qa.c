@@ -402,8 +402,9 @@ static int clamp_max_seq_length(run *r)
 int main(int argc, char **argv)
 {
     run r;
+    script_run sr = {0};
     ct_status st;
-    int do_train = 0, do_eval = 0, do_predict = 0, rc = 1;
+    int do_train, do_eval, do_predict, rc;
     char train_path[4096], eval_path[4096], test_path[4096];
     const char *train_file, *eval_file, *test_file;
     qa_split test = {0};
@@ -420,50 +421,14 @@ int main(int argc, char **argv)
     r.o.n_best_size = 20;
     r.o.max_answer_length = 30;
 
-    /* Whole lines on stdout even when piped, so they interleave with stderr's
-     * in the order they were written. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    script_prog = "cputrain-qa";
-    script_name = "run_qa.py";
-    script_hold_log();
-    /* Held at INFO until this process knows its rank (what joining the job
-     * logs, e.g. where rank 0 listens, is information); then
-     * script_release_log prints what this process's level keeps: the main
-     * process information, the others what log_level_replica says. */
-    ct_log_set_level(CT_LOG_INFO);
-    script_catch_signals();
-    if ((st = ct_args_create(&r.args)) != CT_OK)
-        return script_fail("arguments", st);
     /* From here every exit goes through `done`, which frees what exists. */
-    switch (script_parse_args(r.args, argc, argv, options, sizeof options / sizeof options[0],
-                              &r.o, NULL, usage)) {
-    case 0:
-        break;
-    case 1:
-        rc = 0;
+    if ((rc = script_start(&sr, "cputrain-qa", "run_qa.py", argc, argv, options,
+                           sizeof options / sizeof options[0], &r.o, NULL, usage)) >= 0)
         goto done;
-    default:
-        rc = 2;
-        goto done;
-    }
-    {
-        int64_t v;
-        int b;
-        ct_args_get_bool(r.args, "do_train", &do_train);
-        const char *strategy = NULL;
-        ct_args_get_bool(r.args, "do_eval", &do_eval);
-        /* TrainingArguments: an eval_strategy other than "no" sets do_eval,
-         * so its need for validation data is known before any work. */
-        ct_args_get_string(r.args, "eval_strategy", &strategy);
-        if (strategy && strcmp(strategy, "no") != 0 && !do_eval) {
-            do_eval = 1;
-            ct_args_set_bool(r.args, "do_eval", 1);
-        }
-        ct_args_get_bool(r.args, "do_predict", &do_predict);
-        ct_args_get_string(r.args, "output_dir", &r.output_dir);
-        (void)v;
-        (void)b;
-    }
+    rc = 1;
+    r.args = sr.args;
+    r.output_dir = sr.output_dir;
+    do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
     if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad_v2") == 0)
         r.o.version_2_with_negative = 1;
     if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad") && strcmp(r.o.dataset_name, "squad_v2")) {
@@ -670,7 +635,6 @@ finished:
         goto done;
     rc = 0;
 done:
-    script_release_log(1); /* anything held: an exit before the rank was known */
     ct_qa_features_free(test.features);
     ct_squad_free(test.examples);
     ct_trainer_free(trainer);
@@ -683,6 +647,6 @@ done:
     ct_tokenizer_free(r.tok);
     ct_model_free(r.model);
     ct_workflow_free(r.wf);
-    ct_args_free(r.args);
+    script_end(&sr); /* the arguments, and anything the log still holds */
     return rc;
 }

@@ -85,6 +85,34 @@ void script_catch_signals(void);
 /* Say nothing from the handler (ranks other than 0). */
 void script_quiet_signals(void);
 
+/* ---- the frame of main (run.c) --------------------------------------------------- */
+
+typedef struct script_run {
+    ct_args *args;
+    int do_train, do_eval, do_predict;
+    const char *output_dir;
+    int64_t seed;
+    ct_workflow *wf; /* after script_join */
+    ct_dist *dist;
+    int rank;
+} script_run;
+
+/* Names, the log held, signals caught, argv parsed (script_parse_args)
+ * and the run's switches read (an eval_strategy sets do_eval, as
+ * TrainingArguments does). -1 to go on, else the exit status: 0 after
+ * --help, 1 or 2 after a failure (said). */
+int script_start(script_run *s, const char *prog, const char *script, int argc, char **argv,
+                 const script_option *table, size_t n, void *values,
+                 const char *const *groups, void (*usage)(void));
+/* The job joined through the workflow (script_name's), this rank's log
+ * released, output_dir held with the scripts' rule. 0, or the exit status. */
+int script_join(script_run *s);
+/* Train on `train` (the library's bar on rank 0), with script_train's
+ * signals; 0 or the exit status. */
+int script_fit(const script_run *s, ct_trainer *trainer, const ct_dataset *train);
+/* The held log said, the workflow and the arguments freed. */
+void script_end(script_run *s);
+
 /* ---- model and tokenizer (sources.c) --------------------------------------------- */
 
 int script_file_exists(const char *path);
