@@ -365,6 +365,15 @@ static void test_model_errors_and_move() {
     CHECK(adopted.task() == CT_TASK_MASKED_LM);
 }
 
+static int remove_entry(const char *path, const struct stat *, int, struct FTW *) {
+    return std::remove(path);
+}
+static void remove_tree(const std::string &dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static bool exists(const std::string &path) {
+    struct stat sb;
+    return stat(path.c_str(), &sb) == 0;
+}
+
 static void test_model_save_load() {
     std::string dir = temp_dir();
     CHECK(!dir.empty());
@@ -391,23 +400,14 @@ static void test_model_save_load() {
         CHECK(!added.empty() && added[0].find("qa_outputs") == 0);
     }
     cputrain::model m = cputrain::model::create("bert-test");
-    EXPECT_ERROR(m.save(dir + "/absent/deeper"), CT_ERR_IO, "absent");
-    std::remove((dir + "/config.json").c_str());
-    std::remove((dir + "/model.safetensors").c_str());
-    rmdir(dir.c_str());
+    m.save(dir + "/new/deeper"); // made, as save_pretrained does
+    CHECK(exists(dir + "/new/deeper/model.safetensors"));
+    EXPECT_ERROR(m.save(dir + "/config.json/under_a_file"), CT_ERR_IO, "config.json");
+    remove_tree(dir);
 }
 
 
 // ---- optimizer, datasets, trainer ------------------------------------------------
-
-static int remove_entry(const char *path, const struct stat *, int, struct FTW *) {
-    return std::remove(path);
-}
-static void remove_tree(const std::string &dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
-static bool exists(const std::string &path) {
-    struct stat sb;
-    return stat(path.c_str(), &sb) == 0;
-}
 
 static void test_optimizer() {
     std::string dir = temp_dir();
