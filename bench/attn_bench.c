@@ -89,7 +89,7 @@ static void padded_step(const ct__kernels *k, ct__pool *pool, padded *p)
     bmm(k, pool, p, p->probs, q, kk, T, T, HD, C, C, T, CT__GEMM_TRANS_B, 0, 1, scale);
     ct__p_softmax_forward(pool, p->probs, p->probs, p->mask, p->B, NH * T, T);
     memcpy(p->pd, p->probs, att * sizeof(float));
-    ct__p_dropout(pool, p->pd, att, 0.1f, 42);
+    ct__p_dropout(pool, p->pd, (int)(att / (size_t)T), NULL, (size_t)T, NULL, 0.1f, 42);
     if (p->bf16) {
         ct__p_to_bf16(pool, k, p->pb, p->pd, att);
         P_ = p->pb;
@@ -103,7 +103,7 @@ static void padded_step(const ct__kernels *k, ct__pool *pool, padded *p)
     }
     bmm(k, pool, p, p->dp, dc, v, T, T, HD, C, C, T, CT__GEMM_TRANS_B, 0, 1, 1.0f);
     bmm(k, pool, p, p->dv, P_, dc, T, HD, T, T, C, C, CT__GEMM_TRANS_A, 1, 0, 1.0f);
-    ct__p_dropout(pool, p->dp, att, 0.1f, 42);
+    ct__p_dropout(pool, p->dp, (int)(att / (size_t)T), NULL, (size_t)T, NULL, 0.1f, 42);
     ct__p_softmax_backward(pool, p->dp, p->dp, p->probs, p->B * NH * T, T, scale);
     if (p->bf16)
         ct__p_to_bf16(pool, k, p->dsb, p->dp, att);
@@ -131,7 +131,7 @@ static void bench_case(const char *name, const int *lens, int padT, const ct__ke
     float *q = fill(n), *kk = fill(n), *v = fill(n), *dctx = fill(n), *ctx = fill(n);
     float *dq = fill(n), *dk = fill(n), *dv = fill(n), *lse = fill((size_t)NH * N);
     for (int bf = 0; bf < 2; bf++) {
-        ct__attn a = {k, pool, NSEQ, start, NH, HD, C, 0.125f, bf, 0.1f, 42};
+        ct__attn a = {k, pool, NSEQ, start, NH, HD, C, 0.125f, bf, 0.1f, 42, NULL};
         double t[64];
         for (int r = 0; r < reps + 1; r++) {
             double t0 = now();

@@ -42,6 +42,7 @@ static float bf(float x) /* the library's fp32 -> bf16 rounding, back to fp32 */
 typedef struct prob {
     int n_seq, NH, HD, ld, N;
     int seq_start[16];
+    uint64_t ids[16]; /* each sequence's example id (its dropout key) */
     float *q, *k, *v, *dctx;
     float *ctx, *lse, *dq, *dk, *dv;
 } prob;
@@ -62,8 +63,10 @@ static void prob_init(prob *p, const int *lens, int n_seq, int NH, int HD, int p
     p->NH = NH;
     p->HD = HD;
     p->ld = NH * HD + pad;
-    for (int s = 0; s < n_seq; s++)
+    for (int s = 0; s < n_seq; s++) {
         p->seq_start[s + 1] = p->seq_start[s] + lens[s];
+        p->ids[s] = 1000003u * (uint64_t)(s + 1);
+    }
     p->N = p->seq_start[n_seq];
     size_t n = (size_t)p->N * p->ld;
     p->q = alloc_filled(n, amp);
@@ -89,7 +92,7 @@ static void prob_free(prob *p)
 static ct__attn desc(const prob *p, const ct__kernels *k, ct__pool *pool, int bf16, float drop)
 {
     ct__attn a = {k, pool, p->n_seq, p->seq_start, p->NH, p->HD, p->ld,
-                  1.0f / sqrtf((float)p->HD), bf16, drop, 0x1234abcdull};
+                  1.0f / sqrtf((float)p->HD), bf16, drop, 0x1234abcdull, p->ids};
     return a;
 }
 
@@ -106,19 +109,16 @@ typedef struct ref {
 } ref;
 
 /* The dropout multiplier of each (i, j) of sequence s, head h: 0 or
- * 1/(1-p), from the kernel run on ones with the counter attention.h names. */
+ * 1/(1-p), from the kernel run on ones with the key and counter attention.h
+ * names. */
 static void mask_of(float *m, const ct__attn *a, int s, int h, int T)
 {
-    size_t base = 0;
-    for (int t = 0; t < s; t++) {
-        size_t len = (size_t)(a->seq_start[t + 1] - a->seq_start[t]);
-        base += (size_t)a->NH * len * len;
-    }
+    uint64_t id = a->dropout_ids ? a->dropout_ids[s] : (uint64_t)s;
+    uint64_t key = ct__dropout_seq_key(a->dropout_key, id);
     for (int i = 0; i < T * T; i++)
         m[i] = 1.0f;
     if (a->dropout > 0)
-        ct__dropout_forward_generic(m, m, (size_t)T * T, a->dropout, a->dropout_key,
-                                    base + (size_t)h * T * T);
+        ct__dropout_forward_generic(m, m, (size_t)T * T, a->dropout, key, (size_t)h * T * T);
 }
 
 static ref reference(const ct__attn *a, const prob *p)
@@ -358,6 +358,68 @@ START_TEST(thread_count_invariant)
 }
 END_TEST
 
+/* A sequence's masks follow its id, not its place: the batch reversed,
+ * each sequence keeping its id, gives each sequence the same bits; without
+ * ids (keyed by row) the masks move with the rows. */
+static void reversed(prob *to, const prob *from)
+{
+    int lens[16];
+    for (int s = 0; s < from->n_seq; s++)
+        lens[s] = from->seq_start[from->n_seq - s] - from->seq_start[from->n_seq - s - 1];
+    prob_init(to, lens, from->n_seq, from->NH, from->HD, from->ld - from->NH * from->HD, 1.0f);
+    for (int s = 0; s < from->n_seq; s++) {
+        int r = from->n_seq - 1 - s;
+        size_t at = (size_t)from->seq_start[r] * from->ld, n = (size_t)lens[s] * from->ld;
+        size_t to_at = (size_t)to->seq_start[s] * to->ld;
+        to->ids[s] = from->ids[r];
+        memcpy(to->q + to_at, from->q + at, n * sizeof(float));
+        memcpy(to->k + to_at, from->k + at, n * sizeof(float));
+        memcpy(to->v + to_at, from->v + at, n * sizeof(float));
+        memcpy(to->dctx + to_at, from->dctx + at, n * sizeof(float));
+    }
+}
+
+static int same_rows(const prob *a, const prob *b)
+{
+    int same = 1;
+    for (int s = 0; s < a->n_seq; s++) {
+        int r = a->n_seq - 1 - s;
+        size_t n = (size_t)(b->seq_start[s + 1] - b->seq_start[s]) * a->ld;
+        const float *outs_a[] = {a->ctx, a->dq, a->dk, a->dv}, *outs_b[] = {b->ctx, b->dq, b->dk,
+                                                                            b->dv};
+        for (int i = 0; i < 4; i++)
+            same &= memcmp(outs_a[i] + (size_t)a->seq_start[r] * a->ld,
+                           outs_b[i] + (size_t)b->seq_start[s] * b->ld, n * sizeof(float)) == 0;
+    }
+    return same;
+}
+
+START_TEST(dropout_masks_follow_the_example)
+{
+    for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
+        const ct__kernels *k = ct__kernels_for((ct__isa)isa);
+        if (!k)
+            continue;
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            prob p1, p2;
+            prob_init(&p1, LENS, NLENS, 3, 24, 5, 2.0f);
+            reversed(&p2, &p1);
+            ct__attn a1 = desc(&p1, k, NULL, bf16, 0.3f), a2 = desc(&p2, k, NULL, bf16, 0.3f);
+            run(&a1, &p1);
+            run(&a2, &p2);
+            ck_assert_msg(same_rows(&p1, &p2), "%s bf16 %d: masks moved with the rows",
+                          k->name, bf16);
+            a1.dropout_ids = a2.dropout_ids = NULL; /* keyed by row: the masks change */
+            run(&a1, &p1);
+            run(&a2, &p2);
+            ck_assert_msg(!same_rows(&p1, &p2), "%s: row-keyed masks did not move", k->name);
+            prob_free(&p1);
+            prob_free(&p2);
+        }
+    }
+}
+END_TEST
+
 /* loss = sum(ctx * dctx): its gradient is what backward returns for dctx. */
 static double loss(const ct__attn *a, prob *p)
 {
@@ -500,6 +562,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, odd_head_size);
     tcase_add_test(tc, head_size_64_sharp_scores);
     tcase_add_test(tc, thread_count_invariant);
+    tcase_add_test(tc, dropout_masks_follow_the_example);
     tcase_add_test(tc, finite_differences);
     tcase_add_test(tc, transpose32_moves_bits_on_every_level);
     tcase_add_test(tc, levels_use_their_kernels);

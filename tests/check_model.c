@@ -247,6 +247,98 @@ START_TEST(dropout_is_reproducible)
 }
 END_TEST
 
+/* Rows picked from make_batch's three examples, each keyed by its example
+ * id (its index + 100) when `ids`. Inputs only: forward without a loss. */
+static ct_batch *picked_batch(const ct_model *m, const int *rows, int n, int ids)
+{
+    int32_t in[B * T], types[B * T], mask[B * T];
+    uint64_t keys[B];
+    int64_t V;
+    ct_batch *b;
+    OK(ct_model_config_int(m, "vocab_size", &V));
+    for (int k = 0; k < n; k++) {
+        for (int col = 0; col < T; col++) {
+            int i = rows[k] * T + col;
+            in[k * T + col] = (int32_t)((i * 37 + 11) % V);
+            types[k * T + col] = col >= T / 2;
+            mask[k * T + col] = col < T - 2 * rows[k];
+        }
+        keys[k] = 100u + (uint64_t)rows[k];
+    }
+    OK(ct_batch_create(&b));
+    OK(ct_batch_set_inputs(b, n, T, in, types, mask));
+    if (ids)
+        OK(ct_batch_set_example_ids(b, keys, (size_t)n));
+    return b;
+}
+
+/* Training-mode logits of the rows of `rows`, example by example. */
+static float *training_logits(ct_model *m, const int *rows, int n, int ids, size_t *per)
+{
+    ct_batch *b = picked_batch(m, rows, n, ids);
+    const float *lg;
+    int ndim;
+    int64_t shape[3];
+    OK(ct_model_forward(m, b, NULL));
+    OK(ct_model_logits(m, &lg, &ndim, shape));
+    *per = (size_t)shape[1] * (ndim == 3 ? (size_t)shape[2] : 1);
+    float *out = malloc((size_t)n * *per * sizeof *out);
+    memcpy(out, lg, (size_t)n * *per * sizeof *out);
+    ct_batch_free(b);
+    return out;
+}
+
+static double row_diff(const float *a, const float *b, size_t n)
+{
+    double d = 0;
+    for (size_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* With example ids an example's dropout masks are its own: alone, in a
+ * batch of three, in another row, at a later pass, it gives the same
+ * logits (within the products' rounding, as their blocking follows the
+ * batch). Without ids its masks follow the row and the pass. Every head,
+ * every dropout site (DistilBERT has the QA and classifier dropouts). */
+START_TEST(dropout_follows_example_ids)
+{
+    static const char *configs[] = {"bert-test", "distilbert-test"};
+    static const int all[] = {0, 1, 2}, back[] = {2, 1, 0}, one[] = {1};
+    for (int c = 0; c < 2; c++)
+        for (int task = 0; task < 4; task++)
+            for (int bf16 = 0; bf16 < 2; bf16++) {
+                ct_model *m;
+                size_t per;
+                double tol = 1e-5;
+                OK(ct_model_create(configs[c], (ct_task)task, 3, &m));
+                OK(ct_model_set_precision(m, bf16 ? CT_PRECISION_BF16 : CT_PRECISION_FP32));
+                float *a = training_logits(m, all, 3, 1, &per);
+                float *r = training_logits(m, back, 3, 1, &per);
+                float *o = training_logits(m, one, 1, 1, &per);
+                float *plain = training_logits(m, back, 3, 0, &per);
+                for (int k = 0; k < 3; k++) {
+                    double d = row_diff(a + (size_t)k * per, r + (size_t)(2 - k) * per, per);
+                    ck_assert_msg(d <= tol, "%s task %d bf16 %d: example %d differs by %g "
+                                  "in another row", configs[c], task, bf16, k, d);
+                }
+                double d1 = row_diff(a + per, o, per), dp = 0;
+                ck_assert_msg(d1 <= tol, "%s task %d: alone, example 1 differs by %g",
+                              configs[c], task, d1);
+                for (int k = 0; k < 3; k++)
+                    dp = fmax(dp, row_diff(a + (size_t)k * per, plain + (size_t)(2 - k) * per,
+                                           per));
+                ck_assert_msg(dp > 100 * tol, "%s task %d: masks keyed by row gave the same "
+                              "logits (%g)", configs[c], task, dp);
+                free(a);
+                free(r);
+                free(o);
+                free(plain);
+                ct_model_free(m);
+            }
+}
+END_TEST
+
 START_TEST(threads_do_not_change_results)
 {
     ct_model *m;
@@ -685,6 +777,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, gradients_distilbert_token);
     tcase_add_test(tc, bf16_close_to_fp32_and_logits_shape);
     tcase_add_test(tc, dropout_is_reproducible);
+    tcase_add_test(tc, dropout_follows_example_ids);
     tcase_add_test(tc, threads_do_not_change_results);
     tcase_add_test(tc, bad_batches_are_clear_errors);
     suite_add_tcase(s, tc);

@@ -791,6 +791,11 @@ typedef struct par_out {
 
 enum { PB = 5, PRPB = 97, PT = 131, PN = 257, PC = 771, PV = 517, PNV = 300 };
 
+/* Dropout's sequences over the PN rows: an empty one, a one-row one. */
+static const int DSEQ[] = {0, 0, 100, 101, 200, PN};
+static const uint64_t DIDS[] = {9, 8, 7, 6, 5};
+enum { DN = 5 };
+
 static void par_run(ct__pool *pool, par_out *o, const float *x, const float *dy,
                     const float *w, const float *b, const float *s, const int32_t *mask,
                     const float *z, const int32_t *t)
@@ -799,7 +804,7 @@ static void par_run(ct__pool *pool, par_out *o, const float *x, const float *dy,
     ct__p_map(pool, ct__gelu_forward, o->act, x, nc);
     ct__p_map2(pool, ct__gelu_backward, o->act2, dy, x, nc);
     memcpy(o->drop, x, nc * sizeof *x);
-    ct__p_dropout(pool, o->drop, nc, 0.1f, 77);
+    ct__p_dropout(pool, o->drop, DN, DSEQ, PC, DIDS, 0.1f, 77);
     ct__p_layernorm_forward(pool, o->ln, o->mean, o->rstd, x, w, b, PN, PC, 1e-12f);
     for (int c = 0; c < PC; c++)
         o->dw[c] = o->db[c] = o->dbias[c] = 0.5f;
@@ -889,9 +894,11 @@ START_TEST(parallel_wrappers_thread_count_invariant)
     CHECK_BITS(one, ref.act, nc, "gelu whole", k);
     k->layernorm_forward(one, m1, r1, x, w, b, PN, PC, 1e-12f);
     CHECK_BITS(one, ref.ln, nc, "layernorm whole", k);
-    memcpy(one, x, nc * sizeof *x);
-    k->dropout_forward(one, one, nc, 0.1f, 77, 0);
-    CHECK_BITS(one, ref.drop, nc, "dropout whole", k);
+    for (int q = 0; q < DN; q++) { /* dropout: one call per sequence, from counter 0 */
+        size_t at = (size_t)DSEQ[q] * PC, len = (size_t)(DSEQ[q + 1] - DSEQ[q]) * PC;
+        k->dropout_forward(one + at, x + at, len, 0.1f, ct__dropout_seq_key(77, DIDS[q]), 0);
+    }
+    CHECK_BITS(one, ref.drop, nc, "dropout by sequence", k);
     int count;
     double loss = k->cross_entropy_forward(z, PV, t, PNV, PV, -100, &count);
     ck_assert_int_eq(count, ref.count);

@@ -533,6 +533,8 @@ START_TEST(tampered_checkpoint_values_are_refused)
          "epoch_index 1000000000000000 does not fit"},
         {"rng_state.json", "\"steps_counted\": 6", "\"steps_counted\": 7",
          "steps_counted 7 do not fit"},
+        {"rng_state.json", "\"dropout_masks\": \"by_example\"", "\"dropout_masks\": \"by_rank\"",
+         "dropout_masks is not \"by_example\""},
     };
     char dir[256];
     const char *resume[] = {"--resume_from_checkpoint", dir, "--max_steps", "8"};
@@ -555,6 +557,38 @@ START_TEST(tampered_checkpoint_values_are_refused)
     }
     free(train_params(scratch_at("tamper"), resume, 4, CT_OK, &n));
     ck_assert(path_exists(scratch_at("tamper/checkpoint-8")));
+}
+END_TEST
+
+static int old_masks_notes;
+static void count_old_masks_notes(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_WARNING && strstr(msg, "rng_state.json was written before dropout "
+                                               "masks were keyed by example"))
+        old_masks_notes++;
+}
+
+/* A checkpoint from before masks were keyed by example (no dropout_masks
+ * in rng_state.json) resumes, saying once that its masks change. */
+START_TEST(checkpoint_before_example_masks_resumes_with_a_note)
+{
+    char dir[256], path[512];
+    const char *resume[] = {"--resume_from_checkpoint", dir, "--max_steps", "8"};
+    size_t n, len;
+    char *orig;
+    snprintf(dir, sizeof dir, "%s", scratch_at("oldmasks/checkpoint-6"));
+    free(train_params(scratch_at("oldmasks"), NULL, 0, CT_OK, &n));
+    snprintf(path, sizeof path, "%s/rng_state.json", dir);
+    orig = slurp(path, &len);
+    tampered_copy(path, orig, len, "\"dropout_masks\": \"by_example\",", "");
+    free(orig);
+    old_masks_notes = 0;
+    ct_log_set_callback(count_old_masks_notes, NULL);
+    free(train_params(scratch_at("oldmasks"), resume, 4, CT_OK, &n));
+    ct_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(old_masks_notes, 1);
+    ck_assert(path_exists(scratch_at("oldmasks/checkpoint-8")));
 }
 END_TEST
 
@@ -1218,6 +1252,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, output_lock_for_a_whole_run);
     tcase_add_test(tc, dataset_lengths);
     tcase_add_test(tc, tampered_checkpoint_values_are_refused);
+    tcase_add_test(tc, checkpoint_before_example_masks_resumes_with_a_note);
     tcase_add_test(tc, non_finite_weights_fail_the_run);
     tcase_add_test(tc, old_checkpoints_need_resume_or_overwrite);
     tcase_add_test(tc, a_run_that_cannot_learn_fails);

@@ -311,6 +311,9 @@ public:
     void set_float_labels(const std::vector<float> &labels) {
         check(ct_batch_set_float_labels(live(), labels.data(), labels.size()));
     }
+    void set_example_ids(const std::vector<std::uint64_t> &ids) {
+        check(ct_batch_set_example_ids(live(), ids.data(), ids.size()));
+    }
 
     int size() const { return ct_batch_size(live()); }
     int seq_len() const { return ct_batch_seq_len(live()); }

@@ -222,7 +222,7 @@ CT_API ct_status ct_batch_create(ct_batch **out);
 CT_API void ct_batch_free(ct_batch *batch);
 /* Copies [batch_size, seq_len] int32 arrays. token_type_ids NULL means all
  * 0, attention_mask NULL all 1 (1 = real token, 0 = padding). Clears the
- * labels. */
+ * labels and example ids. */
 CT_API ct_status ct_batch_set_inputs(ct_batch *batch, int batch_size, int seq_len,
                                      const int32_t *input_ids, const int32_t *token_type_ids,
                                      const int32_t *attention_mask);
@@ -243,6 +243,16 @@ CT_API ct_status ct_batch_set_labels(ct_batch *batch, const int32_t *labels, siz
  * is config.json's problem_type, else Transformers' inference: num_labels 1
  * regression, real labels multi-label, class ids single-label. */
 CT_API ct_status ct_batch_set_float_labels(ct_batch *batch, const float *labels, size_t n);
+/* An id per example [batch_size] that keys its dropout masks: with ids, an
+ * example's masks are a function of (the model's seed, its id, the token's
+ * position among its real tokens, the layer and site) only, so the same
+ * example gets the same masks in any batch, at any batch size, on any rank.
+ * The Trainer sets them from (epoch, index in the dataset), which makes
+ * N ranks x batch b, one rank x N*b and any gradient accumulation train the
+ * same model with dropout on. Without ids, masks follow the model's pass
+ * counter and the example's row in the batch. Cleared by
+ * ct_batch_set_inputs. */
+CT_API ct_status ct_batch_set_example_ids(ct_batch *batch, const uint64_t *ids, size_t n);
 CT_API int ct_batch_size(const ct_batch *batch);
 CT_API int ct_batch_seq_len(const ct_batch *batch);
 

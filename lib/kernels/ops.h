@@ -82,6 +82,10 @@ void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64
 /* The key of one dropout site: (seed, step, site) mixed into 64 bits. One
  * function for every level (generic/ops.c). */
 uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site);
+/* The key of one sequence at a site: its example id (or its row in the
+ * batch) mixed into the site's key. Counters then start at 0 for each
+ * sequence, so its mask does not depend on what else the batch holds. */
+uint64_t ct__dropout_seq_key(uint64_t site_key, uint64_t seq);
 
 /* ---- cross-entropy over rows of logits -------------------------------------
  * logits [N,V] with row stride ld; target [N]; rows whose target is

@@ -149,27 +149,60 @@ void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float 
 typedef struct dropout_job {
     ct__dropout_fn fn;
     float *x;
-    size_t n;
+    int n_seq;
+    const int *seq_start;
+    size_t width, rows;
+    const uint64_t *ids;
     float p;
     uint64_t key;
     int ntasks;
 } dropout_job;
 
+static size_t seq_first_row(const dropout_job *j, int s)
+{
+    return j->seq_start ? (size_t)j->seq_start[s] : (size_t)s;
+}
+
 static void dropout_task(void *ctx, int t, int thread)
 {
     dropout_job *j = ctx;
     size_t lo, hi;
+    int s = 0, top = j->n_seq;
     (void)thread;
-    span(j->n, t, j->ntasks, &lo, &hi);
-    j->fn(j->x + lo, j->x + lo, hi - lo, j->p, j->key, lo);
+    span(j->rows, t, j->ntasks, &lo, &hi);
+    while (s + 1 < top) { /* the last sequence starting at or before lo */
+        int mid = (s + top) / 2;
+        if (seq_first_row(j, mid) <= lo)
+            s = mid;
+        else
+            top = mid;
+    }
+    for (size_t row = lo; row < hi;) {
+        size_t first = seq_first_row(j, s), end = seq_first_row(j, s + 1);
+        if (end <= row) {
+            s++;
+            continue;
+        }
+        if (end > hi)
+            end = hi;
+        uint64_t key = ct__dropout_seq_key(j->key, j->ids ? j->ids[s] : (uint64_t)s);
+        j->fn(j->x + row * j->width, j->x + row * j->width, (end - row) * j->width, j->p, key,
+              (row - first) * j->width);
+        row = end;
+    }
 }
 
-void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key)
+void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
+                   const uint64_t *ids, float p, uint64_t key)
 {
     double t0 = ct__prof_begin();
-    dropout_job j = {ct__kernels_get()->dropout_forward, x, n, p, key, task_count(pool, n, n)};
+    size_t rows = n_seq < 1 ? 0 : seq_start ? (size_t)seq_start[n_seq] : (size_t)n_seq;
+    dropout_job j = {ct__kernels_get()->dropout_forward, x, n_seq, seq_start, width, rows, ids,
+                     p, key, task_count(pool, rows * width, rows)};
+    if (rows == 0)
+        return;
     ct__pool_run(pool, dropout_task, &j, j.ntasks);
-    ct__prof_end(CT__PROF_DROPOUT, t0, 0, 8.0 * (double)n);
+    ct__prof_end(CT__PROF_DROPOUT, t0, 0, 8.0 * (double)(rows * width));
 }
 
 /* ---- row and column kernels ------------------------------------------------ */

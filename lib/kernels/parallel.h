@@ -22,7 +22,13 @@ void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const fl
 void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float *in, size_t n);
 /* out = in rounded to bf16 values, kept fp32 (in place allowed); one thread. */
 void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n);
-void ct__p_dropout(ct__pool *pool, float *x, size_t n, float p, uint64_t key);
+/* Dropout in place on rows of `width` floats grouped into n_seq sequences:
+ * sequence s holds rows [seq_start[s], seq_start[s + 1]) (seq_start NULL:
+ * row s alone). Element (row, c) of sequence s draws counter
+ * (row - seq_start[s]) * width + c under ct__dropout_seq_key(key, ids[s])
+ * (ids NULL: s), so a sequence's mask is the same wherever it sits. */
+void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
+                   const uint64_t *ids, float p, uint64_t key);
 
 void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rstd,
                              const float *inp, const float *w, const float *b, int N, int C,

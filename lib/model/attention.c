@@ -164,7 +164,7 @@ static void fwd_task(void *ctx, int task, int thread)
     size_t Tp = up16((size_t)T);
     const float *q = J->q + off, *k = J->k + off, *v = J->v + off;
     float *kt = w + L.kt, *S = w + L.p, *out = J->ctx + off, *lse = J->lse + (size_t)h * N + n0;
-    size_t base = a->dropout > 0 ? ct__attn_counter_base(a, s) : 0;
+    uint64_t key = ct__attn_seq_key(a, s);
 
     transpose(a, t, kt, k, T, Tp);
     const float *vb = v;
@@ -188,8 +188,8 @@ static void fwd_task(void *ctx, int task, int thread)
         for (int r = 0; r < R; r++) {
             float *row = S + (size_t)r * Tp;
             if (a->dropout > 0)
-                a->k->dropout_forward(row, row, (size_t)T, a->dropout, a->dropout_key,
-                                      base + ((size_t)h * T + i0 + r) * T);
+                a->k->dropout_forward(row, row, (size_t)T, a->dropout, key,
+                                      ((size_t)h * T + i0 + r) * T);
             if (a->bf16)
                 ct__round_bf16(a->k, row, row, (size_t)T);
         }
@@ -245,7 +245,7 @@ static void bwd_task(void *ctx, int task, int thread)
     float *dq = J->dq + off, *dk = J->dk + off, *dv = J->dv + off;
     float *kt = w + L.kt, *vt = w + L.vt, *P = w + L.p, *dP = w + L.dp, *D = w + L.d;
     float *Pd = bf || drop ? w + L.pd : P;
-    size_t base = drop ? ct__attn_counter_base(a, s) : 0;
+    uint64_t key = ct__attn_seq_key(a, s);
 
     transpose(a, t, kt, k, T, Tp);
     transpose(a, t, vt, v, T, Tp);
@@ -274,8 +274,8 @@ static void bwd_task(void *ctx, int task, int thread)
         for (int r = 0; r < R; r++) {
             float *pr = P + (size_t)r * Tp, *pdr = Pd + (size_t)r * Tp;
             if (drop)
-                a->k->dropout_forward(pdr, pr, (size_t)T, a->dropout, a->dropout_key,
-                                      base + ((size_t)h * T + i0 + r) * T);
+                a->k->dropout_forward(pdr, pr, (size_t)T, a->dropout, key,
+                                      ((size_t)h * T + i0 + r) * T);
             else if (bf)
                 memcpy(pdr, pr, (size_t)T * sizeof *pdr);
             if (bf)
@@ -286,7 +286,7 @@ static void bwd_task(void *ctx, int task, int thread)
         t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, acc);
         /* D from the unrounded dctx rows (da may be their bf16 copy) */
         ct__attn_row_terms(a, D, dP, Tp, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R, T,
-                           base + ((size_t)h * T + i0) * T);
+                           key, ((size_t)h * T + i0) * T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         if (bf)
             for (int r = 0; r < R; r++)

@@ -19,10 +19,11 @@
  *
  * Dropout: element (s, h, i, j) of the probabilities (sequence s, head h,
  * query i and key j counted from the start of s, len = its length) uses the
- * counter `first` of ct__dropout_forward
- *     sum over s' < s of NH * len(s')^2  +  (h * len + i) * len + j,
- * so the mask is a pure function of (dropout_key, batch layout) and backward
- * regenerates it. Scale 1/(1 - dropout) on kept elements (inverted dropout).
+ * counter (h * len + i) * len + j of ct__dropout_forward under the key
+ * ct__dropout_seq_key(dropout_key, dropout_ids[s]) (ids NULL: s), so the
+ * mask is a pure function of (dropout_key, the sequence's id, its length):
+ * the same wherever the sequence sits in a batch, and backward regenerates
+ * it. Scale 1/(1 - dropout) on kept elements (inverted dropout).
  *
  * Work and threads: one pool task per (sequence, head); tiles of 64 query
  * rows. Each task writes only its own rows and head columns, so results are
@@ -60,6 +61,7 @@ typedef struct ct__attn {
     int bf16;
     float dropout;          /* probability on the attention probabilities, 0 = none */
     uint64_t dropout_key;   /* ct__dropout_key of this layer's site */
+    const uint64_t *dropout_ids; /* [n_seq] each sequence's example id, or NULL */
 } ct__attn;
 
 /* ctx = softmax(scale * q k^T) v per sequence and head (with dropout on the

@@ -77,7 +77,7 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
     float *S = w + L.p, *out = J->ctx + off, *lse = J->lse + (size_t)h * N + n0;
     uint32_t *W = (uint32_t *)w, *kt = W + L.kt, *vv = W + L.vv, *qb = W + L.qb;
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
-    size_t base = a->dropout > 0 ? ct__attn_counter_base(a, s) : 0;
+    uint64_t key = ct__attn_seq_key(a, s);
 
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
     t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
@@ -90,8 +90,8 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
         if (a->dropout > 0)
             for (int r = 0; r < R; r++)
                 a->k->dropout_forward(S + (size_t)r * Tp, S + (size_t)r * Tp, (size_t)T,
-                                      a->dropout, a->dropout_key,
-                                      base + ((size_t)h * T + i0 + r) * T);
+                                      a->dropout, key,
+                                      ((size_t)h * T + i0 + r) * T);
         rows_bf16(a, pb, Tp, S, Tp, R, T); /* Tp > T when T is odd */
         t->mm_bf16(out + (size_t)i0 * ld, ld, (const uint32_t *)pb, (int)Tp / 2, 1, vv, HD, R,
                    HD, T2, 0);
@@ -116,7 +116,7 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
     uint32_t *W = (uint32_t *)w, *kt = W + L.kt, *vt = W + L.vt, *kv = W + L.kv;
     uint32_t *qb = W + L.qb, *db = W + L.db, *qv = W + L.qv, *dcv = W + L.dv, *tv = W + L.tv;
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
-    size_t base = drop ? ct__attn_counter_base(a, s) : 0;
+    uint64_t key = ct__attn_seq_key(a, s);
 
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
     t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
@@ -137,14 +137,14 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
         if (drop)
             for (int r = 0; r < R; r++)
                 a->k->dropout_forward(Pd + (size_t)r * Tp, P + (size_t)r * Tp, (size_t)T,
-                                      a->dropout, a->dropout_key,
-                                      base + ((size_t)h * T + i0 + r) * T);
+                                      a->dropout, key,
+                                      ((size_t)h * T + i0 + r) * T);
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm_bf16(dP, (int)Tp, db, H2, 1, vt, (int)Tp, R, T, H2, 0);
         t->pack_pairs(tv, (int)Tp, Pd, (int)Tp, R, T);
         t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, acc);
         ct__attn_row_terms(a, D, dP, Tp, da, ctxo + (size_t)i0 * ld, R, T,
-                           base + ((size_t)h * T + i0) * T);
+                           key, ((size_t)h * T + i0) * T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         /* dQ = dS K; dK += dS^T Q */
         rows_bf16(a, pb, Tp, dP, Tp, R, T);

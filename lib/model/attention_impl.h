@@ -30,11 +30,11 @@ typedef struct ct__attn_job {
 
 /* Backward's row terms of R query rows: D[r] = dctx_r . ctx_r, which equals
  * rowsum(dP * P) with or without dropout and needs no pass over the T
- * columns; then dP's rows through dropout's backward (`first`: the counter
- * of row 0's first key). */
+ * columns; then dP's rows through dropout's backward (`key`: the sequence's,
+ * `first`: the counter of row 0's first key). */
 static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, size_t ldp,
                                       const float *dctx, const float *ctx, int R, int T,
-                                      size_t first)
+                                      uint64_t key, size_t first)
 {
     for (int r = 0; r < R; r++) {
         const float *x = dctx + (size_t)r * a->ld, *y = ctx + (size_t)r * a->ld;
@@ -51,20 +51,14 @@ static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, si
         D[r] = sum;
         if (a->dropout > 0)
             a->k->dropout_backward(dP + (size_t)r * ldp, dP + (size_t)r * ldp, (size_t)T,
-                                   a->dropout, a->dropout_key, first + (size_t)r * T);
+                                   a->dropout, key, first + (size_t)r * T);
     }
 }
 
-/* Dropout counter of element (s, 0, 0, 0): the sequences before s take
- * NH * len^2 counters each, then row-major [h][i][j] (attention.h). */
-static inline size_t ct__attn_counter_base(const ct__attn *a, int s)
+/* The dropout key of sequence s (attention.h). */
+static inline uint64_t ct__attn_seq_key(const ct__attn *a, int s)
 {
-    size_t base = 0;
-    for (int t = 0; t < s; t++) {
-        size_t len = (size_t)(a->seq_start[t + 1] - a->seq_start[t]);
-        base += (size_t)a->NH * len * len;
-    }
-    return base;
+    return ct__dropout_seq_key(a->dropout_key, a->dropout_ids ? a->dropout_ids[s] : (uint64_t)s);
 }
 
 /* The bf16 dot-product path applies: bf16 on and the level has it. */

@@ -14,14 +14,17 @@ ct_status ct_batch_create(ct_batch **out)
     return *out ? CT_OK : ct__error(CT_ERR_NOMEM, "out of memory creating a batch");
 }
 
+/* Everything set after the inputs. */
 static void clear_labels(ct_batch *b)
 {
     free(b->start_positions);
     free(b->end_positions);
     free(b->labels);
     free(b->float_labels);
+    free(b->example_ids);
     b->start_positions = b->end_positions = b->labels = NULL;
     b->float_labels = NULL;
+    b->example_ids = NULL;
     b->n_labels = b->n_float_labels = 0;
 }
 
@@ -167,6 +170,26 @@ ct_status ct_batch_set_float_labels(ct_batch *b, const float *labels, size_t n)
     free(b->float_labels);
     b->float_labels = l;
     b->n_float_labels = n;
+    return CT_OK;
+}
+
+ct_status ct_batch_set_example_ids(ct_batch *b, const uint64_t *ids, size_t n)
+{
+    uint64_t *copy;
+    ct_status st;
+    CT__CHECK_ARG(b);
+    CT__CHECK_ARG(ids);
+    if ((st = need_inputs(b, __func__)) != CT_OK)
+        return st;
+    if (n != (size_t)b->B)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_batch_set_example_ids: %zu ids for batch_size %d (one per example)",
+                         n, b->B);
+    if (!(copy = malloc(n * sizeof *copy)))
+        return ct__error(CT_ERR_NOMEM, "out of memory copying example ids");
+    memcpy(copy, ids, n * sizeof *copy);
+    free(b->example_ids);
+    b->example_ids = copy;
     return CT_OK;
 }
 

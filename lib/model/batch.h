@@ -15,6 +15,7 @@ struct ct_batch {
     size_t n_labels;
     float *float_labels;                                  /* [n_float_labels] or NULL */
     size_t n_float_labels;
+    uint64_t *example_ids;                                /* [B] or NULL */
 };
 
 #endif

@@ -46,21 +46,30 @@ static float *G(const pass *p, size_t off) { return p->m->grads + off; }
 #define MSLOT(p, base, l, per) MM_AT(p, base, (p)->per_layer ? (l) : 0, per)
 #define MXS(p, base, i, per) MM_AT(p, base, (p)->all_x ? (i) : ((i) & 1), per)
 
+/* Dropout masks. With example ids (ct_batch_set_example_ids) a sequence's
+ * masks are keyed by (seed, its id, site) alone, with counters from its own
+ * first token, so an example gets the same masks in any batch, on any rank
+ * and at any accumulation; without them, by (seed, pass counter, site) and
+ * the sequence's row in the batch. The two kinds of keys never meet: ids
+ * take the step slot's last value, which a pass counter does not reach. */
 static uint64_t site_key(const pass *p, uint32_t site)
 {
-    return ct__dropout_key(p->m->dropout_seed, p->step, site);
+    return ct__dropout_key(p->m->dropout_seed, p->batch->example_ids ? UINT64_MAX : p->step,
+                           site);
 }
 
-static void dropout(const pass *p, float *x, size_t n, float prob, uint32_t site)
+/* x: one row of C per token (per_token) or per sequence (a head's [B, C]). */
+static void dropout(const pass *p, float *x, int per_token, float prob, uint32_t site)
 {
     if (p->training && prob > 0)
-        ct__p_dropout(p->pool, x, n, prob, site_key(p, site));
+        ct__p_dropout(p->pool, x, p->B, per_token ? p->a->seq_start : NULL, (size_t)p->C,
+                      p->batch->example_ids, prob, site_key(p, site));
 }
 
-static void dropout_back(const pass *p, float *dx, size_t n, float prob, uint32_t site)
+/* The same mask and scale as forward. */
+static void dropout_back(const pass *p, float *dx, int per_token, float prob, uint32_t site)
 {
-    if (p->training && prob > 0) /* the same mask and scale as forward */
-        ct__p_dropout(p->pool, dx, n, prob, site_key(p, site));
+    dropout(p, dx, per_token, prob, site);
 }
 
 enum { SITE_ATT_PROBS, SITE_ATT_OUT, SITE_FFN_OUT, SITES_PER_LAYER = 4 };
@@ -135,7 +144,7 @@ static ct__attn attn_desc(const pass *p, int l)
     ct__attn at = {p->k, p->pool, p->B, p->a->seq_start, p->NH, p->HD, p->C,
                    1.0f / sqrtf((float)p->HD), p->bf16,
                    p->training ? p->m->cfg.attention_dropout : 0.0f,
-                   site_key(p, SITE(l, SITE_ATT_PROBS))};
+                   site_key(p, SITE(l, SITE_ATT_PROBS)), p->batch->example_ids};
     return at;
 }
 
@@ -222,7 +231,7 @@ static ct_status layer_fwd(const pass *p, int l)
     if ((st = linear_fwd(p, res1, ctx, p->bf16 ? MSLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo,
                          N, C, C)) != CT_OK)
         return st;
-    dropout(p, res1, NC, hdrop, SITE(l, SITE_ATT_OUT));
+    dropout(p, res1, 1, hdrop, SITE(l, SITE_ATT_OUT));
     ct__p_map(p->pool, ct__add_inplace, res1, x, NC);
     ct__p_layernorm_forward(p->pool, h1, SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N),
                             res1, P(p, w->ln1_w), P(p, w->ln1_b), N, C, eps);
@@ -236,7 +245,7 @@ static ct_status layer_fwd(const pass *p, int l)
     if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? MSLOT(p, a->ff_act_b, l, NF) : NULL, w->w2,
                          w->b2, N, FF, C)) != CT_OK)
         return st;
-    dropout(p, res2, NC, hdrop, SITE(l, SITE_FFN_OUT));
+    dropout(p, res2, 1, hdrop, SITE(l, SITE_FFN_OUT));
     ct__p_map(p->pool, ct__add_inplace, res2, h1, NC);
     ct__p_layernorm_forward(p->pool, out, SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N),
                             res2, P(p, w->ln2_w), P(p, w->ln2_b), N, C, eps);
@@ -269,7 +278,7 @@ static ct_status layer_bwd(pass *p, int l)
                              SLOT(p, a->res2, l, NC), P(p, w->ln2_w), SLOT(p, a->ln2_mean, l, N),
                              SLOT(p, a->ln2_rstd, l, N), N, C);
     memcpy(dh1, dres, NC * sizeof *dh1); /* residual branch */
-    dropout_back(p, dres, NC, hdrop, SITE(l, SITE_FFN_OUT));
+    dropout_back(p, dres, 1, hdrop, SITE(l, SITE_FFN_OUT));
     if ((st = linear_bwd(p, a->dff, 0, dres, SLOT(p, a->ff_act, l, NF),
                          bf ? MSLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
         CT_OK)
@@ -283,7 +292,7 @@ static ct_status layer_bwd(pass *p, int l)
                              SLOT(p, a->res1, l, NC), P(p, w->ln1_w), SLOT(p, a->ln1_mean, l, N),
                              SLOT(p, a->ln1_rstd, l, N), N, C);
     memcpy(dx_in, dres, NC * sizeof *dx_in); /* residual branch */
-    dropout_back(p, dres, NC, hdrop, SITE(l, SITE_ATT_OUT));
+    dropout_back(p, dres, 1, hdrop, SITE(l, SITE_ATT_OUT));
     /* dctx into a->da (dh1 is no longer needed) */
     if ((st = linear_bwd(p, a->da, 0, dres, SLOT(p, a->ctx, l, NC),
                          bf ? MSLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo, N, C, C)) != CT_OK)
@@ -334,7 +343,7 @@ static void embeddings_fwd(const pass *p)
     ct__p_layernorm_forward(p->pool, a->x, a->emb_mean, a->emb_rstd, a->emb, P(p, w->emb_ln_w),
                             P(p, w->emb_ln_b), p->N, p->C,
                             m->cfg.arch == CT__ARCH_BERT ? m->cfg.layer_norm_eps : 1e-12f);
-    dropout(p, a->x, (size_t)p->N * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
+    dropout(p, a->x, 1, m->cfg.hidden_dropout, SITE_EMB(p));
     to_bf16(p, a->x_b, a->x, (size_t)p->N * p->C);
 }
 
@@ -379,7 +388,7 @@ static void embeddings_bwd(const pass *p)
     const ct_model *m = p->m;
     const ct__model_w *w = &m->w;
     ct__acts *a = p->a;
-    dropout_back(p, a->dx, (size_t)p->N * p->C, m->cfg.hidden_dropout, SITE_EMB(p));
+    dropout_back(p, a->dx, 1, m->cfg.hidden_dropout, SITE_EMB(p));
     ct__p_layernorm_backward(p->pool, a->db, G(p, w->emb_ln_w), G(p, w->emb_ln_b), a->dx,
                              a->emb, P(p, w->emb_ln_w), a->emb_mean, a->emb_rstd, p->N, p->C);
     double t0 = ct__prof_begin();
@@ -432,7 +441,7 @@ static ct_status head_fwd(pass *p)
         float drop = token_head_dropout(m);
         if (p->training && drop > 0) {
             memcpy(a->head_in, xL, NC * sizeof *xL);
-            dropout(p, a->head_in, NC, drop, SITE_HEAD(p));
+            dropout(p, a->head_in, 1, drop, SITE_HEAD(p));
             to_bf16(p, a->head_in_b, a->head_in, NC);
             in = a->head_in;
             inb = a->head_in_b;
@@ -458,7 +467,7 @@ static ct_status head_fwd(pass *p)
         else
             ct__p_map(p->pool, ct__relu_forward, a->head_act, a->head_pre, (size_t)B * C);
         memcpy(a->head_out, a->head_act, (size_t)B * C * sizeof *a->head_out);
-        dropout(p, a->head_out, (size_t)B * C, classifier_dropout(m), SITE_HEAD(p));
+        dropout(p, a->head_out, 0, classifier_dropout(m), SITE_HEAD(p));
         to_bf16(p, a->head_out_b, a->head_out, (size_t)B * C);
         st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->out_w, w->out_b, B, C, NL);
         m->logits_ndim = 2;
@@ -640,7 +649,7 @@ static ct_status head_bwd(pass *p)
         st = linear_bwd(p, a->dx, 0, a->dlogits, dropped ? a->head_in : xL,
                         dropped ? a->head_in_b : xLb, w->out_w, w->out_b, N, C, outs);
         if (st == CT_OK && dropped)
-            dropout_back(p, a->dx, NC, drop, SITE_HEAD(p));
+            dropout_back(p, a->dx, 1, drop, SITE_HEAD(p));
         return st;
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
@@ -648,7 +657,7 @@ static ct_status head_bwd(pass *p)
         if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->out_w,
                              w->out_b, B, C, m->cfg.num_labels)) != CT_OK)
             return st;
-        dropout_back(p, a->dhead, BC, classifier_dropout(m), SITE_HEAD(p));
+        dropout_back(p, a->dhead, 0, classifier_dropout(m), SITE_HEAD(p));
         if (m->cfg.arch == CT__ARCH_BERT)
             ct__p_map2(p->pool, ct__tanh_backward, a->dhead2, a->dhead, a->head_act, BC);
         else

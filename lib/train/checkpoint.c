@@ -256,6 +256,7 @@ static CT__MUST_USE char *rng_state_json(const ct_trainer *t)
     ct__strbuf sb = {0};
     ct__sb_printf(&sb,
                   "{\n  \"batch_in_epoch\": %lld,\n  \"data_seed\": %llu,\n"
+                  "  \"dropout_masks\": \"by_example\",\n"
                   "  \"dropout_seed\": %llu,\n  \"dropout_step\": %llu,\n"
                   "  \"epoch_index\": %lld,\n  \"last_logged_step\": %lld,\n  \"loss_since_log\": ",
                   (long long)t->batch_in_epoch, (unsigned long long)t->data_seed,
@@ -527,6 +528,27 @@ static ct_status get_u64(const ct__json *root, const char *file, const char *key
     return CT_OK;
 }
 
+/* Masks have been keyed by example (ct_batch_set_example_ids) since after 0.1.0;
+ * a checkpoint without the field drew them by rank and step. It resumes,
+ * but with example-keyed masks from here, so it cannot repeat what the
+ * interrupted run would have done: said once, by rank 0. */
+static ct_status check_dropout_masks(const ct_trainer *t, const ct__json *r, const char *file)
+{
+    const ct__json *v = ct__json_get(r, "dropout_masks");
+    if (!v) {
+        if (t->rank == 0)
+            ct__log(CT_LOG_WARNING, "%s was written before dropout masks were keyed by example: "
+                                    "resuming with masks by example, so the rest of the run "
+                                    "differs from what the interrupted run would have done",
+                    file);
+        return CT_OK;
+    }
+    if (v->type != CT_JSON_STRING || strcmp(v->str, "by_example") != 0)
+        return ct__error(CT_ERR_FORMAT, "%s: dropout_masks is not \"by_example\", the only "
+                                        "kind this version draws", file);
+    return CT_OK;
+}
+
 static ct_status get_f64(const ct__json *root, const char *file, const char *key, double *out)
 {
     const ct__json *v = ct__json_get(root, key);
@@ -703,6 +725,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         goto done;
     }
     if ((st = ct__elastic_position(t, r, path, &batch_in_epoch)) != CT_OK)
+        goto done;
+    if ((st = check_dropout_masks(t, r, path)) != CT_OK)
         goto done;
     if (batch_in_epoch < 0 || batch_in_epoch > t->batches_per_epoch || epoch_index < 0) {
         st = ct__error(CT_ERR_FORMAT,

@@ -194,6 +194,23 @@ static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad, 
     return CT_OK;
 }
 
+/* Dropout masks keyed by (epoch, index in the training set): each example
+ * draws the same masks whichever rank, batch and micro-batch it lands in,
+ * so the model does not depend on the world size or the accumulation. */
+static ct_status set_example_ids(const ct_trainer *t, ct_batch *batch, const int64_t *idx,
+                                 int n)
+{
+    uint64_t *ids = malloc((size_t)n * sizeof *ids);
+    ct_status st;
+    if (!ids)
+        return ct__error(CT_ERR_NOMEM, "out of memory for %d example ids", n);
+    for (int i = 0; i < n; i++)
+        ids[i] = (uint64_t)t->epoch_index << 40 | (uint64_t)idx[i];
+    st = ct_batch_set_example_ids(batch, ids, (size_t)n);
+    free(ids);
+    return st;
+}
+
 /* One micro-batch's forward and backward; on the window's last one with
  * several ranks, the gradients are averaged across ranks as backward
  * produces them. */
@@ -593,7 +610,8 @@ static ct_status train_run(ct_trainer *t)
                 scale = window_total ? (float)((double)tokens * t->world / (double)window_total)
                                      : 0.0f;
             }
-            if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK)
+            if ((st = ct_dataset_fill_batch(t->train, mine + first, n, batch)) != CT_OK ||
+                (st = set_example_ids(t, batch, mine + first, n)) != CT_OK)
                 break;
             ct__trainer_mask(t, batch, mine + first, (uint64_t)t->epoch_index);
             if ((st = micro_step(t, batch, scale, last_of_window, &loss)) != CT_OK)

@@ -17,8 +17,8 @@
 #     ranks started by hand at 3, resumed by hand at 2 with
 #     TORCHELASTIC_RESTART_COUNT=1 from checkpoint-4;
 # and the launcher's exit codes, per-rank logs, signal forwarding and bad
-# arguments; a rendezvous without a secret warns once. 36 examples, no
-# dropout, adam_epsilon 1e-4: as ddp_equiv.sh.
+# arguments; a rendezvous without a secret warns once. 36 examples, dropout
+# on, adam_epsilon 1e-4: as ddp_equiv.sh.
 # Expects B and PYTHON. Ends with "elastic: N passed, M failed".
 set -u
 : "${B:=build}" "${PYTHON:=/usr/bin/python3}"
@@ -36,7 +36,7 @@ mkdir -p "$dir"
 . tests/dist/demo_data.sh
 demo_data "$dir/data" || { bad "demo data"; exit 1; }
 
-args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
+args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --train_file $dir/data/train.json --max_train_samples 36 --do_train --max_steps 14
 --learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
 --save_strategy steps --save_steps 2 --seed 42 --logging_steps 5 --ddp_timeout 60

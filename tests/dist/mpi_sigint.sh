@@ -38,7 +38,7 @@ mkdir -p "$dir"
 . tests/dist/demo_data.sh
 demo_data "$dir/data" || { bad "demo data"; exit 1; }
 
-args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
+args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --train_file $dir/data/train.json --max_train_samples 400 --do_train
 --per_device_train_batch_size 4 --learning_rate 1e-4 --lr_scheduler_type constant
 --max_seq_length 96 --doc_stride 32 --save_strategy no --seed 42 --logging_steps 1

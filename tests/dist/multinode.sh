@@ -2,7 +2,7 @@
 # The guide's multi-node row on one machine: 4 ranks on 2 "hosts" (network
 # namespaces with a NIC each into a bridge, tests/dist/fake_hosts.sh),
 # 2 ranks per host, cputrain-qa training 10 steps of the demo model
-# (no dropout, as tests/dist/ddp_equiv.sh explains) at batch 2 per rank,
+# (dropout on, as in tests/dist/ddp_equiv.sh) at batch 2 per rank,
 # started three ways, each with the default ddp_backend (auto):
 #   torchrun  what torchrun --nnodes 2 --nproc_per_node 2 (and a PyTorchJob
 #             whose pods run torchrun) gives each process: RANK, WORLD_SIZE,
@@ -56,7 +56,7 @@ fh_up 4 2> "$dir/netns.err" || skip "network namespaces: $(cat "$dir/netns.err")
 
 . tests/dist/demo_data.sh
 demo_data "$dir/data" || { bad "demo data"; exit 1; }
-args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
+args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --train_file $dir/data/train.json --max_train_samples 36 --do_train --max_steps 10
 --learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
 --save_strategy no --seed 42 --logging_steps 5 --report_to none --ddp_timeout 120

@@ -8,7 +8,7 @@
 # Checkpoints hold one optimizer file per shard and resume at another world
 # size (2 -> 1, 3, 4 and 1 -> 3), ending where the uninterrupted run does;
 # world size 1 writes the single optimizer.safetensors, byte for byte the
-# same with optim_shard on or off. Uses the ddp_equiv.sh setup (no dropout,
+# same with optim_shard on or off. Uses the ddp_equiv.sh setup (dropout on,
 # adam_epsilon 1e-4). Also the default: sharded on shm, not on tcp and mpi
 # (see optim_shard() in trainer.c). Expects B and PYTHON. Ends with
 # "optim_shard: N passed, M failed".
@@ -26,7 +26,7 @@ mkdir -p "$dir"
 . tests/dist/demo_data.sh
 demo_data "$dir/data" || { bad "demo data"; exit 1; }
 
-args="--config_name $dir/data/config_no_dropout.json --tokenizer_name $dir/data
+args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --train_file $dir/data/train.json --max_train_samples 36 --do_train --max_steps 10
 --learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
 --save_strategy no --seed 42 --logging_steps 1 --ddp_timeout 120 --optim_shard true"
@@ -215,11 +215,11 @@ fi
 cat > "$dir/data/config_distil.json" <<'JSON'
 {"model_type": "distilbert", "architectures": ["DistilBertForQuestionAnswering"],
  "vocab_size": 427, "dim": 64, "n_layers": 2, "n_heads": 2, "hidden_dim": 128,
- "max_position_embeddings": 128, "sinusoidal_pos_embds": true, "dropout": 0.0,
- "attention_dropout": 0.0, "qa_dropout": 0.0, "pad_token_id": 0}
+ "max_position_embeddings": 128, "sinusoidal_pos_embds": true, "dropout": 0.1,
+ "attention_dropout": 0.1, "qa_dropout": 0.1, "pad_token_id": 0}
 JSON
 plain_args=$args
-args=$(echo "$args" | sed "s|config_no_dropout.json|config_distil.json|")
+args=$(echo "$args" | sed "s|config.json|config_distil.json|")
 check "shm: distilbert, sinusoidal positions, 3 ranks x batch 4, sharded = 1 x 12" \
     eval 'one distil-one --per_device_train_batch_size 12 &&
           ranks shm 3 distil-3 --per_device_train_batch_size 4 && same distil-one distil-3'

@@ -157,6 +157,7 @@ PROTOTYPES = {
     "ct_batch_set_positions": (_status, [Handle, _ptr(_i32), _ptr(_i32)]),
     "ct_batch_set_labels": (_status, [Handle, _ptr(_i32), _size]),
     "ct_batch_set_float_labels": (_status, [Handle, _ptr(_f32), _size]),
+    "ct_batch_set_example_ids": (_status, [Handle, _ptr(_u64), _size]),
     "ct_batch_size": (_int, [Handle]),
     "ct_batch_seq_len": (_int, [Handle]),
     # optim.h

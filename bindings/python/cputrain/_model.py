@@ -414,6 +414,16 @@ class Batch(OwnedHandle):
         check(lib.ct_batch_set_float_labels(self._live(), c.pointer, c.size))
         self._has_labels = True
 
+    def set_example_ids(self, ids):
+        """One id per example (non-negative integers below 2**64) that keys its
+        dropout masks, so an example gets the same masks in any batch
+        (ct_batch_set_example_ids). set_inputs clears them."""
+        values = [int(i) for i in ids]
+        if any(v < 0 or v >= 1 << 64 for v in values):
+            raise ValueError("example ids must be in [0, 2**64)")
+        arr = (ctypes.c_uint64 * max(len(values), 1))(*values)
+        check(lib.ct_batch_set_example_ids(self._live(), arr, len(values)))
+
     def __repr__(self):
         if not self._handle:
             return "<closed Batch>"

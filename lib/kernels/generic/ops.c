@@ -197,6 +197,11 @@ uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site)
                  ((uint64_t)site << 32));
 }
 
+uint64_t ct__dropout_seq_key(uint64_t site_key, uint64_t seq)
+{
+    return ct__mix64(site_key ^ ct__mix64(seq + 0xd1b54a32d192ed03ull));
+}
+
 /* Keep element i when its 24-bit uniform draw is >= p. */
 static inline int dropped(uint64_t key, size_t i, uint32_t threshold)
 {
