@@ -4,8 +4,10 @@
 # sequence length 128, global batch 16 either way —
 #   1 rank  x batch 16, OMP_NUM_THREADS=2
 #   2 ranks x batch 8,  OMP_NUM_THREADS=1 each, for shm, tcp (ranks started
-#                       the torchrun way, as tests/dist/ddp_equiv.sh does)
-#                       and mpi (under mpirun); BACKEND-shard with the
+#                       the torchrun way, as tests/dist/ddp_equiv.sh does),
+#                       mpi (Open MPI's plugin under mpirun.openmpi) and
+#                       mpich (the MPICH-ABI plugin under Hydra's
+#                       mpirun.mpich, backend mpi); BACKEND-shard with the
 #                       sharded optimizer (optim_shard true), BACKEND alone
 #                       without (optim_shard false)
 # so both use the machine's cores (2 here) in full. Each run's figure is
@@ -22,11 +24,11 @@
 # Environment: STEPS (optimizer steps per run, 300), ROUNDS (4), SEQ (128),
 # BATCH (global batch, 16), CONFIG (config.json or built-in name such as
 # bert-base-uncased; the demo model's), CONFIGS (which runs, "one shm
-# shm-shard tcp tcp-shard mpi mpi-shard"), PYTHON.
+# shm-shard tcp tcp-shard mpi mpi-shard mpich mpich-shard"), PYTHON.
 set -u
 B=${1:-build}
 : "${STEPS:=300}" "${ROUNDS:=4}" "${SEQ:=128}" "${BATCH:=16}" "${PYTHON:=/usr/bin/python3}"
-: "${CONFIGS:=one shm shm-shard tcp tcp-shard mpi mpi-shard}"
+: "${CONFIGS:=one shm shm-shard tcp tcp-shard mpi mpi-shard mpich mpich-shard}"
 qa=$B/bin/cputrain-qa
 dir=$B/bench-ddp
 [ -x "$qa" ] || { echo "ddp_throughput.sh: no $qa (make B=$B all)" >&2; exit 1; }
@@ -43,10 +45,15 @@ args="--config_name $CONFIG --tokenizer_name $dir/data
 half=$((BATCH / 2))
 
 configs=$CONFIGS
-if ! command -v mpirun > /dev/null 2>&1 || [ ! -f "$B/lib/cputrain/dist-mpi.so" ]; then
-    echo "ddp_throughput.sh: mpi skipped (mpirun or $B/lib/cputrain/dist-mpi.so missing)"
-    configs=$(echo "$configs" | tr ' ' '\n' | grep -v '^mpi' | tr '\n' ' ')
-fi
+# without_mpi NAME PLUGIN: drop NAME's runs when its mpirun or plugin is missing.
+without_mpi() {
+    if ! command -v "mpirun.$1" > /dev/null 2>&1 || [ ! -f "$B/lib/cputrain/$2" ]; then
+        echo "ddp_throughput.sh: $1 skipped (mpirun.$1 or $B/lib/cputrain/$2 missing)"
+        configs=$(echo "$configs" | tr ' ' '\n' | grep -v "^$3" | tr '\n' ' ')
+    fi
+}
+without_mpi openmpi dist-mpi.so 'mpi\(-shard\)\{0,1\}$'
+without_mpi mpich dist-mpich.so mpich
 rss="/usr/bin/time -f %M_%U_%S -o"
 
 # figure OUT_DIR: train_samples_per_second of a finished run.
@@ -67,9 +74,14 @@ run() {
     one)
         OMP_NUM_THREADS=2 $rss "$out.rss0" "$qa" $args --per_device_train_batch_size "$BATCH" \
             --output_dir "$out" > "$out.log" 2>&1 ;;
-    mpi*)
-        mpirun --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1 \
+    mpi | mpi-shard)
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1 \
             sh -c 'exec /usr/bin/time -f %M_%U_%S -o "$0.rss$OMPI_COMM_WORLD_RANK" "$@"' "$out" \
+            "$qa" $args --ddp_backend mpi --optim_shard $shard \
+            --per_device_train_batch_size "$half" --output_dir "$out" > "$out.log" 2>&1 ;;
+    mpich*)
+        mpirun.mpich -n 2 -genv OMP_NUM_THREADS 1 \
+            sh -c 'exec /usr/bin/time -f %M_%U_%S -o "$0.rss$PMI_RANK" "$@"' "$out" \
             "$qa" $args --ddp_backend mpi --optim_shard $shard \
             --per_device_train_batch_size "$half" --output_dir "$out" > "$out.log" 2>&1 ;;
     *)

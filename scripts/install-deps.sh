@@ -12,8 +12,11 @@ set -eu
 # (tests/python/test_tensorboard.py; TensorBoard itself is not in Debian).
 # python3-sklearn and python3-scipy: the references of tests/python/test_metrics.py;
 # python3-pandas: read_csv, the CSV reader behind `datasets` (tests/python/test_table.py).
+# mpich and libmpich-dev: the MPICH-ABI mpi plugin (dist-mpich.so) and Hydra's
+# mpirun.mpich, the launcher family of Intel MPI; beside Open MPI, whose
+# mpirun stays the default one (update-alternatives priority).
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
-libudev-dev libnuma-dev libopenmpi-dev openmpi-bin check abigail-tools python3
+libudev-dev libnuma-dev libopenmpi-dev openmpi-bin mpich libmpich-dev check abigail-tools python3
 python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy python3-pandas locales clang libclang-rt-14-dev"
 
 missing=""

@@ -267,7 +267,7 @@ START_TEST(failed_parse_changes_nothing)
     ASSERT_ERROR_HAS(PARSE("--lr_scheduler_type", "warm"), CT_ERR_INVALID_ARG,
                      "choose from linear|cosine|cosine_with_restarts|polynomial|constant|"
                      "constant_with_warmup");
-    ASSERT_ERROR_HAS(PARSE("--ddp_backend", "nccl"), CT_ERR_INVALID_ARG,
+    ASSERT_ERROR_HAS(PARSE("--ddp_backend", "hccx"), CT_ERR_INVALID_ARG,
                      "choose from auto|local|shm|tcp|mpi");
     ASSERT_ERROR_HAS(PARSE("--no_logging_nan_inf_filter=1"), CT_ERR_INVALID_ARG,
                      "takes no value");

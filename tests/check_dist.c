@@ -199,7 +199,7 @@ START_TEST(bad_options)
     static const struct {
         const char *key, *value, *needle;
     } bad[] = {
-        {"bakend", "shm", "'bakend'"},       {"backend", "nccl", "nccl"},
+        {"bakend", "shm", "'bakend'"},       {"backend", "hccx", "hccx"},
         {"backend", "", "backend"},          {"rank", "x", "rank='x'"},
         {"rank", "-1", "rank='-1'"},         {"rank", "1.5", "rank='1.5'"},
         {"world_size", "0", "world_size"},   {"local_rank", "", "local_rank"},
@@ -267,9 +267,9 @@ START_TEST(bad_environment)
 {
     ct_dist *d = NULL;
     clear_env();
-    setenv("CPUTRAIN_DIST_BACKEND", "nccl", 1);
+    setenv("CPUTRAIN_DIST_BACKEND", "hccx", 1);
     ASSERT_ERROR_HAS(ct_dist_create(NULL, &d), CT_ERR_INVALID_ARG, "CPUTRAIN_DIST_BACKEND");
-    ck_assert_msg(strstr(ct_last_error(), "nccl") != NULL, "%s", ct_last_error());
+    ck_assert_msg(strstr(ct_last_error(), "hccx") != NULL, "%s", ct_last_error());
     ck_assert_ptr_null(d);
     /* an option wins over the variable */
     {
@@ -349,7 +349,37 @@ START_TEST(mpi_plugin_not_found)
     /* The same from the environment variable. */
     setenv("CPUTRAIN_DIST_BACKEND", "mpi", 1);
     ASSERT_ERROR_HAS(ct_dist_create(NULL, &d), CT_ERR_NOT_FOUND, "dist-mpi.so");
+    /* Started by Hydra (MPICH, Intel MPI): the MPICH-ABI plugin is the one
+     * looked for, and the error says why that one. */
+    setenv("PMI_RANK", "0", 1);
+    setenv("PMI_SIZE", "1", 1);
+    ASSERT_ERROR_HAS(ct_dist_create(NULL, &d), CT_ERR_NOT_FOUND, "dist-mpich.so");
+    ck_assert_msg(strstr(ct_last_error(), "launcher pmi"), "'%s'", ct_last_error());
+    clear_env();
     ct_dist_options_free(o);
+}
+END_TEST
+
+/* Transformers' other ddp_backend values are refused saying what does
+ * their job here; an unknown name lists the valid ones. */
+START_TEST(other_backends_refused_with_the_reason)
+{
+    ct_dist_options *o = NULL;
+    ct_args *a = NULL;
+    const char *ccl[] = {"--ddp_backend", "ccl"}, *gloo[] = {"--ddp_backend", "gloo"};
+    OK(ct_dist_options_create(&o));
+    ASSERT_ERROR_HAS(ct_dist_options_set(o, "backend", "ccl"), CT_ERR_UNSUPPORTED,
+                     "under Intel MPI's or MPICH's mpirun, mpi (or auto)");
+    ASSERT_ERROR_HAS(ct_dist_options_set(o, "backend", "nccl"), CT_ERR_UNSUPPORTED,
+                     "this library trains on CPUs");
+    ASSERT_ERROR_HAS(ct_dist_options_set(o, "backend", "nope"), CT_ERR_INVALID_ARG,
+                     "expected auto, local, shm, tcp or mpi");
+    ct_dist_options_free(o);
+    OK(ct_args_create(&a));
+    ASSERT_ERROR_HAS(ct_args_parse(a, 2, ccl), CT_ERR_UNSUPPORTED,
+                     "argument --ddp_backend='ccl' is not available here");
+    ASSERT_ERROR_HAS(ct_args_parse(a, 2, gloo), CT_ERR_UNSUPPORTED, "tcp (or auto)");
+    ct_args_free(a);
 }
 END_TEST
 
@@ -821,6 +851,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, bad_environment);
     tcase_add_test(tc, mpi_plugin_not_found);
     tcase_add_test(tc, mpi_plugin_broken);
+    tcase_add_test(tc, other_backends_refused_with_the_reason);
     tcase_add_test(tc, shm_world_2);
     tcase_add_test(tc, shm_world_3);
     tcase_add_test(tc, tcp_world_2);

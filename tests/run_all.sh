@@ -127,16 +127,8 @@ run "Ctrl-C under Open MPI's mpirun: with odls_base_sigkill_timeout a complete c
 run "ct_dist API across two network namespaces (tcp, veth)" env B="$B" sh tests/dist/netns.sh
 run "multi-node row: 4 ranks on 2 namespace hosts (torchrun env, PyTorchJob pods, mpirun) = 1 x 8" \
     env B="$B" PYTHON="$PYTHON" sh tests/dist/multinode.sh
-# Without Open MPI's headers there is no plugin to test: skipped, said so.
-mpi_plugin_tests() {
-    if ! pkg-config --exists ompi-c; then
-        echo "check-mpi: SKIPPED (no Open MPI development files: scripts/install-deps.sh)"
-        return 77
-    fi
+run "mpi plugins (Open MPI, MPICH ABI) under their mpirun -n 2, 3, 4: collectives, a stuck rank's timeout" \
     "$MAKE" --no-print-directory -s check-mpi B="$B"
-}
-run "mpi plugin under mpirun -n 2, 3, 4: collectives, and a stuck rank's timeout" \
-    mpi_plugin_tests
 run "install + pkg-config (shared, rpath, static beside the .so), Python package, uninstall" \
     env PYTHON="$PYTHON" sh tests/pkgconfig/run.sh
 

@@ -3,6 +3,7 @@
 #include "args/args_priv.h"
 
 #include "core/json.h"
+#include "dist/dist_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -204,6 +205,10 @@ ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
             return ct__error(CT_ERR_UNSUPPORTED,
                              "argument --report_to: '%s' is not available here: only "
                              "tensorboard (or none, or all)", text);
+        /* Transformers' other backends: refused with what does their job */
+        if (f == CT_A_ddp_backend && !choice_valid(fd->choices, text) &&
+            ct__dist_check_backend("argument --ddp_backend", text) == CT_ERR_UNSUPPORTED)
+            return CT_ERR_UNSUPPORTED;
         if (!choice_valid(fd->choices, text))
             return ct__error(CT_ERR_INVALID_ARG,
                              "argument --%s: invalid choice '%s' (choose from %s)",

@@ -76,12 +76,19 @@ static ct_status membership(const ct_dist_options *o, ct__dist_member *m, char *
     return CT_OK;
 }
 
-/* The mpi plugin is built against Open MPI: started by another MPI's
- * launcher (the PMI variables of Intel MPI, MPICH), its MPI_Init would not
- * join that job, so auto only tries it under Open MPI's. */
-static int launched_by_open_mpi(const char *launcher)
+/* The mpi backend comes in two plugins, one per MPI ABI: an MPI library
+ * joins only the jobs of its own launcher, so the launcher decides.
+ * Hydra's PMI variables (MPICH, Intel MPI, the MPICH ABI initiative) ->
+ * dist-mpich.so; Open MPI's, or none (a singleton) -> dist-mpi.so. */
+static const char *mpi_plugin(const char *launcher)
 {
-    return !strcmp(launcher, "openmpi");
+    return !strcmp(launcher, "pmi") ? "mpich" : "mpi";
+}
+
+/* auto tries MPI only under an MPI launcher. */
+static int launched_by_mpi(const char *launcher)
+{
+    return !strcmp(launcher, "openmpi") || !strcmp(launcher, "pmi");
 }
 
 /* Opens backend `name` ("mpi" is a plugin); ct_dist fields filled. */
@@ -94,8 +101,8 @@ static ct_status open_backend(ct_dist *d, const char *name, const ct__dist_membe
         d->be = &ct__dist_shm;
     else if (!strcmp(name, "tcp"))
         d->be = &ct__dist_tcp;
-    else if ((st = ct__dist_plugin_load(name, &d->be, &d->plugin)) != CT_OK)
-        return st;
+    else if ((st = ct__dist_plugin_load(mpi_plugin(d->launcher), &d->be, &d->plugin)) != CT_OK)
+        return ct__error_prefix(st, "ddp_backend %s (launcher %s)", name, d->launcher);
     if ((st = d->be->open(m, &d->state)) != CT_OK) {
         if (d->plugin)
             dlclose(d->plugin);
@@ -141,7 +148,7 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
         st = open_backend(d, "local", &m);
     } else {
         st = CT_ERR_NOT_FOUND;
-        if (launched_by_open_mpi(launcher)) {
+        if (launched_by_mpi(launcher)) {
             st = open_backend(d, "mpi", &m);
             if (st == CT_ERR_NOT_FOUND || st == CT_ERR_UNSUPPORTED)
                 ct__log(CT_LOG_INFO, "ddp_backend auto: mpi unavailable (%s)", ct_last_error());
@@ -157,7 +164,7 @@ ct_status ct_dist_create(const ct_dist_options *o, ct_dist **out)
     ct__log(CT_LOG_INFO, "dist: rank %d of %d (local %d of %d), backend %s, launcher %s, "
                          "timeout %g s", d->rank, d->world, d->local_rank, d->local_world,
             d->be->name, d->launcher, d->timeout_s);
-    if (d->rank == 0 && launched_by_open_mpi(d->launcher))
+    if (d->rank == 0 && !strcmp(d->launcher, "openmpi"))
         ct__launcher_note_kill_timeout();
     *out = d;
     return CT_OK;

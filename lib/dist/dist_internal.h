@@ -29,8 +29,10 @@ struct ct_dist {
     float *scratch; /* bf16 reductions go through fp32 in chunks */
 };
 
-/* dist_options.c: CT_OK for a backend name (auto, local, shm, tcp, mpi),
- * else CT_ERR_INVALID_ARG naming `what` and the name. */
+/* dist_options.c: CT_OK for a backend name (auto, local, shm, tcp, mpi);
+ * Transformers' others (ccl, gloo, nccl, ...) CT_ERR_UNSUPPORTED saying
+ * what does their job here; anything else CT_ERR_INVALID_ARG. `what` and
+ * the name are in the text. */
 ct_status ct__dist_check_backend(const char *what, const char *name);
 
 /* secret.c: m->secret_key from the options' secret or secret_file, else

@@ -55,12 +55,36 @@ static ct_status set_text(const char *key, const char *value, char **out)
     return CT_OK;
 }
 
+/* Transformers' other ddp_backend values, and what does their job here. */
+static const char *other_backend(const char *name)
+{
+    static const struct {
+        const char *name, *why;
+    } others[] = {
+        {"ccl", "Intel's oneCCL is not used: under Intel MPI's or MPICH's mpirun, mpi (or "
+                "auto) reduces over the launcher's own MPI and its fabric"},
+        {"gloo", "PyTorch's gloo is not used: tcp (or auto) is its counterpart here"},
+        {"nccl", "a GPU backend; this library trains on CPUs: use auto"},
+        {"hccl", "an accelerator backend; this library trains on CPUs: use auto"},
+        {"cncl", "an accelerator backend; this library trains on CPUs: use auto"},
+        {"mccl", "an accelerator backend; this library trains on CPUs: use auto"},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        if (!strcmp(name, others[i].name))
+            return others[i].why;
+    return NULL;
+}
+
 ct_status ct__dist_check_backend(const char *what, const char *name)
 {
     static const char *const names[] = {"auto", "local", "shm", "tcp", "mpi"};
+    const char *why;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i]))
             return CT_OK;
+    if ((why = other_backend(name)))
+        return ct__error(CT_ERR_UNSUPPORTED, "%s='%s' is not available here: %s", what, name,
+                         why);
     return ct__error(CT_ERR_INVALID_ARG, "%s='%s': expected auto, local, shm, tcp or mpi", what,
                      name);
 }

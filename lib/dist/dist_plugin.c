@@ -59,29 +59,27 @@ ct_status ct__dist_plugin_load(const char *name, const ct__dist_backend **be, vo
         /* RTLD_GLOBAL: MPI libraries dlopen their own components, which
          * expect the MPI symbols to be visible globally. */
         if (!(h = dlopen(path, RTLD_NOW | RTLD_GLOBAL)))
-            return ct__error(CT_ERR_UNSUPPORTED, "ddp_backend %s: cannot load %s: %s", name,
-                             path, dlerror());
+            return ct__error(CT_ERR_UNSUPPORTED, "cannot load %s: %s", path, dlerror());
         *(void **)&entry = dlsym(h, CT__DIST_PLUGIN_ENTRY);
         if (!entry) {
             dlclose(h);
-            return ct__error(CT_ERR_UNSUPPORTED, "ddp_backend %s: %s has no %s", name, path,
-                             CT__DIST_PLUGIN_ENTRY);
+            return ct__error(CT_ERR_UNSUPPORTED, "%s has no %s", path, CT__DIST_PLUGIN_ENTRY);
         }
         if (!(table = entry(&host))) {
             dlclose(h);
-            return ct__error_prefix(CT_ERR_UNSUPPORTED, "ddp_backend %s (%s)", name, path);
+            return ct__error_prefix(CT_ERR_UNSUPPORTED, "%s", path);
         }
         if (table->api_version != CT__DIST_API_VERSION) {
             dlclose(h);
             return ct__error(CT_ERR_UNSUPPORTED,
-                             "ddp_backend %s: %s implements backend interface %d, this "
-                             "library %d", name, path, table->api_version,
+                             "%s implements backend interface %d, this library %d", path,
+                             table->api_version,
                              CT__DIST_API_VERSION);
         }
         *be = table;
         *handle = h;
         return CT_OK;
     }
-    return ct__error(CT_ERR_NOT_FOUND, "ddp_backend %s: no dist-%s.so in %s (set "
-                                       "CPUTRAIN_PLUGIN_DIR to its folder)", name, name, tried);
+    return ct__error(CT_ERR_NOT_FOUND, "no dist-%s.so in %s (set CPUTRAIN_PLUGIN_DIR to its "
+                                       "folder)", name, tried);
 }

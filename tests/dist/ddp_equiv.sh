@@ -3,8 +3,9 @@
 # 2 ranks x batch 4 and 4 ranks x batch 2 must end with the parameters of
 # 1 rank x batch 8 after 10 optimizer steps (fp32), for each backend — shm
 # and tcp with ranks started the torchrun way (RANK, WORLD_SIZE, ... in the
-# environment), mpi under mpirun. 36 training examples make the 10 steps
-# cross an epoch boundary with a short last batch (9 per rank for 4 ranks),
+# environment), mpi under Open MPI's and MPICH's mpirun. 36 training
+# examples make the 10 steps cross an epoch boundary with a short last
+# batch (9 per rank for 4 ranks),
 # and one run uses gradient accumulation (2 ranks x 2 x 2 micro-batches).
 #
 # Dropout is on (each example's masks are its own, whatever rank and batch
@@ -136,21 +137,29 @@ else
     bad "only rank 0 logs"
 fi
 
-plugin=$B/lib/cputrain/dist-mpi.so
-if command -v mpirun > /dev/null 2>&1 && [ -f "$plugin" ]; then
+# mpi under each MPI's own mpirun: Open MPI's, and MPICH's Hydra with the
+# guide's Intel MPI syntax (-genv); auto picks the plugin of the launcher.
+mpi_rows() { # MPI PLUGIN, then the launcher's command line up to -n
+    mpi=$1 plugin=$B/lib/cputrain/$2
+    shift 2
+    if ! command -v "$1" > /dev/null 2>&1 || [ ! -f "$plugin" ]; then
+        bad "$mpi: $1 or $plugin missing (scripts/install-deps.sh installs Open MPI and MPICH)"
+        return
+    fi
     for world in 2 4; do
-        name=mpi-$world
-        if mpirun --allow-run-as-root --oversubscribe -n "$world" -x OMP_NUM_THREADS=1 \
-            "$qa" $args --ddp_backend mpi --per_device_train_batch_size $((8 / world)) \
-            --output_dir "$dir/$name" > "$dir/$name.log" 2>&1 && same "$name"; then
-            ok "mpi: $world ranks x batch $((8 / world)) = 1 x 8"
+        name=$mpi-$world
+        if "$@" -n "$world" "$qa" $args --ddp_backend auto --log_level info \
+            --per_device_train_batch_size $((8 / world)) --output_dir "$dir/$name" \
+            > "$dir/$name.log" 2>&1 && grep -q "backend mpi" "$dir/$name.log" && same "$name"; then
+            ok "$mpi: $world ranks x batch $((8 / world)) = 1 x 8 (auto chose mpi)"
         else
-            bad "mpi: $world ranks x batch $((8 / world)) = 1 x 8"; tail -n 5 "$dir/$name.log"
+            bad "$mpi: $world ranks x batch $((8 / world)) = 1 x 8"; tail -n 5 "$dir/$name.log"
         fi
     done
-else
-    bad "mpi: mpirun or $plugin missing (scripts/install-deps.sh installs Open MPI)"
-fi
+}
+mpi_rows openmpi dist-mpi.so mpirun.openmpi --allow-run-as-root --oversubscribe \
+    -x OMP_NUM_THREADS=1
+mpi_rows mpich dist-mpich.so mpirun.mpich -genv OMP_NUM_THREADS 1
 
 echo "ddp: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,15 +1,18 @@
 /* The public ct_dist API checked from the launcher's environment, as an
  * application uses it: ct_dist_create(NULL, ...) learns the membership from
- * mpirun (the mpi backend), or from RANK, WORLD_SIZE, ... set by a shell
+ * Open MPI's or Hydra's mpirun (the mpi backend), or from RANK, WORLD_SIZE, ... set by a shell
  * loop or in two network namespaces (shm, tcp). Runs the checks of
  * collectives_check.h, the same as the Check suite's forked ranks, and
  * prints one line per check and rank, then a summary line.
  *
- *   dist_api_test [--backend NAME] [--no-big]   exit 0 when every check passed
- *   dist_api_test --free-port                  print a free TCP port, for scripts
+ *   dist_api_test [--backend NAME] [--launcher NAME] [--no-big]
+ *                                exit 0 when every check passed
+ *   dist_api_test --free-port    print a free TCP port, for scripts
  *
  * --backend NAME: fail unless ct_dist chose that backend (so an mpirun run
- * cannot quietly fall back to shm). --no-big: skip the 64 MiB allreduce.
+ * cannot quietly fall back to shm); --launcher NAME: the same for the
+ * launcher ct_dist saw (openmpi, pmi, torchrun). --no-big: skip the 64 MiB
+ * allreduce.
  * The first line names the network namespace (/proc/self/ns/net), so that a
  * script can tell that two ranks ran in different ones. */
 #include <arpa/inet.h>
@@ -52,7 +55,7 @@ static int free_port(void)
 
 int main(int argc, char **argv)
 {
-    const char *want_backend = NULL;
+    const char *want_backend = NULL, *want_launcher = NULL;
     char netns[64] = "?";
     ct_dist *d = NULL;
     ct_status st;
@@ -73,8 +76,11 @@ int main(int argc, char **argv)
             big = 0;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             want_backend = argv[++i];
+        } else if (!strcmp(argv[i], "--launcher") && i + 1 < argc) {
+            want_launcher = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--backend NAME] [--no-big] | --free-port\n", argv[0]);
+            fprintf(stderr, "usage: %s [--backend NAME] [--launcher NAME] [--no-big] | "
+                            "--free-port\n", argv[0]);
             return 2;
         }
     }
@@ -96,6 +102,9 @@ int main(int argc, char **argv)
     if (want_backend)
         cc_verdict(&c, !strcmp(ct_dist_backend(d), want_backend), "backend is %s (wanted %s)",
                    ct_dist_backend(d), want_backend);
+    if (want_launcher)
+        cc_verdict(&c, !strcmp(ct_dist_launcher(d), want_launcher),
+                   "launcher is %s (wanted %s)", ct_dist_launcher(d), want_launcher);
     cc_run_all(&c, big);
     ct_dist_free(d);
     printf("%s: %d passed, %d failed\n", prefix, c.passed, c.failed);

@@ -1,6 +1,8 @@
 #!/bin/sh
 # The public ct_dist API from a launcher's environment: dist_api_test under
-# mpirun with 2 and 3 ranks (the mpi plugin, found beside the library), and
+# Open MPI's mpirun and under MPICH's (Hydra, the launcher family of Intel
+# MPI) with 2 and 3 ranks — the mpi backend through the plugin of that MPI,
+# found beside the library, picked by auto from the launcher — and
 # started by a shell loop the way torchrun does (RANK, WORLD_SIZE,
 # LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) for shm and tcp.
 # Each run passes when every rank exits 0. Without mpirun or the plugin the
@@ -9,8 +11,8 @@
 set -u
 : "${B:=build}"
 bin=$PWD/$B/tests/dist_api_test
-plugin=$B/lib/cputrain/dist-mpi.so
-MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+MPIRUN_OPENMPI=${MPIRUN_OPENMPI:-mpirun.openmpi --allow-run-as-root --oversubscribe}
+MPIRUN_MPICH=${MPIRUN_MPICH:-mpirun.mpich}
 # A hang must end the run, not the CI job; every collective is bounded by
 # ct_dist's timeout (1800 s by default, not settable from the environment).
 LIMIT=${DIST_TEST_LIMIT:-300}
@@ -41,13 +43,16 @@ if [ ! -x "$bin" ]; then
     exit 1
 fi
 
-# mpirun -n N: membership from Open MPI's environment.
-run_mpi() { # n, then variables for the ranks
-    n=$1
-    shift
-    name="mpirun -n $n${1:+ ($*)}"
+# MPI N, then variables for the ranks: mpirun -n N of that MPI (openmpi or
+# mpich); membership from its environment, the launcher checked.
+run_mpi() {
+    mpi=$1 n=$2
+    shift 2
+    if [ "$mpi" = openmpi ]; then cmd=$MPIRUN_OPENMPI launcher=openmpi; else
+        cmd=$MPIRUN_MPICH launcher=pmi; fi
+    name="$mpi: mpirun -n $n${1:+ ($*)}"
     echo "==== mpi.sh: $name"
-    timeout -k 10 "$LIMIT" env "$@" $MPIRUN -n "$n" "$bin" --backend mpi
+    timeout -k 10 "$LIMIT" env "$@" $cmd -n "$n" "$bin" --backend mpi --launcher "$launcher"
     verdict "$name" $?
 }
 
@@ -82,17 +87,21 @@ run_loop() { # backend n
     verdict "$name" "$st"
 }
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    echo "mpi: SKIPPED (no mpirun)"
-    skipped=$((skipped + 2))
-elif [ ! -f "$plugin" ]; then
-    echo "mpi: SKIPPED (no $plugin: Open MPI's ompi-c pkg-config file missing at build time)"
-    skipped=$((skipped + 2))
-else
-    # auto: launched by mpirun and the plugin loads, so mpi.
-    run_mpi 2
-    run_mpi 3 CPUTRAIN_DIST_BACKEND=mpi
-fi
+# PLUGIN MPI: both runs of that MPI, or SKIPPED saying why.
+mpi_runs() {
+    if [ ! -f "$B/lib/cputrain/$1" ]; then
+        echo "mpi.sh: $2: SKIPPED (no $1: its MPI's development files missing at build time)"
+        skipped=$((skipped + 2))
+    elif ! command -v "mpirun.$2" >/dev/null 2>&1; then
+        echo "mpi.sh: $2: SKIPPED (no mpirun.$2)"
+        skipped=$((skipped + 2))
+    else
+        run_mpi "$2" 2 # auto: launched by that MPI's mpirun and its plugin loads, so mpi
+        run_mpi "$2" 3 CPUTRAIN_DIST_BACKEND=mpi
+    fi
+}
+mpi_runs dist-mpi.so openmpi
+mpi_runs dist-mpich.so mpich
 run_loop shm 3
 run_loop tcp 2
 

@@ -1,9 +1,11 @@
-/* The mpi backend plugin on its own: dlopens it (the path is argv[1]), gives
- * it a host table and runs its collectives under mpirun. Links neither MPI
- * nor libcputrain — everything crosses the plugin's table, as in ct_dist.
+/* An mpi backend plugin on its own: dlopens it (the path is argv[1]), gives
+ * it a host table and runs its collectives under its MPI's mpirun. Links
+ * neither MPI nor libcputrain — everything crosses the plugin's table, as in
+ * ct_dist. Open MPI's plugin and the MPICH-ABI one alike:
  *
  *   mpirun --allow-run-as-root --oversubscribe -n 3 mpi_plugin_test dist-mpi.so
  *   mpirun ... mpi_plugin_test dist-mpi.so --timeout
+ *   mpirun.mpich -n 3 mpi_plugin_test dist-mpich.so
  *
  * The second form checks the timeout: one rank (MPI_PLUGIN_TEST_SKIP_RANK,
  * default the last) skips an allreduce; the others must fail with
@@ -85,6 +87,12 @@ static int env_int(const char *name, int fallback)
 {
     const char *v = getenv(name);
     return v != NULL && *v != '\0' ? atoi(v) : fallback;
+}
+
+/* Open MPI's variable, else Hydra's (MPICH, Intel MPI). */
+static int launcher_int(const char *ompi, const char *hydra, int fallback)
+{
+    return env_int(ompi, env_int(hydra, fallback));
 }
 
 static uint64_t mix(uint64_t x)
@@ -415,8 +423,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s dist-mpi.so [--timeout]\n", argv[0]);
         return 2;
     }
-    my_rank = env_int("OMPI_COMM_WORLD_RANK", 0);
-    my_world = env_int("OMPI_COMM_WORLD_SIZE", 1);
+    my_rank = launcher_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0);
+    my_world = launcher_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1);
     /* RTLD_LOCAL, as a loader that keeps MPI's symbols to the plugin. */
     plugin_path = argv[1];
     void *so = plugin_so = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -441,8 +449,10 @@ int main(int argc, char **argv)
     if (p.be == NULL)
         return 1;
     p.m = (ct__dist_member){ .rank = my_rank, .world = my_world,
-                             .local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0),
-                             .local_world = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1),
+                             .local_rank = launcher_int("OMPI_COMM_WORLD_LOCAL_RANK",
+                                                        "MPI_LOCALRANKID", 0),
+                             .local_world = launcher_int("OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                         "MPI_LOCALNRANKS", 1),
                              .master_addr = "", .master_port = 0, .job = "mpi-plugin-test",
                              .timeout_s = 60.0 };
     double t0 = now_s();
@@ -450,7 +460,7 @@ int main(int argc, char **argv)
         run_timeout(&p);
     else
         run_all(&p);
-    /* Not dlclosed: Open MPI's libraries do not expect to be unloaded. */
+    /* Not dlclosed: MPI libraries do not expect to be unloaded. */
     printf("rank %d of %d: %d checks, %d failed, %.2f s\n", my_rank, my_world, checks, failures,
            now_s() - t0);
     return failures == 0 ? 0 : 1;

@@ -25,8 +25,8 @@ check() { # TEXT COMMAND...
     shift
     if "$@"; then ok "$text"; else bad "$text"; fi
 }
-if ! command -v mpirun > /dev/null 2>&1 || [ ! -f "$plugin" ]; then
-    echo "mpi_sigint: SKIPPED: mpirun or $plugin missing"
+if ! command -v mpirun.openmpi > /dev/null 2>&1 || [ ! -f "$plugin" ]; then
+    echo "mpi_sigint: SKIPPED: mpirun.openmpi or $plugin missing"
     exit 77
 fi
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT PMI_RANK PMI_SIZE \
@@ -43,7 +43,7 @@ args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --per_device_train_batch_size 4 --learning_rate 1e-4 --lr_scheduler_type constant
 --max_seq_length 96 --doc_stride 32 --save_strategy no --seed 42 --logging_steps 1
 --ddp_timeout 120 --disable_tqdm --report_to none --ddp_backend mpi"
-mpi="mpirun --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1"
+mpi="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x OMP_NUM_THREADS=1"
 
 # interrupted NAME MPIRUN_OPTIONS...: a long run sent SIGINT once rank 0
 # has logged step 5; its mpirun's status in $dir/NAME.status.

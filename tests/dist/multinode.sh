@@ -19,10 +19,15 @@
 #             host r/2 with the local rank and size that host's Open MPI
 #             daemon would set; MPI traffic over TCP on the veths only.
 #             auto picks mpi.
+#   mpirun.mpich  the guide's line itself, `mpirun -f hostfile -n 4 -ppn 2
+#             -genv OMP_NUM_THREADS=1 cputrain-qa ...`, under MPICH's Hydra
+#             (Intel MPI's launcher family) from host 0, host 1's proxy
+#             started by an `ssh` that enters its namespace; auto picks the
+#             MPICH-ABI mpi plugin.
 # Each must end with the parameters of 1 rank x batch 8 (within 1e-6), and
 # the ranks must print what the README says: rank 0 the training log, the
 # others only their placement (and warnings). Needs root and `ip`, else
-# SKIPPED (exit 77); the mpirun part needs mpirun and the mpi plugin.
+# SKIPPED (exit 77); the mpirun parts need each MPI's mpirun and plugin.
 # Expects B and PYTHON. Ends with "multinode: N passed, M failed".
 set -u
 : "${B:=build}" "${PYTHON:=/usr/bin/python3}"
@@ -163,7 +168,7 @@ else
     bad "PyTorchJob pods without torchrun, 4 hosts x 1 rank"
 fi
 
-if command -v mpirun > /dev/null 2>&1 && [ -f "$B/lib/cputrain/dist-mpi.so" ]; then
+if command -v mpirun.openmpi > /dev/null 2>&1 && [ -f "$B/lib/cputrain/dist-mpi.so" ]; then
     cat > "$dir/in_host.sh" << EOF
 #!/bin/sh
 # Rank r into host r / 2, local rank r % 2 of 2 (what that host's orted would say).
@@ -174,7 +179,7 @@ EOF
     chmod +x "$dir/in_host.sh"
     if ip netns exec "$(fh_switch)" env PMIX_MCA_ptl_tcp_remote_connections=1 \
         PMIX_MCA_ptl_tcp_if_include=10.233.0.0/24 timeout -k 10 "$LIMIT" \
-        mpirun --allow-run-as-root --oversubscribe --bind-to none -n 4 \
+        mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -n 4 \
         --mca btl tcp,self --mca btl_tcp_if_include 10.233.0.0/24 \
         --mca oob_tcp_if_include 10.233.0.0/24 -x OMP_NUM_THREADS=1 -x CPUTRAIN_DIST_SECRET \
         "$dir/in_host.sh" "$qa" $args --per_device_train_batch_size 2 \
@@ -189,6 +194,46 @@ EOF
     fi
 else
     bad "mpirun or $B/lib/cputrain/dist-mpi.so missing (scripts/install-deps.sh installs Open MPI)"
+fi
+
+# The guide's launch line as written, under MPICH's Hydra (Intel MPI's
+# launcher family): mpirun -f hostfile -n 4 -ppn 2 -genv OMP_NUM_THREADS=...
+# run from host 0. Hydra starts host 1's proxy with `ssh HOST COMMAND`;
+# there is no sshd here, so the `ssh` first in PATH runs COMMAND in that
+# host's namespace instead, and HYDRA_IFACE=eth0 has the proxy call back
+# to host 0's address (both set outside the command line, as a cluster's
+# environment would).
+if command -v mpirun.mpich > /dev/null 2>&1 && [ -f "$B/lib/cputrain/dist-mpich.so" ]; then
+    mkdir -p "$dir/fake-ssh"
+    cat > "$dir/fake-ssh/ssh" << EOF
+#!/bin/sh
+# ssh [-x ...] HOST COMMAND...: COMMAND in the namespace of host HOST (10.233.0.<i+1>)
+while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
+host=\$1
+shift
+echo "ssh \$host: \$*" >> "$dir/hydra.ssh.log"
+exec ip netns exec ct-h\$((\${host##*.} - 1))-$fh_tag sh -c "\$*"
+EOF
+    chmod +x "$dir/fake-ssh/ssh"
+    printf '%s\n%s\n' "$(fh_addr 0)" "$(fh_addr 1)" > "$dir/hostfile"
+    if ip netns exec "$(fh_ns 0)" env PATH="$dir/fake-ssh:$PATH" HYDRA_IFACE=eth0 \
+        timeout -k 10 "$LIMIT" \
+        mpirun.mpich -f "$dir/hostfile" -n 4 -ppn 2 -genv OMP_NUM_THREADS=1 \
+        "$qa" $args --per_device_train_batch_size 2 \
+        --output_dir "$dir/hydra" > "$dir/hydra.log" 2>&1; then
+        ok "the guide's line under mpirun.mpich, 2 hosts x 2 ranks: exit 0"
+        check "mpirun.mpich: auto picks mpi through the MPICH plugin (launcher pmi)" \
+            grep -q "dist: rank 0 of 4 (local 0 of 2), backend mpi, launcher pmi" "$dir/hydra.log"
+        check "mpirun.mpich: rank 2 is local 0 of 2 on host 1, started there by Hydra's ssh" \
+            eval 'grep -q "dist: rank 2 of 4 (local 0 of 2), backend mpi, launcher pmi" \
+                      "$dir/hydra.log" && grep -q "^ssh $(fh_addr 1): .*hydra_pmi_proxy" \
+                      "$dir/hydra.ssh.log"'
+        check "mpirun.mpich: 2 hosts x 2 ranks x batch 2 = 1 x 8" same hydra
+    else
+        bad "the guide's line under mpirun.mpich, 2 hosts x 2 ranks"; tail -n 8 "$dir/hydra.log"
+    fi
+else
+    bad "mpirun.mpich or $B/lib/cputrain/dist-mpich.so missing (scripts/install-deps.sh installs MPICH)"
 fi
 
 echo "multinode: $passed passed, $failed failed"
