@@ -463,6 +463,81 @@ START_TEST(new_head_on_pretrained_encoder)
 }
 END_TEST
 
+/* from_pretrained's keyword arguments: every value checked where it is set,
+ * by name; a head of another size refused naming the tensor and both
+ * shapes, or with ignore_mismatched_sizes initialised, warned about and
+ * listed, the encoder still loaded. */
+static char shape_warning[512];
+static void keep_shape_warning(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_WARNING && strstr(msg, "'classifier.weight'"))
+        snprintf(shape_warning, sizeof shape_warning, "%s", msg);
+}
+
+START_TEST(model_options)
+{
+    static const char *const tags[] = {"O", "B-PER", "I-PER"}, *const twice[] = {"a", "a"};
+    ct_model_options *o, *two;
+    ct_model *ner, *cls;
+    size_t i, j;
+    OK(ct_model_options_create(&o));
+    ASSERT_ERROR_HAS(ct_model_options_set(o, "num_label", "2"), CT_ERR_INVALID_ARG,
+                     "unknown model option 'num_label'");
+    ASSERT_ERROR_HAS(ct_model_options_set(o, "num_labels", "0"), CT_ERR_INVALID_ARG,
+                     "num_labels='0'");
+    ASSERT_ERROR_HAS(ct_model_options_set(o, "num_labels", "2x"), CT_ERR_INVALID_ARG,
+                     "num_labels='2x'");
+    ASSERT_ERROR_HAS(ct_model_options_set(o, "problem_type", "ranking"), CT_ERR_INVALID_ARG,
+                     "problem_type='ranking'");
+    ASSERT_ERROR_HAS(ct_model_options_set(o, "ignore_mismatched_sizes", "maybe"),
+                     CT_ERR_INVALID_ARG, "ignore_mismatched_sizes='maybe'");
+    ASSERT_ERROR_HAS(ct_model_options_set_labels(o, twice, 2), CT_ERR_INVALID_ARG,
+                     "labels 0 and 1 are both \"a\"");
+    OK(ct_model_options_set_labels(o, tags, 3));
+    ASSERT_ERROR_HAS(ct_model_options_set(o, "num_labels", "2"), CT_ERR_INVALID_ARG,
+                     "3 label names");
+    OK(ct_model_options_set(o, "problem_type", "regression"));
+    ASSERT_ERROR_HAS(ct_model_create_with_options("bert-test", CT_TASK_TOKEN_CLASSIFICATION, 4,
+                                                  o, &ner),
+                     CT_ERR_INVALID_ARG, "problem_type is for sequence classification");
+    ct_model_options_free(o);
+
+    OK(ct_model_options_create(&o));
+    OK(ct_model_options_set_labels(o, tags, 3));
+    OK(ct_model_create_with_options("bert-test", CT_TASK_TOKEN_CLASSIFICATION, 4, o, &ner));
+    ck_assert_str_eq(ct_model_label_name(ner, 2), "I-PER");
+    OK(ct_model_save(ner, scratch_dir, CT_DTYPE_F32));
+    OK(ct_model_options_create(&two));
+    OK(ct_model_options_set(two, "num_labels", "2"));
+    ASSERT_ERROR_HAS(ct_model_load_with_options(scratch_dir, CT_TASK_SEQUENCE_CLASSIFICATION, 4,
+                                                two, &cls),
+                     CT_ERR_FORMAT, "'classifier.weight' has shape [3, 32] in the checkpoint, "
+                                    "[2, 32] in the model");
+    OK(ct_model_options_set(two, "ignore_mismatched_sizes", "True"));
+    shape_warning[0] = '\0';
+    ct_log_set_callback(keep_shape_warning, NULL);
+    OK(ct_model_load_with_options(scratch_dir, CT_TASK_SEQUENCE_CLASSIFICATION, 4, two, &cls));
+    ct_log_set_callback(NULL, NULL);
+    ck_assert_msg(strstr(shape_warning, "'classifier.weight' is newly initialised: its shape is "
+                                        "[3, 32] in the checkpoint, [2, 32] in the model"),
+                  "%s", shape_warning);
+    int listed = 0;
+    for (i = 0; i < ct_model_new_tensor_count(cls); i++)
+        listed += !strcmp(ct_model_new_tensor_name(cls, i), "classifier.weight") ||
+                  !strcmp(ct_model_new_tensor_name(cls, i), "classifier.bias");
+    ck_assert_int_eq(listed, 2);
+    OK(ct_model_tensor_index(cls, "bert.encoder.layer.1.output.dense.weight", &i));
+    OK(ct_model_tensor_index(ner, "bert.encoder.layer.1.output.dense.weight", &j));
+    ck_assert(memcmp(ct_model_tensor_data(cls, i), ct_model_tensor_data(ner, j),
+                     ct_model_tensor_numel(cls, i) * sizeof(float)) == 0);
+    ct_model_free(cls);
+    ct_model_free(ner);
+    ct_model_options_free(two);
+    ct_model_options_free(o);
+}
+END_TEST
+
 START_TEST(bad_folders_are_clear_errors)
 {
     ct_model *m, *other;
@@ -489,8 +564,8 @@ START_TEST(bad_folders_are_clear_errors)
                "\"max_position_embeddings\": 64}");
     ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
                      CT_ERR_FORMAT,
-                     "intermediate.dense.weight' has shape [64, 32] but the configuration "
-                     "needs [48, 32]");
+                     "intermediate.dense.weight' has shape [64, 32] in the checkpoint, "
+                     "[48, 32] in the model");
     spit_text(path, "{\"model_type\": \"gpt2\"}");
     ASSERT_ERROR_HAS(ct_model_load(scratch_dir, CT_TASK_QUESTION_ANSWERING, 1, &other),
                      CT_ERR_UNSUPPORTED, "model_type 'gpt2' is not supported");
@@ -785,6 +860,7 @@ Suite *model_suite(void)
     tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, save_load_save_is_byte_identical);
     tcase_add_test(tc, new_head_on_pretrained_encoder);
+    tcase_add_test(tc, model_options);
     tcase_add_test(tc, bad_folders_are_clear_errors);
     tcase_add_test(tc, profile_of_a_step);
     suite_add_tcase(s, tc);

@@ -51,8 +51,9 @@ static const script_option options[] = {
     ROW(early_stopping_patience, INT, "Stop when metric_for_best_model has not improved for N "
                                       "evaluations (Transformers' EarlyStoppingCallback; 0: off)."),
     ROW(early_stopping_threshold, FLOAT, "How much better counts as an improvement (default 0)."),
-    ROW(ignore_mismatched_sizes, FLAG, "Refused when true: a head of another size fails to load "
-                                       "naming the tensor."),
+    ROW(ignore_mismatched_sizes, FLAG, "A checkpoint's head of another size (another number of "
+                                       "labels) is initialised anew, named in a warning, instead "
+                                       "of failing the load."),
     SCRIPT_IGNORED(dataset_config_name, SCRIPT_NO_EFFECT, "the GLUE task names the data"),
     SCRIPT_IGNORED(overwrite_cache, SCRIPT_NO_EFFECT_FLAG, "nothing is cached: examples are "
                                                           "tokenized in memory for each run"),
@@ -611,6 +612,29 @@ static int split_file(const run *r, const char *given, const char *split, char *
     return 0;
 }
 
+/* The head for the labels found (one output for regression), as run_glue
+ * passes num_labels, label2id, problem_type and ignore_mismatched_sizes to
+ * from_pretrained. */
+static int make_model(run *r, uint64_t seed)
+{
+    ct_model_options *o = NULL;
+    ct_status st = ct_model_options_create(&o);
+    if (st == CT_OK && r->problem == REGRESSION)
+        st = ct_model_options_set(o, "num_labels", "1");
+    else if (st == CT_OK)
+        st = ct_model_options_set_labels(o, (const char *const *)r->labels, r->n_labels);
+    if (st == CT_OK && r->problem == MULTI)
+        st = ct_model_options_set(o, "problem_type", "multi_label_classification");
+    if (st == CT_OK && r->o.ignore_mismatched_sizes)
+        st = ct_model_options_set(o, "ignore_mismatched_sizes", "true");
+    int rc = st != CT_OK ? (script_fail("model options", st), -1)
+                         : script_make_model(r->o.model_name_or_path, r->o.config_name,
+                                             CT_TASK_SEQUENCE_CLASSIFICATION, o, seed, r->rank,
+                                             &r->model, &r->from_folder);
+    ct_model_options_free(o);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     run r;
@@ -636,12 +660,6 @@ int main(int argc, char **argv)
     do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
     output_dir = sr.output_dir;
     rc = 2;
-    if (r.o.ignore_mismatched_sizes) {
-        fprintf(stderr, "cputrain-glue: --ignore_mismatched_sizes is refused: a checkpoint's head "
-                        "of another size is not replaced; start from a folder without that head "
-                        "(or with the same labels)\n");
-        goto done;
-    }
     if (r.o.dataset_name) {
         usage_error("--dataset_name %s: nothing is downloaded here; give --task_name with "
                     "--dataset_dir (the task's JSON lines files), or --train_file and "
@@ -703,12 +721,7 @@ int main(int argc, char **argv)
         make_label_list(&r, train_t, train_file))
         goto done;
     {
-        const char *problem = r.problem == MULTI ? "multi_label_classification" : NULL;
-        int n = r.problem == REGRESSION ? 1 : r.n_labels;
-        if (script_make_model(r.o.model_name_or_path, r.o.config_name,
-                              CT_TASK_SEQUENCE_CLASSIFICATION, n,
-                              r.problem == REGRESSION ? NULL : (const char *const *)r.labels,
-                              problem, (uint64_t)sr.seed, r.rank, &r.model, &r.from_folder) != 0)
+        if (make_model(&r, (uint64_t)sr.seed) != 0)
             goto done;
     }
     if (script_place(r.model, r.dist) != 0 ||

@@ -265,7 +265,7 @@ int main(int argc, char **argv)
     rc = 1;
     if ((o.train_file && read_texts(o.train_file, o.line_by_line, &train)) ||
         (o.validation_file && read_texts(o.validation_file, o.line_by_line, &valid)) ||
-        script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, 0, NULL, NULL,
+        script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, NULL,
                           (uint64_t)sr.seed, sr.rank, &model, &from_folder) != 0 ||
         script_place(model, sr.dist) != 0 ||
         script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0)

@@ -53,8 +53,9 @@ static const script_option options[] = {
     ROW(early_stopping_patience, INT, "Stop when metric_for_best_model has not improved for N "
                                       "evaluations (Transformers' EarlyStoppingCallback; 0: off)."),
     ROW(early_stopping_threshold, FLOAT, "How much better counts as an improvement (default 0)."),
-    ROW(ignore_mismatched_sizes, FLAG, "Refused when true: a head of another size fails to load "
-                                       "naming the tensor."),
+    ROW(ignore_mismatched_sizes, FLAG, "A checkpoint's head of another size (another number of "
+                                       "labels) is initialised anew, named in a warning, instead "
+                                       "of failing the load."),
     SCRIPT_IGNORED(dataset_config_name, SCRIPT_NO_EFFECT, "conll2003 has one configuration"),
     SCRIPT_IGNORED(overwrite_cache, SCRIPT_NO_EFFECT_FLAG, "nothing is cached: examples are "
                                                           "tokenized in memory for each run"),
@@ -524,6 +525,24 @@ static int split_file(const run *r, const char *given, const char *split, char *
     return 0;
 }
 
+/* The head for the tags found, as run_ner passes num_labels, label2id and
+ * ignore_mismatched_sizes to from_pretrained. */
+static int make_model(run *r, uint64_t seed)
+{
+    ct_model_options *o = NULL;
+    ct_status st = ct_model_options_create(&o);
+    if (st == CT_OK)
+        st = ct_model_options_set_labels(o, (const char *const *)r->labels, r->n_labels);
+    if (st == CT_OK && r->o.ignore_mismatched_sizes)
+        st = ct_model_options_set(o, "ignore_mismatched_sizes", "true");
+    int rc = st != CT_OK ? (script_fail("model options", st), -1)
+                         : script_make_model(r->o.model_name_or_path, r->o.config_name,
+                                             CT_TASK_TOKEN_CLASSIFICATION, o, seed, r->rank,
+                                             &r->model, &r->from_folder);
+    ct_model_options_free(o);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     run r;
@@ -548,12 +567,6 @@ int main(int argc, char **argv)
     do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
     output_dir = sr.output_dir;
     rc = 2;
-    if (r.o.ignore_mismatched_sizes) {
-        fprintf(stderr, "cputrain-ner: --ignore_mismatched_sizes is refused: a checkpoint's head "
-                        "of another size is not replaced; start from a folder without that head "
-                        "(or with the same labels)\n");
-        goto done;
-    }
     if (r.o.dataset_name && strcmp(r.o.dataset_name, "conll2003") != 0) {
         fprintf(stderr, "cputrain-ner: --dataset_name %s: only conll2003 is known (read from "
                         "--dataset_dir; nothing is downloaded); pass --train_file and "
@@ -604,9 +617,7 @@ int main(int argc, char **argv)
             (r.int_tags && name_int_tags(&r)) || make_b_to_i(&r))
             goto done;
     }
-    if (script_make_model(r.o.model_name_or_path, r.o.config_name, CT_TASK_TOKEN_CLASSIFICATION,
-                          r.n_labels, (const char *const *)r.labels, NULL, (uint64_t)sr.seed,
-                          r.rank, &r.model, &r.from_folder) != 0 ||
+    if (make_model(&r, (uint64_t)sr.seed) != 0 ||
         script_place(r.model, r.dist) != 0 ||
         script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
         goto done;

@@ -528,7 +528,7 @@ int main(int argc, char **argv)
         int64_t seed = 42;
         ct_args_get_int(r.args, "seed", &seed);
         if (script_make_model(r.o.model_name_or_path, r.o.config_name,
-                              CT_TASK_QUESTION_ANSWERING, 0, NULL, NULL, (uint64_t)seed, r.rank,
+                              CT_TASK_QUESTION_ANSWERING, NULL, (uint64_t)seed, r.rank,
                               &r.model, &r.model_from_folder) != 0)
             goto done;
     }

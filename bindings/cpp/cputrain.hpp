@@ -425,33 +425,30 @@ public:
         check(ct_model_load(dir.c_str(), task, seed, &m));
         return model(m);
     }
-    // A classification head's labels, as from_pretrained(num_labels=,
-    // id2label=, problem_type=) override config.json's: empty names mean
-    // LABEL_<id> (or the configuration's when num_labels is 0 too), an empty
-    // problem_type the configuration's.
-    struct labels {
+    // from_pretrained's keyword arguments (ct_model_options): a
+    // classification head's labels override config.json's — names in id
+    // order (empty: LABEL_<id>, or the configuration's when num_labels is 0
+    // too), problem_type (empty: the configuration's) — and
+    // ignore_mismatched_sizes initialises a checkpoint tensor of another
+    // shape instead of failing the load.
+    struct options {
         int num_labels = 0;
         std::vector<std::string> names;
         std::string problem_type;
+        bool ignore_mismatched_sizes = false;
     };
     static model create(const std::string &config, ct_task task, std::uint64_t seed,
-                        const labels &l) {
+                        const options &o) {
         ct_model *m = nullptr;
-        std::vector<const char *> names = c_names(l);
-        check(ct_model_create_with_labels(config.c_str(), task, seed, label_count(l),
-                                          names.empty() ? nullptr : names.data(),
-                                          l.problem_type.empty() ? nullptr : l.problem_type.c_str(),
-                                          &m));
+        c_options c(o);
+        check(ct_model_create_with_options(config.c_str(), task, seed, c.get(), &m));
         return model(m);
     }
     static model load(const std::string &dir, ct_task task, std::uint64_t seed,
-                      const labels &l) {
+                      const options &o) {
         ct_model *m = nullptr;
-        std::vector<const char *> names = c_names(l);
-        check(ct_model_load_with_labels(dir.c_str(), task, seed, label_count(l),
-                                        names.empty() ? nullptr : names.data(),
-                                        l.problem_type.empty() ? nullptr : l.problem_type.c_str(),
-                                        &m));
+        c_options c(o);
+        check(ct_model_load_with_options(dir.c_str(), task, seed, c.get(), &m));
         return model(m);
     }
     // id2label[id] (LABEL_<id> where the configuration names none).
@@ -611,15 +608,38 @@ private:
             throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::model (moved from)");
         return model_;
     }
-    static std::vector<const char *> c_names(const labels &l) {
-        std::vector<const char *> names;
-        for (const auto &n : l.names)
-            names.push_back(n.c_str());
-        return names;
-    }
-    static int label_count(const labels &l) {
-        return l.num_labels ? l.num_labels : static_cast<int>(l.names.size());
-    }
+    // The C handle of `options`, freed with it.
+    class c_options {
+      public:
+        explicit c_options(const options &o) {
+            check(ct_model_options_create(&handle_));
+            try {
+                std::vector<const char *> names;
+                for (const auto &n : o.names)
+                    names.push_back(n.c_str());
+                if (!names.empty())
+                    check(ct_model_options_set_labels(handle_, names.data(),
+                                                      static_cast<int>(names.size())));
+                if (o.num_labels)
+                    check(ct_model_options_set(handle_, "num_labels",
+                                               std::to_string(o.num_labels).c_str()));
+                if (!o.problem_type.empty())
+                    check(ct_model_options_set(handle_, "problem_type", o.problem_type.c_str()));
+                if (o.ignore_mismatched_sizes)
+                    check(ct_model_options_set(handle_, "ignore_mismatched_sizes", "true"));
+            } catch (...) {
+                ct_model_options_free(handle_);
+                throw;
+            }
+        }
+        ~c_options() { ct_model_options_free(handle_); }
+        c_options(const c_options &) = delete;
+        c_options &operator=(const c_options &) = delete;
+        const ct_model_options *get() const { return handle_; }
+
+      private:
+        ct_model_options *handle_ = nullptr;
+    };
     void in_range(std::size_t index) const {
         if (index >= ct_model_tensor_count(live()))
             throw error(CT_ERR_INVALID_ARG, "tensor index " + std::to_string(index) +

@@ -69,22 +69,45 @@ CT_API ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_
  * an architecture with none of these heads (BertModel, BertForPreTraining,
  * ...), CT_ERR_IO / CT_ERR_FORMAT for an unreadable or malformed file. */
 CT_API ct_status ct_model_config_task(const char *path, ct_task *out);
-/* ct_model_create and ct_model_load for a classification head (sequence or
- * token) with the labels given, as from_pretrained(num_labels=, id2label=,
- * label2id=, problem_type=) override config.json's: num_labels > 0 sets
- * their count (0 keeps the configuration's), `labels` (NULL: LABEL_0,
- * LABEL_1, ...) their names in id order, non-empty and distinct, saved as
- * config.json's id2label and label2id; `problem_type` (NULL keeps the
- * configuration's) "regression", "single_label_classification" or
- * "multi_label_classification". A checkpoint whose head has another number
- * of labels fails to load naming the tensor, as without
- * ignore_mismatched_sizes. CT_ERR_INVALID_ARG for another head. */
-CT_API ct_status ct_model_create_with_labels(const char *config, ct_task task, uint64_t seed,
-                                             int num_labels, const char *const *labels,
-                                             const char *problem_type, ct_model **out);
-CT_API ct_status ct_model_load_with_labels(const char *dir, ct_task task, uint64_t seed,
-                                           int num_labels, const char *const *labels,
-                                           const char *problem_type, ct_model **out);
+/* ---- from_pretrained's keyword arguments ---- */
+/* What from_pretrained(..., num_labels=, id2label=, problem_type=,
+ * ignore_mismatched_sizes=) overrides in a configuration or a folder, for
+ * ct_model_create_with_options and ct_model_load_with_options. An empty
+ * handle (or NULL) changes nothing. */
+typedef struct ct_model_options ct_model_options;
+CT_API ct_status ct_model_options_create(ct_model_options **out);
+CT_API void ct_model_options_free(ct_model_options *options);
+/* By from_pretrained's keyword names, the value as text:
+ *   num_labels               1 to 2^20 labels of a classification head
+ *                            (sequence or token): config.json's count
+ *                            otherwise
+ *   problem_type             "regression", "single_label_classification"
+ *                            or "multi_label_classification" (sequence
+ *                            classification)
+ *   ignore_mismatched_sizes  true/false (default false): a checkpoint
+ *                            tensor whose shape differs from the model's
+ *                            (a head with another number of labels) is
+ *                            initialised from the seed, warned about with
+ *                            both shapes and listed by
+ *                            ct_model_new_tensor_name; without it the load
+ *                            fails naming the tensor and both shapes.
+ * An unknown key or a bad value: CT_ERR_INVALID_ARG naming it. */
+CT_API ct_status ct_model_options_set(ct_model_options *options, const char *key,
+                                      const char *value);
+/* id2label: the labels' names in id order, n of them (num_labels becomes
+ * n), each non-empty and no two alike (saved as config.json's id2label and
+ * label2id); n 0 goes back to the configuration's. Without names a new
+ * count of labels is named LABEL_0, LABEL_1, ... as Transformers names them. */
+CT_API ct_status ct_model_options_set_labels(ct_model_options *options,
+                                             const char *const *names, int n);
+/* ct_model_create and ct_model_load with those overrides. Labels and
+ * problem_type given for a head other than a classification one:
+ * CT_ERR_INVALID_ARG. */
+CT_API ct_status ct_model_create_with_options(const char *config, ct_task task, uint64_t seed,
+                                              const ct_model_options *options,
+                                              ct_model **out);
+CT_API ct_status ct_model_load_with_options(const char *dir, ct_task task, uint64_t seed,
+                                            const ct_model_options *options, ct_model **out);
 /* The name of label `id` (config.json's id2label, else "LABEL_<id>" as
  * Transformers names them), owned by the model; NULL outside
  * [0, num_labels). */

@@ -52,24 +52,6 @@ static ct_status find_field(const char *func, const char *name, int *index)
 
 /* ---- value parsing ------------------------------------------------------ */
 
-int ct__parse_bool_text(const char *s, int *out)
-{
-    static const char *const yes[] = {"true", "yes", "t", "y", "1"};
-    static const char *const no[] = {"false", "no", "f", "n", "0"};
-    size_t i;
-    for (i = 0; i < 5; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = 1;
-            return 1;
-        }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = 0;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static int parse_int_text(const char *s, int64_t *out)
 {
     char *end;

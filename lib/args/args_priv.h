@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/strbuf.h"
+#include "core/text.h"
 #include "args/args_fates.h"
 #include "args/args_internal.h"
 
@@ -68,8 +69,6 @@ extern const ct__arg_field ct__arg_fields[CT_ARGS_NFIELDS];
 
 /* Field index by name or alias, -1 if unknown. */
 int ct__args_find(const char *name);
-/* "true"/"yes"/"1"... -> 1 and *out; 0 if s is not a boolean word. */
-int ct__parse_bool_text(const char *s, int *out);
 int ct__parse_double_text(const char *s, double *out);
 ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v);
 void ct__arg_value_free(ct__arg_value *v);

@@ -19,31 +19,20 @@ void ct__config_free_labels(ct__config *cfg)
     cfg->label_names = NULL;
 }
 
-/* names[0..n) copied; with `strict` (names a caller gives) each must be a
- * non-empty string and no two alike, so that label2id maps them back. A
- * file's are taken as Transformers takes them. */
-static ct_status copy_names(const char *const *names, int n, int strict, char ***out)
+/* names[0..n) copied (a caller's are checked by ct_model_options_set_labels;
+ * a file's are taken as Transformers takes them). */
+static ct_status copy_names(const char *const *names, int n, char ***out)
 {
     char **copy = calloc((size_t)n, sizeof *copy);
     if (!copy)
         return ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
-    for (int i = 0; i < n; i++) {
-        ct_status st = CT_OK;
-        if (strict && (!names[i] || !names[i][0]))
-            st = ct__error(CT_ERR_INVALID_ARG, "label %d is %s", i, names[i] ? "empty" : "NULL");
-        for (int j = 0; strict && st == CT_OK && j < i; j++)
-            if (strcmp(names[i], names[j]) == 0)
-                st = ct__error(CT_ERR_INVALID_ARG, "labels %d and %d are both \"%s\"", j, i,
-                               names[i]);
-        if (st == CT_OK && !(copy[i] = strdup(names[i])))
-            st = ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
-        if (st != CT_OK) {
+    for (int i = 0; i < n; i++)
+        if (!(copy[i] = strdup(names[i]))) {
             for (int j = 0; j < i; j++)
                 free(copy[j]);
             free(copy);
-            return st;
+            return ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
         }
-    }
     *out = copy;
     return CT_OK;
 }
@@ -76,7 +65,7 @@ ct_status ct__config_read_labels(const ct__json *root, const char *what, ct__con
         names[id] = e->value.str;
     }
     cfg->num_labels = n;
-    st = copy_names(names, n, 0, &cfg->label_names);
+    st = copy_names(names, n, &cfg->label_names);
     free(names);
     return st;
 }
@@ -104,7 +93,7 @@ ct_status ct__config_set_labels(ct__config *cfg, int num_labels, const char *con
                                                  "\"multi_label_classification\"",
                              problem_type);
     }
-    if (names && (st = copy_names(names, num_labels, 1, &copy)) != CT_OK)
+    if (names && (st = copy_names(names, num_labels, &copy)) != CT_OK)
         return st;
     if (num_labels) {
         ct__config_free_labels(cfg);

@@ -1,6 +1,7 @@
 /* Hugging Face model folders: load config.json + model.safetensors (or its
  * sharded index) into a ct_model, and save one that from_pretrained loads. */
 #include "model/model.h"
+#include "model/options.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -157,28 +158,49 @@ static ct_status add_new_name(ct_model *m, const char *name)
     return CT_OK;
 }
 
-/* Shape and dtype of a checkpoint tensor against the model's. */
-static ct_status check_tensor(const ct__tensor *t, const ct__st_tensor *s, const char *path)
+static int same_shape(const ct__tensor *t, const ct__st_tensor *s)
 {
     int same = s->ndim == (size_t)t->ndim;
     for (int d = 0; same && d < t->ndim; d++)
         same = s->shape[d] == (size_t)t->dim[d];
+    return same;
+}
+
+/* "found shape [2, 32] in the checkpoint and [4, 32] in the model". */
+static void shapes_text(const ct__tensor *t, const ct__st_tensor *s, char *out, size_t size)
+{
+    char got[96] = "", want[96];
+    for (size_t d = 0; d < s->ndim; d++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? ", " : "",
+                 s->shape[d]);
+    if (t->ndim == 2)
+        snprintf(want, sizeof want, "%lld, %lld", (long long)t->dim[0], (long long)t->dim[1]);
+    else
+        snprintf(want, sizeof want, "%lld", (long long)t->dim[0]);
+    snprintf(out, size, "[%s] in the checkpoint, [%s] in the model", got, want);
+}
+
+/* Dtype and shape of a checkpoint tensor against the model's; with
+ * `ignore_mismatched` another shape is *mismatched = 1, not an error. */
+static ct_status check_tensor(const ct__tensor *t, const ct__st_tensor *s, const char *path,
+                              int ignore_mismatched, int *mismatched)
+{
+    char shapes[224];
+    *mismatched = 0;
     if (s->dtype != CT_ST_F32 && s->dtype != CT_ST_BF16 && s->dtype != CT_ST_F16)
         return ct__error(CT_ERR_FORMAT, "%s: tensor '%s' is %s; F32, BF16 or F16 expected", path,
                          s->name, ct__st_dtype_name(s->dtype));
-    if (!same) {
-        char got[96] = "", want[96];
-        for (size_t d = 0; d < s->ndim; d++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? ", " : "",
-                     s->shape[d]);
-        if (t->ndim == 2)
-            snprintf(want, sizeof want, "%lld, %lld", (long long)t->dim[0], (long long)t->dim[1]);
-        else
-            snprintf(want, sizeof want, "%lld", (long long)t->dim[0]);
-        return ct__error(CT_ERR_FORMAT,
-                         "%s: tensor '%s' has shape [%s] but the configuration needs [%s]", path,
-                         s->name, got, want);
-    }
+    if (same_shape(t, s))
+        return CT_OK;
+    shapes_text(t, s, shapes, sizeof shapes);
+    if (!ignore_mismatched)
+        return ct__error(CT_ERR_FORMAT, "%s: tensor '%s' has shape %s (a config.json that "
+                                        "does not fit the weights, or a head with another "
+                                        "number of labels, which ignore_mismatched_sizes "
+                                        "initialises anew)", path, s->name, shapes);
+    ct__log(CT_LOG_WARNING, "%s: tensor '%s' is newly initialised: its shape is %s "
+                            "(ignore_mismatched_sizes)", path, s->name, shapes);
+    *mismatched = 1;
     return CT_OK;
 }
 
@@ -206,31 +228,40 @@ static void warn_non_finite(const ct_model *m, const char *dir)
                 first);
 }
 
-ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict)
+ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict,
+                                 int ignore_mismatched_sizes)
 {
     weights w;
     ct_status st;
     size_t used = 0, total = 0;
+    unsigned char *mismatched = calloc(m->n_tensors ? m->n_tensors : 1, 1);
     memset(&w, 0, sizeof w);
+    if (!mismatched)
+        return ct__error(CT_ERR_NOMEM, "out of memory loading %s", dir);
     if ((st = open_weights(&w, dir)) != CT_OK) {
         weights_close(&w);
+        free(mismatched);
         return st;
     }
     /* Pass 1: everything must fit before anything changes. */
     for (size_t i = 0; i < m->n_tensors && st == CT_OK; i++) {
         size_t file = 0;
+        int other;
         const ct__st_tensor *s = lookup(&w, m->tensors[i].name, &file);
-        if (s)
-            st = check_tensor(&m->tensors[i], s, w.paths[file]);
-        else if (strict)
+        if (s) {
+            st = check_tensor(&m->tensors[i], s, w.paths[file], ignore_mismatched_sizes && !strict,
+                              &other);
+            mismatched[i] = (unsigned char)other;
+        } else if (strict) {
             st = ct__error(CT_ERR_FORMAT, "%s: no tensor '%s' (a checkpoint of another model?)",
                            dir, m->tensors[i].name);
+        }
     }
-    /* Pass 2: copy, or initialise what is missing. */
+    /* Pass 2: copy, or initialise what is missing or mismatched. */
     for (size_t i = 0; i < m->n_tensors && st == CT_OK; i++) {
         const ct__tensor *t = &m->tensors[i];
         size_t file = 0;
-        const ct__st_tensor *s = lookup(&w, t->name, &file);
+        const ct__st_tensor *s = mismatched[i] ? NULL : lookup(&w, t->name, &file);
         if (s) {
             st = ct__st_tensor_to_f32(s, w.paths[file], m->params + t->offset, t->numel);
             used++;
@@ -245,25 +276,25 @@ ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, in
         warn_non_finite(m, dir);
     if (st == CT_OK && m->n_new_tensors)
         ct__log(CT_LOG_WARNING,
-                "%s: %zu tensors of %s were not in the checkpoint and are newly initialised "
-                "(first: %s); train the model before using it",
+                "%s: %zu tensors of %s were not in the checkpoint (or had another shape) and are "
+                "newly initialised (first: %s); train the model before using it",
                 dir, m->n_new_tensors, ct_model_architecture(m), m->new_tensors[0]);
     if (st == CT_OK && total > used)
         ct__log(CT_LOG_INFO, "%s: %zu checkpoint tensors are not used by %s (other heads)", dir,
                 total - used, ct_model_architecture(m));
     m->bf16_stale = 1;
     weights_close(&w);
+    free(mismatched);
     return st;
 }
 
 ct_status ct_model_load(const char *dir, ct_task task, uint64_t seed, ct_model **out)
 {
-    return ct_model_load_with_labels(dir, task, seed, 0, NULL, NULL, out);
+    return ct_model_load_with_options(dir, task, seed, NULL, out);
 }
 
-ct_status ct_model_load_with_labels(const char *dir, ct_task task, uint64_t seed,
-                                    int num_labels, const char *const *labels,
-                                    const char *problem_type, ct_model **out)
+ct_status ct_model_load_with_options(const char *dir, ct_task task, uint64_t seed,
+                                     const ct_model_options *options, ct_model **out)
 {
     char path[4096];
     ct__config cfg;
@@ -276,11 +307,12 @@ ct_status ct_model_load_with_labels(const char *dir, ct_task task, uint64_t seed
     snprintf(path, sizeof path, "%s/config.json", dir);
     if ((st = ct__config_load(path, &cfg)) != CT_OK)
         return st;
-    if ((st = ct__model_apply_labels(&cfg, task, num_labels, labels, problem_type)) != CT_OK ||
+    if ((st = ct__model_apply_labels(&cfg, task, options)) != CT_OK ||
         (st = ct__model_new(&cfg, task, out)) != CT_OK)
         return st;
     (*out)->dropout_seed = seed;
-    if ((st = ct__model_load_weights(*out, dir, seed, 0)) != CT_OK) {
+    if ((st = ct__model_load_weights(*out, dir, seed, 0,
+                                     options && options->ignore_mismatched_sizes)) != CT_OK) {
         ct_model_free(*out);
         *out = NULL;
     }

@@ -1,5 +1,6 @@
 /* ct_model: creation, settings, the flat buffers and named-tensor access. */
 #include "model/model.h"
+#include "model/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,20 +95,20 @@ ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out)
     return CT_OK;
 }
 
-ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, int num_labels,
-                                 const char *const *labels, const char *problem_type)
+ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, const ct_model_options *o)
 {
     ct_status st = CT_OK;
-    if (!num_labels && !labels && !problem_type)
+    if (!o || (!o->num_labels && !o->problem_type))
         return CT_OK;
     if (task != CT_TASK_SEQUENCE_CLASSIFICATION && task != CT_TASK_TOKEN_CLASSIFICATION)
         st = ct__error(CT_ERR_INVALID_ARG, "labels and problem_type are for classification "
                                            "heads (sequence or token), not task %d", (int)task);
-    else if (problem_type && task == CT_TASK_TOKEN_CLASSIFICATION)
+    else if (o->problem_type && task == CT_TASK_TOKEN_CLASSIFICATION)
         st = ct__error(CT_ERR_INVALID_ARG, "problem_type is for sequence classification; "
                                            "token classification always scores class ids");
     else
-        st = ct__config_set_labels(cfg, num_labels, labels, problem_type);
+        st = ct__config_set_labels(cfg, o->num_labels, (const char *const *)o->labels,
+                                   o->problem_type);
     if (st != CT_OK)
         ct__config_free(cfg);
     return st;
@@ -115,12 +116,11 @@ ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, int num_labels,
 
 ct_status ct_model_create(const char *config, ct_task task, uint64_t seed, ct_model **out)
 {
-    return ct_model_create_with_labels(config, task, seed, 0, NULL, NULL, out);
+    return ct_model_create_with_options(config, task, seed, NULL, out);
 }
 
-ct_status ct_model_create_with_labels(const char *config, ct_task task, uint64_t seed,
-                                      int num_labels, const char *const *labels,
-                                      const char *problem_type, ct_model **out)
+ct_status ct_model_create_with_options(const char *config, ct_task task, uint64_t seed,
+                                       const ct_model_options *options, ct_model **out)
 {
     ct__config cfg;
     ct_status st;
@@ -139,7 +139,7 @@ ct_status ct_model_create_with_labels(const char *config, ct_task task, uint64_t
         if ((st = ct__config_load(config, &cfg)) != CT_OK)
             return st;
     }
-    if ((st = ct__model_apply_labels(&cfg, task, num_labels, labels, problem_type)) != CT_OK ||
+    if ((st = ct__model_apply_labels(&cfg, task, options)) != CT_OK ||
         (st = ct__model_new(&cfg, task, out)) != CT_OK)
         return st;
     ct__init_all(*out, seed);

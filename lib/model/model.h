@@ -110,15 +110,18 @@ void ct__init_all(ct_model *m, uint64_t seed);
 /* io.c */
 /* Weights of a folder into m. Every tensor is checked before any is
  * copied. Missing tensors are initialised from seed and listed, or with
- * `strict` (resuming a checkpoint) are an error. */
-ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict);
+ * `strict` (resuming a checkpoint) are an error; a tensor of another shape
+ * is an error, or with `ignore_mismatched_sizes` initialised and listed
+ * too (from_pretrained's flag: a head with another number of labels). */
+ct_status ct__model_load_weights(ct_model *m, const char *dir, uint64_t seed, int strict,
+                                 int ignore_mismatched_sizes);
 /* model.c: a model for `cfg` (taken over, freed on failure) with its
  * tensor table built and buffers allocated, parameters not yet set. */
 ct_status ct__model_new(ct__config *cfg, ct_task task, ct_model **out);
-/* Labels given for a new classification head, into the configuration it
- * is built from (nothing when none are given); frees cfg on failure. */
-ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, int num_labels,
-                                 const char *const *labels, const char *problem_type);
+/* The labels and problem_type of `options` (NULL: none) for a new
+ * classification head, into the configuration it is built from; frees cfg
+ * on failure. */
+ct_status ct__model_apply_labels(ct__config *cfg, ct_task task, const ct_model_options *options);
 ct_status ct__model_alloc(ct_model *m);
 /* Bring the packed bf16 weights up to date if bf16 matmuls will run; a
  * failure is kept in wpack_status and reported by ct__model_gemm_w. */

@@ -5,7 +5,7 @@
  * data order of rank_order (global batch k is positions [kG, (k+1)G) of the
  * epoch's order whatever the split) the run then sees the same sequence of
  * global batches, and ends with the model of a fixed-size run, to the
- * reduction order's rounding (dropout aside: its masks are drawn per rank). */
+ * reduction order's rounding, dropout on (masks follow the example). */
 #include "train/trainer.h"
 
 #include <stdint.h>

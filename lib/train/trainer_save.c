@@ -216,7 +216,7 @@ ct_status ct__trainer_load_best_model(ct_trainer *t)
             ct__log(CT_LOG_INFO, "loading best model from %s (score: %g)",
                     t->best_model_checkpoint, t->best_metric);
         if (ct__trainer_writes_files(t))
-            st = ct__model_load_weights(t->model, t->best_model_checkpoint, 0, 1);
+            st = ct__model_load_weights(t->model, t->best_model_checkpoint, 0, 1, 0);
     }
     if ((st = ct__trainer_all_agree(t, st, "load the best checkpoint")) != CT_OK)
         return ct__error_prefix(st, "load_best_model_at_end");

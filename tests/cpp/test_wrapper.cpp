@@ -5,6 +5,7 @@
 // framework: each CHECK counts, the last line says "N passed, M failed".
 #include "cputrain.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -947,13 +948,25 @@ static void test_model_load_head() {
     EXPECT_ERROR(cputrain::model::load(dir), CT_ERR_UNSUPPORTED, "BertModel");
 
     // Labels for a new head, saved and read back by name.
-    cputrain::model::labels l;
+    cputrain::model::options l;
     l.names = {"O", "B-PER", "I-PER"};
     cputrain::model ner = cputrain::model::create("bert-test", CT_TASK_TOKEN_CLASSIFICATION, 3, l);
     CHECK(ner.label_name(1) == "B-PER" && ner.config_int("num_labels") == 3);
     EXPECT_ERROR(ner.label_name(3), CT_ERR_INVALID_ARG, "outside");
     ner.save(dir);
     CHECK(cputrain::model::load(dir).label_name(2) == "I-PER");
+    // Its 3-tag classifier under a 2-label sequence head: refused naming
+    // the tensor, or with ignore_mismatched_sizes initialised and listed.
+    cputrain::model::options two;
+    two.num_labels = 2;
+    EXPECT_ERROR(cputrain::model::load(dir, CT_TASK_SEQUENCE_CLASSIFICATION, 3, two),
+                 CT_ERR_FORMAT, "classifier.weight");
+    two.ignore_mismatched_sizes = true;
+    cputrain::model glue = cputrain::model::load(dir, CT_TASK_SEQUENCE_CLASSIFICATION, 3, two);
+    std::vector<std::string> fresh = glue.new_tensors();
+    CHECK(glue.config_int("num_labels") == 2 &&
+          std::find(fresh.begin(), fresh.end(), "classifier.weight") != fresh.end() &&
+          std::find(fresh.begin(), fresh.end(), "bert.pooler.dense.weight") != fresh.end());
     l.problem_type = "regression";
     EXPECT_ERROR(cputrain::model::create("bert-test", CT_TASK_TOKEN_CLASSIFICATION, 3, l),
                  CT_ERR_INVALID_ARG, "problem_type is for sequence classification");

@@ -2,7 +2,7 @@
  * as a round trip: a config that parses is written, parses again to the
  * same settings, and writing it again gives the same text. Every other
  * input also has labels and a problem_type given for a new head first, as
- * ct_model_create_with_labels gives them. */
+ * ct_model_options give them. */
 #include "fuzz_common.h"
 
 #include "model/config.h"

@@ -253,8 +253,6 @@ def refusals():
             (["--task_name", "imdb"], "not a GLUE task"),
             (["--train_file", "x.csv"], "need either a GLUE task"),
             (["--task_name", "sst2", "--doc_stride", "3"], "unknown argument --doc_stride"),
-            (["--task_name", "sst2", "--ignore_mismatched_sizes"], "--ignore_mismatched_sizes "
-                                                                    "is refused"),
             (["--task_name", "sst2", "--dataset_dir", DIR, "--do_train"], "train.json"),
             (["--dataset_name", "glue"], "nothing is downloaded")):
         p = glue(out, *args)

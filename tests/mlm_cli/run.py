@@ -92,7 +92,8 @@ def mlm(out, *args, ranks=1):
 
 def heads_from_the_encoder(folder):
     """The adapted encoder under the other tools' heads: each loads it, says
-    which head tensors are new, and trains."""
+    which head tensors are new, and trains. Then the folders those write
+    under each other's heads and under the MLM head again."""
     csv_file = os.path.join(DIR, "cls.csv")
     with open(csv_file, "w") as f:
         f.write("sentence,label\n" + "".join("the %s %s %s .,%s\n" % (s, v, o, s == "cat")
@@ -100,7 +101,7 @@ def heads_from_the_encoder(folder):
     ner_file = os.path.join(DIR, "ner.jsonl")
     with open(ner_file, "w") as f:
         for s, (v, o) in sorted(RULES.items()):
-            f.write(json.dumps({"tokens": ["the", s, v, o], "ner_tags": ["O", "B-X", "O", "O"]})
+            f.write(json.dumps({"tokens": ["the", s, v, o], "ner_tags": ["O", "B-X", "I-X", "O"]})
                     + "\n")
     common = ["--model_name_or_path", folder, "--do_train", "--max_steps", "2", "--report_to",
               "none", "--save_strategy", "no", "--max_seq_length", "16"]
@@ -112,6 +113,32 @@ def heads_from_the_encoder(folder):
                            capture_output=True, text=True, timeout=600)
         check("the MLM encoder under %s's head: trains, naming the new tensors" % tool,
               p.returncode == 0 and "newly initialised (first: %s)" % head in p.stderr,
+              p.stderr[-600:])
+    # 2 classes against 3 tags: the classifiers differ in shape, refused
+    # naming the tensor as from_pretrained refuses, or initialised anew with
+    # --ignore_mismatched_sizes as run_glue / run_ner pass it
+    glue_out, ner_out = os.path.join(DIR, "cputrain-glue"), os.path.join(DIR, "cputrain-ner")
+    for tool, source, data in (("cputrain-ner", glue_out, ["--train_file", ner_file]),
+                               ("cputrain-glue", ner_out, ["--train_file", csv_file,
+                                                           "--validation_file", csv_file])):
+        run = [os.path.join(B, "bin", tool), "--output_dir", os.path.join(DIR, tool + "-x")]
+        args = common[2:] + ["--model_name_or_path", source] + data
+        p = subprocess.run(run + args, capture_output=True, text=True, timeout=600)
+        check("%s's folder under %s's head: refused naming classifier.weight" %
+              (os.path.basename(source), tool),
+              p.returncode != 0 and "'classifier.weight' has shape" in p.stderr and
+              "ignore_mismatched_sizes" in p.stderr, p.stderr[-600:])
+        p = subprocess.run(run + args + ["--ignore_mismatched_sizes"], capture_output=True,
+                           text=True, timeout=600)
+        check("... with --ignore_mismatched_sizes: trains, the classifier newly initialised",
+              p.returncode == 0 and "'classifier.weight' is newly initialised" in p.stderr,
+              p.stderr[-600:])
+    for source in (glue_out, ner_out):
+        p = mlm(os.path.join(DIR, "mlm-from-" + os.path.basename(source)), "--do_train",
+                "--max_steps", "2", "--model_name_or_path", source)
+        check("%s's folder under the MLM head: trains, naming the new tensors" %
+              os.path.basename(source),
+              p.returncode == 0 and "newly initialised (first: cls.predictions" in p.stderr,
               p.stderr[-600:])
 
 

@@ -483,6 +483,9 @@ class ComputeTest(unittest.TestCase):
                 Model.load(folder, num_labels=2)
             self.assertIn("classifier.weight", cm.exception.message)
             self.assertIn("[2, 32]", cm.exception.message)
+            with Model.load(folder, num_labels=2, ignore_mismatched_sizes=True) as m:
+                self.assertEqual(m.config_int("num_labels"), 2)
+                self.assertIn("classifier.weight", m.new_tensors())
             with Model.create(os.path.join(folder, "config.json"),
                               task="token-classification", id2label={0: "O", 1: "B-X"}) as m:
                 self.assertEqual(m.config_int("num_labels"), 2)
@@ -492,11 +495,14 @@ class ComputeTest(unittest.TestCase):
             self.assertEqual(config["id2label"], {"0": "O", "1": "B-X"})
             self.assertEqual(config["architectures"], ["BertForTokenClassification"])
             for kw, needle in ((dict(id2label=["a", "a"]), "both \"a\""),
-                               (dict(num_labels=3, problem_type="ranking"), "problem_type"),
-                               (dict(num_labels=0, id2label=[]), "labels given without")):
-                with self.subTest(kw=kw), self.assertRaises(CputrainError) as cm:
-                    Model.create("bert-test", task="sequence-classification", **kw)
-                self.assertIn(needle, cm.exception.message)
+                               (dict(num_labels=3, problem_type="ranking"), "problem_type")):
+                with self.subTest(kw=kw):
+                    with self.assertRaises(CputrainError) as cm:
+                        Model.create("bert-test", task="sequence-classification", **kw)
+                    self.assertIn(needle, cm.exception.message)
+            with self.assertRaises(ValueError):
+                Model.create("bert-test", task="sequence-classification", num_labels=0,
+                             id2label=[])
             with self.assertRaises(CputrainError) as cm:
                 Model.create("bert-test", task="question-answering", num_labels=3)
             self.assertIn("classification heads", cm.exception.message)

@@ -119,12 +119,12 @@ int script_file_exists(const char *path);
 /* The model for the head `task`: the weights of --model_name_or_path's
  * folder, else fresh ones from a config (config_name, a config.json path
  * or a built-in name; a Hub id that is a built-in name gets a loud word that
- * its weights are random). `labels` as ct_model_create_with_labels takes
- * them (num_labels 0 keeps the configuration's). *from_folder: pre-trained
- * weights were loaded. 0, or -1 with the reason said. */
+ * its weights are random), with `options` (NULL: none) as from_pretrained's
+ * keyword arguments. *from_folder: pre-trained weights were loaded. 0, or
+ * -1 with the reason said. */
 int script_make_model(const char *model_name_or_path, const char *config_name, ct_task task,
-                      int num_labels, const char *const *labels, const char *problem_type,
-                      uint64_t seed, int rank, ct_model **out, int *from_folder);
+                      const ct_model_options *options, uint64_t seed, int rank, ct_model **out,
+                      int *from_folder);
 /* The tokenizer of --tokenizer_name, else of the model's folder. */
 int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_path,
                           ct_tokenizer **out);

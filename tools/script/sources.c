@@ -45,8 +45,8 @@ static void not_local(const char *option, const char *name, const char *wanted)
 }
 
 int script_make_model(const char *model_name_or_path, const char *config_name, ct_task task,
-                      int num_labels, const char *const *labels, const char *problem_type,
-                      uint64_t seed, int rank, ct_model **out, int *from_folder)
+                      const ct_model_options *options, uint64_t seed, int rank, ct_model **out,
+                      int *from_folder)
 {
     const char *src = config_name ? config_name : model_name_or_path;
     const char *option = config_name ? "config_name" : "model_name_or_path";
@@ -56,14 +56,12 @@ int script_make_model(const char *model_name_or_path, const char *config_name, c
     snprintf(cfg, sizeof cfg, "%s/config.json", model_name_or_path ? model_name_or_path : "");
     *from_folder = model_name_or_path && script_file_exists(cfg);
     if (*from_folder)
-        st = ct_model_load_with_labels(model_name_or_path, task, seed, num_labels, labels,
-                                       problem_type, out);
+        st = ct_model_load_with_options(model_name_or_path, task, seed, options, out);
     else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
         /* a config.json: fresh weights */
-        st = ct_model_create_with_labels(src, task, seed, num_labels, labels, problem_type, out);
+        st = ct_model_create_with_options(src, task, seed, options, out);
     else if (stat(src, &sb) != 0 && looks_like_hub_id(src) &&
-             ct_model_create_with_labels(src, task, seed, num_labels, labels, problem_type,
-                                         out) == CT_OK) {
+             ct_model_create_with_options(src, task, seed, options, out) == CT_OK) {
         if (!config_name && rank == 0)
             fprintf(stderr,
                     "%s: WARNING: --model_name_or_path %s is not a local folder: it is "

@@ -453,6 +453,8 @@ def _labels(kw):
         if names is not None and list(names) != order:
             raise ValueError("id2label and label2id disagree")
         names = order
+    if names is not None and len(names) == 0:
+        raise ValueError("id2label / label2id name no labels")
     n = kw.get("num_labels")
     if n is None:
         n = len(names) if names is not None else 0
@@ -463,6 +465,42 @@ def _labels(kw):
         array = (ctypes.c_char_p * len(names))(*[str(x).encode() for x in names])
     problem = kw.get("problem_type")
     return int(n), array, problem.encode() if problem is not None else None
+
+
+class _ModelOptions:
+    """A ct_model_options handle from from_pretrained's keywords (num_labels,
+    id2label, label2id, problem_type, ignore_mismatched_sizes), freed on
+    leaving the with block; its `handle` is None when nothing is overridden."""
+
+    def __init__(self, kw):
+        kw = dict(kw)
+        self.ignore = bool(kw.pop("ignore_mismatched_sizes", False))
+        self.n, self.names, self.problem = _labels(kw)
+        self.handle = None
+
+    def __enter__(self):
+        if not (self.n or self.problem is not None or self.ignore):
+            return None
+        self.handle = Handle()
+        check(lib.ct_model_options_create(ctypes.byref(self.handle)))
+        try:
+            if self.names is not None:
+                check(lib.ct_model_options_set_labels(self.handle, self.names, self.n))
+            elif self.n:
+                check(lib.ct_model_options_set(self.handle, b"num_labels", str(self.n).encode()))
+            if self.problem is not None:
+                check(lib.ct_model_options_set(self.handle, b"problem_type", self.problem))
+            if self.ignore:
+                check(lib.ct_model_options_set(self.handle, b"ignore_mismatched_sizes", b"true"))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self.handle
+
+    def __exit__(self, *exc):
+        if self.handle is not None:
+            lib.ct_model_options_free(self.handle)
+            self.handle = None
 
 
 _CONFIG_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -508,10 +546,10 @@ class Model(OwnedHandle):
         label2id= and problem_type= as from_pretrained does."""
         task = _member(Task, _TASK_NAMES, task, "task")
         handle = Handle()
-        n, names, problem = _labels(labels)
-        check(lib.ct_model_create_with_labels(_path(config, "config"), task,
-                                              _uint64(seed, "seed"), n, names, problem,
-                                              ctypes.byref(handle)))
+        with _ModelOptions(labels) as options:
+            check(lib.ct_model_create_with_options(_path(config, "config"), task,
+                                                   _uint64(seed, "seed"), options,
+                                                   ctypes.byref(handle)))
         return cls._adopt(handle)
 
     @staticmethod
@@ -525,20 +563,23 @@ class Model(OwnedHandle):
         return Task(out.value)
 
     @classmethod
-    def load(cls, path, task=None, seed=42, **labels):
+    def load(cls, path, task=None, seed=42, **kwargs):
         """A model from a Hugging Face folder (config.json, model.safetensors
         or its sharded form) with the head `task`, by default the one its
         config.json names in "architectures" (as from_pretrained does; an
         error when it names none). Tensors the head needs but the folder
         lacks are initialised from `seed` and listed by new_tensors().
-        Labels as create() takes them override config.json's."""
+        Labels as create() takes them override config.json's;
+        ignore_mismatched_sizes=True initialises (and lists) a head tensor
+        of another shape instead of failing, as from_pretrained does."""
         if task is None:
             task = cls.config_task(path)
         task = _member(Task, _TASK_NAMES, task, "task")
         handle = Handle()
-        n, names, problem = _labels(labels)
-        check(lib.ct_model_load_with_labels(_path(path, "path"), task, _uint64(seed, "seed"),
-                                            n, names, problem, ctypes.byref(handle)))
+        with _ModelOptions(kwargs) as options:
+            check(lib.ct_model_load_with_options(_path(path, "path"), task,
+                                                 _uint64(seed, "seed"), options,
+                                                 ctypes.byref(handle)))
         return cls._adopt(handle)
 
     def save(self, path, dtype="float32"):
