@@ -52,8 +52,11 @@ typedef enum ct_dtype {
 CT_API ct_status ct_model_create(const char *config, ct_task task, uint64_t seed,
                                  ct_model **out);
 /* A model from a Hugging Face folder: config.json and model.safetensors (or
- * the sharded model.safetensors.index.json form; F32, BF16 or F16 tensors,
- * names with or without the "bert."/"distilbert." prefix). Tensors the head
+ * the sharded model.safetensors.index.json form), else pytorch_model.bin
+ * (or pytorch_model.bin.index.json) as torch.save writes it, read without
+ * PyTorch and without running its pickle (only a state dict's own globals
+ * and opcodes; anything else is CT_ERR_FORMAT naming it); F32, BF16 or F16
+ * tensors, names with or without the "bert."/"distilbert." prefix). Tensors the head
  * needs but the folder lacks (a new QA head on a pre-trained encoder) are
  * initialised from `seed`, logged, and listed by ct_model_new_tensor_name;
  * tensors of other heads (pooler, cls.*) are ignored, as from_pretrained

@@ -123,6 +123,8 @@ typedef struct entry {
 
 struct ct__st_file {
     char *what;
+    void (*release)(void *keep); /* ct__st_wrap's owner of names and data */
+    void *keep;
     void *map; /* NULL for ct__st_open_buffer */
     size_t map_len;
     ct__json_doc *header;
@@ -464,6 +466,8 @@ void ct__st_close(ct__st_file *f)
     free(f->dims);
     free(f->meta);
     free(f->what);
+    if (f->release)
+        f->release(f->keep);
     free(f);
 }
 
@@ -485,6 +489,57 @@ int ct__st_open_buffer(const void *buf, size_t len, const char *what, ct__st_fil
         ct__st_close(f);
         return rc;
     }
+    *out = f;
+    return CT_OK;
+}
+
+int ct__st_wrap(const char *what, const ct__st_tensor *tensors, size_t n,
+                void (*release)(void *keep), void *keep, ct__st_file **out)
+{
+    ct__st_file *f;
+    size_t ndims = 0, *dims;
+    if (!out || (n && !tensors) || !what) {
+        if (release)
+            release(keep);
+        return ct__error(CT_ERR_INVALID_ARG, "%s: a NULL argument", __func__);
+    }
+    *out = NULL;
+    if (!(f = file_new(what))) {
+        if (release)
+            release(keep);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory", what);
+    }
+    f->release = release;
+    f->keep = keep;
+    for (size_t i = 0; i < n; i++)
+        ndims += tensors[i].ndim;
+    f->entries = calloc(n ? n : 1, sizeof *f->entries);
+    f->by_name = calloc(n ? n : 1, sizeof *f->by_name);
+    f->dims = dims = calloc(ndims ? ndims : 1, sizeof *f->dims);
+    f->meta = calloc(1, sizeof *f->meta);
+    if (!f->entries || !f->by_name || !f->dims || !f->meta) {
+        ct__st_close(f);
+        return ct__error(CT_ERR_NOMEM, "%s: out of memory for %zu tensors", what, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        entry *e = &f->entries[i];
+        e->t = tensors[i];
+        e->t.name_len = strlen(tensors[i].name);
+        memcpy(dims, tensors[i].shape, tensors[i].ndim * sizeof *dims);
+        e->t.shape = dims;
+        dims += tensors[i].ndim;
+        e->index = i;
+        f->by_name[i] = e;
+    }
+    f->n = n;
+    qsort(f->by_name, n, sizeof *f->by_name, by_name_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (by_name_cmp(&f->by_name[i - 1], &f->by_name[i]) == 0) {
+            int rc = ct__error(CT_ERR_FORMAT, "%s: tensor '%s' appears twice", what,
+                               f->by_name[i]->t.name);
+            ct__st_close(f);
+            return rc;
+        }
     *out = f;
     return CT_OK;
 }

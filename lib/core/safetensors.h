@@ -79,6 +79,14 @@ int ct__st_open(const char *path, ct__st_file **out);
 int ct__st_open_buffer(const void *buf, size_t len, const char *what, ct__st_file **out);
 void ct__st_close(ct__st_file *f);
 
+/* Tensors that come from elsewhere (pytorch_model.bin) as a file of them,
+ * for the same lookups: name, dtype, ndim, shape, data and nbytes of each
+ * (shapes are copied; names and data must live until ct__st_close, which
+ * then calls release(keep), also when this fails). Names must be distinct
+ * (CT_ERR_FORMAT naming one that is not); sizes are the caller's to check. */
+int ct__st_wrap(const char *what, const ct__st_tensor *tensors, size_t n,
+                void (*release)(void *keep), void *keep, ct__st_file **out);
+
 /* Tensors in file order (by data offset). */
 size_t ct__st_count(const ct__st_file *f);
 const ct__st_tensor *ct__st_tensor_at(const ct__st_file *f, size_t i);

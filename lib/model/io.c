@@ -14,6 +14,7 @@
 #include "core/json.h"
 #include "core/safetensors.h"
 #include "core/strbuf.h"
+#include "core/torch_bin.h"
 
 #define MAX_SHARDS 1024
 
@@ -32,7 +33,15 @@ static void weights_close(weights *w)
     w->n = 0;
 }
 
-static ct_status open_shard(weights *w, const char *dir, const char *name)
+/* A file of weights: safetensors, or torch.save's pytorch_model*.bin. */
+static int is_torch_file(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".bin") == 0;
+}
+
+/* `index` names the index file the shard comes from, for errors. */
+static ct_status open_shard(weights *w, const char *dir, const char *name, const char *index)
 {
     char path[4096];
     ct_status st;
@@ -44,10 +53,12 @@ static ct_status open_shard(weights *w, const char *dir, const char *name)
     if (w->n == MAX_SHARDS)
         return ct__error(CT_ERR_FORMAT, "%s: more than %d weight shards", dir, MAX_SHARDS);
     if (strchr(name, '/') || strcmp(name, "..") == 0)
-        return ct__error(CT_ERR_FORMAT, "%s/model.safetensors.index.json: shard name '%s' "
-                                        "is not a file name in the folder", dir, name);
+        return ct__error(CT_ERR_FORMAT, "%s/%s: shard name '%s' is not a file name in the folder",
+                         dir, index, name);
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if ((st = ct__st_open(path, &w->files[w->n])) != CT_OK)
+    st = is_torch_file(name) ? ct__torch_open(path, &w->files[w->n])
+                             : (ct_status)ct__st_open(path, &w->files[w->n]);
+    if (st != CT_OK)
         return st;
     if (!(w->paths[w->n] = strdup(path))) {
         ct__st_close(w->files[w->n]);
@@ -57,28 +68,31 @@ static ct_status open_shard(weights *w, const char *dir, const char *name)
     return CT_OK;
 }
 
-/* model.safetensors, else every shard the index names. */
+/* As from_pretrained looks: model.safetensors, its sharded index, then
+ * pytorch_model.bin and its sharded index; a sharded index's every shard. */
 static ct_status open_weights(weights *w, const char *dir)
 {
+    static const char *const singles[] = {"model.safetensors", "pytorch_model.bin"};
+    static const char *const indices[] = {"model.safetensors.index.json",
+                                          "pytorch_model.bin.index.json"};
     char path[4096];
     struct stat sb;
     ct__json_doc *doc;
     const ct__json *map;
-    ct_status st;
+    ct_status st = CT_OK;
+    int form;
 
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (stat(path, &sb) == 0)
-        return open_shard(w, dir, "model.safetensors");
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    if (stat(path, &sb) != 0) {
-        snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
-        return ct__error(CT_ERR_NOT_FOUND,
-                         "%s: no model.safetensors or model.safetensors.index.json%s", dir,
-                         stat(path, &sb) == 0 ? " (pytorch_model.bin is a pickle this library "
-                                                "does not read: save the model with "
-                                                "safe_serialization=True)"
-                                              : "");
+    for (form = 0; form < 2; form++) {
+        snprintf(path, sizeof path, "%s/%s", dir, singles[form]);
+        if (stat(path, &sb) == 0)
+            return open_shard(w, dir, singles[form], singles[form]);
+        snprintf(path, sizeof path, "%s/%s", dir, indices[form]);
+        if (stat(path, &sb) == 0)
+            break;
     }
+    if (form == 2)
+        return ct__error(CT_ERR_NOT_FOUND, "%s: no model.safetensors, pytorch_model.bin or "
+                                           "their sharded index", dir);
     if ((st = ct__json_parse_file(path, &doc)) != CT_OK)
         return st;
     map = ct__json_get(ct__json_root(doc), "weight_map");
@@ -92,7 +106,7 @@ static ct_status open_weights(weights *w, const char *dir)
             st = ct__error(CT_ERR_FORMAT, "%s: weight_map['%s'] is not a file name", path,
                            map->members[i].key);
         else
-            st = open_shard(w, dir, v->str);
+            st = open_shard(w, dir, v->str, indices[form]);
     }
     ct__json_free(doc);
     return st;
