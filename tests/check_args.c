@@ -253,6 +253,41 @@ START_TEST(parse_forms)
 }
 END_TEST
 
+/* argparse's allow_abbrev, as HfArgumentParser has it: a name that begins
+ * exactly one name (the caller's own included) is that name; one that
+ * begins several is refused naming them; suggestions for typos. */
+START_TEST(abbreviations_and_suggestions)
+{
+    static const char *const own[] = {"max_seq_length", "doc_stride", "seedling"};
+    const char *seq[] = {"--max_seq", "64", "--doc=32", "--learning_rat", "3e-5"};
+    const char *see[] = {"--see", "7"};
+    ck_assert_int_eq(PARSE("--learning_rat", "3e-5", "--per_device_train", "4", "--no_logging_n"),
+                     CT_OK);
+    ck_assert_str_eq(text_of(args, "learning_rate"), "3e-05");
+    ck_assert_str_eq(text_of(args, "per_device_train_batch_size"), "4");
+    ck_assert_str_eq(text_of(args, "logging_nan_inf_filter"), "False");
+    ASSERT_ERROR_HAS(PARSE("--do", "--seed", "1"), CT_ERR_INVALID_ARG,
+                     "argument --do: ambiguous option: could match --do_train, --do_eval");
+    /* the caller's names: abbreviations come back written out in full */
+    OK(ct_args_parse_with_names(args, 5, seq, own, 3));
+    ck_assert_uint_eq(ct_args_unparsed_count(args), 3);
+    ck_assert_str_eq(ct_args_unparsed(args, 0), "--max_seq_length");
+    ck_assert_str_eq(ct_args_unparsed(args, 1), "64");
+    ck_assert_str_eq(ct_args_unparsed(args, 2), "--doc_stride=32");
+    ck_assert_str_eq(text_of(args, "learning_rate"), "3e-05");
+    /* seed is ours, seedling the caller's: both begin "see" */
+    OK(ct_args_parse(args, 2, see));
+    ck_assert_str_eq(text_of(args, "seed"), "7");
+    ASSERT_ERROR_HAS(ct_args_parse_with_names(args, 2, see, own, 3), CT_ERR_INVALID_ARG,
+                     "could match --seed, --seedling");
+    ck_assert_str_eq(ct_args_closest_name("learning_rte", NULL, 0), "learning_rate");
+    ck_assert_str_eq(ct_args_closest_name("doc_strid", NULL, 0), "doc_stride"); /* run_qa's */
+    ck_assert_str_eq(ct_args_closest_name("seedlin", own, 3), "seedling");
+    ck_assert_ptr_null(ct_args_closest_name("seedlin", NULL, 0));
+    ck_assert_ptr_null(ct_args_closest_name("zzzzzzzzzz", own, 3));
+}
+END_TEST
+
 START_TEST(failed_parse_changes_nothing)
 {
     ck_assert_int_eq(PARSE("--seed", "5", "--extra"), CT_OK);
@@ -561,6 +596,7 @@ Suite *args_suite(void)
     tcase_add_test(tc, text_access_and_buffer_sizes);
     tcase_add_test(tc, parse_the_guides_command);
     tcase_add_test(tc, parse_forms);
+    tcase_add_test(tc, abbreviations_and_suggestions);
     tcase_add_test(tc, failed_parse_changes_nothing);
     tcase_add_test(tc, validation_names_field_and_rule);
     tcase_add_test(tc, help_lists_every_field);

@@ -857,6 +857,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, bad_batches_are_clear_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("folders");
+    tcase_set_timeout(tc, 60); /* full passes of a small model, slow under ASan on a busy machine */
     tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, save_load_save_is_byte_identical);
     tcase_add_test(tc, new_head_on_pretrained_encoder);

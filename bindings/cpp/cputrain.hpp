@@ -211,13 +211,23 @@ public:
 
     // Arguments only, no program name: from main, use {argv + 1, argv + argc}.
     // Validates; on failure nothing changes. Returns what was not consumed.
-    std::vector<std::string> parse(const std::vector<std::string> &arguments) {
-        std::vector<const char *> argv;
-        argv.reserve(arguments.size());
-        for (std::size_t i = 0; i < arguments.size(); i++)
-            argv.push_back(arguments[i].c_str());
-        check(ct_args_parse(args_, static_cast<int>(argv.size()), argv.data()));
+    // own_names: the caller's argument names (no "--"): an unambiguous prefix
+    // of any name counts as that name (argparse's allow_abbrev; one of these
+    // comes back in full), an ambiguous one throws naming the candidates.
+    std::vector<std::string> parse(const std::vector<std::string> &arguments,
+                                   const std::vector<std::string> &own_names = {}) {
+        std::vector<const char *> argv = c_strings(arguments), own = c_strings(own_names);
+        check(ct_args_parse_with_names(args_, static_cast<int>(argv.size()), argv.data(),
+                                       own.data(), own.size()));
         return unparsed();
+    }
+    // The argument name nearest to `name`, for "did you mean --...?"; empty
+    // when none is close.
+    static std::string closest_name(const std::string &name,
+                                    const std::vector<std::string> &own_names = {}) {
+        std::vector<const char *> own = c_strings(own_names);
+        const char *found = ct_args_closest_name(name.c_str(), own.data(), own.size());
+        return found ? found : "";
     }
 
     std::vector<std::string> unparsed() const {
@@ -241,6 +251,13 @@ public:
     }
 
 private:
+    static std::vector<const char *> c_strings(const std::vector<std::string> &v) {
+        std::vector<const char *> out;
+        out.reserve(v.size());
+        for (const auto &x : v)
+            out.push_back(x.c_str());
+        return out;
+    }
     ct_args *args_ = nullptr;
 };
 

@@ -120,6 +120,22 @@ CT_API ct_status ct_args_get_string(const ct_args *args, const char *name,
  * validated (ct_args_validate); on any failure the handle is left exactly as
  * it was. */
 CT_API ct_status ct_args_parse(ct_args *args, int argc, const char *const *argv);
+/* ct_args_parse knowing the caller's own argument names too (a script's,
+ * beside TrainingArguments), as HfArgumentParser knows every dataclass it
+ * fills: a name that is no name itself but begins exactly one of all of
+ * them — TrainingArguments' fields, their --no_ forms and old aliases, the
+ * known names, `own_names` — counts as that one (argparse's allow_abbrev:
+ * --learning_rat 3e-5); one of the caller's comes back among the unparsed
+ * written out in full. A name that begins several is CT_ERR_INVALID_ARG
+ * naming them. ct_args_parse is this with no own names. */
+CT_API ct_status ct_args_parse_with_names(ct_args *args, int argc, const char *const *argv,
+                                          const char *const *own_names, size_t n_names);
+/* The name among those same ones (with `own_names`) nearest to `name` by
+ * edit distance, for "did you mean --...?": NULL when none is within a
+ * third of its length (at least 2 edits). Valid until the next call on
+ * this thread. */
+CT_API const char *ct_args_closest_name(const char *name, const char *const *own_names,
+                                        size_t n_names);
 /* What the last successful ct_args_parse / ct_args_load_json did not consume.
  * Keys from a JSON file come back as "--key" followed by the value. */
 CT_API size_t ct_args_unparsed_count(const ct_args *args);

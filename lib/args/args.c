@@ -27,6 +27,16 @@ static const struct {
 #undef CT__ALIAS_ROW
 };
 
+size_t ct__args_alias_count(void)
+{
+    return sizeof aliases / sizeof aliases[0];
+}
+
+const char *ct__args_alias(size_t i)
+{
+    return aliases[i].alias;
+}
+
 int ct__args_find(const char *name)
 {
     size_t i;

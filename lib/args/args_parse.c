@@ -54,7 +54,7 @@ static ct_status apply_json(ct_args *args, const char *path);
  * read as a field's would be, then accepted, warned about or refused. Any
  * other name is kept for the caller, run_qa.py's included. */
 static ct_status parse_fate(ct_args *args, int argc, const char *const *argv, int *i,
-                            const char *key, const char *inline_value)
+                            const char *key, const char *inline_value, const char *typed)
 {
     int row = ct__fate_find(key), negated = 0, b;
     if (row < 0 && strncmp(key, "no_", 3) == 0 && (row = ct__fate_find(key + 3)) >= 0) {
@@ -63,7 +63,7 @@ static ct_status parse_fate(ct_args *args, int argc, const char *const *argv, in
             row = -1;
     }
     if (row < 0 || !ct__fate_is_parsed(row))
-        return keep_unparsed(args, argv[*i]);
+        return keep_unparsed(args, typed);
     if (negated) {
         if (inline_value)
             return ct__error(CT_ERR_INVALID_ARG, "argument --%s: takes no value", key);
@@ -81,21 +81,38 @@ static ct_status parse_fate(ct_args *args, int argc, const char *const *argv, in
     return ct__fate_apply(args, row, argv[++*i]);
 }
 
-/* Parse one "--name[=value]" at argv[*i], consuming a following value. */
-static ct_status parse_option(ct_args *args, int argc, const char *const *argv, int *i)
+/* The caller's own argument names (ct_args_parse_with_names). */
+typedef struct names {
+    const char *const *v;
+    size_t n;
+} names;
+
+/* Parse one "--name[=value]" at argv[*i], consuming a following value. An
+ * abbreviation counts as the name it begins; kept for the caller, it is
+ * kept written out in full. */
+static ct_status parse_option(ct_args *args, int argc, const char *const *argv, int *i,
+                              const names *own)
 {
     const char *arg = argv[*i];
     const char *eq = strchr(arg, '=');
     const char *inline_value = eq ? eq + 1 : NULL;
-    char key[128];
+    char key[160], full[160], typed[512];
     size_t key_len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
     int f, negated = 0, b;
+    ct_status st;
 
     if (key_len >= sizeof key)
         return keep_unparsed(args, arg);
     memcpy(key, arg + 2, key_len);
     key[key_len] = '\0';
     underscores(key);
+    if ((st = ct__args_expand(key, own->v, own->n, full, sizeof full)) != CT_OK)
+        return st;
+    snprintf(typed, sizeof typed, "%s", arg);
+    if (full[0]) {
+        snprintf(typed, sizeof typed, "--%s%s%s", full, eq ? "=" : "", eq ? inline_value : "");
+        snprintf(key, sizeof key, "%s", full);
+    }
 
     f = ct__args_find(key);
     /* Booleans that default to true also get a --no_<name> form. */
@@ -108,7 +125,7 @@ static ct_status parse_option(ct_args *args, int argc, const char *const *argv, 
         }
     }
     if (f < 0)
-        return parse_fate(args, argc, argv, i, key, inline_value);
+        return parse_fate(args, argc, argv, i, key, inline_value, typed);
     if (!negated && strcmp(key, ct__arg_fields[f].name) != 0)
         ct__log(CT_LOG_WARNING, "--%s is deprecated; use --%s", key, ct__arg_fields[f].name);
 
@@ -136,8 +153,15 @@ static ct_status parse_option(ct_args *args, int argc, const char *const *argv, 
 
 ct_status ct_args_parse(ct_args *args, int argc, const char *const *argv)
 {
+    return ct_args_parse_with_names(args, argc, argv, NULL, 0);
+}
+
+ct_status ct_args_parse_with_names(ct_args *args, int argc, const char *const *argv,
+                                   const char *const *own_names, size_t n_names)
+{
     ct_args *work;
     ct_status st = CT_OK;
+    names own = {own_names, own_names ? n_names : 0};
     int i;
     CT__CHECK_ARG(args);
     if (argc < 0 || (argc > 0 && !argv))
@@ -154,7 +178,7 @@ ct_status ct_args_parse(ct_args *args, int argc, const char *const *argv)
     } else {
         for (i = 0; i < argc && st == CT_OK; i++) {
             if (strncmp(argv[i], "--", 2) == 0 && argv[i][2] != '\0')
-                st = parse_option(work, argc, argv, &i);
+                st = parse_option(work, argc, argv, &i, &own);
             else
                 st = keep_unparsed(work, argv[i]);
         }

@@ -69,6 +69,16 @@ extern const ct__arg_field ct__arg_fields[CT_ARGS_NFIELDS];
 
 /* Field index by name or alias, -1 if unknown. */
 int ct__args_find(const char *name);
+/* The deprecated aliases of fields (args.c). */
+size_t ct__args_alias_count(void);
+const char *ct__args_alias(size_t i);
+/* args_names.c: `key` (underscores) as a name of a command line: when it
+ * is no name itself but begins exactly one (a field, an alias, a --no_
+ * form, a known name, or one of `extra`), that one goes into full;
+ * otherwise full is "". Beginning several is CT_ERR_INVALID_ARG naming
+ * them, as argparse's allow_abbrev refuses it. */
+ct_status ct__args_expand(const char *key, const char *const *extra, size_t n_extra,
+                          char *full, size_t size);
 int ct__parse_double_text(const char *s, double *out);
 ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v);
 void ct__arg_value_free(ct__arg_value *v);

@@ -152,6 +152,13 @@ static void test_parse() {
     CHECK(rest == (strings{"--model_name_or_path", "bert"}));
     CHECK(args.unparsed() == rest);
     CHECK(args.parse({}).empty());
+    // argparse's abbreviations, the caller's own names among them
+    strings full = args.parse({"--learning_rat", "3e-5", "--max_seq", "64"}, {"max_seq_length"});
+    CHECK(full.size() == 2 && full[0] == "--max_seq_length" && full[1] == "64");
+    EXPECT_ERROR(args.parse({"--see", "1"}, {"seedling"}), CT_ERR_INVALID_ARG,
+                 "could match --seed, --seedling");
+    CHECK(cputrain::training_args::closest_name("learning_rte") == "learning_rate");
+    CHECK(cputrain::training_args::closest_name("zzzzzzzzzz").empty());
 
     // A failed parse leaves everything as it was.
     EXPECT_ERROR(args.parse({"--seed", "1", "--learning_rate", "fast"}), CT_ERR_INVALID_ARG,

@@ -96,6 +96,18 @@ class TypedAttributeTest(unittest.TestCase):
                     self.assertIsNone(getattr(self.args, field.name))
                     self.assertFalse(self.args.is_set(field.name))
 
+    def test_abbreviations_as_argparse_and_suggestions(self):
+        rest = self.args.parse(["--learning_rat", "3e-5", "--max_seq", "64", "--doc=8"],
+                               own_names=["max_seq_length", "doc_stride"])
+        self.assertEqual(self.args.learning_rate, 3e-5)
+        self.assertEqual(rest, ["--max_seq_length", "64", "--doc_stride=8"])
+        with self.assertRaises(CputrainError) as cm:
+            self.args.parse(["--see", "1"], own_names=["seedling"])
+        self.assertIn("could match --seed, --seedling", cm.exception.message)
+        self.assertEqual(TrainingArgs.closest_name("learning_rte"), "learning_rate")
+        self.assertEqual(TrainingArgs.closest_name("seedlin", ["seedling"]), "seedling")
+        self.assertIsNone(TrainingArgs.closest_name("zzzzzzzzzz"))
+
     def test_int_is_accepted_for_a_float_field(self):
         self.args.learning_rate = 1
         self.assertEqual(self.args.learning_rate, 1.0)

@@ -64,8 +64,10 @@ cat > "$dir/data/validation_v2.json" <<'JSON'
   {"id": "w2", "question": "what city did bo live in", "is_impossible": true, "answers": []}]}
 ]}]}
 JSON
-common="--max_seq_length 24 --doc_stride 8 --per_device_train_batch_size 2 \
---per_device_eval_batch_size 2 --save_strategy no --seed 42 --disable_tqdm --use_cpu"
+# (two abbreviated, as argparse takes them: --doc_str is run_qa's
+# --doc_stride, --per_device_eval TrainingArguments' batch size)
+common="--max_seq_length 24 --doc_str 8 --per_device_train_batch_size 2 \
+--per_device_eval 2 --save_strategy no --seed 42 --disable_tqdm --use_cpu"
 
 # The fixtures are right: every answer is at its answer_start.
 for f in "$dir/squad/train.json" "$dir/squad/validation.json" "$dir/data/validation_v2.json"; do
@@ -102,6 +104,22 @@ check "--help lists run_qa's arguments and TrainingArguments" [ -z "$missing" ]
 rc=$?
 check "unknown argument exits 2" [ "$rc" -eq 2 ]
 check "unknown argument is named" contains "$dir/unknown.txt" "unknown argument --no_such_argument"
+# HfArgumentParser's habits: a typo gets a suggestion, an unambiguous prefix
+# is the argument it begins (argparse's allow_abbrev), an ambiguous one is
+# refused naming the candidates, --version says the version
+"$qa" --learning_rte 3e-5 --output_dir "$dir/x" > "$dir/typo.txt" 2>&1
+rc=$?
+check "a typo exits 2 with a suggestion" eval '[ "$rc" -eq 2 ] &&
+    contains "$dir/typo.txt" "did you mean --learning_rate?"'
+"$qa" --do --output_dir "$dir/x" > "$dir/ambiguous.txt" 2>&1
+rc=$?
+check "an ambiguous prefix is refused naming the candidates" eval '[ "$rc" -eq 2 ] &&
+    contains "$dir/ambiguous.txt" "ambiguous option: could match --do_train, --do_eval"'
+"$qa" --version > "$dir/version.txt" 2>&1
+rc=$?
+major=$(sed -n 's/^#define CT_VERSION_MAJOR *//p' include/cputrain/core.h)
+check "--version prints the library's version" eval '[ "$rc" -eq 0 ] &&
+    contains "$dir/version.txt" "cputrain-qa (libcputrain $major."'
 
 "$qa" --dataset_name squad --dataset_dir "$dir/empty" --config_name "$dir/data/config.json" \
     --tokenizer_name "$dir/tok" --do_train --output_dir "$dir/x" > "$dir/nodata.txt" 2>&1

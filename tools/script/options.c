@@ -56,6 +56,10 @@ static int takes(const char *const *groups, const char *group)
     return !groups;
 }
 
+/* The script's own names, for abbreviations and suggestions. */
+static const char *own_names[256];
+static size_t n_own;
+
 static int set_known(ct_args *args, const char *const *groups, const char *name,
                      const char *value, int *used_value)
 {
@@ -63,8 +67,10 @@ static int set_known(ct_args *args, const char *const *groups, const char *name,
     int b, flag;
     ct_status st;
     if (ct_args_known_index(name, &k) != CT_OK || !takes(groups, ct_args_known_group(k))) {
+        const char *near = ct_args_closest_name(name, own_names, n_own);
         fprintf(stderr, "%s: unknown argument --%s: neither %s nor TrainingArguments has it "
-                        "(see --help)\n", script_prog, name, script_name);
+                        "(%s%s%ssee --help)\n", script_prog, name, script_name,
+                near ? "did you mean --" : "", near ? near : "", near ? "? " : "");
         return -1;
     }
     flag = ct_args_known_type(k) == CT_ARG_BOOL;
@@ -165,7 +171,13 @@ int script_parse_args(ct_args *args, int argc, char **argv, const script_option 
                       void (*usage)(void))
 {
     ct_status st;
-    if ((st = ct_args_parse(args, argc - 1, (const char *const *)argv + 1)) != CT_OK) {
+    n_own = 0;
+    own_names[n_own++] = "help";
+    own_names[n_own++] = "version";
+    for (size_t i = 0; i < n && n_own < sizeof own_names / sizeof *own_names; i++)
+        own_names[n_own++] = table[i].name;
+    if ((st = ct_args_parse_with_names(args, argc - 1, (const char *const *)argv + 1, own_names,
+                                       n_own)) != CT_OK) {
         script_fail("arguments", st);
         return 2;
     }
@@ -176,6 +188,10 @@ int script_parse_args(ct_args *args, int argc, char **argv, const script_option 
         int used;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
+            return 1;
+        }
+        if (!strcmp(a, "--version")) { /* argparse's action="version" */
+            printf("%s (libcputrain %s)\n", script_prog, ct_version_string());
             return 1;
         }
         if (strncmp(a, "--", 2) != 0) {

@@ -313,16 +313,32 @@ class TrainingArgs(OwnedHandle):
 
     # ---- command line, JSON, validation ----------------------------------
 
-    def parse(self, argv=None):
+    def parse(self, argv=None, own_names=()):
         """Parse a command line as HfArgumentParser does (argv defaults to
         sys.argv[1:]) and validate the result; on failure nothing changes.
-        Returns the arguments that are not training arguments, in order."""
+        Returns the arguments that are not training arguments, in order.
+        own_names: the caller's own argument names (without "--"), so that
+        an unambiguous prefix of any name counts as that name, as argparse's
+        allow_abbrev does (one of own_names comes back written out in full),
+        and an ambiguous one raises naming the candidates."""
         if isinstance(argv, (str, bytes)):
             raise TypeError("parse() takes a list of arguments, not one string")
         argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
         array = (ctypes.c_char_p * len(argv))(*[_encode(a) for a in argv])
-        check(lib.ct_args_parse(self._live(), len(argv), array))
+        own = [_encode(n) for n in own_names]
+        names = (ctypes.c_char_p * max(len(own), 1))(*own)
+        check(lib.ct_args_parse_with_names(self._live(), len(argv), array, names, len(own)))
         return self.unparsed()
+
+    @staticmethod
+    def closest_name(name, own_names=()):
+        """The argument name nearest to `name` (TrainingArguments', the known
+        ones and own_names), for "did you mean --...?"; None when none is
+        close."""
+        own = [_encode(n) for n in own_names]
+        names = (ctypes.c_char_p * max(len(own), 1))(*own)
+        found = lib.ct_args_closest_name(_encode(name), names, len(own))
+        return _decode(found) if found is not None else None
 
     def unparsed(self):
         """What the last parse() / load_json() did not consume."""

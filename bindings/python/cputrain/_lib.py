@@ -98,6 +98,8 @@ PROTOTYPES = {
     "ct_args_get_string": (_status, [Handle, _str, _ptr(_str)]),
     # args.h: command line, JSON, validation
     "ct_args_parse": (_status, [Handle, _int, _ptr(_str)]),
+    "ct_args_parse_with_names": (_status, [Handle, _int, _ptr(_str), _ptr(_str), _size]),
+    "ct_args_closest_name": (_str, [_str, _ptr(_str), _size]),
     "ct_args_unparsed_count": (_size, [Handle]),
     "ct_args_unparsed": (_str, [Handle, _size]),
     "ct_args_validate": (_status, [Handle]),

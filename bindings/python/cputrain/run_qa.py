@@ -21,7 +21,7 @@ import threading
 
 from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
                LogLevel, Model, Placement, Precision, QAFeatures, SquadExamples, SquadScores,
-               Status, Tokenizer, Trainer, TrainingArgs, Workflow, dataset_file,
+               Status, Tokenizer, Trainer, TrainingArgs, Workflow, __version__, dataset_file,
                set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
@@ -91,6 +91,8 @@ def parser():
             other.add_argument("--" + k.name, default=None,
                                help="%s: %s." % ("No effect" if k.fate == ArgFate.NO_EFFECT
                                                  else "Refused", k.reason))
+    p.add_argument("--version", action="version",
+                   version="%s (libcputrain %s)" % (PROG, __version__))
     return p
 
 
@@ -317,8 +319,11 @@ def _main(argv):
     # warnings only until this process knows its rank (apply_log_levels)
     set_log_level(LogLevel.WARNING)
     args = TrainingArgs()
+    # the script's own names too, so that a prefix means what argparse
+    # would make of it across both (HfArgumentParser's single parser)
+    own = [o[2:] for a in parser()._actions for o in a.option_strings if o.startswith("--")]
     try:
-        rest = args.parse(argv)
+        rest = args.parse(argv, own_names=own)
     except CputrainError as e:
         print("%s: arguments: %s" % (PROG, e), file=sys.stderr)
         return 2
