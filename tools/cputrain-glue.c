@@ -720,14 +720,11 @@ int main(int argc, char **argv)
         (!r.task && find_columns(&r, train_t, train_file)) ||
         make_label_list(&r, train_t, train_file))
         goto done;
-    {
-        if (make_model(&r, (uint64_t)sr.seed) != 0)
-            goto done;
-    }
-    if (script_place(r.model, r.dist) != 0 ||
-        script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
+    /* the tokenizer first: a folder without one fails before a head is made */
+    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
+        make_model(&r, (uint64_t)sr.seed) != 0 || script_place(r.model, r.dist) != 0 ||
+        script_fit_tokenizer(r.model, r.tok, &r.o.max_seq_length, r.rank) != 0)
         goto done;
-    script_clamp_max_seq_length(r.model, r.tok, &r.o.max_seq_length, r.rank);
     if ((do_train && build_dataset(&r, train_t, train_file, r.o.max_train_samples, 1, &train_d)) ||
         (do_eval && (script_load_table(eval_file, &eval_t) ||
                      build_dataset(&r, eval_t, eval_file, r.o.max_eval_samples, 1, &eval_d))) ||

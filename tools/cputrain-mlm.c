@@ -265,12 +265,12 @@ int main(int argc, char **argv)
     rc = 1;
     if ((o.train_file && read_texts(o.train_file, o.line_by_line, &train)) ||
         (o.validation_file && read_texts(o.validation_file, o.line_by_line, &valid)) ||
+        script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0 ||
         script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, NULL,
                           (uint64_t)sr.seed, sr.rank, &model, &from_folder) != 0 ||
         script_place(model, sr.dist) != 0 ||
-        script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0)
+        script_fit_tokenizer(model, tok, &o.max_seq_length, sr.rank) != 0)
         goto done;
-    script_clamp_max_seq_length(model, tok, &o.max_seq_length, sr.rank);
     if (o.max_seq_length > 1024) /* run_mlm.py's cap when the tokenizer names none */
         o.max_seq_length = 1024;
     {

@@ -617,11 +617,10 @@ int main(int argc, char **argv)
             (r.int_tags && name_int_tags(&r)) || make_b_to_i(&r))
             goto done;
     }
-    if (make_model(&r, (uint64_t)sr.seed) != 0 ||
-        script_place(r.model, r.dist) != 0 ||
-        script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
+    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
+        make_model(&r, (uint64_t)sr.seed) != 0 || script_place(r.model, r.dist) != 0 ||
+        script_fit_tokenizer(r.model, r.tok, &r.o.max_seq_length, r.rank) != 0)
         goto done;
-    script_clamp_max_seq_length(r.model, r.tok, &r.o.max_seq_length, r.rank);
     if ((do_train && build_dataset(&r, train_t, train_file, r.o.max_train_samples, &train_d)) ||
         (do_eval && ((!eval_t && script_load_table(eval_file, &eval_t)) ||
                      build_dataset(&r, eval_t, eval_file, r.o.max_eval_samples, &eval_d))) ||

@@ -385,10 +385,12 @@ static int write_model_card(const run *r, const ct_trainer *trainer, const char 
 
 /* run_qa.py: max_seq_length above what the model takes is clamped, with a
  * warning, before any feature is built (it uses the tokenizer's
- * model_max_length; the model's max_position_embeddings bounds it too). */
-static int clamp_max_seq_length(run *r)
+ * model_max_length; the model's max_position_embeddings bounds it too);
+ * the tokenizer's ids must fit the model's embedding. */
+static int fit_tokenizer(run *r)
 {
-    script_clamp_max_seq_length(r->model, r->tok, &r->o.max_seq_length, r->rank);
+    if (script_fit_tokenizer(r->model, r->tok, &r->o.max_seq_length, r->rank) != 0)
+        return -1;
     if (r->o.doc_stride >= r->o.max_seq_length) {
         fprintf(stderr, "cputrain-qa: --doc_stride %ld must be below max_seq_length (%ld)\n",
                 r->o.doc_stride, r->o.max_seq_length);
@@ -523,7 +525,11 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* Model: pre-trained weights from a folder, else a fresh one. */
+    /* The tokenizer first (a folder without one fails before a head is
+     * made), then the model: pre-trained weights from a folder, else a
+     * fresh one. */
+    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
+        goto done;
     {
         int64_t seed = 42;
         ct_args_get_int(r.args, "seed", &seed);
@@ -535,10 +541,7 @@ int main(int argc, char **argv)
     /* This rank's share of the machine: its socket / NUMA node or an even
      * split of the cores, one pinned thread per core (OMP_NUM_THREADS can
      * ask for fewer). */
-    if (script_place(r.model, r.dist) != 0)
-        goto done;
-    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
-        clamp_max_seq_length(&r) != 0)
+    if (script_place(r.model, r.dist) != 0 || fit_tokenizer(&r) != 0)
         goto done;
 
     if (do_eval) {

@@ -416,6 +416,25 @@ class RunQATest(unittest.TestCase):
         p = self.run_qa(["--do_eval", "--config_name", "bert-test", "--output_dir", self.tmp])
         self.assertEqual(p.returncode, 2)
         self.assertIn("--validation_file", p.stdout)
+        # HfArgumentParser's habits: a prefix, --version
+        p = self.run_qa(["--versio"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("ambiguous option: could match", p.stdout)
+        p = self.run_qa(["--version"])
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("libcputrain", p.stdout)
+        # a tokenizer larger than the model's embedding: refused at load
+        with open(os.path.join(self.data, "config.json")) as f:
+            config = json.load(f)
+        config["vocab_size"] = 8
+        small = os.path.join(self.tmp, "small_vocab.json")
+        with open(small, "w") as f:
+            json.dump(config, f)
+        p = self.run_qa(["--do_train", "--config_name", small, "--tokenizer_name", self.data,
+                         "--train_file", os.path.join(self.data, "train.json"),
+                         "--output_dir", os.path.join(self.tmp, "small")])
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("but the model's embedding only 8", p.stdout)
 
     def test_argument_fates_and_hub_ids(self):
         base = ["--do_eval", "--tokenizer_name", self.data, "--validation_file",

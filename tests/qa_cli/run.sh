@@ -121,6 +121,16 @@ major=$(sed -n 's/^#define CT_VERSION_MAJOR *//p' include/cputrain/core.h)
 check "--version prints the library's version" eval '[ "$rc" -eq 0 ] &&
     contains "$dir/version.txt" "cputrain-qa (libcputrain $major."'
 
+# A tokenizer with more ids than the model's embedding: refused before any
+# data is read, naming both sizes.
+sed 's/"vocab_size": 21/"vocab_size": 12/' "$dir/data/config.json" > "$dir/small_vocab.json"
+"$qa" --dataset_name squad --dataset_dir "$dir/squad" --config_name "$dir/small_vocab.json" \
+    --tokenizer_name "$dir/tok" --do_train --output_dir "$dir/vocab" > "$dir/vocab.txt" 2>&1
+rc=$?
+check "a tokenizer larger than the embedding is refused at load, naming both sizes" eval \
+    '[ "$rc" -ne 0 ] && contains "$dir/vocab.txt" "the tokenizer has 21 tokens but the model'"'"'s embedding only 12" &&
+     ! grep -q "Running tokenizer" "$dir/vocab.txt"'
+
 "$qa" --dataset_name squad --dataset_dir "$dir/empty" --config_name "$dir/data/config.json" \
     --tokenizer_name "$dir/tok" --do_train --output_dir "$dir/x" > "$dir/nodata.txt" 2>&1
 rc=$?

@@ -134,10 +134,11 @@ int script_load_table(const char *file, ct_table **out);
 /* The model's threads on this rank's share of the machine (its socket or
  * NUMA node, or an even split of the cores). */
 int script_place(ct_model *model, const ct_dist *dist);
-/* max_seq_length no longer than the model and its tokenizer take (the
- * scripts' warning when cut); <= 0 asks for that limit. */
-void script_clamp_max_seq_length(const ct_model *model, const ct_tokenizer *tok, long *len,
-                                 int rank);
+/* The tokenizer against the model, before any data is read: its ids must
+ * fit the embedding (refused naming both sizes), and max_seq_length is cut
+ * to what both take (the scripts' warning when cut; <= 0 asks for that
+ * limit). 0, or -1 with the reason said. */
+int script_fit_tokenizer(const ct_model *model, const ct_tokenizer *tok, long *len, int rank);
 
 /* ct_trainer_train with Ctrl-C / SIGTERM turned into a checkpoint: 0, or
  * the exit status with what happened said (128 + signal: where to resume

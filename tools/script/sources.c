@@ -117,15 +117,24 @@ int script_place(ct_model *model, const ct_dist *dist)
     return st == CT_OK ? 0 : (script_fail("placement", st), -1);
 }
 
-void script_clamp_max_seq_length(const ct_model *model, const ct_tokenizer *tok, long *len,
-                                 int rank)
+int script_fit_tokenizer(const ct_model *model, const ct_tokenizer *tok, long *len, int rank)
 {
-    int64_t positions = -1, max_len = -1, limit;
+    int64_t positions = -1, max_len = -1, limit, vocab = -1;
+    size_t ids = ct_tokenizer_vocab_size(tok);
+    ct_model_config_int(model, "vocab_size", &vocab);
+    if (vocab > 0 && ids > (size_t)vocab) {
+        fprintf(stderr, "%s: the tokenizer has %zu tokens but the model's embedding only "
+                        "%lld (vocab_size): ids from %lld up would fall outside it. Use the "
+                        "model's own tokenizer (--tokenizer_name), or a configuration whose "
+                        "vocab_size is at least %zu\n", script_prog, ids, (long long)vocab,
+                (long long)vocab, ids);
+        return -1;
+    }
     ct_model_config_int(model, "max_position_embeddings", &positions);
     ct_tokenizer_get_option(tok, CT_TOKENIZER_MODEL_MAX_LENGTH, &max_len);
     limit = max_len > 0 && (positions <= 0 || max_len < positions) ? max_len : positions;
     if (limit <= 0)
-        return;
+        return 0;
     if (*len <= 0) {
         *len = (long)limit;
     } else if (*len > limit) {
@@ -135,4 +144,5 @@ void script_clamp_max_seq_length(const ct_model *model, const ct_tokenizer *tok,
                     script_prog, *len, (long long)limit, (long long)limit);
         *len = (long)limit;
     }
+    return 0;
 }

@@ -417,6 +417,14 @@ def _main(argv):
                                               "vocab.txt")), file=sys.stderr)
             return 2
         tokenizer = Tokenizer(tokenizer_path)
+        vocab = model.config_int("vocab_size")
+        if len(tokenizer) > vocab:
+            print("%s: the tokenizer has %d tokens but the model's embedding only %d "
+                  "(vocab_size): ids from %d up would fall outside it. Use the model's own "
+                  "tokenizer (--tokenizer_name), or a configuration whose vocab_size is at "
+                  "least %d" % (PROG, len(tokenizer), vocab, vocab, len(tokenizer)),
+                  file=sys.stderr)
+            return 2
         # run_qa.py clamps max_seq_length to what the model takes, up front
         limit = model.config_int("max_position_embeddings")
         if tokenizer.model_max_length is not None and tokenizer.model_max_length > 0:
