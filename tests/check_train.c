@@ -280,6 +280,44 @@ static void count_warnings(ct_log_level level, const char *msg, void *user)
         log_warnings++;
 }
 
+static int bf16_notes;
+static void count_bf16_notes(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_INFO && strstr(msg, "bf16 on: the model's matrix products run in bf16"))
+        bf16_notes++;
+}
+
+/* Training with bf16 switches the model, says so, and leaves it switched;
+ * the terminal bar installs through its typed entry point. */
+START_TEST(bf16_switch_is_logged_and_kept)
+{
+    ct_model *m = model_without_dropout();
+    ct_dataset *d = make_dataset(-1);
+    const char *extra[] = {"--bf16", "--max_steps", "2", "--save_strategy", "no"};
+    ct_args *a = make_args(scratch_at("bf16note"), extra, 5);
+    ct_trainer *t;
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    OK(ct_trainer_set_progress_to_terminal(t)); /* stderr is no terminal here: draws nothing */
+    ASSERT_ERROR_HAS(ct_trainer_set_progress_to_terminal(NULL), CT_ERR_INVALID_ARG, "NULL");
+    ck_assert_int_eq(ct_model_get_precision(m), CT_PRECISION_FP32);
+    ct_log_level level = ct_log_get_level();
+    bf16_notes = 0;
+    ct_log_set_level(CT_LOG_INFO);
+    ct_log_set_callback(count_bf16_notes, NULL);
+    OK(ct_trainer_train(t));
+    ct_log_set_callback(NULL, NULL);
+    ct_log_set_level(level);
+    ck_assert_int_eq(bf16_notes, 1);
+    ck_assert_int_eq(ct_model_get_precision(m), CT_PRECISION_BF16);
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+}
+END_TEST
+
 START_TEST(nan_loss_step_is_skipped_and_logged)
 {
     ct_model *m = model_without_dropout();
@@ -1242,6 +1280,7 @@ Suite *train_suite(void)
     tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, accumulation_equals_larger_batch);
     tcase_add_test(tc, nan_loss_step_is_skipped_and_logged);
+    tcase_add_test(tc, bf16_switch_is_logged_and_kept);
     tcase_add_test(tc, resume_is_bitwise_exact_and_files_are_complete);
     tcase_add_test(tc, killed_during_a_save_resumes_exactly);
     tcase_add_test(tc, save_total_limit_keeps_the_newest);

@@ -593,7 +593,7 @@ int main(int argc, char **argv)
              * checkpoint, so a folder can be --model_name_or_path again. */
             (st = ct_trainer_set_tokenizer(trainer, r.tok)) != CT_OK ||
             (r.rank == 0 &&
-             (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, r.args)) !=
+             (st = ct_trainer_set_progress_to_terminal(trainer)) !=
                  CT_OK) ||
             (do_eval && (st = ct_trainer_set_eval_callback(trainer, eval_callback, &r)) != CT_OK)) {
             script_fail("training", st);

@@ -1284,7 +1284,7 @@ public:
     void progress_to_terminal() {
         ct_trainer *t = live();
         state_->progress = progress_fn();
-        check(ct_trainer_set_progress_callback(t, ct_progress_to_terminal, state_->args.get()));
+        check(ct_trainer_set_progress_to_terminal(t));
     }
     void on_evaluate(eval_fn fn) {
         ct_trainer *t = live();

@@ -106,7 +106,9 @@ typedef ct_status (*ct_metrics_fn)(void *user, ct_trainer *trainer, const float 
                                    const float *float_labels, size_t n_labels);
 
 /* A trainer for `model` with `args` (copied). The model must outlive it.
- * bf16 in args switches the model to bf16 mixed precision. */
+ * Training sets the model's precision from args' bf16 (logged when that
+ * changes it), and the model keeps it afterwards: a model trained with
+ * bf16 true predicts in bf16 until ct_model_set_precision says otherwise. */
 CT_API ct_status ct_trainer_create(ct_model *model, const ct_args *args, ct_trainer **out);
 CT_API void ct_trainer_free(ct_trainer *trainer);
 /* The dataset must outlive training. */
@@ -188,6 +190,9 @@ CT_API ct_status ct_trainer_set_tokenizer(ct_trainer *trainer, const ct_tokenize
  * draws nothing unless the application installs it. */
 CT_API int ct_progress_to_terminal(void *user, ct_event event, int64_t step, int64_t max_steps,
                                    double epoch, const char *log_json);
+/* That bar as the trainer's progress callback, with the trainer's own
+ * arguments: the typed way to install it. */
+CT_API ct_status ct_trainer_set_progress_to_terminal(ct_trainer *trainer);
 
 /* Run training as Trainer.train() does (resuming when resume_from_checkpoint
  * says so), then save the model, train_results.json (its entries merged

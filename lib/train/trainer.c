@@ -117,6 +117,12 @@ ct_status ct_trainer_set_progress_callback(ct_trainer *t, ct_progress_fn fn, voi
     return CT_OK;
 }
 
+ct_status ct_trainer_set_progress_to_terminal(ct_trainer *t)
+{
+    CT__CHECK_ARG(t);
+    return ct_trainer_set_progress_callback(t, ct_progress_to_terminal, t->args);
+}
+
 ct_status ct_trainer_set_eval_callback(ct_trainer *t, ct_eval_fn fn, void *user)
 {
     CT__CHECK_ARG(t);

@@ -76,7 +76,7 @@ int script_fit(const script_run *s, ct_trainer *trainer, const ct_dataset *train
     ct_status st;
     if ((st = ct_trainer_set_train_dataset(trainer, train)) != CT_OK ||
         (s->rank == 0 &&
-         (st = ct_trainer_set_progress_callback(trainer, ct_progress_to_terminal, s->args)) !=
+         (st = ct_trainer_set_progress_to_terminal(trainer)) !=
              CT_OK))
         return script_fail("training", st);
     return script_train(trainer, s->output_dir, s->rank);

@@ -205,6 +205,7 @@ PROTOTYPES = {
     "ct_trainer_set_mlm_masking": (_status, [Handle, _f64, _int]),
     "ct_trainer_set_tokenizer": (_status, [Handle, Handle]),
     "ct_progress_to_terminal": (_int, [ctypes.c_void_p, _int, _i64, _i64, _f64, _str]),
+    "ct_trainer_set_progress_to_terminal": (_status, [Handle]),
     "ct_trainer_train": (_status, [Handle]),
     "ct_trainer_cancel": (None, [Handle]),
     "ct_trainer_report_metric": (_status, [Handle, _str, _f64]),

@@ -872,9 +872,7 @@ class Trainer(OwnedHandle):
         if progress is None:
             check(lib.ct_trainer_set_progress_callback(handle, _NO_PROGRESS, None))
         elif progress is PROGRESS_TO_TERMINAL:
-            # Its user pointer must be the trainer's ct_args (disable_tqdm).
-            check(lib.ct_trainer_set_progress_callback(handle, PROGRESS_TO_TERMINAL,
-                                                       self._args._live()))
+            check(lib.ct_trainer_set_progress_to_terminal(handle))
         elif callable(progress):
             check(lib.ct_trainer_set_progress_callback(handle, _progress_trampoline, self._key))
         else:
