@@ -199,7 +199,7 @@ static void shapes_text(const ct__tensor *t, const ct__st_tensor *s, char *out, 
 static ct_status check_tensor(const ct__tensor *t, const ct__st_tensor *s, const char *path,
                               int ignore_mismatched, int *mismatched)
 {
-    char shapes[224];
+    char shapes[256];
     *mismatched = 0;
     if (s->dtype != CT_ST_F32 && s->dtype != CT_ST_BF16 && s->dtype != CT_ST_F16)
         return ct__error(CT_ERR_FORMAT, "%s: tensor '%s' is %s; F32, BF16 or F16 expected", path,
