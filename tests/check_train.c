@@ -318,6 +318,39 @@ START_TEST(bf16_switch_is_logged_and_kept)
 }
 END_TEST
 
+/* A class id outside the head: the error names the training examples of
+ * the batch, the bad one among them, not only its row. */
+START_TEST(bad_label_names_the_example)
+{
+    ct_model_options *o;
+    ct_model *m;
+    ct_dataset *d;
+    ct_args *a;
+    ct_trainer *t;
+    const char *extra[] = {"--max_steps", "4", "--save_strategy", "no"};
+    int32_t ids[8] = {2, 5, 6, 7, 8, 9, 10, 3};
+    OK(ct_model_options_create(&o));
+    OK(ct_model_options_set(o, "num_labels", "2"));
+    OK(ct_model_create_with_options("bert-test", CT_TASK_SEQUENCE_CLASSIFICATION, 1, o, &m));
+    OK(ct_dataset_create(CT_TASK_SEQUENCE_CLASSIFICATION, 8, &d));
+    for (int32_t e = 0; e < 12; e++) {
+        int32_t label = e == 9 ? 7 : e % 2;
+        OK(ct_dataset_add(d, ids, NULL, NULL, &label, 1));
+    }
+    a = make_args(scratch_at("badlabel"), extra, 4);
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    ASSERT_ERROR_HAS(ct_trainer_train(t), CT_ERR_INVALID_ARG, "a training batch of examples [");
+    ck_assert_msg(strstr(ct_last_error(), "9") && strstr(ct_last_error(), "7"), "%s",
+                  ct_last_error());
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+    ct_model_options_free(o);
+}
+END_TEST
+
 START_TEST(nan_loss_step_is_skipped_and_logged)
 {
     ct_model *m = model_without_dropout();
@@ -1280,6 +1313,7 @@ Suite *train_suite(void)
     tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
     tcase_add_test(tc, accumulation_equals_larger_batch);
     tcase_add_test(tc, nan_loss_step_is_skipped_and_logged);
+    tcase_add_test(tc, bad_label_names_the_example);
     tcase_add_test(tc, bf16_switch_is_logged_and_kept);
     tcase_add_test(tc, resume_is_bitwise_exact_and_files_are_complete);
     tcase_add_test(tc, killed_during_a_save_resumes_exactly);

@@ -194,6 +194,22 @@ static ct_status sync_step(ct_trainer *t, double *window_loss, int *window_bad, 
     return CT_OK;
 }
 
+/* Prefix the error of a batch (whose text names rows of it) with the
+ * training examples its rows hold, so the user finds the bad one. */
+static void name_examples(const int64_t *idx, int n)
+{
+    char list[256];
+    size_t used = 0;
+    int i;
+    for (i = 0; i < n && used + 24 < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", i ? ", " : "",
+                                 (long long)idx[i]);
+    if (i < n)
+        snprintf(list + used, sizeof list - used, ", ...");
+    ct__error_prefix(CT_ERR_INVALID_ARG, "a training batch of examples [%s] of the dataset "
+                                         "(row r is the r-th of them)", list);
+}
+
 /* Dropout masks keyed by (epoch, index in the training set): each example
  * draws the same masks whichever rank, batch and micro-batch it lands in,
  * so the model does not depend on the world size or the accumulation. */
@@ -619,8 +635,11 @@ static ct_status train_run(ct_trainer *t)
                 (st = set_example_ids(t, batch, mine + first, n)) != CT_OK)
                 break;
             ct__trainer_mask(t, batch, mine + first, (uint64_t)t->epoch_index);
-            if ((st = micro_step(t, batch, scale, last_of_window, &loss)) != CT_OK)
+            if ((st = micro_step(t, batch, scale, last_of_window, &loss)) != CT_OK) {
+                if (st == CT_ERR_INVALID_ARG) /* a row of the batch: say which example */
+                    name_examples(mine + first, n);
                 break;
+            }
             t->batch_in_epoch++;
             micro++;
             t->samples_since_log += (int64_t)n * t->world;
