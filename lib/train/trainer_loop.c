@@ -534,8 +534,8 @@ static ct_status train_run(ct_trainer *t)
 
     ct__trainer_apply_log_level(t->args, t->rank, t->dist ? ct_dist_local_rank(t->dist) : 0);
     if (ct_model_get_precision(m) != (A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32) &&
-        t->rank == 0) /* the model keeps it after training */
-        ct__log(CT_LOG_INFO, "bf16 %s: the model's matrix products run in %s from here on, "
+        t->rank == 0) /* the model keeps it after training (debug: the tools ask for it) */
+        ct__log(CT_LOG_DEBUG, "bf16 %s: the model's matrix products run in %s from here on, "
                              "also after training (ct_model_set_precision changes it back)",
                 A_BOOL(bf16) ? "on" : "off", A_BOOL(bf16) ? "bf16" : "fp32");
     if ((st = ct__trainer_apply_model_args(t->args, m, t->rank)) != CT_OK ||

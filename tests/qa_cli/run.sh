@@ -158,6 +158,16 @@ done
 for f in vocab.txt tokenizer_config.json special_tokens_map.json tokenizer.json; do
     check "  ... saves the tokenizer's $f" [ -s "$dir/trained/$f" ]
 done
+# A model folder without a tokenizer: that is the error, said before any
+# model is made (no new-head warning first).
+mkdir -p "$dir/notok"
+cp "$dir/trained/config.json" "$dir/trained/model.safetensors" "$dir/notok/"
+"$qa" --model_name_or_path "$dir/notok" --dataset_name squad --dataset_dir "$dir/squad" \
+    --do_train --max_steps 1 --output_dir "$dir/notok-out" > "$dir/notok.txt" 2>&1
+rc=$?
+check "a model folder without a tokenizer fails naming it, before any head warning" eval \
+    '[ "$rc" -ne 0 ] && contains "$dir/notok.txt" "$dir/notok: the folder has no vocab.txt" &&
+     ! grep -q "newly initialised" "$dir/notok.txt"'
 check "  ... vocab.txt as given" cmp -s "$dir/tok/vocab.txt" "$dir/trained/vocab.txt"
 check "  ... tokenizer_config.json keeps the settings" "$PYTHON" -c '
 import json, sys
