@@ -121,7 +121,8 @@ CT_API void ct_model_free(ct_model *model);
  * parents) when missing, as save_pretrained does. Each file is written to a
  * temporary name and renamed into place. */
 CT_API ct_status ct_model_save(const ct_model *model, const char *dir, ct_dtype dtype);
-/* Tensors that ct_model_load had to initialise. */
+/* Tensors that ct_model_load had to initialise: missing from the folder,
+ * or of another shape there under ignore_mismatched_sizes. */
 CT_API size_t ct_model_new_tensor_count(const ct_model *model);
 CT_API const char *ct_model_new_tensor_name(const ct_model *model, size_t index);
 
