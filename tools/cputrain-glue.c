@@ -617,20 +617,16 @@ static int split_file(const run *r, const char *given, const char *split, char *
  * from_pretrained. */
 static int make_model(run *r, uint64_t seed)
 {
-    ct_model_options *o = NULL;
-    ct_status st = ct_model_options_create(&o);
-    if (st == CT_OK && r->problem == REGRESSION)
-        st = ct_model_options_set(o, "num_labels", "1");
-    else if (st == CT_OK)
-        st = ct_model_options_set_labels(o, (const char *const *)r->labels, r->n_labels);
-    if (st == CT_OK && r->problem == MULTI)
-        st = ct_model_options_set(o, "problem_type", "multi_label_classification");
-    if (st == CT_OK && r->o.ignore_mismatched_sizes)
-        st = ct_model_options_set(o, "ignore_mismatched_sizes", "true");
-    int rc = st != CT_OK ? (script_fail("model options", st), -1)
-                         : script_make_model(r->o.model_name_or_path, r->o.config_name,
-                                             CT_TASK_SEQUENCE_CLASSIFICATION, o, seed, r->rank,
-                                             &r->model, &r->from_folder);
+    ct_model_options *o;
+    int regression = r->problem == REGRESSION, rc;
+    if (script_label_options(regression ? NULL : (const char *const *)r->labels,
+                             regression ? 1 : r->n_labels,
+                             r->problem == MULTI ? "multi_label_classification" : NULL,
+                             r->o.ignore_mismatched_sizes, &o) != 0)
+        return -1;
+    rc = script_make_model(r->o.model_name_or_path, r->o.config_name,
+                           CT_TASK_SEQUENCE_CLASSIFICATION, o, seed, r->rank, &r->model,
+                           &r->from_folder);
     ct_model_options_free(o);
     return rc;
 }

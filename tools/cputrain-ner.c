@@ -529,16 +529,14 @@ static int split_file(const run *r, const char *given, const char *split, char *
  * ignore_mismatched_sizes to from_pretrained. */
 static int make_model(run *r, uint64_t seed)
 {
-    ct_model_options *o = NULL;
-    ct_status st = ct_model_options_create(&o);
-    if (st == CT_OK)
-        st = ct_model_options_set_labels(o, (const char *const *)r->labels, r->n_labels);
-    if (st == CT_OK && r->o.ignore_mismatched_sizes)
-        st = ct_model_options_set(o, "ignore_mismatched_sizes", "true");
-    int rc = st != CT_OK ? (script_fail("model options", st), -1)
-                         : script_make_model(r->o.model_name_or_path, r->o.config_name,
-                                             CT_TASK_TOKEN_CLASSIFICATION, o, seed, r->rank,
-                                             &r->model, &r->from_folder);
+    ct_model_options *o;
+    int rc;
+    if (script_label_options((const char *const *)r->labels, r->n_labels, NULL,
+                             r->o.ignore_mismatched_sizes, &o) != 0)
+        return -1;
+    rc = script_make_model(r->o.model_name_or_path, r->o.config_name,
+                           CT_TASK_TOKEN_CLASSIFICATION, o, seed, r->rank, &r->model,
+                           &r->from_folder);
     ct_model_options_free(o);
     return rc;
 }

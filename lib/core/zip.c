@@ -153,13 +153,10 @@ static ct_status zip64_extra(const unsigned char *x, size_t len, uint64_t *vals[
     return CT_OK;
 }
 
-static const ct__zip *sort_zip; /* qsort's context, set under sort_lock */
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(sort_zip->members[*(const size_t *)a].name,
-                  sort_zip->members[*(const size_t *)b].name);
+    return strcmp((*(const ct__zip_member *const *)a)->name,
+                  (*(const ct__zip_member *const *)b)->name);
 }
 
 /* One directory entry at b + *at, into m (its name copied to *names). */
@@ -237,17 +234,14 @@ ct_status ct__zip_read(const void *buf, size_t len, const char *what, ct__zip *z
             ct__zip_free(z);
             return st;
         }
-        z->by_name[i] = i;
+        z->by_name[i] = &z->members[i];
         z->n++;
     }
-    pthread_mutex_lock(&sort_lock);
-    sort_zip = z;
     qsort(z->by_name, z->n, sizeof *z->by_name, by_name);
-    pthread_mutex_unlock(&sort_lock);
     for (size_t i = 1; i < z->n; i++)
-        if (!strcmp(z->members[z->by_name[i - 1]].name, z->members[z->by_name[i]].name)) {
+        if (!strcmp(z->by_name[i - 1]->name, z->by_name[i]->name)) {
             st = ct__error(CT_ERR_FORMAT, "%s: member '%s' appears twice", what,
-                           z->members[z->by_name[i]].name);
+                           z->by_name[i]->name);
             ct__zip_free(z);
             return st;
         }
@@ -259,9 +253,9 @@ const ct__zip_member *ct__zip_find(const ct__zip *z, const char *name)
     size_t lo = 0, hi = z->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(z->members[z->by_name[mid]].name, name);
+        int c = strcmp(z->by_name[mid]->name, name);
         if (c == 0)
-            return &z->members[z->by_name[mid]];
+            return z->by_name[mid];
         if (c < 0)
             lo = mid + 1;
         else

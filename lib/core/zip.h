@@ -19,7 +19,7 @@ typedef struct ct__zip {
     ct__zip_member *members; /* central directory order */
     size_t n;
     char *names;             /* the names, back to back */
-    size_t *by_name;         /* member indices sorted by name */
+    const ct__zip_member **by_name; /* the members sorted by name */
 } ct__zip;
 
 /* Read the central directory of buf[0..len) (`what` names it in errors):

@@ -125,6 +125,12 @@ int script_file_exists(const char *path);
 int script_make_model(const char *model_name_or_path, const char *config_name, ct_task task,
                       const ct_model_options *options, uint64_t seed, int rank, ct_model **out,
                       int *from_folder);
+/* A classification head's options as run_glue / run_ner pass them to
+ * from_pretrained: the label names (NULL: n_labels unnamed, as regression's
+ * one), problem_type (NULL: none) and ignore_mismatched_sizes. 0 and *out
+ * (ct_model_options_free it), or -1 with the reason said. */
+int script_label_options(const char *const *labels, int n_labels, const char *problem_type,
+                         int ignore_mismatched_sizes, ct_model_options **out);
 /* The tokenizer of --tokenizer_name, else of the model's folder. */
 int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_path,
                           ct_tokenizer **out);

@@ -146,3 +146,23 @@ int script_fit_tokenizer(const ct_model *model, const ct_tokenizer *tok, long *l
     }
     return 0;
 }
+
+int script_label_options(const char *const *labels, int n_labels, const char *problem_type,
+                         int ignore_mismatched_sizes, ct_model_options **out)
+{
+    char count[16];
+    ct_status st = ct_model_options_create(out);
+    snprintf(count, sizeof count, "%d", n_labels);
+    if (st == CT_OK)
+        st = labels ? ct_model_options_set_labels(*out, labels, n_labels)
+                    : ct_model_options_set(*out, "num_labels", count);
+    if (st == CT_OK && problem_type)
+        st = ct_model_options_set(*out, "problem_type", problem_type);
+    if (st == CT_OK && ignore_mismatched_sizes)
+        st = ct_model_options_set(*out, "ignore_mismatched_sizes", "true");
+    if (st == CT_OK)
+        return 0;
+    ct_model_options_free(*out);
+    *out = NULL;
+    return script_fail("model options", st), -1;
+}
