@@ -32,7 +32,8 @@ SONAME    := libcputrain.so.$(MAJOR)
 SHARED    := $(B)/lib/libcputrain.so.$(VERSION)
 STATIC    := $(B)/lib/libcputrain.a
 
-DEP_PKGS := hwloc numa openblas
+# libzstd and snappy: Parquet pages (and Arrow bodies); libcurl: the Hub.
+DEP_PKGS := hwloc numa openblas libzstd snappy libcurl
 CHECK_PKGS := check
 
 OPTFLAGS ?= -O2 -g

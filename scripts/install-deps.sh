@@ -15,8 +15,10 @@ set -eu
 # mpich and libmpich-dev: the MPICH-ABI mpi plugin (dist-mpich.so) and Hydra's
 # mpirun.mpich, the launcher family of Intel MPI; beside Open MPI, whose
 # mpirun stays the default one (update-alternatives priority).
+# libzstd-dev, libsnappy-dev: Parquet pages and Arrow bodies; libcurl4-openssl-dev:
+# downloads from the Hugging Face Hub.
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
-libudev-dev libnuma-dev libopenmpi-dev openmpi-bin mpich libmpich-dev check abigail-tools python3
+libudev-dev libnuma-dev libzstd-dev libsnappy-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev check abigail-tools python3
 python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy python3-pandas locales clang libclang-rt-14-dev"
 
 missing=""

@@ -106,7 +106,17 @@ void ct__table_finish(ct_table *t)
     }
 }
 
-/* ".csv" or ".json"/".jsonl", as `datasets` picks a reader by extension. */
+/* The reader of each extension, as `datasets` picks its builder by the
+ * file's extension. */
+static const struct {
+    const char *ext;
+    ct_status (*read)(ct_table *t, const char *path, const char *bytes, size_t len);
+} READERS[] = {
+    {"csv", ct__table_read_csv},
+    {"json", ct__table_read_json},
+    {"jsonl", ct__table_read_json},
+};
+
 static const char *extension(const char *path)
 {
     const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
@@ -116,27 +126,25 @@ static const char *extension(const char *path)
 ct_status ct_table_load(const char *path, ct_table **out)
 {
     ct_table *t;
-    char *text = NULL;
-    size_t len = 0;
+    char *bytes = NULL;
+    size_t len = 0, r = 0;
     ct_status st;
-    const char *ext;
-    int csv;
     CT__CHECK_ARG(out);
     *out = NULL;
     CT__CHECK_ARG(path);
-    ext = extension(path);
-    csv = strcmp(ext, "csv") == 0;
-    if (!csv && strcmp(ext, "json") != 0 && strcmp(ext, "jsonl") != 0)
+    while (r < sizeof READERS / sizeof *READERS && strcmp(extension(path), READERS[r].ext))
+        r++;
+    if (r == sizeof READERS / sizeof *READERS)
         return ct__error(CT_ERR_INVALID_ARG, "%s: a data file must be .csv, .json or .jsonl "
                                              "(as the datasets library reads them)", path);
-    if ((st = ct__read_file(path, MAX_FILE_BYTES, &text, &len)) != CT_OK)
+    if ((st = ct__read_file(path, MAX_FILE_BYTES, &bytes, &len)) != CT_OK)
         return st;
     if (!(t = calloc(1, sizeof *t))) {
-        free(text);
+        free(bytes);
         return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
     }
-    st = csv ? ct__table_read_csv(t, path, text, len) : ct__table_read_json(t, path, text, len);
-    free(text);
+    st = READERS[r].read(t, path, bytes, len);
+    free(bytes);
     if (st == CT_OK && !(t->types = calloc(t->cols ? t->cols : 1, sizeof *t->types)))
         st = ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
     if (st != CT_OK) {
