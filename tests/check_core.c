@@ -47,6 +47,7 @@ START_TEST(status_values_are_pinned)
     ck_assert_int_eq(CT_ERR_CANCELLED, 10);
     ck_assert_int_eq(CT_ERR_INTERNAL, 11);
     ck_assert_int_eq(CT_ERR_BUSY, 12);
+    ck_assert_int_eq(CT_ERR_ACCESS, 13);
 }
 END_TEST
 

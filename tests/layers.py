@@ -16,7 +16,7 @@ LAYERS = [
     ["core"],
     ["machine"],
     ["kernels"],
-    ["model", "optim", "data", "dist", "args"],
+    ["model", "optim", "data", "dist", "args", "hub"],
     ["train"],
     ["workflow"],
 ]

@@ -45,6 +45,12 @@ run() {
 
 lib="$B/lib/libcputrain.so.$VERSION"
 
+# Tests never reach the network: a Hub id is looked up offline, in a cache
+# of the build folder's own, unless a test starts its stand-in Hub on
+# 127.0.0.1 and says so.
+export HF_HUB_OFFLINE=1 HF_HOME="$PWD/$B/hf-home"
+unset HF_ENDPOINT HF_TOKEN HF_TOKEN_PATH HF_HUB_CACHE HUGGINGFACE_HUB_CACHE HF_DATASETS_CACHE
+
 # A locale with a decimal comma, built into the build folder, so the JSON
 # and argument tests can prove that number text ignores LC_NUMERIC.
 mkdir -p "$B/locale"
@@ -103,6 +109,8 @@ run "demo learns: cputrain-qa on the generated SQuAD set, EM >= 60" \
     env B="$B" PYTHON="$PYTHON" sh tests/demo/run.sh
 run "cputrain-qa command line (run_qa.py arguments, dataset folder, train, eval, v2)" \
     env B="$B" PYTHON="$PYTHON" sh tests/qa_cli/run.sh
+run "the guide's command with a Hub id, through a stand-in Hub on 127.0.0.1: download, offline, resume, one download per machine" \
+    "$PYTHON" tests/hub/run.py "$B"
 run "cputrain-qa on SIGINT / SIGTERM: checkpoint, exit 130 / 143, exact resume, second signal" \
     env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
     "$PYTHON" tests/qa_cli/signals.py "$B/bin/cputrain-qa" "$B/qa-signals-test"

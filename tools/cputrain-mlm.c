@@ -18,6 +18,7 @@
 
 typedef struct mlm_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
+    script_hub hub; /* --cache_dir, --model_revision, --token */
     const char *dataset_name, *train_file, *validation_file;
     long max_seq_length, max_train_samples, max_eval_samples, validation_split_percentage;
     double mlm_probability;
@@ -26,10 +27,12 @@ typedef struct mlm_options {
 
 #define ROW(name, kind, help) SCRIPT_ROW(mlm_options, name, SCRIPT_##kind, help)
 static const script_option options[] = {
-    ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
-                                  "vocab.txt) or a built-in configuration name."),
+    ROW(model_name_or_path, TEXT, "Local folder or Hub id of a pre-trained model (config.json, "
+                                  "weights, vocab.txt), or a built-in configuration name."),
     ROW(config_name, TEXT, "config.json (or built-in name) to train from scratch instead."),
-    ROW(tokenizer_name, TEXT, "Folder or vocab.txt of the tokenizer, if not the model's."),
+    ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
+                              "model's."),
+    SCRIPT_HUB_ROWS(mlm_options),
     ROW(dataset_name, TEXT, "Refused: nothing is downloaded; give --train_file."),
     ROW(train_file, TEXT, "Training text: .txt (a line a text), CSV or JSON (the \"text\" "
                           "column, else the first)."),
@@ -265,6 +268,7 @@ int main(int argc, char **argv)
     rc = 1;
     if ((o.train_file && read_texts(o.train_file, o.line_by_line, &train)) ||
         (o.validation_file && read_texts(o.validation_file, o.line_by_line, &valid)) ||
+        script_resolve_hub(&o.hub, &o.model_name_or_path, &o.tokenizer_name, sr.rank) ||
         script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0 ||
         script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, NULL,
                           (uint64_t)sr.seed, sr.rank, &model, &from_folder) != 0 ||

@@ -18,6 +18,7 @@
 
 typedef struct ner_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
+    script_hub hub; /* --cache_dir, --model_revision, --token */
     const char *task_name, *dataset_name, *dataset_dir, *train_file, *validation_file,
         *test_file, *text_column_name, *label_column_name;
     long max_seq_length, max_train_samples, max_eval_samples, max_predict_samples;
@@ -28,10 +29,12 @@ typedef struct ner_options {
 
 #define ROW(name, kind, help) SCRIPT_ROW(ner_options, name, SCRIPT_##kind, help)
 static const script_option options[] = {
-    ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
-                                  "vocab.txt) or a built-in configuration name."),
+    ROW(model_name_or_path, TEXT, "Local folder or Hub id of a pre-trained model (config.json, "
+                                  "weights, vocab.txt), or a built-in configuration name."),
     ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
-    ROW(tokenizer_name, TEXT, "Folder or vocab.txt of the tokenizer, if not the model's."),
+    ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
+                              "model's."),
+    SCRIPT_HUB_ROWS(ner_options),
     ROW(task_name, TEXT, "ner, pos or chunk: the label column is <task>_tags (default ner)."),
     ROW(dataset_name, TEXT, "conll2003, read from --dataset_dir (nothing is downloaded)."),
     ROW(dataset_dir, TEXT, "Folder of the dataset's files: <name>/train.jsonl, validation.jsonl, "
@@ -615,7 +618,8 @@ int main(int argc, char **argv)
             (r.int_tags && name_int_tags(&r)) || make_b_to_i(&r))
             goto done;
     }
-    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
+    if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.tokenizer_name, r.rank) ||
+        script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
         make_model(&r, (uint64_t)sr.seed) != 0 || script_place(r.model, r.dist) != 0 ||
         script_fit_tokenizer(r.model, r.tok, &r.o.max_seq_length, r.rank) != 0)
         goto done;

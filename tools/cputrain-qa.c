@@ -15,6 +15,7 @@
 
 typedef struct qa_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
+    script_hub hub; /* --cache_dir, --model_revision, --token */
     const char *dataset_name, *dataset_dir, *train_file, *validation_file, *test_file;
     long max_seq_length, doc_stride, max_train_samples, max_eval_samples, max_predict_samples;
     long n_best_size, max_answer_length;
@@ -25,10 +26,12 @@ typedef struct qa_options {
 static const script_option options[] = {
 #define ROW(name, kind, help) SCRIPT_ROW(qa_options, name, SCRIPT_##kind, help)
 #define ROW_SAMPLES(name, help) SCRIPT_ROW_SAMPLES(qa_options, name, help)
-    ROW(model_name_or_path, TEXT, "Folder of a pre-trained model (config.json, model.safetensors, "
-                                  "vocab.txt) or a built-in configuration name."),
+    ROW(model_name_or_path, TEXT, "Local folder or Hub id of a pre-trained model (config.json, "
+                                  "weights, vocab.txt), or a built-in configuration name."),
     ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
-    ROW(tokenizer_name, TEXT, "Folder or vocab.txt of the tokenizer, if not the model's."),
+    ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
+                              "model's."),
+    SCRIPT_HUB_ROWS(qa_options),
     ROW(dataset_name, TEXT, "squad or squad_v2, read from --dataset_dir (nothing is downloaded)."),
     ROW(dataset_dir, TEXT, "Folder holding the dataset's files (default: $HF_DATASETS_CACHE)."),
     ROW(train_file, TEXT, "Training data: SQuAD JSON or JSON lines."),
@@ -528,7 +531,8 @@ int main(int argc, char **argv)
     /* The tokenizer first (a folder without one fails before a head is
      * made), then the model: pre-trained weights from a folder, else a
      * fresh one. */
-    if (script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
+    if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.tokenizer_name, r.rank) ||
+        script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
         goto done;
     {
         int64_t seed = 42;

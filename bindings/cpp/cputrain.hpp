@@ -1638,6 +1638,66 @@ private:
     ct_workflow *wf_ = nullptr;
 };
 
+// ---- the Hub ----------------------------------------------------------------------
+// huggingface_hub's keyword arguments (hub.h); empty or negative keeps the
+// default, read from the environment as huggingface_hub reads it.
+struct hub_options {
+    std::string revision, repo_type, cache_dir, endpoint, token;
+    int local_files_only = -1;  // -1: $HF_HUB_OFFLINE
+    int timeout = 0;            // seconds; 0: $HF_HUB_DOWNLOAD_TIMEOUT, else 10
+};
+
+namespace detail {
+class c_hub_options {
+public:
+    explicit c_hub_options(const hub_options &o) {
+        check(ct_hub_options_create(&h_));
+        const std::pair<const char *, const std::string *> text[] = {
+            {"revision", &o.revision}, {"repo_type", &o.repo_type},
+            {"cache_dir", &o.cache_dir}, {"endpoint", &o.endpoint}, {"token", &o.token}};
+        try {
+            for (const auto &kv : text)
+                if (!kv.second->empty())
+                    check(ct_hub_options_set(h_, kv.first, kv.second->c_str()));
+            if (o.local_files_only >= 0)
+                check(ct_hub_options_set(h_, "local_files_only",
+                                         o.local_files_only ? "true" : "false"));
+            if (o.timeout > 0)
+                check(ct_hub_options_set(h_, "timeout", std::to_string(o.timeout).c_str()));
+        } catch (...) {
+            ct_hub_options_free(h_);
+            throw;
+        }
+    }
+    c_hub_options(const c_hub_options &) = delete;
+    c_hub_options &operator=(const c_hub_options &) = delete;
+    ~c_hub_options() { ct_hub_options_free(h_); }
+    const ct_hub_options *get() const noexcept { return h_; }
+
+private:
+    ct_hub_options *h_ = nullptr;
+};
+} // namespace detail
+
+// hf_hub_download: the local path of `filename` of `repo_id` in the Hub
+// cache, downloaded when needed.
+inline std::string hub_download(const std::string &repo_id, const std::string &filename,
+                                const hub_options &o = {}) {
+    detail::c_hub_options c(o);
+    std::vector<char> path(4096);
+    check(ct_hub_download(repo_id.c_str(), filename.c_str(), c.get(), path.data(), path.size()));
+    return std::string(path.data());
+}
+
+// The folder from_pretrained reads: a local folder as it is, else the Hub
+// model's snapshot completed in the cache.
+inline std::string model_folder(const std::string &name_or_path, const hub_options &o = {}) {
+    detail::c_hub_options c(o);
+    std::vector<char> path(4096);
+    check(ct_hub_model_folder(name_or_path.c_str(), c.get(), path.data(), path.size()));
+    return std::string(path.data());
+}
+
 } // namespace cputrain
 
 #endif // CPUTRAIN_HPP

@@ -49,7 +49,8 @@ extern "C" {
     X(CT_ERR_NUMERIC, 9, "non-finite value")                                  \
     X(CT_ERR_CANCELLED, 10, "cancelled (by a callback or ct_trainer_cancel)") \
     X(CT_ERR_INTERNAL, 11, "internal error")                                  \
-    X(CT_ERR_BUSY, 12, "resource in use by another process")
+    X(CT_ERR_BUSY, 12, "resource in use by another process")                  \
+    X(CT_ERR_ACCESS, 13, "access denied (authentication or permission)")
 
 typedef enum ct_status {
 #define CT__STATUS_ENUM(sym, val, desc) sym = val,

@@ -15,6 +15,7 @@
 #include "squad.h"
 #include "metrics.h"
 #include "table.h"
+#include "hub.h"
 #include "qa.h"
 #include "workflow.h"
 #undef CT_INSIDE_CPUTRAIN_H

@@ -35,7 +35,6 @@
     "not applicable: the kernels are compiled C, there is no PyTorch graph to compile; drop it"
 #define CT__NO_LOADER \
     "batches are cut from features already in memory, in C, with no worker processes"
-#define CT__NO_DOWNLOAD "nothing is downloaded: models, tokenizers and data are local folders"
 
 #define CT_ARGS_FATES(X)                                                                     \
     /* ---- TrainingArguments accepted with no effect here ------------------------ */      \
@@ -177,10 +176,11 @@
     X(model_name_or_path, MODEL, IMPLEMENTED, STRING, "None", "")                            \
     X(config_name, MODEL, IMPLEMENTED, STRING, "None", "")                                   \
     X(tokenizer_name, MODEL, IMPLEMENTED, STRING, "None", "")                                \
-    X(cache_dir, MODEL, NO_EFFECT, STRING, "None", CT__NO_DOWNLOAD ", so nothing is cached") \
-    X(model_revision, MODEL, NO_EFFECT, STRING, "main", CT__NO_DOWNLOAD)                     \
-    X(token, MODEL, NO_EFFECT, STRING, "None", CT__NO_DOWNLOAD)                              \
-    X(use_auth_token, MODEL, NO_EFFECT, BOOL, "False", CT__NO_DOWNLOAD)                      \
+    X(cache_dir, MODEL, IMPLEMENTED, STRING, "None", "")                                     \
+    X(model_revision, MODEL, IMPLEMENTED, STRING, "main", "")                                \
+    X(token, MODEL, IMPLEMENTED, STRING, "None", "")                                         \
+    X(use_auth_token, MODEL, NO_EFFECT, BOOL, "False",                                       \
+      "deprecated in Transformers; the token is --token, $HF_TOKEN or huggingface-cli login's") \
     X(trust_remote_code, MODEL, NO_EFFECT, BOOL, "False",                                    \
       "no model code is loaded: BERT and DistilBERT are built in")                         \
     X(use_fast_tokenizer, MODEL, NO_EFFECT, BOOL, "True",                                    \

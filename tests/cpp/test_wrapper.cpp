@@ -1004,6 +1004,31 @@ static void test_metrics() {
     EXPECT_ERROR(seqeval({"O", "X-PER"}), CT_ERR_INVALID_ARG, "\"X-PER\"");
 }
 
+static void test_hub() {
+    // a local folder is itself; a Hub id offline and not cached is refused
+    // naming what was looked at; a bad option names itself
+    std::string dir = temp_dir();
+    CHECK(cputrain::model_folder(dir) == dir);
+    cputrain::hub_options o;
+    o.cache_dir = dir + "/cache";
+    o.local_files_only = 1;
+    try {
+        cputrain::model_folder("org/never-cached", o);
+        CHECK(false);
+    } catch (const cputrain::error &e) {
+        CHECK(e.status() == CT_ERR_NOT_FOUND);
+        CHECK(std::string(e.what()).find("not in the Hub cache") != std::string::npos);
+    }
+    o.repo_type = "space";
+    try {
+        cputrain::hub_download("org/x", "config.json", o);
+        CHECK(false);
+    } catch (const cputrain::error &e) {
+        CHECK(e.status() == CT_ERR_INVALID_ARG);
+        CHECK(std::string(e.what()).find("repo_type") != std::string::npos);
+    }
+}
+
 int main() {
     test_errors();
     test_dist();
@@ -1026,6 +1051,7 @@ int main() {
     test_rendezvous();
     test_trainer_state();
     test_metrics();
+    test_hub();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -250,6 +250,7 @@ def _env():
         [os.path.dirname(os.path.dirname(os.path.abspath(cputrain.__file__)))] +
         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["CPUTRAIN_LIBRARY"] = cputrain.library_path
+    env.setdefault("HF_HUB_OFFLINE", "1")  # a Hub id never reaches the network here
     return env
 
 
@@ -441,8 +442,9 @@ class RunQATest(unittest.TestCase):
                 os.path.join(self.tmp, "missing.json"), "--output_dir",
                 os.path.join(self.tmp, "never"), "--max_seq_length", "64", "--doc_stride", "16"]
         cfg = ["--config_name", os.path.join(self.data, "config.json")]
-        p = self.run_qa(base + cfg + ["--cache_dir", "/x", "--dataloader_num_workers", "2"])
-        self.assertIn("--cache_dir /x has no effect here: nothing is downloaded", p.stdout)
+        p = self.run_qa(base + cfg + ["--overwrite_cache", "true", "--dataloader_num_workers",
+                                      "2"])
+        self.assertIn("--overwrite_cache true has no effect here: features are built", p.stdout)
         self.assertIn("--dataloader_num_workers 2 has no effect here", p.stdout)
         p = self.run_qa(base + cfg + ["--push_to_hub"])
         self.assertEqual(p.returncode, 2)
@@ -450,7 +452,7 @@ class RunQATest(unittest.TestCase):
         self.assertIn("Hub's CLI", p.stdout)
         p = self.run_qa(base + ["--model_name_or_path", "some-org/some-model"])
         self.assertEqual(p.returncode, 2)
-        self.assertIn("not a local folder, and nothing is downloaded", p.stdout)
+        self.assertIn("some-org/some-model is not a local folder; as a Hub id", p.stdout)
         p = self.run_qa(base + ["--model_name_or_path", "bert-test"])
         self.assertIn("RANDOM weights", p.stdout)
         self.assertEqual(p.stdout.count("placement:"), 1, p.stdout)

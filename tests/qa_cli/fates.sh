@@ -6,20 +6,20 @@
 # ---- --help shows each argument's fate ------------------------------------------------
 for want in "--dataloader_num_workers" "--push_to_hub" "--cache_dir" "--pad_to_max_length" \
     "--label_smoothing_factor" "--include_tokens_per_second" "Refused: nothing is uploaded" \
-    "No effect: nothing is downloaded" "run_qa.py arguments accepted with no effect here"; do
+    "No effect: features are built in memory" "run_qa.py arguments accepted with no effect here"; do
     check "--help shows $want" contains "$dir/help.txt" "$want"
 done
 
 # ---- no effect: accepted with one warning saying why ----------------------------------
 # shellcheck disable=SC2086
 "$qa" $train_args $common --max_steps 1 --overwrite_output_dir --output_dir "$dir/fates" \
-    --cache_dir /nowhere --pad_to_max_length false --dataloader_num_workers 4 \
+    --overwrite_cache true --pad_to_max_length false --dataloader_num_workers 4 \
     --preprocessing_num_workers 8 > "$dir/fates.txt" 2>&1
 rc=$?
 check "no-effect arguments are accepted (exit 0)" [ "$rc" -eq 0 ]
 [ "$rc" -eq 0 ] || sed 's/^/  | /' "$dir/fates.txt"
-check "  ... --cache_dir says why" contains "$dir/fates.txt" \
-    "--cache_dir /nowhere has no effect here: nothing is downloaded"
+check "  ... --overwrite_cache says why" contains "$dir/fates.txt" \
+    "--overwrite_cache true has no effect here: features are built in memory"
 check "  ... --pad_to_max_length false says why" contains "$dir/fates.txt" \
     "--pad_to_max_length false has no effect here: padding is never computed"
 check "  ... --dataloader_num_workers says why" contains "$dir/fates.txt" \
@@ -61,23 +61,24 @@ check "  ... with no warning" [ $? -eq 0 ]
 eval_args="--tokenizer_name $dir/tok --validation_file $dir/squad/validation.json --do_eval \
 --max_seq_length 24 --doc_stride 8 --per_device_eval_batch_size 2 --disable_tqdm"
 # shellcheck disable=SC2086
-"$qa" $eval_args --model_name_or_path bert-tiny --output_dir "$dir/hub" > "$dir/hub.txt" 2>&1
+HF_HUB_OFFLINE=1 "$qa" $eval_args --model_name_or_path bert-tiny --output_dir "$dir/hub" \
+    > "$dir/hub.txt" 2>&1
 rc=$?
-check "a built-in name as --model_name_or_path runs (exit 0)" [ "$rc" -eq 0 ]
+check "a built-in name the Hub does not give (offline, not cached) runs (exit 0)" [ "$rc" -eq 0 ]
 check "  ... saying loudly that its weights are random" contains "$dir/hub.txt" "RANDOM weights"
-check "  ... and how to get the real ones" contains "$dir/hub.txt" \
-    "huggingface-cli download bert-tiny --local-dir DIR"
+check "  ... why the Hub did not give it, and how to get the real ones" contains "$dir/hub.txt" \
+    "forbids the network: run once with network access"
 # shellcheck disable=SC2086
-"$qa" $eval_args --model_name_or_path some-org/some-model --output_dir "$dir/hub2" \
-    > "$dir/hub2.txt" 2>&1
+HF_HUB_OFFLINE=1 "$qa" $eval_args --model_name_or_path some-org/some-model \
+    --output_dir "$dir/hub2" > "$dir/hub2.txt" 2>&1
 rc=$?
-check "a Hub id that is not built in fails" [ "$rc" -ne 0 ]
-check "  ... saying it is not a local folder and nothing is downloaded" contains "$dir/hub2.txt" \
-    "some-org/some-model: not a local folder, and nothing is downloaded"
+check "a Hub id that is not built in and not cached fails (offline)" [ "$rc" -ne 0 ]
+check "  ... saying what was looked at" contains "$dir/hub2.txt" \
+    "some-org/some-model is not a local folder; as a Hub id: some-org/some-model at revision 'main' is not in the Hub cache"
 # shellcheck disable=SC2086
 "$qa" $eval_args --model_name_or_path "$dir/no/such/folder" --output_dir "$dir/hub2" \
     > "$dir/hub3.txt" 2>&1
-check "a wrong path gets its own message" contains "$dir/hub3.txt" "no such file or folder"
+check "a wrong path gets its own message" contains "$dir/hub3.txt" "no such local folder"
 # shellcheck disable=SC2086
 "$qa" $eval_args --model_name_or_path "$dir/empty" --output_dir "$dir/hub2" > "$dir/hub4.txt" 2>&1
 check "a folder without config.json says so" contains "$dir/hub4.txt" "the folder has no config.json"

@@ -113,6 +113,39 @@ int script_fit(const script_run *s, ct_trainer *trainer, const ct_dataset *train
 /* The held log said, the workflow and the arguments freed. */
 void script_end(script_run *s);
 
+/* ---- the Hub (hub.c) ---------------------------------------------------------------- */
+
+/* run_qa.py's ModelArguments that say where a Hub model comes from; each
+ * tool's options hold one as `hub` and list SCRIPT_HUB_ROWS. */
+typedef struct script_hub {
+    const char *cache_dir, *model_revision, *token;
+} script_hub;
+#define SCRIPT_HUB_ROW(type, name, help) \
+    { #name, SCRIPT_TEXT, offsetof(type, hub.name), help, 0, INT_MAX }
+#define SCRIPT_HUB_ROWS(type)                                                                \
+    SCRIPT_HUB_ROW(type, cache_dir, "Hub cache of downloaded models (default $HF_HUB_CACHE, " \
+                                    "else ~/.cache/huggingface/hub)."),                     \
+    SCRIPT_HUB_ROW(type, model_revision, "Branch, tag or commit of a Hub model (main)."),    \
+    SCRIPT_HUB_ROW(type, token, "Hub token for gated or private models (default $HF_TOKEN, " \
+                                "else huggingface-cli login's).")
+
+/* Hub options from the arguments (NULL: the environment's defaults);
+ * repo_type "model" or "dataset". 0, or -1 with the reason said. */
+int script_hub_options(const script_hub *hub, const char *repo_type, int rank,
+                       ct_hub_options **out);
+/* --model_name_or_path and --tokenizer_name that name no local path but a
+ * Hub id, each replaced by its snapshot folder in the Hub cache (fetched
+ * when missing, one process per machine at a time; HF_HUB_OFFLINE: the
+ * cache only), as from_pretrained looks: local folder, cache, Hub. A
+ * built-in configuration's name the Hub cannot give keeps its name, and
+ * script_make_model says loudly why its weights are random. 0, or -1 with
+ * the reason said. */
+int script_resolve_hub(const script_hub *hub, const char **model_name_or_path,
+                       const char **tokenizer_name, int rank);
+/* Why the Hub did not give the last name script_resolve_hub kept ("" when
+ * none was kept). */
+extern char script_hub_miss[1024];
+
 /* ---- model and tokenizer (sources.c) --------------------------------------------- */
 
 int script_file_exists(const char *path);

@@ -1,8 +1,8 @@
-/* Where a run's model and tokenizer come from: a local folder, a
- * config.json, or a built-in configuration; and what to say when a name is
- * none of them — a folder without the file, a path that is not there, or a
- * Hugging Face Hub id, which the Transformers script would download and
- * these tools never do. */
+/* Where a run's model and tokenizer come from: a local folder (a Hub id
+ * already made one by script_resolve_hub), a config.json, or a built-in
+ * configuration; and what to say when a name is none of them — a folder
+ * without the file, a path that is not there, or a Hub id the Hub did not
+ * give. */
 #include "script.h"
 
 #include <stdio.h>
@@ -14,32 +14,13 @@ int script_file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* "bert-base-uncased", "org/name": what the Hub names repositories by. */
-static int looks_like_hub_id(const char *name)
-{
-    int slashes = 0;
-    if (!*name || *name == '/' || *name == '.' || *name == '~')
-        return 0;
-    for (const char *c = name; *c; c++) {
-        if (*c == '/')
-            slashes++;
-        else if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') ||
-                   (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
-            return 0;
-    }
-    return slashes <= 1;
-}
-
 static void not_local(const char *option, const char *name, const char *wanted)
 {
     struct stat sb;
     if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode))
         fprintf(stderr, "%s: --%s %s: the folder has no %s\n", script_prog, option, name, wanted);
-    else if (looks_like_hub_id(name))
-        fprintf(stderr, "%s: --%s %s: not a local folder, and nothing is downloaded "
-                        "here. Download it with the Hub's CLI (huggingface-cli download %s "
-                        "--local-dir DIR) and pass --%s DIR\n", script_prog, option, name, name,
-                option);
+    else if (script_hub_miss[0])
+        fprintf(stderr, "%s: --%s %s: %s\n", script_prog, option, name, script_hub_miss);
     else
         fprintf(stderr, "%s: --%s %s: no such file or folder\n", script_prog, option, name);
 }
@@ -60,16 +41,15 @@ int script_make_model(const char *model_name_or_path, const char *config_name, c
     else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
         /* a config.json: fresh weights */
         st = ct_model_create_with_options(src, task, seed, options, out);
-    else if (stat(src, &sb) != 0 && looks_like_hub_id(src) &&
+    else if (stat(src, &sb) != 0 && script_hub_miss[0] &&
              ct_model_create_with_options(src, task, seed, options, out) == CT_OK) {
         if (!config_name && rank == 0)
             fprintf(stderr,
-                    "%s: WARNING: --model_name_or_path %s is not a local folder: it is "
-                    "the library's built-in configuration of that name, with RANDOM weights "
-                    "(nothing is downloaded), so this run does not fine-tune the pre-trained "
-                    "model. To do that, download it with the Hub's CLI (huggingface-cli download "
-                    "%s --local-dir DIR) and pass --model_name_or_path DIR.\n", script_prog, src,
-                    src);
+                    "%s: WARNING: --model_name_or_path %s: the Hub did not give it (%s). "
+                    "Using the library's built-in configuration of that name with RANDOM "
+                    "weights, so this run does not fine-tune the pre-trained model. To do "
+                    "that, run once with network access (or HF_ENDPOINT set to a mirror), or "
+                    "pass a local folder.\n", script_prog, src, script_hub_miss);
         return 0;
     } else {
         not_local(option, src, "config.json");

@@ -35,6 +35,7 @@ from ._workflow import Workflow, dataset_file
 from ._tokenizer import BatchEncoding, Option as TokenizerOption, Tokenizer, Truncation
 from . import metrics
 from ._table import Table
+from ._hub import hub_download, model_folder
 from ._squad import (Predictions, QAFeatures, SquadExamples, SquadScores, postprocess,
                      squad_score)
 
@@ -57,7 +58,7 @@ __all__ = [
     "set_log_level",
     "Predictions", "QAFeatures", "SquadExamples", "SquadScores", "postprocess", "squad_score",
     "Placement", "Dist", "Rendezvous", "OutputLock", "TrainerState",
-    "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
+    "hub_download", "model_folder", "kernel_peak", "profile", "reset_profile", "set_profile_enabled", "Workflow", "dataset_file",
     "BatchEncoding", "DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask",
     "EarlyStoppingCallback", "EvalPrediction", "Table", "metrics",
 ]

@@ -24,6 +24,10 @@ PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctyp
 # typedef int (*ct_count_progress_fn)(void *user, size_t done, size_t total);
 COUNT_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
                                      ctypes.c_size_t)
+# typedef void (*ct_hub_progress_fn)(const char *filename, uint64_t done, uint64_t total,
+#                                    void *user);
+HUB_PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64,
+                                   ctypes.c_void_p)
 # typedef ct_status (*ct_eval_fn)(void *user, ct_trainer *trainer);
 EVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 # typedef ct_status (*ct_metrics_fn)(void *user, ct_trainer *trainer, const float *logits,
@@ -312,6 +316,13 @@ PROTOTYPES = {
     "ct_table_cell": (_int, [Handle, _size, _size, _ptr(_str), _ptr(_size)]),
     "ct_table_list_size": (_size, [Handle, _size, _size]),
     "ct_table_list_item": (_int, [Handle, _size, _size, _size, _ptr(_str), _ptr(_size)]),
+    # hub.h: the Hugging Face Hub and its cache
+    "ct_hub_options_create": (_status, [_ptr(Handle)]),
+    "ct_hub_options_free": (None, [Handle]),
+    "ct_hub_options_set": (_status, [Handle, _str, _str]),
+    "ct_hub_options_set_progress": (None, [Handle, HUB_PROGRESS_FN, ctypes.c_void_p]),
+    "ct_hub_download": (_status, [_str, _str, Handle, ctypes.c_char_p, _size]),
+    "ct_hub_model_folder": (_status, [_str, Handle, ctypes.c_char_p, _size]),
     # qa.h: question-answering features
     "ct_qa_features_create": (_status, [Handle, Handle, _i64, _int, _int, _ptr(Handle)]),
     "ct_qa_features_create_with_progress": (_status, [Handle, Handle, _i64, _int, _int,

@@ -22,6 +22,7 @@ import threading
 from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
                LogLevel, Model, Placement, Precision, QAFeatures, SquadExamples, SquadScores,
                Status, Tokenizer, Trainer, TrainingArgs, Workflow, __version__, dataset_file,
+               model_folder,
                set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
@@ -52,10 +53,16 @@ def parser():
         epilog="TrainingArguments (parsed by the library):\n" + TrainingArgs.help())
     qa = p.add_argument_group("question answering arguments")
     add = qa.add_argument
-    add("--model_name_or_path", help="Folder of a pre-trained model (config.json, "
-        "model.safetensors, vocab.txt) or a built-in configuration name.")
+    add("--model_name_or_path", help="Local folder or Hub id of a pre-trained model "
+        "(config.json, weights, vocab.txt), or a built-in configuration name.")
     add("--config_name", help="config.json (or built-in name) to start from instead; no weights.")
-    add("--tokenizer_name", help="Folder or vocab.txt of the tokenizer, if not the model's.")
+    add("--tokenizer_name", help="Folder, Hub id or vocab.txt of the tokenizer, if not the "
+        "model's.")
+    add("--cache_dir", help="Hub cache of downloaded models (default $HF_HUB_CACHE, else "
+        "~/.cache/huggingface/hub).")
+    add("--model_revision", default=None, help="Branch, tag or commit of a Hub model (main).")
+    add("--token", help="Hub token for gated or private models (default $HF_TOKEN, else "
+        "huggingface-cli login's).")
     add("--dataset_name", help="squad or squad_v2, read from --dataset_dir (nothing is "
         "downloaded).")
     add("--dataset_dir", help="Folder holding the dataset's files (default: $HF_DATASETS_CACHE).")
@@ -105,48 +112,61 @@ def apply_fates(o, args):
             args.set(k.name, value)
 
 
-def _looks_like_hub_id(name):
-    if not name or name[0] in "/.~" or name.count("/") > 1:
-        return False
-    return all(c.isascii() and (c.isalnum() or c in "-_./") for c in name)
+def resolve_hub(o):
+    """--model_name_or_path and --tokenizer_name that name no local path but a
+    Hub id, replaced by their snapshot folders in the Hub cache (fetched when
+    missing), as from_pretrained looks: local folder, cache, Hub. A name the
+    Hub does not have (or lets no one see) is kept, and the reason returned:
+    it may be a built-in configuration. Other failures raise."""
+    miss = None
+    for attr in ("model_name_or_path", "tokenizer_name"):
+        name = getattr(o, attr)
+        if not name or os.path.exists(name):
+            continue
+        try:
+            setattr(o, attr, model_folder(name, cache_dir=o.cache_dir,
+                                          revision=o.model_revision, token=o.token))
+        except CputrainError as e:
+            if e.status not in (Status.ERR_NOT_FOUND, Status.ERR_ACCESS):
+                raise
+            miss = e.message
+    return miss
 
 
-def not_local(option, name, wanted):
+def not_local(option, name, wanted, miss):
     """The message for a --model_name_or_path / --config_name /
-    --tokenizer_name that is not a folder with `wanted`."""
+    --tokenizer_name that is not a folder with `wanted` (miss: why the Hub
+    did not give it)."""
     if os.path.isdir(name):
         return "--%s %s: the folder has no %s" % (option, name, wanted)
-    if _looks_like_hub_id(name):
-        return ("--%s %s: not a local folder, and nothing is downloaded here. Download it "
-                "with the Hub's CLI (huggingface-cli download %s --local-dir DIR) and pass "
-                "--%s DIR" % (option, name, name, option))
+    if miss:
+        return "--%s %s: %s" % (option, name, miss)
     return "--%s %s: no such file or folder" % (option, name)
 
 
-def make_model(o, args, rank):
-    """A folder's weights, else a configuration with fresh weights; a Hub id
-    that is a built-in configuration gets a loud word about its random
-    weights. (model, None) or (None, message)."""
+def make_model(o, args, rank, miss):
+    """A folder's weights, else a configuration with fresh weights; a name
+    the Hub did not give that is a built-in configuration gets a loud word
+    about its random weights. (model, None) or (None, message)."""
     src = o.config_name or o.model_name_or_path
     option = "config_name" if o.config_name else "model_name_or_path"
     if o.model_name_or_path and os.path.isfile(os.path.join(o.model_name_or_path, "config.json")):
         return Model.load(o.model_name_or_path, "question-answering", seed=args.seed), None
     if os.path.isfile(src):
         return Model.create(src, "question-answering", seed=args.seed), None
-    if not os.path.exists(src) and _looks_like_hub_id(src):
+    if not os.path.exists(src) and miss:
         try:
             model = Model.create(src, "question-answering", seed=args.seed)
         except CputrainError:
-            return None, not_local(option, src, "config.json")
+            return None, not_local(option, src, "config.json", miss)
         if not o.config_name and rank == 0:
-            print("%s: WARNING: --model_name_or_path %s is not a local folder: it is the "
-                  "library's built-in configuration of that name, with RANDOM weights (nothing "
-                  "is downloaded), so this run does not fine-tune the pre-trained model. To do "
-                  "that, download it with the Hub's CLI (huggingface-cli download %s "
-                  "--local-dir DIR) and pass --model_name_or_path DIR." % (PROG, src, src),
-                  file=sys.stderr)
+            print("%s: WARNING: --model_name_or_path %s: the Hub did not give it (%s). Using "
+                  "the library's built-in configuration of that name with RANDOM weights, so "
+                  "this run does not fine-tune the pre-trained model. To do that, run once "
+                  "with network access (or HF_ENDPOINT set to a mirror), or pass a local "
+                  "folder." % (PROG, src, miss), file=sys.stderr)
         return model, None
-    return None, not_local(option, src, "config.json")
+    return None, not_local(option, src, "config.json", miss)
 
 
 class Bar:
@@ -397,11 +417,14 @@ def _main(argv):
         except CputrainError as e:
             print("%s: %s: %s: %s" % (PROG, what, e.status_name, e.message), file=sys.stderr)
             return 2 if e.status == Status.ERR_INVALID_ARG else 1
+        what = "Hub"
+        miss = resolve_hub(o)
+        tokenizer_path = o.tokenizer_name or o.model_name_or_path
         what = "model"
         # Model: pre-trained weights from a folder, else a fresh one.
         from_folder = bool(o.model_name_or_path) and os.path.isfile(
             os.path.join(o.model_name_or_path, "config.json"))
-        model, refused = make_model(o, args, rank)
+        model, refused = make_model(o, args, rank, miss)
         if refused:
             print("%s: %s" % (PROG, refused), file=sys.stderr)
             return 2
@@ -414,7 +437,7 @@ def _main(argv):
                 os.path.isfile(os.path.join(tokenizer_path, "vocab.txt"))):
             print("%s: %s" % (PROG, not_local("tokenizer_name" if o.tokenizer_name else
                                               "model_name_or_path", tokenizer_path,
-                                              "vocab.txt")), file=sys.stderr)
+                                              "vocab.txt", miss)), file=sys.stderr)
             return 2
         tokenizer = Tokenizer(tokenizer_path)
         vocab = model.config_int("vocab_size")

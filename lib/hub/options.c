@@ -1,0 +1,210 @@
+/* ct_hub_options: huggingface_hub's keyword arguments, each defaulting to
+ * what huggingface_hub reads from the environment (constants.py), read
+ * once when the handle is made so that a run sees one configuration. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/text.h"
+#include "hub/hub.h"
+
+#define MAX_TOKEN_BYTES 4096
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* $HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface. */
+static char *hf_home(void)
+{
+    const char *home = env("HF_HOME"), *xdg = env("XDG_CACHE_HOME"), *user = env("HOME");
+    char *out = NULL;
+    if (home)
+        return strdup(home);
+    if (xdg && asprintf(&out, "%s/huggingface", xdg) < 0)
+        return NULL;
+    if (!xdg && asprintf(&out, "%s/.cache/huggingface", user ? user : "/") < 0)
+        return NULL;
+    return out;
+}
+
+static char *default_cache_dir(void)
+{
+    const char *cache = env("HF_HUB_CACHE");
+    char *home, *out = NULL;
+    if (!cache)
+        cache = env("HUGGINGFACE_HUB_CACHE"); /* the older name, still read */
+    if (cache)
+        return strdup(cache);
+    if (!(home = hf_home()))
+        return NULL;
+    if (asprintf(&out, "%s/hub", home) < 0)
+        out = NULL;
+    free(home);
+    return out;
+}
+
+/* $HF_TOKEN (or the older HUGGING_FACE_HUB_TOKEN), else the token file's
+ * first line; "" when there is none. */
+static char *default_token(void)
+{
+    const char *t = env("HF_TOKEN"), *file = env("HF_TOKEN_PATH");
+    char *path = NULL, *text = NULL, *home;
+    size_t len;
+    if (!t)
+        t = env("HUGGING_FACE_HUB_TOKEN");
+    if (t)
+        return strdup(t);
+    if (file)
+        path = strdup(file);
+    else if ((home = hf_home())) {
+        path = ct__join_path(home, "token");
+        free(home);
+    }
+    if (!path)
+        return NULL;
+    if (ct__read_file(path, MAX_TOKEN_BYTES, &text, &len) != CT_OK) {
+        free(path); /* no token file is the common case, not an error */
+        return strdup("");
+    }
+    free(path);
+    text[strcspn(text, "\r\n")] = '\0';
+    return text;
+}
+
+static int parse_timeout(const char *text, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 1 || v > 86400)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+ct_status ct_hub_options_create(ct_hub_options **out)
+{
+    ct_hub_options *o;
+    const char *offline = env("HF_HUB_OFFLINE"), *timeout = env("HF_HUB_DOWNLOAD_TIMEOUT");
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    if (!(o = calloc(1, sizeof *o)))
+        return ct__error(CT_ERR_NOMEM, "out of memory creating Hub options");
+    o->revision = strdup("main");
+    o->repo_type = strdup("model");
+    o->cache_dir = default_cache_dir();
+    o->endpoint = strdup(env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co");
+    o->token = default_token();
+    o->timeout = 10;
+    if (!o->revision || !o->repo_type || !o->cache_dir || !o->endpoint || !o->token) {
+        ct_hub_options_free(o);
+        return ct__error(CT_ERR_NOMEM, "out of memory creating Hub options");
+    }
+    if (offline && !ct__parse_bool_text(offline, &o->local_files_only))
+        ct__log(CT_LOG_WARNING, "HF_HUB_OFFLINE='%s' is not a boolean (1/0, true/false): "
+                             "taken as off", offline);
+    if (timeout && !parse_timeout(timeout, &o->timeout))
+        ct__log(CT_LOG_WARNING, "HF_HUB_DOWNLOAD_TIMEOUT='%s' is not a number of seconds in "
+                             "[1, 86400]: 10 s used", timeout);
+    *out = o;
+    return CT_OK;
+}
+
+void ct_hub_options_free(ct_hub_options *o)
+{
+    if (!o)
+        return;
+    free(o->revision);
+    free(o->repo_type);
+    free(o->cache_dir);
+    free(o->endpoint);
+    if (o->token)
+        memset(o->token, 0, strlen(o->token)); /* a secret: not left in freed memory */
+    free(o->token);
+    free(o);
+}
+
+static ct_status replace(char **field, const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    free(*field);
+    *field = copy;
+    return CT_OK;
+}
+
+static ct_status set_endpoint(ct_hub_options *o, const char *value)
+{
+    size_t n = strlen(value);
+    if ((strncmp(value, "https://", 8) && strncmp(value, "http://", 7)) || n > 1024 ||
+        strpbrk(value, " \t\r\n"))
+        return ct__error(CT_ERR_INVALID_ARG, "Hub option endpoint='%s': expected an http:// or "
+                                             "https:// URL", value);
+    if (replace(&o->endpoint, value) != CT_OK)
+        return CT_ERR_NOMEM;
+    while (n > 0 && o->endpoint[n - 1] == '/')
+        o->endpoint[--n] = '\0'; /* URLs are built as endpoint + "/..." */
+    return CT_OK;
+}
+
+ct_status ct_hub_options_set(ct_hub_options *o, const char *key, const char *value)
+{
+    CT__CHECK_ARG(o);
+    CT__CHECK_ARG(key);
+    CT__CHECK_ARG(value);
+    if (!strcmp(key, "revision")) {
+        if (!ct__hub_valid_revision(value))
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option revision='%s': not a branch, tag "
+                                                 "or commit name", value);
+        return replace(&o->revision, value);
+    }
+    if (!strcmp(key, "repo_type")) {
+        if (strcmp(value, "model") && strcmp(value, "dataset"))
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option repo_type='%s': expected model or "
+                                                 "dataset", value);
+        return replace(&o->repo_type, value);
+    }
+    if (!strcmp(key, "cache_dir")) {
+        if (!*value)
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option cache_dir: empty");
+        return replace(&o->cache_dir, value);
+    }
+    if (!strcmp(key, "endpoint"))
+        return set_endpoint(o, value);
+    if (!strcmp(key, "token")) {
+        if (strpbrk(value, "\r\n"))
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option token: a line break in a token");
+        return replace(&o->token, value);
+    }
+    if (!strcmp(key, "local_files_only")) {
+        if (!ct__parse_bool_text(value, &o->local_files_only))
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option local_files_only='%s': expected "
+                                                 "true or false", value);
+        return CT_OK;
+    }
+    if (!strcmp(key, "timeout")) {
+        if (!parse_timeout(value, &o->timeout))
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option timeout='%s': expected seconds in "
+                                                 "[1, 86400]", value);
+        return CT_OK;
+    }
+    return ct__error(CT_ERR_INVALID_ARG, "unknown Hub option '%s' (revision, repo_type, "
+                                         "cache_dir, endpoint, token, local_files_only, "
+                                         "timeout)", key);
+}
+
+void ct_hub_options_set_progress(ct_hub_options *o, ct_hub_progress_fn fn, void *user)
+{
+    if (!o)
+        return;
+    o->progress = fn;
+    o->progress_user = user;
+}

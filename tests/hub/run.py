@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""The guide's command with a Hub id, end to end, against the stand-in Hub
+(tests/python/hub_server.py) on 127.0.0.1: cputrain-qa and Python's run_qa
+download google-bert/bert-base-uncased into an empty cache and train; the
+same command trains offline (HF_HUB_OFFLINE=1, the server gone) from that
+cache; a download cut half-way fails saying it will resume, and the next
+run resumes it (a Range request); two ranks on one machine download once
+(the cache's lock). usage: run.py BUILD_DIR. One line per check; exit
+status 1 when any failed."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+
+from hub_server import HubServer, Repo  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+os.environ.setdefault("CPUTRAIN_LIBRARY", os.path.join(BUILD, "lib", "libcputrain.so.0"))
+import cputrain  # noqa: E402
+
+MODEL_ID = "google-bert/bert-base-uncased"
+WORK = os.path.join(BUILD, "hub-test")
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global failed
+    print("hub: %s: %s" % ("ok" if ok else "FAILED", name))
+    if not ok:
+        failed += 1
+        if detail:
+            print("\n".join("  | " + line for line in detail.splitlines()[-25:]))
+
+
+def make_fixtures():
+    """The demo's data and vocabulary, and a small pre-trained-looking model
+    (the demo's configuration, saved) as the Hub repo's files."""
+    data = os.path.join(WORK, "data")
+    subprocess.run([sys.executable, os.path.join(ROOT, "data", "demo", "generate.py"), data,
+                    "--train-people", "20", "--eval-people", "5"], check=True,
+                   stdout=subprocess.DEVNULL)
+    model_dir = os.path.join(WORK, "model")
+    model = cputrain.Model.create(os.path.join(data, "config.json"), "question-answering",
+                                  seed=7)
+    model.save(model_dir)
+    files = {}
+    for name in ("config.json", "model.safetensors"):
+        with open(os.path.join(model_dir, name), "rb") as f:
+            files[name] = f.read()
+    for name in ("vocab.txt", "tokenizer_config.json"):
+        with open(os.path.join(data, name), "rb") as f:
+            files[name] = f.read()
+    return data, files
+
+
+def run(cmd, env_extra, cache):
+    env = dict(os.environ, HF_HUB_CACHE=cache, HF_HUB_OFFLINE="0", HF_TOKEN="",
+               OMP_NUM_THREADS="1")
+    env.update(env_extra)
+    return subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=600)
+
+
+def guide_args(data, out):
+    """The guide's command, with the data local and the run cut short."""
+    return ["--model_name_or_path", MODEL_ID, "--train_file", os.path.join(data, "train.json"),
+            "--validation_file", os.path.join(data, "validation.json"), "--do_train",
+            "--do_eval", "--per_device_train_batch_size", "12", "--learning_rate", "3e-5",
+            "--num_train_epochs", "2", "--max_seq_length", "128", "--doc_stride", "64",
+            "--max_steps", "2", "--max_eval_samples", "8", "--output_dir", out, "--bf16",
+            "--use_cpu", "--disable_tqdm", "true", "--overwrite_output_dir"]
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    data, files = make_fixtures()
+    server = HubServer()
+    server.add(Repo(MODEL_ID, files))
+    hub = {"HF_ENDPOINT": server.endpoint}
+    qa = os.path.join(BUILD, "bin", "cputrain-qa")
+    sha = hashlib.sha256(files["model.safetensors"]).hexdigest()
+
+    cache = os.path.join(WORK, "cache")
+    p = run([qa] + guide_args(data, os.path.join(WORK, "out1")), hub, cache)
+    snapshot = os.path.join(cache, "models--google-bert--bert-base-uncased", "snapshots",
+                            server.repos[("model", MODEL_ID)].refs["main"])
+    check("cputrain-qa --model_name_or_path %s into an empty cache trains (exit 0)" % MODEL_ID,
+          p.returncode == 0 and "RANDOM" not in p.stdout, p.stdout)
+    check("  ... the snapshot is in the cache, huggingface_hub's layout",
+          all(os.path.islink(os.path.join(snapshot, n)) for n in files))
+    check("  ... eval_results.json written",
+          os.path.isfile(os.path.join(WORK, "out1", "eval_results.json")))
+
+    served = len(server.log)
+    server.close()
+    p = run([qa] + guide_args(data, os.path.join(WORK, "out2")), dict(hub, HF_HUB_OFFLINE="1"),
+            cache)
+    check("HF_HUB_OFFLINE=1, the Hub gone: the same command trains from the cache",
+          p.returncode == 0 and "RANDOM" not in p.stdout, p.stdout)
+    p = run([qa] + guide_args(data, os.path.join(WORK, "out3")), hub, cache)
+    check("the Hub unreachable: the cached snapshot serves, said once",
+          p.returncode == 0 and p.stdout.count("could not be reached") == 1, p.stdout)
+
+    server = HubServer()
+    server.add(Repo(MODEL_ID, files))
+    hub = {"HF_ENDPOINT": server.endpoint}
+    server.drop_once.add(sha)
+    cache = os.path.join(WORK, "cache-resume")
+    p = run([qa] + guide_args(data, os.path.join(WORK, "out4")), hub, cache)
+    check("a download cut half-way fails, saying to run again to resume",
+          p.returncode != 0 and "run again to resume" in p.stdout, p.stdout)
+    p = run([qa] + guide_args(data, os.path.join(WORK, "out4")), hub, cache)
+    ranges = [r[2].get("Range") for r in server.requests("GET", "/store/" + sha)]
+    check("  ... the next run resumes it (Range: bytes=N-) and trains",
+          p.returncode == 0 and len(ranges) == 2 and ranges[1] is not None, p.stdout)
+
+    cache = os.path.join(WORK, "cache-ranks")
+    runner = os.path.join(BUILD, "bin", "cputrain-run")
+    p = run([runner, "--nproc_per_node", "2", qa] + guide_args(data, os.path.join(WORK, "out5")),
+            hub, cache)
+    gets = len(server.requests("GET", "/store/" + sha))
+    check("two ranks on one machine: trains, the weights downloaded once (the cache's lock)",
+          p.returncode == 0 and gets == 3, p.stdout + "\nstore GETs: %d" % gets)
+
+    py = [sys.executable, "-m", "cputrain.run_qa"] + guide_args(data, os.path.join(WORK, "out6"))
+    p = run(py, dict(hub, PYTHONPATH=os.path.join(ROOT, "bindings", "python")),
+            os.path.join(WORK, "cache-python"))
+    check("Python's run_qa: the same command downloads and trains",
+          p.returncode == 0 and "RANDOM" not in p.stdout, p.stdout)
+    p = run(py, dict(hub, HF_HUB_OFFLINE="1", PYTHONPATH=os.path.join(ROOT, "bindings", "python")),
+            cache)
+    check("  ... and trains offline from the cache cputrain-qa filled", p.returncode == 0,
+          p.stdout)
+    server.close()
+    print("hub: %d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""The Hub client (hub.h) against the stand-in Hub of hub_server.py on
+127.0.0.1: huggingface_hub's cache layout, offline and unreachable rules,
+resumed downloads, the errors of 401/403/404, one download per machine
+under the lock, and hostile answers that must never write outside the
+cache."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from cputrain import CputrainError, Status, hub_download, model_folder
+from hub_server import HubServer, Repo, git_blob_id
+
+CONFIG = b'{"architectures": ["BertForMaskedLM"], "model_type": "bert"}'
+VOCAB = b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n"
+
+
+def weights(n):
+    return bytes((i * 7 + n) % 251 for i in range(50000 + n))
+
+
+class HubTest(unittest.TestCase):
+    def setUp(self):
+        # make check runs offline; these tests talk to the stand-in alone
+        self.offline = os.environ.pop("HF_HUB_OFFLINE", None)
+        self.server = HubServer()
+        self.tmp = tempfile.mkdtemp(prefix="cputrain-hub-")
+        self.cache = os.path.join(self.tmp, "cache")
+        self.opts = {"endpoint": self.server.endpoint, "cache_dir": self.cache, "token": ""}
+        self.tiny = self.server.add(Repo("org/tiny", {
+            "config.json": CONFIG, "model.safetensors": weights(1), "vocab.txt": VOCAB}))
+
+    def tearDown(self):
+        if self.offline is not None:
+            os.environ["HF_HUB_OFFLINE"] = self.offline
+        self.server.close()
+        shutil.rmtree(self.tmp)
+
+    def assert_error(self, status, text, fn, *args, **kwargs):
+        with self.assertRaises(CputrainError) as cm:
+            fn(*args, **kwargs)
+        self.assertEqual(cm.exception.status, status, str(cm.exception))
+        self.assertIn(text, str(cm.exception))
+        return str(cm.exception)
+
+    def files_outside_cache(self):
+        found = []
+        for root, _, files in os.walk(self.tmp):
+            if not root.startswith(self.cache):
+                found += [os.path.join(root, f) for f in files]
+        return found
+
+    def test_layout_is_huggingface_hubs(self):
+        folder = model_folder("org/tiny", **self.opts)
+        commit = self.tiny.refs["main"]
+        repo_dir = os.path.join(self.cache, "models--org--tiny")
+        self.assertEqual(folder, os.path.join(repo_dir, "snapshots", commit))
+        with open(os.path.join(repo_dir, "refs", "main")) as f:
+            self.assertEqual(f.read(), commit)
+        blob_of = {"config.json": git_blob_id(CONFIG), "vocab.txt": git_blob_id(VOCAB),
+                   "model.safetensors": hashlib.sha256(weights(1)).hexdigest()}
+        for name, blob in blob_of.items():
+            link = os.path.join(folder, name)
+            self.assertEqual(os.readlink(link), "../../blobs/" + blob)
+            with open(link, "rb") as f:
+                self.assertEqual(f.read(), self.tiny.commits[commit][name])
+        # files the repo lacks are remembered as huggingface_hub remembers them
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            self.assertTrue(os.path.exists(os.path.join(repo_dir, ".no_exist", commit, name)))
+        self.assertTrue(os.path.isdir(os.path.join(self.cache, ".locks", "models--org--tiny")))
+        # hf_hub_download of a single file gives the same link
+        self.assertEqual(hub_download("org/tiny", "vocab.txt", **self.opts),
+                         os.path.join(folder, "vocab.txt"))
+
+    def test_offline_reads_the_cache_without_the_network(self):
+        folder = model_folder("org/tiny", **self.opts)
+        before = len(self.server.log)
+        self.assertEqual(model_folder("org/tiny", local_files_only=True, **self.opts), folder)
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        try:
+            self.assertEqual(model_folder("org/tiny", **self.opts), folder)
+        finally:
+            del os.environ["HF_HUB_OFFLINE"]
+        self.assertEqual(len(self.server.log), before, "offline look-ups reached the server")
+        msg = self.assert_error(Status.ERR_NOT_FOUND, "offline mode", model_folder, "org/other",
+                                local_files_only=True, **self.opts)
+        self.assertIn(self.cache, msg)
+
+    def test_unreachable_hub_falls_back_to_the_cache(self):
+        folder = model_folder("org/tiny", **self.opts)
+        self.server.close()
+        self.assertEqual(model_folder("org/tiny", timeout=2, **self.opts), folder)
+        self.assert_error(Status.ERR_NOT_FOUND, "could not be reached", model_folder,
+                          "org/never-cached", timeout=2, **self.opts)
+        self.server = HubServer()  # tearDown closes one
+
+    def test_interrupted_download_resumes(self):
+        sha = hashlib.sha256(weights(1)).hexdigest()
+        self.server.drop_once.add(sha)
+        partial = os.path.join(self.cache, "models--org--tiny", "blobs", sha + ".incomplete")
+        self.assert_error(Status.ERR_IO, "run again to resume", model_folder, "org/tiny",
+                          **self.opts)
+        self.assertEqual(os.path.getsize(partial), len(weights(1)) // 2)
+        folder = model_folder("org/tiny", **self.opts)
+        self.assertFalse(os.path.exists(partial))
+        with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+            self.assertEqual(f.read(), weights(1))
+        ranges = [r[2].get("Range") for r in self.server.requests("GET", "/store/" + sha)]
+        self.assertEqual(ranges, [None, "bytes=%d-" % (len(weights(1)) // 2)])
+
+    def test_errors_say_what_to_do(self):
+        msg = self.assert_error(Status.ERR_ACCESS, "HTTP 401", model_folder, "org/missing",
+                                **self.opts)
+        self.assertIn("HF_TOKEN", msg)
+        self.server.add(Repo("org/private", {"config.json": CONFIG, "model.safetensors": b"x"},
+                             token="s3cret"))
+        self.assert_error(Status.ERR_ACCESS, "private", model_folder, "org/private", **self.opts)
+        model_folder("org/private", **dict(self.opts, token="s3cret"))
+        self.server.add(Repo("org/gated", {"config.json": CONFIG, "model.safetensors": b"x"},
+                             gated_token="granted"))
+        self.assert_error(Status.ERR_ACCESS, "HTTP 401", model_folder, "org/gated", **self.opts)
+        msg = self.assert_error(Status.ERR_ACCESS, "gated", model_folder, "org/gated",
+                                **dict(self.opts, token="other"))
+        self.assertIn(self.server.endpoint + "/org/gated", msg)
+        model_folder("org/gated", **dict(self.opts, token="granted"))
+        self.assert_error(Status.ERR_NOT_FOUND, "no revision 'v9'", model_folder, "org/tiny",
+                          revision="v9", **self.opts)
+        self.assert_error(Status.ERR_NOT_FOUND, "has no file 'nope.txt'", hub_download,
+                          "org/tiny", "nope.txt", **self.opts)
+        self.server.add(Repo("org/not-a-model", {"README.md": b"hi"}))
+        self.assert_error(Status.ERR_NOT_FOUND, "not a Transformers model repository",
+                          model_folder, "org/not-a-model", **self.opts)
+        self.server.add(Repo("org/no-weights", {"config.json": CONFIG}))
+        self.assert_error(Status.ERR_NOT_FOUND, "pytorch_model.bin.index.json", model_folder,
+                          "org/no-weights", **self.opts)
+        self.assert_error(Status.ERR_NOT_FOUND, "not a Hub model id", model_folder,
+                          "../not/an/id", **self.opts)
+        self.assert_error(Status.ERR_INVALID_ARG, "revision", model_folder, "org/tiny",
+                          revision="../../x", **self.opts)
+        with self.assertRaises(TypeError):
+            model_folder("org/tiny", revison="main", **self.opts)
+
+    def test_token_goes_to_the_endpoint_only(self):
+        self.server.add(Repo("org/private", {"config.json": CONFIG,
+                                             "model.safetensors": weights(2)}, token="s3cret"))
+        model_folder("org/private", **dict(self.opts, token="s3cret"))
+        to_hub = [r for r in self.server.log if "/resolve/" in r[1]]
+        to_store = self.server.requests(contains="/store/")
+        self.assertTrue(to_hub and all(r[2].get("Authorization") == "Bearer s3cret"
+                                       for r in to_hub))
+        self.assertTrue(to_store and not any("Authorization" in r[2] for r in to_store))
+
+    def test_shards_and_pytorch_model_bin(self):
+        index = b'{"metadata": {}, "weight_map": {"a": "model-1.safetensors", ' \
+                b'"b": "model-2.safetensors", "c": "model-1.safetensors"}}'
+        self.server.add(Repo("org/sharded", {"config.json": CONFIG,
+                                             "model.safetensors.index.json": index,
+                                             "model-1.safetensors": weights(3),
+                                             "model-2.safetensors": weights(4)}))
+        folder = model_folder("org/sharded", **self.opts)
+        for name in ("model-1.safetensors", "model-2.safetensors"):
+            self.assertTrue(os.path.isfile(os.path.join(folder, name)))
+        self.server.add(Repo("org/old", {"config.json": CONFIG, "pytorch_model.bin": weights(5)}))
+        folder = model_folder("org/old", **self.opts)
+        self.assertTrue(os.path.isfile(os.path.join(folder, "pytorch_model.bin")))
+        self.assertFalse(os.path.exists(os.path.join(folder, "model.safetensors")))
+
+    def test_renamed_repo_is_followed(self):
+        self.server.renamed[("model", "tiny-old")] = "org/tiny"
+        folder = model_folder("tiny-old", **self.opts)
+        self.assertIn("models--tiny-old", folder)
+        with open(os.path.join(folder, "config.json"), "rb") as f:
+            self.assertEqual(f.read(), CONFIG)
+
+    def test_hostile_answers_stay_inside_the_cache(self):
+        cases = {
+            "etag": ({"etag": "../../../../escape"}, Status.ERR_FORMAT, "ETag"),
+            "commit": ({"commit": "../../../x"}, Status.ERR_FORMAT, "X-Repo-Commit"),
+            "size": ({"size": 1000}, Status.ERR_FORMAT, "more than announced"),
+            "sha": ({"etag": "ab" * 32}, Status.ERR_FORMAT, "sha256"),
+        }
+        for name, (override, status, text) in cases.items():
+            repo = "evil/" + name
+            self.server.add(Repo(repo, {"config.json": CONFIG, "model.safetensors": weights(6)},
+                                 head_override={"model.safetensors": override}))
+            self.assert_error(status, text, model_folder, repo, **self.opts)
+            blobs = os.path.join(self.cache, "models--evil--" + name, "blobs")
+            left = os.listdir(blobs) if os.path.isdir(blobs) else []
+            self.assertNotIn("ab" * 32, left)
+        index = b'{"weight_map": {"a": "../../../../../escape.safetensors"}}'
+        self.server.add(Repo("evil/index", {"config.json": CONFIG,
+                                            "model.safetensors.index.json": index}))
+        self.assert_error(Status.ERR_INVALID_ARG, "not a file name", model_folder, "evil/index",
+                          **self.opts)
+        self.assertEqual(self.files_outside_cache(), [])
+
+    def test_one_download_per_machine(self):
+        big = bytes(range(256)) * 40000
+        self.server.add(Repo("org/big", {"config.json": CONFIG, "model.safetensors": big}))
+        code = ("import sys; from cputrain import model_folder; "
+                "print(model_folder('org/big', endpoint=sys.argv[1], cache_dir=sys.argv[2], "
+                "token=''))")
+        procs = [subprocess.Popen([sys.executable, "-c", code, self.server.endpoint, self.cache],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for _ in range(3)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err.decode())
+        self.assertEqual(len({o for o, _ in outs}), 1)
+        sha = hashlib.sha256(big).hexdigest()
+        self.assertEqual(len(self.server.requests("GET", "/store/" + sha)), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
