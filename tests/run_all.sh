@@ -103,6 +103,10 @@ run "ABI against baseline" "$MAKE" --no-print-directory -s abi-check B="$B"
 run "C++ wrapper" "$B/tests/test_wrapper"
 run "Python bindings" env PYTHONPATH=bindings/python CPUTRAIN_LIBRARY="$lib" \
     "$PYTHON" -m unittest discover -s tests/python -t tests/python
+run "Parquet reader against DuckDB and arrow-rs (npm): each file = its JSON lines, refusals" \
+    env B="$B" PYTHON="$PYTHON" sh tests/formats/parquet.sh
+run "Arrow IPC reader against apache-arrow (npm): stream and file formats = their JSON lines, refusals" \
+    env B="$B" PYTHON="$PYTHON" sh tests/formats/arrow.sh
 run "tokenizer against Hugging Face tokenizers (npm)" env B="$B" CC="$CC" PYTHON="$PYTHON" \
     sh tests/tokenizer/run.sh
 run "demo learns: cputrain-qa on the generated SQuAD set, EM >= 60" \

@@ -20,8 +20,8 @@
 typedef struct glue_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
     script_hub hub; /* --cache_dir, --model_revision, --token */
-    const char *task_name, *dataset_name, *dataset_dir, *train_file, *validation_file,
-        *test_file;
+    const char *task_name, *dataset_name, *dataset_config_name, *dataset_dir, *train_file,
+        *validation_file, *test_file;
     long max_seq_length, max_train_samples, max_eval_samples, max_predict_samples;
     long early_stopping_patience;
     double early_stopping_threshold;
@@ -36,13 +36,13 @@ static const script_option options[] = {
     ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
                               "model's."),
     SCRIPT_HUB_ROWS(glue_options),
-    ROW(task_name, TEXT, "A GLUE task (cola, mnli, mrpc, qnli, qqp, rte, sst2, stsb, wnli), its "
-                         "files read from --dataset_dir."),
-    ROW(dataset_name, TEXT, "Refused: nothing is downloaded; give --task_name with "
-                            "--dataset_dir, or --train_file / --validation_file."),
-    ROW(dataset_dir, TEXT, "Folder of the task's files: <task>/train.jsonl, validation.jsonl, "
-                           "test.jsonl as datasets' to_json writes them (default: "
-                           "$HF_DATASETS_CACHE)."),
+    ROW(task_name, TEXT, "A GLUE task (cola, mnli, mrpc, qnli, qqp, rte, sst2, stsb, wnli): "
+                         "nyu-mll/glue's from the datasets cache, the Hub cache or the Hub."),
+    ROW(dataset_name, TEXT, "Another Hub dataset of sentence(s) and labels, read as the files "
+                            "are."),
+    ROW(dataset_config_name, TEXT, "The dataset's configuration, when it has several."),
+    ROW(dataset_dir, TEXT, "Read the task from this folder instead: <task>/train.jsonl, "
+                           "validation.jsonl, test.jsonl as datasets' to_json writes them."),
     ROW(train_file, TEXT, "Training data: CSV or JSON (lines)."),
     ROW(validation_file, TEXT, "Evaluation data: CSV or JSON, as the training file."),
     ROW(test_file, TEXT, "Data to predict on (--do_predict): CSV or JSON."),
@@ -57,7 +57,6 @@ static const script_option options[] = {
     ROW(ignore_mismatched_sizes, FLAG, "A checkpoint's head of another size (another number of "
                                        "labels) is initialised anew, named in a warning, instead "
                                        "of failing the load."),
-    SCRIPT_IGNORED(dataset_config_name, SCRIPT_NO_EFFECT, "the GLUE task names the data"),
     SCRIPT_IGNORED(overwrite_cache, SCRIPT_NO_EFFECT_FLAG, "nothing is cached: examples are "
                                                           "tokenized in memory for each run"),
     SCRIPT_IGNORED(pad_to_max_length, SCRIPT_NO_EFFECT_FLAG, "padding is never computed (only "
@@ -597,13 +596,14 @@ static int usage_error(const char *fmt, const char *a)
 }
 
 /* A split's file: --<split>_file, else the task's file in the dataset
- * folder (the workflow's lookup: <dir>/<task>/<split>.jsonl and the like). */
+ * folder (the workflow's lookup: <dir>/<task>/<split>.jsonl and the like);
+ * NULL for a task without --dataset_dir: load_table reads the Hub's. */
 static int split_file(const run *r, const char *given, const char *split, char *path,
                       size_t size, const char **out)
 {
     *out = given;
-    if (given || !r->task)
-        return 0;
+    if (given || !r->task || !r->o.dataset_dir)
+        return 0; /* a file, data only from files, or a split load_table reads */
     if (ct_workflow_dataset_file(r->o.dataset_dir, r->task->name, split, NULL, path, size) !=
         CT_OK) {
         fprintf(stderr, "cputrain-glue: %s -- write the GLUE split there (datasets: "
@@ -613,6 +613,22 @@ static int split_file(const run *r, const char *given, const char *split, char *
     }
     *out = path;
     return 0;
+}
+
+/* What names a split in messages: its file, else the split's name. */
+#define LABEL(file, split) ((file) ? (file) : (split))
+
+/* A split's table: its file, else nyu-mll/glue's split of the task (or
+ * --dataset_name's split), as run_glue.py's load_dataset("nyu-mll/glue",
+ * task_name) finds it (the datasets cache, the Hub cache, the Hub). */
+static int load_table(const run *r, const char *file, const char *split, ct_table **out)
+{
+    if (file)
+        return script_load_table(file, out);
+    if (r->task)
+        return script_load_dataset(&r->o.hub, "nyu-mll/glue", r->task->name, split, r->rank, out);
+    return script_load_dataset(&r->o.hub, r->o.dataset_name, r->o.dataset_config_name, split,
+                               r->rank, out);
 }
 
 /* The head for the labels found (one output for regression), as run_glue
@@ -659,10 +675,9 @@ int main(int argc, char **argv)
     do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
     output_dir = sr.output_dir;
     rc = 2;
-    if (r.o.dataset_name) {
-        usage_error("--dataset_name %s: nothing is downloaded here; give --task_name with "
-                    "--dataset_dir (the task's JSON lines files), or --train_file and "
-                    "--validation_file", r.o.dataset_name);
+    if (r.o.dataset_name && r.o.task_name) {
+        usage_error("--dataset_name %s with --task_name: give one (a GLUE task is "
+                    "nyu-mll/glue's)", r.o.dataset_name);
         goto done;
     }
     if (r.o.task_name) {
@@ -674,9 +689,9 @@ int main(int argc, char **argv)
                         "sst2, stsb, wnli)", r.o.task_name);
             goto done;
         }
-    } else if (!r.o.train_file || !r.o.validation_file) {
-        usage_error("%s", "need either a GLUE task (--task_name) or a training and a "
-                          "validation file (--train_file, --validation_file)");
+    } else if (!r.o.dataset_name && (!r.o.train_file || !r.o.validation_file)) {
+        usage_error("%s", "need either a GLUE task (--task_name), a dataset (--dataset_name) "
+                          "or a training and a validation file (--train_file, --validation_file)");
         goto done;
     }
     if (!r.o.model_name_or_path && !r.o.config_name) {
@@ -693,19 +708,20 @@ int main(int argc, char **argv)
         goto done;
     }
     int mnli = r.task && !strcmp(r.task->name, "mnli");
+    const char *ev = mnli ? "validation_matched" : "validation", *te = mnli ? "test_matched" : "test";
     /* a task's labels are its own: its training file only to train on */
     if (((do_train || !r.task) &&
          split_file(&r, r.o.train_file, "train", paths[0], sizeof paths[0], &train_file)) ||
-        (do_eval && split_file(&r, r.o.validation_file, mnli ? "validation_matched" : "validation",
-                               paths[1], sizeof paths[1], &eval_file)) ||
+        (do_eval && split_file(&r, r.o.validation_file, ev, paths[1], sizeof paths[1],
+                               &eval_file)) ||
         (do_eval && mnli && split_file(&r, NULL, "validation_mismatched", paths[2],
                                        sizeof paths[2], &mm_file)) ||
-        (do_predict && split_file(&r, r.o.test_file, mnli ? "test_matched" : "test", paths[3],
-                                  sizeof paths[3], &test_file)) ||
+        (do_predict && split_file(&r, r.o.test_file, te, paths[3], sizeof paths[3],
+                                  &test_file)) ||
         (do_predict && mnli && split_file(&r, NULL, "test_mismatched", paths[4], sizeof paths[4],
                                           &mm_test_file)))
         goto done;
-    if (do_predict && !test_file) {
+    if (do_predict && !test_file && !r.task && !r.o.dataset_name) {
         usage_error("%s", "--do_predict needs --test_file (or --task_name with a test split)");
         goto done;
     }
@@ -715,9 +731,9 @@ int main(int argc, char **argv)
     r.wf = sr.wf, r.dist = sr.dist, r.rank = sr.rank;
 
     /* the labels come from the training data, as run_glue.py's do */
-    if ((train_file && script_load_table(train_file, &train_t)) ||
-        (!r.task && find_columns(&r, train_t, train_file)) ||
-        make_label_list(&r, train_t, train_file))
+    if (((do_train || !r.task) && load_table(&r, train_file, "train", &train_t)) ||
+        (!r.task && find_columns(&r, train_t, LABEL(train_file, "train"))) ||
+        make_label_list(&r, train_t, LABEL(train_file, "train")))
         goto done;
     /* the tokenizer first: a folder without one fails before a head is made */
     if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.tokenizer_name, r.rank) ||
@@ -725,17 +741,22 @@ int main(int argc, char **argv)
         make_model(&r, (uint64_t)sr.seed) != 0 || script_place(r.model, r.dist) != 0 ||
         script_fit_tokenizer(r.model, r.tok, &r.o.max_seq_length, r.rank) != 0)
         goto done;
-    if ((do_train && build_dataset(&r, train_t, train_file, r.o.max_train_samples, 1, &train_d)) ||
-        (do_eval && (script_load_table(eval_file, &eval_t) ||
-                     build_dataset(&r, eval_t, eval_file, r.o.max_eval_samples, 1, &eval_d))) ||
-        (mm_file && (script_load_table(mm_file, &mm_t) ||
-                     build_dataset(&r, mm_t, mm_file, r.o.max_eval_samples, 1, &mm_d))) ||
-        (do_predict &&
-         (script_load_table(test_file, &test_t) ||
-          build_dataset(&r, test_t, test_file, r.o.max_predict_samples, 0, &test_d))) ||
-        (mm_test_file && (script_load_table(mm_test_file, &mm_test_t) ||
-                          build_dataset(&r, mm_test_t, mm_test_file, r.o.max_predict_samples, 0,
-                                        &mm_test_d))))
+    if ((do_train && build_dataset(&r, train_t, LABEL(train_file, "train"), r.o.max_train_samples,
+                                   1, &train_d)) ||
+        (do_eval && (load_table(&r, eval_file, ev, &eval_t) ||
+                     build_dataset(&r, eval_t, LABEL(eval_file, ev), r.o.max_eval_samples, 1,
+                                   &eval_d))) ||
+        (do_eval && mnli &&
+         (load_table(&r, mm_file, "validation_mismatched", &mm_t) ||
+          build_dataset(&r, mm_t, LABEL(mm_file, "validation_mismatched"), r.o.max_eval_samples,
+                        1, &mm_d))) ||
+        (do_predict && (load_table(&r, test_file, te, &test_t) ||
+                        build_dataset(&r, test_t, LABEL(test_file, te), r.o.max_predict_samples,
+                                      0, &test_d))) ||
+        (do_predict && mnli &&
+         (load_table(&r, mm_test_file, "test_mismatched", &mm_test_t) ||
+          build_dataset(&r, mm_test_t, LABEL(mm_test_file, "test_mismatched"),
+                        r.o.max_predict_samples, 0, &mm_test_d))))
         goto done;
     if (r.rank == 0)
         printf("%s: %s, %d label%s; train %zu, eval %zu, test %zu examples\n",
@@ -785,8 +806,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < res.n; i++)
             metric_names[i] = res.name[i];
         if ((st = ct_workflow_write_model_card(r.wf, trainer, "text classification", base,
-                                               r.from_folder, r.task ? dataset : train_file,
-                                               r.task != NULL, metric_names, res.value,
+                                               r.from_folder,
+                                               r.task ? dataset : LABEL(r.o.dataset_name, train_file),
+                                               r.task || r.o.dataset_name, metric_names, res.value,
                                                (size_t)res.n)) != CT_OK) {
             script_fail("model card", st);
             goto done;

@@ -19,7 +19,8 @@
 typedef struct ner_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
     script_hub hub; /* --cache_dir, --model_revision, --token */
-    const char *task_name, *dataset_name, *dataset_dir, *train_file, *validation_file,
+    const char *task_name, *dataset_name, *dataset_config_name, *dataset_dir, *train_file,
+        *validation_file,
         *test_file, *text_column_name, *label_column_name;
     long max_seq_length, max_train_samples, max_eval_samples, max_predict_samples;
     long early_stopping_patience;
@@ -36,7 +37,9 @@ static const script_option options[] = {
                               "model's."),
     SCRIPT_HUB_ROWS(ner_options),
     ROW(task_name, TEXT, "ner, pos or chunk: the label column is <task>_tags (default ner)."),
-    ROW(dataset_name, TEXT, "conll2003, read from --dataset_dir (nothing is downloaded)."),
+    ROW(dataset_name, TEXT, "A dataset of tokens and ner_tags (conll2003, ...): from the "
+                            "datasets cache, the Hub cache or the Hub."),
+    ROW(dataset_config_name, TEXT, "The dataset's configuration, when it has several."),
     ROW(dataset_dir, TEXT, "Folder of the dataset's files: <name>/train.jsonl, validation.jsonl, "
                            "test.jsonl (default: $HF_DATASETS_CACHE)."),
     ROW(train_file, TEXT, "Training data: JSON (lines) or CSV, a list of words and of tags each."),
@@ -59,7 +62,6 @@ static const script_option options[] = {
     ROW(ignore_mismatched_sizes, FLAG, "A checkpoint's head of another size (another number of "
                                        "labels) is initialised anew, named in a warning, instead "
                                        "of failing the load."),
-    SCRIPT_IGNORED(dataset_config_name, SCRIPT_NO_EFFECT, "conll2003 has one configuration"),
     SCRIPT_IGNORED(overwrite_cache, SCRIPT_NO_EFFECT_FLAG, "nothing is cached: examples are "
                                                           "tokenized in memory for each run"),
     SCRIPT_IGNORED(preprocessing_num_workers, SCRIPT_NO_EFFECT, "examples are tokenized in C in "
@@ -508,14 +510,29 @@ static int evaluate(run *r, ct_trainer *t, const ct_dataset *d, const char *spli
     return st == CT_OK ? 0 : (script_fail(split, st), -1);
 }
 
+/* What names a split in messages: its file, else the split's name. */
+#define LABEL(file, split) ((file) ? (file) : (split))
+
+/* A split's table: its file, else --dataset_name's split as run_ner.py's
+ * load_dataset(dataset_name, dataset_config_name) finds it (the datasets
+ * cache, the Hub cache, the Hub). */
+static int load_table(const run *r, const char *file, const char *split, ct_table **out)
+{
+    if (file)
+        return script_load_table(file, out);
+    return script_load_dataset(&r->o.hub, r->o.dataset_name, r->o.dataset_config_name, split,
+                               r->rank, out);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
-/* A split's file: --<split>_file, else the dataset's in its folder. */
+/* A split's file: --<split>_file, else the dataset's in --dataset_dir;
+ * NULL for a dataset without --dataset_dir: load_table reads it. */
 static int split_file(const run *r, const char *given, const char *split, char *path,
                       size_t size, const char **out)
 {
     *out = given;
-    if (given || !r->o.dataset_name)
+    if (given || !r->o.dataset_name || !r->o.dataset_dir)
         return 0;
     if (ct_workflow_dataset_file(r->o.dataset_dir, r->o.dataset_name, split, NULL, path, size) !=
         CT_OK) {
@@ -549,7 +566,7 @@ int main(int argc, char **argv)
     run r;
     script_run sr = {0};
     ct_status st;
-    int do_train, do_eval, do_predict, rc;
+    int do_train, do_eval, do_predict, from_dataset, rc;
     const char *output_dir;
     char paths[3][4096], predictions[4200];
     const char *train_file = NULL, *eval_file = NULL, *test_file = NULL;
@@ -568,12 +585,6 @@ int main(int argc, char **argv)
     do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
     output_dir = sr.output_dir;
     rc = 2;
-    if (r.o.dataset_name && strcmp(r.o.dataset_name, "conll2003") != 0) {
-        fprintf(stderr, "cputrain-ner: --dataset_name %s: only conll2003 is known (read from "
-                        "--dataset_dir; nothing is downloaded); pass --train_file and "
-                        "--validation_file for other data\n", r.o.dataset_name);
-        goto done;
-    }
     if (!r.o.dataset_name && !r.o.train_file && !r.o.validation_file) {
         fprintf(stderr, "cputrain-ner: need either a dataset name or a training/validation "
                         "file\n");
@@ -595,7 +606,9 @@ int main(int argc, char **argv)
         (do_predict &&
          split_file(&r, r.o.test_file, "test", paths[2], sizeof paths[2], &test_file)))
         goto done;
-    if ((do_train && !train_file) || (do_eval && !eval_file) || (do_predict && !test_file)) {
+    from_dataset = r.o.dataset_name && !r.o.dataset_dir;
+    if (!from_dataset &&
+        ((do_train && !train_file) || (do_eval && !eval_file) || (do_predict && !test_file))) {
         fprintf(stderr, "cputrain-ner: --do_%s requires a %s dataset\n",
                 do_train && !train_file ? "train" : do_eval && !eval_file ? "eval" : "predict",
                 do_train && !train_file ? "train" : do_eval && !eval_file ? "validation" : "test");
@@ -607,14 +620,18 @@ int main(int argc, char **argv)
     r.wf = sr.wf, r.dist = sr.dist, r.rank = sr.rank;
     /* label_list from the training data (else the evaluation data) */
     {
-        const char *labels_from = train_file ? train_file : eval_file;
-        ct_table **t = train_file ? &train_t : &eval_t;
-        if (!labels_from) {
+        int from_train = train_file || (from_dataset && do_train);
+        const char *labels_from = from_train ? LABEL(train_file, "train")
+                                             : LABEL(eval_file, "validation");
+        ct_table **t = from_train ? &train_t : &eval_t;
+        if (!from_train && !eval_file && !from_dataset) {
             fprintf(stderr, "cputrain-ner: the labels come from the training or validation "
                             "data: give one\n");
             goto done;
         }
-        if (script_load_table(labels_from, t) || make_label_list(&r, *t, labels_from) ||
+        if (load_table(&r, from_train ? train_file : eval_file, from_train ? "train" : "validation",
+                       t) ||
+            make_label_list(&r, *t, labels_from) ||
             (r.int_tags && name_int_tags(&r)) || make_b_to_i(&r))
             goto done;
     }
@@ -623,11 +640,14 @@ int main(int argc, char **argv)
         make_model(&r, (uint64_t)sr.seed) != 0 || script_place(r.model, r.dist) != 0 ||
         script_fit_tokenizer(r.model, r.tok, &r.o.max_seq_length, r.rank) != 0)
         goto done;
-    if ((do_train && build_dataset(&r, train_t, train_file, r.o.max_train_samples, &train_d)) ||
-        (do_eval && ((!eval_t && script_load_table(eval_file, &eval_t)) ||
-                     build_dataset(&r, eval_t, eval_file, r.o.max_eval_samples, &eval_d))) ||
-        (do_predict && (script_load_table(test_file, &test_t) ||
-                        build_dataset(&r, test_t, test_file, r.o.max_predict_samples, &test_d))))
+    if ((do_train && build_dataset(&r, train_t, LABEL(train_file, "train"), r.o.max_train_samples,
+                                   &train_d)) ||
+        (do_eval && ((!eval_t && load_table(&r, eval_file, "validation", &eval_t)) ||
+                     build_dataset(&r, eval_t, LABEL(eval_file, "validation"),
+                                   r.o.max_eval_samples, &eval_d))) ||
+        (do_predict && (load_table(&r, test_file, "test", &test_t) ||
+                        build_dataset(&r, test_t, LABEL(test_file, "test"),
+                                      r.o.max_predict_samples, &test_d))))
         goto done;
     if (r.rank == 0)
         printf("%s: %d labels; train %zu, eval %zu, test %zu examples\n", r.o.task_name,

@@ -16,7 +16,8 @@
 typedef struct qa_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
     script_hub hub; /* --cache_dir, --model_revision, --token */
-    const char *dataset_name, *dataset_dir, *train_file, *validation_file, *test_file;
+    const char *dataset_name, *dataset_config_name, *dataset_dir, *train_file, *validation_file,
+        *test_file;
     long max_seq_length, doc_stride, max_train_samples, max_eval_samples, max_predict_samples;
     long n_best_size, max_answer_length;
     int version_2_with_negative;
@@ -32,8 +33,10 @@ static const script_option options[] = {
     ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
                               "model's."),
     SCRIPT_HUB_ROWS(qa_options),
-    ROW(dataset_name, TEXT, "squad or squad_v2, read from --dataset_dir (nothing is downloaded)."),
-    ROW(dataset_dir, TEXT, "Folder holding the dataset's files (default: $HF_DATASETS_CACHE)."),
+    ROW(dataset_name, TEXT, "squad or squad_v2 (or a Hub dataset of SQuAD's columns): from the "
+                            "datasets cache, the Hub cache or the Hub."),
+    ROW(dataset_config_name, TEXT, "The dataset's configuration, when it has several."),
+    ROW(dataset_dir, TEXT, "Read --dataset_name from this folder's JSON files instead."),
     ROW(train_file, TEXT, "Training data: SQuAD JSON or JSON lines."),
     ROW(validation_file, TEXT, "Evaluation data: SQuAD JSON or JSON lines."),
     ROW(test_file, TEXT, "Data to predict on (--do_predict): SQuAD JSON or JSON lines."),
@@ -66,9 +69,10 @@ static void usage(void)
 
 /* ---- data ------------------------------------------------------------------ */
 
-/* --dataset_name: the split's file in the dataset folder (the workflow's
- * lookup), under the names the datasets library and the SQuAD site use
- * (SQuAD publishes no test set: a test split is only test.json(l)). */
+/* --dataset_name with --dataset_dir: the split's file in that folder (the
+ * workflow's lookup), under the names the datasets library and the SQuAD
+ * site use (SQuAD publishes no test set: a test split is only
+ * test.json(l)). */
 static int find_split(const qa_options *o, const char *split, char *out, size_t size)
 {
     int v2 = strcmp(o->dataset_name, "squad_v2") == 0;
@@ -282,6 +286,28 @@ static int best_metric_refused(const run *r)
 
 /* The test split's examples, as run_qa.py's predict_examples: the first
  * max_predict_samples of them (all when -1). */
+/* A split's examples: its file, else --dataset_name's split as
+ * datasets.load_dataset finds it (the datasets cache, the Hub cache, the
+ * Hub). Failures are said, naming `file` or the dataset's split. */
+static int load_examples(const run *r, const char *file, const char *split, ct_squad **out)
+{
+    ct_hub_options *o = NULL;
+    ct_table *t = NULL;
+    char what[256];
+    ct_status st;
+    if (file)
+        return (st = ct_squad_load(file, out)) == CT_OK ? 0 : script_fail(file, st);
+    snprintf(what, sizeof what, "dataset %s, split %s", r->o.dataset_name, split);
+    if (script_hub_options(&r->o.hub, "dataset", r->rank, &o) != 0)
+        return 1;
+    if ((st = ct_table_load_dataset(r->o.dataset_name, r->o.dataset_config_name, split, o, &t)) ==
+        CT_OK)
+        st = ct_squad_from_table(t, what, out);
+    ct_table_free(t);
+    ct_hub_options_free(o);
+    return st == CT_OK ? 0 : script_fail("dataset", st);
+}
+
 typedef struct qa_split {
     ct_squad *examples;
     ct_qa_features *features;
@@ -291,12 +317,13 @@ typedef struct qa_split {
 static int load_split(run *r, const char *file, long max_samples, qa_split *s)
 {
     ct_status st;
-    if ((st = ct_squad_load(file, &s->examples)) != CT_OK ||
-        (st = build_features(r, "Running tokenizer on prediction dataset", s->examples,
+    if (load_examples(r, file, "test", &s->examples) != 0)
+        return 1;
+    if ((st = build_features(r, "Running tokenizer on prediction dataset", s->examples,
                              max_samples, &s->features)) != CT_OK ||
         (max_samples >= 0 &&
          (st = ct_qa_features_truncate(s->features, (size_t)max_samples)) != CT_OK))
-        return script_fail(file, st);
+        return script_fail(file ? file : "test split", st);
     s->n_examples = ct_squad_count(s->examples);
     if (max_samples >= 0 && (size_t)max_samples < s->n_examples)
         s->n_examples = (size_t)max_samples;
@@ -409,7 +436,7 @@ int main(int argc, char **argv)
     run r;
     script_run sr = {0};
     ct_status st;
-    int do_train, do_eval, do_predict, rc;
+    int do_train, do_eval, do_predict, from_dataset, rc;
     char train_path[4096], eval_path[4096], test_path[4096];
     const char *train_file, *eval_file, *test_file;
     qa_split test = {0};
@@ -436,42 +463,45 @@ int main(int argc, char **argv)
     do_train = sr.do_train, do_eval = sr.do_eval, do_predict = sr.do_predict;
     if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad_v2") == 0)
         r.o.version_2_with_negative = 1;
-    if (r.o.dataset_name && strcmp(r.o.dataset_name, "squad") && strcmp(r.o.dataset_name, "squad_v2")) {
-        fprintf(stderr, "cputrain-qa: --dataset_name '%s': only squad and squad_v2 are known\n",
-                r.o.dataset_name);
+    if (r.o.dataset_dir && r.o.dataset_name && strcmp(r.o.dataset_name, "squad") &&
+        strcmp(r.o.dataset_name, "squad_v2")) {
+        fprintf(stderr, "cputrain-qa: --dataset_name '%s' with --dataset_dir: only squad and "
+                        "squad_v2 have known file names\n", r.o.dataset_name);
         rc = 2;
         goto done;
     }
     train_file = r.o.train_file;
     eval_file = r.o.validation_file;
-    if (r.o.dataset_name && !train_file && do_train) {
+    /* without --dataset_dir, a split not given as a file comes from the dataset */
+    from_dataset = r.o.dataset_name && !r.o.dataset_dir;
+    if (r.o.dataset_dir && r.o.dataset_name && !train_file && do_train) {
         if (find_split(&r.o, "train", train_path, sizeof train_path) != 0)
             goto done;
         train_file = train_path;
     }
-    if (r.o.dataset_name && !eval_file && do_eval) {
+    if (r.o.dataset_dir && r.o.dataset_name && !eval_file && do_eval) {
         if (find_split(&r.o, "validation", eval_path, sizeof eval_path) != 0)
             goto done;
         eval_file = eval_path;
     }
     test_file = r.o.test_file;
-    if (r.o.dataset_name && !test_file && do_predict) {
+    if (r.o.dataset_dir && r.o.dataset_name && !test_file && do_predict) {
         if (find_split(&r.o, "test", test_path, sizeof test_path) != 0)
             goto done;
         test_file = test_path;
     }
-    if (do_predict && !test_file) {
+    if (do_predict && !test_file && !from_dataset) {
         fprintf(stderr, "cputrain-qa: --do_predict requires a test dataset: --test_file or "
                         "--dataset_name with a test split\n");
         rc = 2;
         goto done;
     }
-    if (do_train && !train_file) {
+    if (do_train && !train_file && !from_dataset) {
         fprintf(stderr, "cputrain-qa: --do_train needs --train_file or --dataset_name\n");
         rc = 2;
         goto done;
     }
-    if (do_eval && !eval_file) {
+    if (do_eval && !eval_file && !from_dataset) {
         fprintf(stderr, "cputrain-qa: --do_eval needs --validation_file or --dataset_name\n");
         rc = 2;
         goto done;
@@ -549,14 +579,15 @@ int main(int argc, char **argv)
         goto done;
 
     if (do_eval) {
-        if ((st = ct_squad_load(eval_file, &r.eval_examples)) != CT_OK ||
-            (st = build_features(&r, "Running tokenizer on validation dataset",
+        if (load_examples(&r, eval_file, "validation", &r.eval_examples) != 0)
+            goto done;
+        if ((st = build_features(&r, "Running tokenizer on validation dataset",
                                  r.eval_examples, r.o.max_eval_samples, &r.eval_features)) !=
                 CT_OK ||
             (r.o.max_eval_samples >= 0 &&
              (st = ct_qa_features_truncate(r.eval_features, (size_t)r.o.max_eval_samples)) !=
                  CT_OK)) {
-            script_fail(eval_file, st);
+            script_fail(eval_file ? eval_file : "validation split", st);
             goto done;
         }
         r.n_eval_examples = ct_squad_count(r.eval_examples);
@@ -574,13 +605,14 @@ int main(int argc, char **argv)
                    ct_qa_features_count(test.features));
     }
     if (do_train) {
-        if ((st = ct_squad_load(train_file, &train_examples)) != CT_OK ||
-            (st = build_features(&r, "Running tokenizer on train dataset", train_examples,
+        if (load_examples(&r, train_file, "train", &train_examples) != 0)
+            goto done;
+        if ((st = build_features(&r, "Running tokenizer on train dataset", train_examples,
                                  r.o.max_train_samples, &train_features)) != CT_OK ||
             (r.o.max_train_samples >= 0 &&
              (st = ct_qa_features_truncate(train_features, (size_t)r.o.max_train_samples)) !=
                  CT_OK)) {
-            script_fail(train_file, st);
+            script_fail(train_file ? train_file : "train split", st);
             goto done;
         }
         if (r.rank == 0)

@@ -1698,6 +1698,89 @@ inline std::string model_folder(const std::string &name_or_path, const hub_optio
     return std::string(path.data());
 }
 
+// ---- data tables --------------------------------------------------------------------
+// One cell of a table: its type, its text (a string's UTF-8, a number or a
+// boolean as the file writes it; empty for null and lists), a list's items.
+struct value {
+    ct_value_type type = CT_VALUE_NULL;
+    std::string text;
+    std::vector<value> items;
+};
+
+// The records of a data file as the datasets library reads them (table.h):
+// CSV, JSON (lines), Parquet, Arrow; or a dataset's split from the datasets
+// cache and the Hub.
+class table {
+public:
+    static table load(const std::string &path) {
+        ct_table *t = nullptr;
+        check(ct_table_load(path.c_str(), &t));
+        return table(t);
+    }
+    // datasets.load_dataset(name, config)[split]; an empty config: the one there is.
+    static table load_dataset(const std::string &name, const std::string &config,
+                              const std::string &split, const hub_options &o = {}) {
+        detail::c_hub_options c(o);
+        ct_table *t = nullptr;
+        check(ct_table_load_dataset(name.c_str(), config.empty() ? nullptr : config.c_str(),
+                                    split.c_str(), c.get(), &t));
+        return table(t);
+    }
+    std::size_t rows() const { return ct_table_rows(live()); }
+    std::size_t columns() const { return ct_table_columns(live()); }
+    std::string column_name(std::size_t column) const {
+        const char *name = ct_table_column_name(live(), column);
+        if (!name)
+            throw error(CT_ERR_INVALID_ARG, "column " + std::to_string(column) +
+                                                " is past the table's " +
+                                                std::to_string(columns()));
+        return name;
+    }
+    std::size_t column_index(const std::string &name) const {
+        std::size_t k = 0;
+        check(ct_table_column_index(live(), name.c_str(), &k));
+        return k;
+    }
+    ct_value_type column_type(std::size_t column) const {
+        return ct_table_column_type(live(), column);
+    }
+    value cell(std::size_t row, std::size_t column) const {
+        value v;
+        const char *text = nullptr;
+        std::size_t len = 0;
+        v.type = ct_table_cell(live(), row, column, &text, &len);
+        if (text)
+            v.text.assign(text, len);
+        for (std::size_t i = 0; i < ct_table_list_size(live(), row, column); i++) {
+            value item;
+            item.type = ct_table_list_item(live(), row, column, i, &text, &len);
+            if (text)
+                item.text.assign(text, len);
+            v.items.push_back(item);
+        }
+        return v;
+    }
+
+    explicit table(ct_table *adopt) noexcept : t_(adopt) {}
+    table(const table &) = delete;
+    table &operator=(const table &) = delete;
+    table(table &&other) noexcept : t_(other.t_) { other.t_ = nullptr; }
+    table &operator=(table &&other) noexcept {
+        std::swap(t_, other.t_);
+        return *this;
+    }
+    ~table() { ct_table_free(t_); }
+    const ct_table *get() const noexcept { return t_; }
+
+private:
+    const ct_table *live() const {
+        if (!t_)
+            throw error(CT_ERR_INVALID_ARG, "use of an empty cputrain::table (moved from)");
+        return t_;
+    }
+    ct_table *t_ = nullptr;
+};
+
 } // namespace cputrain
 
 #endif // CPUTRAIN_HPP

@@ -12,9 +12,9 @@
 #include "placement.h"
 #include "tokenizer.h" /* before train.h, which names ct_tokenizer */
 #include "train.h"
+#include "table.h" /* before squad.h, which reads tables */
 #include "squad.h"
 #include "metrics.h"
-#include "table.h"
 #include "hub.h"
 #include "qa.h"
 #include "workflow.h"

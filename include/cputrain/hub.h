@@ -88,6 +88,25 @@ CT_API ct_status ct_hub_download(const char *repo_id, const char *filename,
 CT_API ct_status ct_hub_model_folder(const char *name_or_path, const ct_hub_options *options,
                                      char *folder, size_t size);
 
+/* datasets.load_dataset(name, config, split=split) without Python: the
+ * split's rows as one table (its files in name order) from, in turn,
+ *  - the datasets library's cache: $HF_DATASETS_CACHE (else
+ *    $HF_HOME/datasets, else ~/.cache/huggingface/datasets), the .arrow
+ *    files <org>___<name>/<config>/<version>/<hash>/<builder>-<split>[-
+ *    NNNNN-of-NNNNN].arrow of the newest <hash> folder;
+ *  - the dataset repo's Parquet files through the Hub cache and the Hub
+ *    (options as ct_hub_download's; repo_type is "dataset" here): at the
+ *    options' revision, <config>/<split>-NNNNN-of-NNNNN.parquet,
+ *    <config>/<split>/<file>, data/<split>-* or <split>-* at the root; on
+ *    main without any, the refs/convert/parquet export the Hub makes of
+ *    datasets defined by a script.
+ * Struct columns are flattened to "parent.child" names (as datasets'
+ * flatten() names them). `config` NULL: the one configuration there is
+ * (several: CT_ERR_NOT_FOUND naming them). CT_ERR_NOT_FOUND names what was
+ * looked at; reading errors are ct_table_load's. */
+CT_API ct_status ct_table_load_dataset(const char *name, const char *config, const char *split,
+                                       const ct_hub_options *options, ct_table **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,13 @@ typedef enum ct_squad_stat {
  * and column of malformed JSON or invalid UTF-8, or the line, record and id
  * of a missing field or one of the wrong type. */
 CT_API ct_status ct_squad_load(const char *path, ct_squad **out);
+/* The examples of a table of flat records (ct_table_load of a .parquet or
+ * .arrow file, ct_table_load_dataset): columns id, title (optional),
+ * context, question, answers.text and answers.answer_start (the answers
+ * struct as the Parquet and Arrow readers flatten it); ct_squad_load reads
+ * .parquet and .arrow files this way. `what` names the table in errors,
+ * whose "line N" is row N - 1; a missing column is CT_ERR_FORMAT naming it. */
+CT_API ct_status ct_squad_from_table(const ct_table *table, const char *what, ct_squad **out);
 CT_API void ct_squad_free(ct_squad *squad);
 CT_API size_t ct_squad_count(const ct_squad *squad);
 CT_API size_t ct_squad_stat_count(const ct_squad *squad, ct_squad_stat stat);

@@ -1,9 +1,11 @@
 /* libcputrain public API: a table of records (ct_table) from the data files
  * Transformers' example scripts take with --train_file and its siblings, read
  * as the `datasets` library reads them: CSV (a header row, then pandas'
- * rules: quoting, its NA words, one type per column) and JSON (JSON lines, or
- * one list of records). Columns have names and a type; cells are values, or
- * lists of them. The task tools turn rows into examples.
+ * rules: quoting, its NA words, one type per column), JSON (JSON lines, or
+ * one list of records), Parquet (as pyarrow writes it: the Hub's dataset
+ * files) and Arrow IPC (the datasets library's cache). Columns have names
+ * and a type; cells are values, or lists of them. The task tools turn rows
+ * into examples.
  * Included through <cputrain/cputrain.h>; do not include directly. */
 #ifndef CPUTRAIN_TABLE_H
 #define CPUTRAIN_TABLE_H
@@ -28,19 +30,33 @@ typedef enum ct_value_type {
 } ct_value_type;
 
 /* Read `path`: ".csv" as CSV, ".json" / ".jsonl" as JSON lines or one JSON
- * list of objects (a key absent from a record is null there). The file is
- * untrusted: CT_ERR_FORMAT names the file, line and column (CSV: a quote
- * left open, a row with more fields than the header; JSON: malformed text, a
- * record that is not an object, a value nested deeper than a list of
- * scalars) or the column whose values mix types JSON's readers refuse to
- * mix (a string and a number); CT_ERR_INVALID_ARG another extension; CT_ERR_IO
- * an unreadable file. */
+ * list of objects (a key absent from a record is null there), ".parquet"
+ * and ".arrow" (IPC stream, as the datasets cache holds a split, or file
+ * format) as pyarrow reads them for `datasets`: a column per leaf, a
+ * struct's fields flattened to "struct.field" (SQuAD's answers.text, as
+ * Dataset.flatten() names them; a null struct makes them null), a list of
+ * scalars as a LIST cell (a null list is null, an empty one a LIST of 0
+ * items); booleans ("true"/"false"), integers (unsigned ones printed so; a
+ * uint64 past int64 is a FLOAT, as JSON's reader types it), floats (the
+ * shortest text that reads back at their precision; "nan", "inf", "-inf")
+ * and UTF-8 strings. Parquet: PLAIN and dictionary encodings, pages v1 and
+ * v2, uncompressed, Snappy or Zstandard; Arrow: dictionary-encoded values,
+ * Zstandard bodies. The file is untrusted: CT_ERR_FORMAT names the file,
+ * line and column (CSV: a quote left open, a row with more fields than the
+ * header; JSON: malformed text, a record that is not an object, a value
+ * nested deeper than a list of scalars), the column whose values mix types
+ * JSON's readers refuse to mix (a string and a number), or a Parquet file's
+ * column, row group and page / an Arrow file's record batch, column and row
+ * where it is damaged or uses what is not read (other codecs and
+ * encodings, lists of lists or of structs, maps, binary, dates, times,
+ * decimals; big-endian Arrow, LZ4 bodies); CT_ERR_INVALID_ARG another
+ * extension; CT_ERR_IO an unreadable file. */
 CT_API ct_status ct_table_load(const char *path, ct_table **out);
 CT_API void ct_table_free(ct_table *table);
 CT_API size_t ct_table_rows(const ct_table *table);
 CT_API size_t ct_table_columns(const ct_table *table);
 /* Columns in the file's order (CSV: the header's; JSON: as keys first
- * appear); NULL past the end. */
+ * appear; Parquet and Arrow: the schema's); NULL past the end. */
 CT_API const char *ct_table_column_name(const ct_table *table, size_t column);
 CT_API ct_status ct_table_column_index(const ct_table *table, const char *name, size_t *column);
 /* The column's type as the readers infer it from its non-null values: one

@@ -187,8 +187,7 @@
       "there is one WordPiece tokenizer, with the fast tokenizer's offsets")               \
     /* ---- run_qa.py's DataTrainingArguments ---------------------------------------- */   \
     X(dataset_name, DATA, IMPLEMENTED, STRING, "None", "")                                   \
-    X(dataset_config_name, DATA, NO_EFFECT, STRING, "None",                                  \
-      "squad and squad_v2 have one configuration each")                                    \
+    X(dataset_config_name, DATA, IMPLEMENTED, STRING, "None", "")                            \
     X(train_file, DATA, IMPLEMENTED, STRING, "None", "")                                     \
     X(validation_file, DATA, IMPLEMENTED, STRING, "None", "")                                \
     X(test_file, DATA, IMPLEMENTED, STRING, "None", "")                                      \

@@ -73,6 +73,11 @@ size_t ct__py_lstrip(const char *s, size_t len);
  * s must be valid UTF-8. */
 int ct__json_write_ascii(ct__strbuf *sb, const char *s, size_t len);
 
+/* Examples from text in any form ct_squad_load reads (`lines`: JSON lines
+ * only, no whole-document attempt first); `path` names it in errors. */
+ct_status ct__squad_parse(const char *path, const char *text, size_t len, int lines,
+                          ct_squad **out);
+
 /* ---- the metric's pieces, for tests ---------------------------------------------- */
 
 /* normalize_answer(s) of the SQuAD scripts: the tokens of

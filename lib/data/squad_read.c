@@ -753,31 +753,26 @@ static void warn_stats(const loader *L)
                 L->first[CT_SQUAD_STAT_IMPOSSIBLE_MISMATCH]);
 }
 
-ct_status ct_squad_load(const char *path, ct_squad **out)
+ct_status ct__squad_parse(const char *path, const char *text, size_t len, int lines,
+                          ct_squad **out)
 {
     loader L;
     ct_squad *s;
     ct__json_doc *doc = NULL;
-    char *text = NULL, saved[1024];
-    size_t len = 0;
+    char saved[1024];
     ct_status st;
 
-    CT__CHECK_ARG(out);
     *out = NULL;
-    CT__CHECK_ARG(path);
-    if ((st = ct__read_file(path, MAX_FILE_BYTES, &text, &len)) != CT_OK)
-        return st;
-    if (!(s = calloc(1, sizeof *s))) {
-        free(text);
+    if (!(s = calloc(1, sizeof *s)))
         return ct__error(CT_ERR_NOMEM, "%s: out of memory", path);
-    }
     memset(&L, 0, sizeof L);
     L.path = path;
     L.s = s;
     L.line_base = 1;
 
-    st = ct__json_parse(text, len, path, &doc);
-    if (st == CT_OK) {
+    if (lines)
+        st = load_lines(&L, text, len);
+    else if ((st = ct__json_parse(text, len, path, &doc)) == CT_OK) {
         st = load_document(&L, ct__json_root(doc));
         ct__json_free(doc);
     } else if (st == CT_ERR_FORMAT) {
@@ -787,7 +782,6 @@ ct_status ct_squad_load(const char *path, ct_squad **out)
         else
             ct__error(st, "%s", saved);
     }
-    free(text);
     if (st == CT_OK)
         st = finish(&L);
     if (st != CT_OK) {
@@ -797,6 +791,35 @@ ct_status ct_squad_load(const char *path, ct_squad **out)
     warn_stats(&L);
     *out = s;
     return CT_OK;
+}
+
+static int is_table_file(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot && !strchr(dot, '/') && (!strcmp(dot, ".parquet") || !strcmp(dot, ".arrow"));
+}
+
+ct_status ct_squad_load(const char *path, ct_squad **out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ct_status st;
+
+    CT__CHECK_ARG(out);
+    *out = NULL;
+    CT__CHECK_ARG(path);
+    if (is_table_file(path)) {
+        ct_table *t = NULL;
+        if ((st = ct_table_load(path, &t)) == CT_OK)
+            st = ct_squad_from_table(t, path, out);
+        ct_table_free(t);
+        return st;
+    }
+    if ((st = ct__read_file(path, MAX_FILE_BYTES, &text, &len)) != CT_OK)
+        return st;
+    st = ct__squad_parse(path, text, len, 0, out);
+    free(text);
+    return st;
 }
 
 void ct_squad_free(ct_squad *s)

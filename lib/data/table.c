@@ -1,5 +1,5 @@
 /* ct_table: records of a data file, column by column; the readers are
- * table_csv.c and table_json.c. */
+ * table_csv.c, table_json.c, table_parquet.c and table_arrow.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +115,8 @@ static const struct {
     {"csv", ct__table_read_csv},
     {"json", ct__table_read_json},
     {"jsonl", ct__table_read_json},
+    {"parquet", ct__table_read_parquet},
+    {"arrow", ct__table_read_arrow},
 };
 
 static const char *extension(const char *path)
@@ -135,8 +137,9 @@ ct_status ct_table_load(const char *path, ct_table **out)
     while (r < sizeof READERS / sizeof *READERS && strcmp(extension(path), READERS[r].ext))
         r++;
     if (r == sizeof READERS / sizeof *READERS)
-        return ct__error(CT_ERR_INVALID_ARG, "%s: a data file must be .csv, .json or .jsonl "
-                                             "(as the datasets library reads them)", path);
+        return ct__error(CT_ERR_INVALID_ARG, "%s: a data file must be .csv, .json, .jsonl, "
+                                             ".parquet or .arrow (as the datasets library "
+                                             "reads them)", path);
     if ((st = ct__read_file(path, MAX_FILE_BYTES, &bytes, &len)) != CT_OK)
         return st;
     if (!(t = calloc(1, sizeof *t))) {

@@ -1,6 +1,6 @@
-/* Internal: the ct_table handle, built by the CSV and JSON readers. Cells
- * are kept column by column, so that a JSON key first seen in a later
- * record adds a column without moving the others. */
+/* Internal: the ct_table handle, built by the CSV, JSON, Parquet and Arrow
+ * readers. Cells are kept column by column, so that a JSON key first seen
+ * in a later record adds a column without moving the others. */
 #ifndef CT_DATA_TABLE_H
 #define CT_DATA_TABLE_H
 
@@ -36,8 +36,14 @@ int ct__table_set_text(ct__cell *c, ct_value_type type, const char *text, size_t
 void ct__table_clear(ct__cell *c);
 /* Every column's type from its values (see ct_table_column_type). */
 void ct__table_finish(ct_table *t);
+/* src's rows moved under dst's, columns matched by name (a column only one
+ * of them has is null in the other's rows), types found again; src keeps
+ * no rows. CT_ERR_NOMEM (dst then holds a prefix of the rows). */
+ct_status ct__table_append(ct_table *dst, ct_table *src);
 
 ct_status ct__table_read_csv(ct_table *t, const char *path, const char *text, size_t len);
 ct_status ct__table_read_json(ct_table *t, const char *path, const char *text, size_t len);
+ct_status ct__table_read_parquet(ct_table *t, const char *path, const char *bytes, size_t len);
+ct_status ct__table_read_arrow(ct_table *t, const char *path, const char *bytes, size_t len);
 
 #endif

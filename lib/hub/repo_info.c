@@ -112,7 +112,7 @@ static ct_status list_cached(const ct__hub_repo *r, const char *revision, const 
     char *dir;
     ct_status st = ct__hub_ref_read(r, revision, out->commit);
     if (st != CT_OK)
-        return ct__error(CT_ERR_NOT_FOUND, "%s%s at revision '%s' is not in the cache %s, and "
+        return ct__error(CT_ERR_NOT_FOUND, "%s%s at revision '%s' is not in the Hub cache %s, and "
                                            "%s: run once with network access",
                          strcmp(r->type, "dataset") ? "" : "datasets/", r->id, revision,
                          r->o->cache_dir, why);

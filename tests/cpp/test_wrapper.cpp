@@ -1029,6 +1029,39 @@ static void test_hub() {
     }
 }
 
+static void test_table() {
+    // a CSV and its cells; a list cell from JSON lines; a dataset not cached offline
+    std::string dir = temp_dir();
+    write_text(dir + "/t.csv", "sentence,label\nhello world,1\n\"a, b\",0\n");
+    cputrain::table t = cputrain::table::load(dir + "/t.csv");
+    CHECK(t.rows() == 2 && t.columns() == 2);
+    CHECK(t.column_name(0) == "sentence" && t.column_index("label") == 1);
+    CHECK(t.column_type(1) == CT_VALUE_INT);
+    CHECK(t.cell(1, 0).text == "a, b" && t.cell(0, 1).text == "1");
+    write_text(dir + "/t.jsonl", "{\"tokens\": [\"EU\", \"rejects\"], \"id\": 7}\n");
+    cputrain::table j = cputrain::table::load(dir + "/t.jsonl");
+    cputrain::value tokens = j.cell(0, j.column_index("tokens"));
+    CHECK(tokens.type == CT_VALUE_LIST && tokens.items.size() == 2 &&
+          tokens.items[1].text == "rejects");
+    cputrain::table moved(std::move(j));
+    CHECK(moved.rows() == 1);
+    try {
+        j.rows();
+        CHECK(false);
+    } catch (const cputrain::error &e) {
+        CHECK(e.status() == CT_ERR_INVALID_ARG);
+    }
+    cputrain::hub_options o;
+    o.cache_dir = dir + "/cache";
+    o.local_files_only = 1;
+    try {
+        cputrain::table::load_dataset("squad", "", "train", o);
+        CHECK(false);
+    } catch (const cputrain::error &e) {
+        CHECK(e.status() == CT_ERR_NOT_FOUND);
+    }
+}
+
 int main() {
     test_errors();
     test_dist();
@@ -1052,6 +1085,7 @@ int main() {
     test_trainer_state();
     test_metrics();
     test_hub();
+    test_table();
     std::printf("test_wrapper: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

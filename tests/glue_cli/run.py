@@ -254,7 +254,7 @@ def refusals():
             (["--train_file", "x.csv"], "need either a GLUE task"),
             (["--task_name", "sst2", "--doc_stride", "3"], "unknown argument --doc_stride"),
             (["--task_name", "sst2", "--dataset_dir", DIR, "--do_train"], "train.json"),
-            (["--dataset_name", "glue"], "nothing is downloaded")):
+            (["--dataset_name", "glue", "--task_name", "mrpc"], "give one")):
         p = glue(out, *args)
         check("refused: %s" % " ".join(args), p.returncode == 2 and needle in p.stderr,
               p.stderr[-500:])

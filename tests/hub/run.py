@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""The guide's command with a Hub id, end to end, against the stand-in Hub
+"""The guide's command as written, end to end, against the stand-in Hub
 (tests/python/hub_server.py) on 127.0.0.1: cputrain-qa and Python's run_qa
-download google-bert/bert-base-uncased into an empty cache and train; the
-same command trains offline (HF_HUB_OFFLINE=1, the server gone) from that
-cache; a download cut half-way fails saying it will resume, and the next
-run resumes it (a Range request); two ranks on one machine download once
-(the cache's lock). usage: run.py BUILD_DIR. One line per check; exit
-status 1 when any failed."""
+download google-bert/bert-base-uncased and the squad dataset (Parquet
+files written by DuckDB, an independent writer; "squad" renamed to
+rajpurkar/squad as on the Hub) into an empty cache and train; the same
+command trains offline (HF_HUB_OFFLINE=1, the server gone) from that cache;
+a download cut half-way fails saying it will resume, and the next run
+resumes it (a Range request); two ranks on one machine download once (the
+cache's lock). usage: run.py BUILD_DIR. One line per check; exit status 1
+when any failed, 77 when node or npm (DuckDB's) is missing."""
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,6 +29,8 @@ os.environ.setdefault("CPUTRAIN_LIBRARY", os.path.join(BUILD, "lib", "libcputrai
 import cputrain  # noqa: E402
 
 MODEL_ID = "google-bert/bert-base-uncased"
+SQUAD_ID = "rajpurkar/squad"
+DUCKDB = "@duckdb/node-api@1.5.6-r.1"  # pinned, as tests/formats/parquet.sh pins it
 WORK = os.path.join(BUILD, "hub-test")
 failed = 0
 
@@ -46,6 +51,14 @@ def make_fixtures():
     subprocess.run([sys.executable, os.path.join(ROOT, "data", "demo", "generate.py"), data,
                     "--train-people", "20", "--eval-people", "5"], check=True,
                    stdout=subprocess.DEVNULL)
+    # BERT's 512 positions, so that the guide's --max_seq_length 384 fits
+    for name, key in (("config.json", "max_position_embeddings"),
+                      ("tokenizer_config.json", "model_max_length")):
+        with open(os.path.join(data, name)) as f:
+            settings = json.load(f)
+        settings[key] = 512
+        with open(os.path.join(data, name), "w") as f:
+            json.dump(settings, f)
     model_dir = os.path.join(WORK, "model")
     model = cputrain.Model.create(os.path.join(data, "config.json"), "question-answering",
                                   seed=7)
@@ -58,6 +71,44 @@ def make_fixtures():
         with open(os.path.join(data, name), "rb") as f:
             files[name] = f.read()
     return data, files
+
+
+def duckdb_modules():
+    """node_modules holding DuckDB (installed beside tests/formats/parquet.sh's
+    when missing: the npm registry is the only network this needs)."""
+    npm = os.path.join(BUILD, "parquet-writer", "npm")
+    modules = os.path.join(npm, "node_modules")
+    if not os.path.isdir(os.path.join(modules, "@duckdb", "node-api")):
+        subprocess.run(["npm", "install", "--prefix", npm, "--no-audit", "--no-fund",
+                        "--no-save", "--loglevel=error", DUCKDB], check=True)
+    return modules
+
+
+def squad_parquet(data):
+    """The Hub's rajpurkar/squad files of the demo's splits: datasets' flat
+    records, written to Parquet by DuckDB (snappy, as the Hub's are)."""
+    modules, files = duckdb_modules(), {}
+    for split in ("train", "validation"):
+        with open(os.path.join(data, split + ".json")) as f:
+            articles = json.load(f)["data"]
+        flat = os.path.join(WORK, split + ".jsonl")
+        with open(flat, "w") as f:
+            for a in articles:
+                for p in a["paragraphs"]:
+                    for q in p["qas"]:
+                        f.write(json.dumps({
+                            "id": q["id"], "title": a["title"], "context": p["context"],
+                            "question": q["question"],
+                            "answers": {"text": [x["text"] for x in q["answers"]],
+                                        "answer_start": [x["answer_start"]
+                                                         for x in q["answers"]]}}) + "\n")
+        out = os.path.join(WORK, split + ".parquet")
+        subprocess.run(["node", os.path.join(HERE, "to_parquet.js"), flat, out, "snappy"],
+                       env=dict(os.environ, NODE_PATH=modules), check=True)
+        with open(out, "rb") as f:
+            files["plain_text/%s-00000-of-00001.parquet" % split] = f.read()
+    files["README.md"] = b"---\nconfigs:\n- config_name: plain_text\n---\n"
+    return files
 
 
 def run(cmd, env_extra, cache):
@@ -78,10 +129,72 @@ def guide_args(data, out):
             "--use_cpu", "--disable_tqdm", "true", "--overwrite_output_dir"]
 
 
+def guide_command(out):
+    """The guide's command as written (its own output folder aside), cut to
+    two steps and eight evaluation examples."""
+    return ["--model_name_or_path", MODEL_ID, "--dataset_name", "squad", "--do_train",
+            "--do_eval", "--per_device_train_batch_size", "12", "--learning_rate", "3e-5",
+            "--num_train_epochs", "2", "--max_seq_length", "384", "--doc_stride", "128",
+            "--output_dir", out, "--bf16", "--use_cpu", "--max_steps", "2",
+            "--max_eval_samples", "8", "--disable_tqdm", "true"]
+
+
+def serve(files, squad):
+    server = HubServer()
+    server.add(Repo(MODEL_ID, files))
+    server.add(Repo(SQUAD_ID, squad, repo_type="dataset"))
+    server.renamed[("dataset", "squad")] = SQUAD_ID
+    return server
+
+
+def check_guide_command(data, files, squad):
+    qa = os.path.join(BUILD, "bin", "cputrain-qa")
+    server = serve(files, squad)
+    hub = {"HF_ENDPOINT": server.endpoint}
+    cache = os.path.join(WORK, "cache-guide")
+    p = run([qa] + guide_command(os.path.join(WORK, "debug_squad")), hub, cache)
+    check("the guide's command as written (Hub model, --dataset_name squad) trains and evaluates",
+          p.returncode == 0 and "RANDOM" not in p.stdout and
+          os.path.isfile(os.path.join(WORK, "debug_squad", "eval_results.json")), p.stdout)
+    snapshots = os.path.join(cache, "datasets--squad", "snapshots")
+    check("  ... the dataset's Parquet files are in the Hub cache (datasets--squad)",
+          os.path.isdir(snapshots) and any(
+              f.endswith(".parquet") for _, _, fs in os.walk(snapshots) for f in fs))
+    with_data = [r for r in server.log if "/datasets/" in r[1]]
+    server.close()
+    p = run([qa] + guide_command(os.path.join(WORK, "debug_squad2")),
+            dict(hub, HF_HUB_OFFLINE="1"), cache)
+    check("  ... and again offline from the cache, the Hub gone", p.returncode == 0, p.stdout)
+    check("  ... the rename squad -> rajpurkar/squad was followed",
+          any("rajpurkar/squad" in r[1] for r in with_data))
+    # the examples read from DuckDB's Parquet = the JSON lines they came from
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        from_hub = cputrain.SquadExamples.from_table(cputrain.Table.load_dataset(
+            "squad", split="validation", cache_dir=cache))
+    finally:
+        del os.environ["HF_HUB_OFFLINE"]
+    from_json = cputrain.SquadExamples.load(os.path.join(WORK, "validation.jsonl"))
+    check("  ... its examples equal the JSON lines DuckDB wrote them from (%d)" % len(from_json),
+          len(from_hub) == len(from_json) and
+          all(from_hub[i] == from_json[i] for i in range(len(from_json))))
+    py = [sys.executable, "-m", "cputrain.run_qa"] + guide_command(
+        os.path.join(WORK, "debug_squad3"))
+    p = run(py, dict(hub, HF_HUB_OFFLINE="1", PYTHONPATH=os.path.join(ROOT, "bindings", "python")),
+            cache)
+    check("  ... Python's run_qa: the same command, offline from the same cache", p.returncode == 0,
+          p.stdout)
+
+
 def main():
+    for tool in ("node", "npm"):
+        if not shutil.which(tool):
+            print("hub: SKIPPED: %s not found (scripts/install-deps.sh installs it)" % tool)
+            return 77
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     data, files = make_fixtures()
+    check_guide_command(data, files, squad_parquet(data))
     server = HubServer()
     server.add(Repo(MODEL_ID, files))
     hub = {"HF_ENDPOINT": server.endpoint}

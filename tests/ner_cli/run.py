@@ -192,11 +192,15 @@ def main():
               >= 0.9)
     for args, needle in ((["--train_file", os.path.join(DIR, "train.jsonl"), "--do_train",
                            "--doc_stride", "3"], "unknown argument --doc_stride"),
-                         (["--dataset_name", "wnut"], "only conll2003 is known"),
                          (["--do_train"], "need either a dataset name")):
         p = ner(os.path.join(DIR, "refused"), *args)
         check("refused: %s" % " ".join(args[-2:]), p.returncode == 2 and needle in p.stderr,
               p.stderr[-400:])
+    # make check runs offline: a dataset not cached is refused saying where it looked
+    p = ner(os.path.join(DIR, "refused"), "--dataset_name", "wnut_17", "--do_train")
+    check("--dataset_name wnut_17 offline and not cached: fails naming the Hub cache",
+          p.returncode == 1 and "wnut_17" in p.stderr and "not in the Hub cache" in p.stderr,
+          p.stderr[-400:])
     print("ner_cli: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -102,7 +102,7 @@ class CsvAgainstPandasTest(unittest.TestCase):
             self.assertIn(needle, cm.exception.message)
         with self.assertRaises(CputrainError) as cm:
             Table(self.write("x.tsv", "a\n"))
-        self.assertIn(".csv, .json or .jsonl", cm.exception.message)
+        self.assertIn(".csv, .json, .jsonl, .parquet or .arrow", cm.exception.message)
 
 
 class JsonTest(unittest.TestCase):

@@ -81,3 +81,15 @@ int script_resolve_hub(const script_hub *hub, const char **model_name_or_path,
     ct_hub_options_free(o);
     return rc;
 }
+
+int script_load_dataset(const script_hub *hub, const char *name, const char *config,
+                        const char *split, int rank, ct_table **out)
+{
+    ct_hub_options *o = NULL;
+    ct_status st;
+    if (script_hub_options(hub, "dataset", rank, &o) != 0)
+        return -1;
+    st = ct_table_load_dataset(name, config, split, o, out);
+    ct_hub_options_free(o);
+    return st == CT_OK ? 0 : (script_fail("dataset", st), -1);
+}

@@ -168,8 +168,14 @@ int script_label_options(const char *const *labels, int n_labels, const char *pr
 int script_load_tokenizer(const char *tokenizer_name, const char *model_name_or_path,
                           ct_tokenizer **out);
 
-/* A data file (CSV, JSON) as a table; -1 with the reason said. */
+/* A data file (CSV, JSON lines, Parquet, Arrow) as a table; -1 with the
+ * reason said. */
 int script_load_table(const char *file, ct_table **out);
+/* datasets.load_dataset(name, config)[split] as a table (config NULL: the
+ * one there is): the datasets cache, the Hub cache, the Hub. -1 with the
+ * reason said. */
+int script_load_dataset(const script_hub *hub, const char *name, const char *config,
+                        const char *split, int rank, ct_table **out);
 /* The model's threads on this rank's share of the machine (its socket or
  * NUMA node, or an even split of the cores). */
 int script_place(ct_model *model, const ct_dist *dist);

@@ -260,6 +260,7 @@ PROTOTYPES = {
     "ct_encoding_offsets": (_ptr(_i32), [Handle, _size]),
     "ct_encoding_byte_offsets": (_ptr(_i32), [Handle, _size]),
     # squad.h: examples, scores, post-processing
+    "ct_squad_from_table": (_status, [Handle, _str, _ptr(Handle)]),
     "ct_squad_load": (_status, [_str, _ptr(Handle)]),
     "ct_squad_free": (None, [Handle]),
     "ct_squad_count": (_size, [Handle]),
@@ -321,8 +322,9 @@ PROTOTYPES = {
     "ct_hub_options_free": (None, [Handle]),
     "ct_hub_options_set": (_status, [Handle, _str, _str]),
     "ct_hub_options_set_progress": (None, [Handle, HUB_PROGRESS_FN, ctypes.c_void_p]),
-    "ct_hub_download": (_status, [_str, _str, Handle, ctypes.c_char_p, _size]),
-    "ct_hub_model_folder": (_status, [_str, Handle, ctypes.c_char_p, _size]),
+    "ct_hub_download": (_status, [_str, _str, Handle, _ptr(ctypes.c_char), _size]),
+    "ct_hub_model_folder": (_status, [_str, Handle, _ptr(ctypes.c_char), _size]),
+    "ct_table_load_dataset": (_status, [_str, _str, _str, Handle, _ptr(Handle)]),
     # qa.h: question-answering features
     "ct_qa_features_create": (_status, [Handle, Handle, _i64, _int, _int, _ptr(Handle)]),
     "ct_qa_features_create_with_progress": (_status, [Handle, Handle, _i64, _int, _int,

@@ -111,6 +111,18 @@ class SquadExamples(collections.abc.Sequence):
         self._path = os.fspath(path)
         return self
 
+    @classmethod
+    def from_table(cls, table, what="table"):
+        """The examples of a Table of flat records (a .parquet / .arrow file,
+        Table.load_dataset): columns id, title, context, question,
+        answers.text, answers.answer_start."""
+        handle = Handle()
+        check(lib.ct_squad_from_table(table._live(), what.encode(), ctypes.byref(handle)))
+        self = object.__new__(cls)
+        self._handle = handle
+        self._path = what
+        return self
+
     def close(self):
         handle, self._handle = self._handle, None
         if handle:

@@ -1,5 +1,5 @@
-"""Table: the records of a CSV or JSON data file (a ct_table), read as the
-datasets library reads them:
+"""Table: the records of a CSV, JSON, Parquet or Arrow data file (a
+ct_table), read as the datasets library reads them:
 
     t = Table("train.csv")
     t.column_names, t.column_types     # ["sentence", "label"], ["string", "int"]
@@ -42,6 +42,21 @@ class Table(OwnedHandle):
         handle = Handle()
         check(lib.ct_table_load(_path(path, "path"), ctypes.byref(handle)))
         self._handle = handle.value
+
+    @classmethod
+    def load_dataset(cls, name, config=None, split="train", **hub_options):
+        """datasets.load_dataset(name, config, split=split) without Python's
+        datasets: the datasets cache's Arrow files, else the dataset repo's
+        Parquet files through the Hub cache and the Hub (hub_options as
+        hub_download's)."""
+        from ._hub import _Options  # the Hub's options, with datasets' repo type
+        handle = Handle()
+        with _Options(dict(hub_options, repo_type="dataset"), None) as o:
+            check(lib.ct_table_load_dataset(name.encode(), config.encode() if config else None,
+                                            split.encode(), o.handle, ctypes.byref(handle)))
+        self = object.__new__(cls)
+        self._handle = handle.value
+        return self
 
     def __len__(self):
         return lib.ct_table_rows(self._live())

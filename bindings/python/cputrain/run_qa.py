@@ -21,8 +21,8 @@ import threading
 
 from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
                LogLevel, Model, Placement, Precision, QAFeatures, SquadExamples, SquadScores,
-               Status, Tokenizer, Trainer, TrainingArgs, Workflow, __version__, dataset_file,
-               model_folder,
+               Status, Table, Tokenizer, Trainer, TrainingArgs, Workflow, __version__,
+               dataset_file, model_folder,
                set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
@@ -63,9 +63,10 @@ def parser():
     add("--model_revision", default=None, help="Branch, tag or commit of a Hub model (main).")
     add("--token", help="Hub token for gated or private models (default $HF_TOKEN, else "
         "huggingface-cli login's).")
-    add("--dataset_name", help="squad or squad_v2, read from --dataset_dir (nothing is "
-        "downloaded).")
-    add("--dataset_dir", help="Folder holding the dataset's files (default: $HF_DATASETS_CACHE).")
+    add("--dataset_name", help="squad or squad_v2 (or a Hub dataset of SQuAD's columns): from "
+        "the datasets cache, the Hub cache or the Hub.")
+    add("--dataset_config_name", help="The dataset's configuration, when it has several.")
+    add("--dataset_dir", help="Read --dataset_name from this folder's JSON files instead.")
     add("--train_file", help="Training data: SQuAD JSON or JSON lines.")
     add("--validation_file", help="Evaluation data: SQuAD JSON or JSON lines.")
     add("--test_file", help="Data to predict on (--do_predict): SQuAD JSON or JSON lines.")
@@ -180,10 +181,29 @@ class Bar:
         self.workflow.progress(self.what, done, total)
 
 
+class DatasetSplit:
+    """--dataset_name's split, as datasets.load_dataset finds it (the
+    datasets cache, the Hub cache, the Hub)."""
+
+    def __init__(self, o, split):
+        self.o, self.split = o, split
+
+    def __str__(self):
+        return "dataset %s, split %s" % (self.o.dataset_name, self.split)
+
+    def examples(self):
+        with Table.load_dataset(self.o.dataset_name, self.o.dataset_config_name, self.split,
+                                cache_dir=self.o.cache_dir, token=self.o.token) as table:
+            return SquadExamples.from_table(table, str(self))
+
+
 def find_split(o, split):
-    """--dataset_name: the split's file in the dataset folder, under the
-    names the datasets library and the SQuAD site use (SQuAD publishes no
-    test set: a test split is only test.json(l))."""
+    """--dataset_name: with --dataset_dir, the split's file in that folder
+    under the names the datasets library and the SQuAD site use (SQuAD
+    publishes no test set: a test split is only test.json(l)); else the
+    dataset's split."""
+    if not o.dataset_dir:
+        return DatasetSplit(o, split)
     v2 = o.dataset_name == "squad_v2"
     official = {"train": "train-v2.0.json" if v2 else "train-v1.1.json",
                 "validation": "dev-v2.0.json" if v2 else "dev-v1.1.json"}.get(split)
@@ -358,9 +378,9 @@ def _main(argv):
 
     if o.dataset_name == "squad_v2":
         o.version_2_with_negative = True
-    if o.dataset_name and o.dataset_name not in ("squad", "squad_v2"):
-        print("%s: --dataset_name '%s': only squad and squad_v2 are known"
-              % (PROG, o.dataset_name), file=sys.stderr)
+    if o.dataset_dir and o.dataset_name and o.dataset_name not in ("squad", "squad_v2"):
+        print("%s: --dataset_name '%s' with --dataset_dir: only squad and squad_v2 have known "
+              "file names" % (PROG, o.dataset_name), file=sys.stderr)
         return 2
     do_train, do_eval, output_dir = args.do_train, args.do_eval, args.output_dir
     do_predict = args.do_predict
@@ -467,7 +487,8 @@ def _main(argv):
             """One file's examples and features (the progress bar named as
             run_qa.py's), reported on rank 0 as "label: N examples, M
             features"."""
-            examples = SquadExamples.load(path)
+            examples = path.examples() if isinstance(path, DatasetSplit) else \
+                SquadExamples.load(path)
             features = QAFeatures.create(tokenizer, examples, o.max_seq_length, o.doc_stride,
                                          limit, progress=Bar("Running tokenizer on %s dataset"
                                                              % dataset, workflow))
