@@ -122,8 +122,9 @@ static void consider_hash_dir(const char *dir, const char *split, found_files *b
         found_free(&here);
 }
 
-/* Each sub-folder of dir (none starting with '.', none an .incomplete or
- * .lock leftover), or only `only` when given. */
+/* The <hash> folders `depth` levels below dir's sub-folders (none starting
+ * with '.', none an .incomplete or .lock leftover; at the first level only
+ * `only`, when given). */
 static void each_subdir(const char *dir, const char *only, int depth, const char *split,
                         found_files *best)
 {
@@ -171,7 +172,7 @@ static void find_in_datasets_cache(const char *name, const char *config, const c
         if (d)
             closedir(d);
         if (config || configs == 1)
-            each_subdir(dir, config, 1, split, best);
+            each_subdir(dir, config, 2, split, best);
         free(dir);
     }
     free(cache);

@@ -2,7 +2,9 @@
 127.0.0.1: huggingface_hub's cache layout, offline and unreachable rules,
 resumed downloads, the errors of 401/403/404, one download per machine
 under the lock, and hostile answers that must never write outside the
-cache."""
+cache; and ct_table_load_dataset's choice of files (configurations,
+shards, the Parquet export, the datasets cache's Arrow files), on the
+fuzz corpus's Parquet and Arrow files (written by DuckDB and apache-arrow)."""
 
 import hashlib
 import os
@@ -12,9 +14,10 @@ import sys
 import tempfile
 import unittest
 
-from cputrain import CputrainError, Status, hub_download, model_folder
+from cputrain import CputrainError, Status, Table, hub_download, model_folder
 from hub_server import HubServer, Repo, git_blob_id
 
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus")
 CONFIG = b'{"architectures": ["BertForMaskedLM"], "model_type": "bert"}'
 VOCAB = b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n"
 
@@ -213,6 +216,104 @@ class HubTest(unittest.TestCase):
         self.assertEqual(len({o for o, _ in outs}), 1)
         sha = hashlib.sha256(big).hexdigest()
         self.assertEqual(len(self.server.requests("GET", "/store/" + sha)), 1)
+
+
+def corpus_file(kind, name):
+    with open(os.path.join(CORPUS, kind, name), "rb") as f:
+        return f.read()
+
+
+def rows(table):
+    return [table[i] for i in range(len(table))]
+
+
+class DatasetTest(unittest.TestCase):
+    def setUp(self):
+        self.saved = {k: os.environ.pop(k, None) for k in ("HF_HUB_OFFLINE", "HF_DATASETS_CACHE")}
+        self.server = HubServer()
+        self.tmp = tempfile.mkdtemp(prefix="cputrain-hub-data-")
+        os.environ["HF_DATASETS_CACHE"] = os.path.join(self.tmp, "datasets")
+        self.opts = {"endpoint": self.server.endpoint, "cache_dir": os.path.join(self.tmp, "hub"),
+                     "token": ""}
+        self.mrpc = corpus_file("parquet", "glue_mrpc.uncompressed.parquet")
+        self.conll = corpus_file("parquet", "conll2003.zstd.parquet")
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+        self.server.close()
+        shutil.rmtree(self.tmp)
+
+    def load(self, name, config, split, **kw):
+        return Table.load_dataset(name, config, split, **dict(self.opts, **kw))
+
+    def test_configurations_splits_and_shards(self):
+        self.server.add(Repo("nyu-mll/glue", {
+            "mrpc/train-00000-of-00002.parquet": self.mrpc,
+            "mrpc/train-00001-of-00002.parquet": self.conll[:0] + self.mrpc,
+            "mrpc/validation-00000-of-00001.parquet": self.mrpc,
+            "mnli/validation_matched-00000-of-00001.parquet": self.mrpc,
+            "cola/train-00000-of-00001.parquet": self.mrpc, "README.md": b"x"},
+            repo_type="dataset"))
+        with self.assertRaises(CputrainError) as cm:
+            self.load("nyu-mll/glue", None, "train")
+        self.assertEqual(cm.exception.status, Status.ERR_NOT_FOUND)
+        self.assertIn("several configurations (cola, mnli, mrpc)", cm.exception.message)
+        one = rows(Table(os.path.join(CORPUS, "parquet", "glue_mrpc.uncompressed.parquet")))
+        train = self.load("nyu-mll/glue", "mrpc", "train")
+        self.assertEqual(rows(train), one + one)  # two shards, in name order
+        self.assertEqual(rows(self.load("nyu-mll/glue", "mrpc", "validation")), one)
+        with self.assertRaises(CputrainError) as cm:  # validation is not validation_matched
+            self.load("nyu-mll/glue", "mnli", "validation")
+        self.assertIn("no Parquet file of split 'validation'", cm.exception.message)
+        self.assertEqual(len(self.load("nyu-mll/glue", "mnli", "validation_matched")), len(one))
+        snapshot = os.path.join(self.opts["cache_dir"], "datasets--nyu-mll--glue", "snapshots")
+        self.assertTrue(os.path.isdir(snapshot))
+        self.assertFalse(any(f.startswith("cola") for f in os.listdir(
+            os.path.join(snapshot, os.listdir(snapshot)[0]))), "a file not asked for was fetched")
+
+    def test_script_dataset_reads_the_parquet_export(self):
+        repo = self.server.add(Repo("eriktks/conll2003", {"conll2003.py": b"# a script"},
+                                    repo_type="dataset"))
+        repo.push({"conll2003/train/0000.parquet": self.conll}, branch="refs/convert/parquet")
+        expect = rows(Table(os.path.join(CORPUS, "parquet", "conll2003.zstd.parquet")))
+        self.assertEqual(rows(self.load("eriktks/conll2003", None, "train")), expect)
+        before = len(self.server.log)
+        self.assertEqual(rows(self.load("eriktks/conll2003", None, "train",
+                                        local_files_only=True)), expect)
+        self.assertEqual(len(self.server.log), before)
+
+    def test_datasets_cache_comes_first(self):
+        # datasets' own cache: <org>___<name>/<config>/<version>/<hash>/<builder>-<split>.arrow;
+        # the newest <hash> folder wins, and the Hub is never asked
+        base = os.path.join(os.environ["HF_DATASETS_CACHE"], "rajpurkar___squad", "plain_text",
+                            "0.0.0")
+        for folder, source, when in (("old", "stsb.arrow", 1000), ("new", "squad.arrow", 2000)):
+            os.makedirs(os.path.join(base, folder))
+            shutil.copy(os.path.join(CORPUS, "arrow", source),
+                        os.path.join(base, folder, "squad-train.arrow"))
+            os.utime(os.path.join(base, folder), (when, when))
+        expect = rows(Table(os.path.join(CORPUS, "arrow", "squad.arrow")))
+        self.assertEqual(rows(self.load("rajpurkar/squad", None, "train")), expect)
+        shutil.copy(os.path.join(base, "new", "squad-train.arrow"),
+                    os.path.join(base, "new", "squad-validation-00001-of-00002.arrow"))
+        shutil.copy(os.path.join(CORPUS, "arrow", "stsb.arrow"),
+                    os.path.join(base, "new", "squad-validation-00000-of-00002.arrow"))
+        os.utime(os.path.join(base, "new"), (2000, 2000))
+        validation = self.load("rajpurkar/squad", "plain_text", "validation")
+        stsb = rows(Table(os.path.join(CORPUS, "arrow", "stsb.arrow")))
+        self.assertEqual(len(validation), len(stsb) + len(expect))
+        self.assertEqual(rows(validation)[len(stsb)]["id"], expect[0]["id"])  # shard order
+        self.assertEqual(self.server.log, [])
+
+    def test_bad_names_are_refused(self):
+        for name, config, split in (("../x", None, "train"), ("org/x", "../c", "train"),
+                                    ("org/x", None, "tr/ain")):
+            with self.assertRaises(CputrainError) as cm:
+                self.load(name, config, split)
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARG)
 
 
 if __name__ == "__main__":
