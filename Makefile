@@ -32,8 +32,9 @@ SONAME    := libcputrain.so.$(MAJOR)
 SHARED    := $(B)/lib/libcputrain.so.$(VERSION)
 STATIC    := $(B)/lib/libcputrain.a
 
-# libzstd and snappy: Parquet pages (and Arrow bodies); libcurl: the Hub.
-DEP_PKGS := hwloc numa openblas libzstd snappy libcurl
+# libzstd and snappy: Parquet pages (and Arrow bodies). libcurl (the Hub) is
+# loaded when first used, not linked (lib/hub/curl_api.h): only its header.
+DEP_PKGS := hwloc numa openblas libzstd snappy
 CHECK_PKGS := check
 
 OPTFLAGS ?= -O2 -g

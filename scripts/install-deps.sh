@@ -8,6 +8,8 @@ set -eu
 # LC_NUMERIC. clang and libclang-rt-14-dev: the fuzz harnesses (tests/fuzz/);
 # libclang-rt-14-dev holds libclang_rt.fuzzer and the sanitizer runtimes,
 # and clang only recommends it, which --no-install-recommends skips.
+# python3-venv, python3-pip, python3-setuptools, python3-wheel: `pip install
+# bindings/python` into a venv, offline (tests/venv/run.sh).
 # python3-protobuf: parses the TensorBoard event files a run writes
 # (tests/python/test_tensorboard.py; TensorBoard itself is not in Debian).
 # python3-sklearn and python3-scipy: the references of tests/python/test_metrics.py;
@@ -16,10 +18,10 @@ set -eu
 # mpirun.mpich, the launcher family of Intel MPI; beside Open MPI, whose
 # mpirun stays the default one (update-alternatives priority).
 # libzstd-dev, libsnappy-dev: Parquet pages and Arrow bodies; libcurl4-openssl-dev:
-# downloads from the Hugging Face Hub.
+# the header of libcurl, which the library loads for Hub downloads.
 packages="build-essential pkg-config libopenblas-dev libhwloc-dev hwloc
 libudev-dev libnuma-dev libzstd-dev libsnappy-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev check abigail-tools python3
-python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy python3-pandas locales clang libclang-rt-14-dev"
+python3-venv python3-pip python3-setuptools python3-wheel python3-numpy python3-torch python3-protobuf python3-sklearn python3-scipy python3-pandas locales clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

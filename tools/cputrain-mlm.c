@@ -2,7 +2,7 @@
  * training (domain-adaptive pre-training, or from scratch) on text files:
  * texts grouped into blocks of max_seq_length tokens (or one per line with
  * --line_by_line), 15% of the tokens masked at batch time (whole words with
- * --whole_word_mask, as run_mlm_wwm.py), eval_loss and perplexity. The
+ * --whole_word_mask, as run_mlm_wwm.py), eval_loss, eval_accuracy and perplexity. The
  * same arguments as run_mlm.py. Uses only the public API; what every
  * example-script tool shares is in tools/script/. */
 #include <cputrain/cputrain.h>
@@ -303,7 +303,9 @@ int main(int argc, char **argv)
         (st = ct_trainer_set_tokenizer(trainer, tok)) != CT_OK ||
         (st = ct_trainer_set_mlm_masking(trainer, o.mlm_probability, o.whole_word_mask)) !=
             CT_OK ||
-        (eval_d && (st = ct_trainer_set_eval_dataset(trainer, eval_d)) != CT_OK)) {
+        /* run_mlm.py's compute_metrics: the masked tokens' accuracy at each evaluation */
+        (eval_d && ((st = ct_trainer_set_eval_dataset(trainer, eval_d)) != CT_OK ||
+                    (st = ct_trainer_set_eval_accuracy(trainer, 1)) != CT_OK))) {
         script_fail("trainer", st);
         goto done;
     }
@@ -311,13 +313,15 @@ int main(int argc, char **argv)
         goto done;
     rc = 1;
     if (sr.do_eval) {
-        /* trainer.evaluate(); perplexity = exp(eval_loss), as run_mlm.py adds it */
-        double loss = NAN, start = script_now();
-        if ((st = ct_trainer_evaluate_loss(trainer, eval_d, &loss)) != CT_OK) {
+        /* trainer.evaluate() with run_mlm.py's accuracy; perplexity = exp(eval_loss), as
+         * run_mlm.py adds it */
+        double loss = NAN, accuracy = NAN, start = script_now();
+        if ((st = ct_trainer_evaluate_accuracy(trainer, eval_d, &loss, &accuracy)) != CT_OK) {
             script_fail("evaluation", st);
             goto done;
         }
         double runtime = script_now() - start;
+        script_add_result(&res, "eval_", "accuracy", "", accuracy, 0);
         script_add_result(&res, "eval_", "loss", "", loss, 0);
         script_add_result(&res, "eval_", "runtime", "", round(runtime * 1e4) / 1e4, 0);
         script_add_result(&res, "eval_", "samples_per_second", "",

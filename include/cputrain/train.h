@@ -146,6 +146,13 @@ CT_API ct_status ct_trainer_set_eval_callback(ct_trainer *trainer, ct_eval_fn fn
 CT_API ct_status ct_trainer_set_eval_dataset(ct_trainer *trainer, const ct_dataset *dataset);
 CT_API ct_status ct_trainer_set_metrics_callback(ct_trainer *trainer, ct_metrics_fn fn,
                                                  void *user);
+/* Evaluations (eval_strategy) also report "eval_accuracy": the fraction of
+ * labelled positions whose argmax logit is the label — for a masked LM the
+ * masked tokens under evaluation's masks, as run_mlm.py's compute_metrics
+ * (after preprocess_logits_for_metrics' argmax) scores them — counted in
+ * the evaluation's own pass, no logits kept. Not for question answering
+ * (CT_ERR_INVALID_ARG). */
+CT_API ct_status ct_trainer_set_eval_accuracy(ct_trainer *trainer, int on);
 /* Transformers' EarlyStoppingCallback(early_stopping_patience,
  * early_stopping_threshold): at each evaluation, metric_for_best_model
  * better than the best so far (greater_is_better) by more than `threshold`
@@ -245,6 +252,11 @@ CT_API ct_status ct_trainer_report_metric(ct_trainer *trainer, const char *name,
  * over all examples. */
 CT_API ct_status ct_trainer_evaluate_loss(ct_trainer *trainer, const ct_dataset *dataset,
                                           double *loss);
+/* The same pass with the argmax accuracy over the labelled positions too
+ * (as ct_trainer_set_eval_accuracy counts it); loss may be NULL. Question
+ * answering and real-valued labels: CT_ERR_INVALID_ARG. */
+CT_API ct_status ct_trainer_evaluate_accuracy(ct_trainer *trainer, const ct_dataset *dataset,
+                                              double *loss, double *accuracy);
 /* The logits of the model for every example of `dataset`, in order, as
  * Trainer.predict() returns them: question answering [n, seq_len, 2]
  * (start, end), sequence classification [n, num_labels], token

@@ -4,9 +4,7 @@
  * https, in both the request and any redirect; the token goes to the
  * endpoint's host only (libcurl drops a custom Authorization header when a
  * redirect changes host, port or scheme). */
-#include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +12,11 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "hub/curl_api.h"
 #include "hub/hub.h"
 
 #define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_REDIRECTS 5
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc;
-
-static void global_init(void)
-{
-    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* A transfer's state shared with libcurl's callbacks. */
 typedef struct transfer {
@@ -212,38 +203,46 @@ static void host_of(const char *url, char *out, size_t size)
 static CURL *easy_for(const ct_hub_options *o, const char *url, transfer *t,
                       struct curl_slist **headers)
 {
+    const ct__curl_api *cu = ct__curl();
     char host[256], endpoint_host[256], *auth = NULL;
     CURL *c;
-    pthread_once(&global_once, global_init);
-    if (global_rc != CURLE_OK || !(c = curl_easy_init()))
+    if (!cu || !(c = cu->easy_init()))
         return NULL;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "libcputrain/" CT_VERSION_STRING "; huggingface_hub-cache");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->timeout);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->timeout);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+    cu->easy_setopt(c, CURLOPT_URL, url);
+    cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(c, CURLOPT_USERAGENT, "libcputrain/" CT_VERSION_STRING "; huggingface_hub-cache");
+    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->timeout);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->timeout);
+    cu->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    cu->easy_setopt(c, CURLOPT_HEADERDATA, t);
     *headers = NULL;
     host_of(url, host, sizeof host);
     host_of(o->endpoint, endpoint_host, sizeof endpoint_host);
     if (o->token[0] && !strcmp(host, endpoint_host) &&
         asprintf(&auth, "Authorization: Bearer %s", o->token) >= 0) {
-        *headers = curl_slist_append(NULL, auth);
+        *headers = cu->slist_append(NULL, auth);
         memset(auth, 0, strlen(auth));
         free(auth);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, *headers);
+        cu->easy_setopt(c, CURLOPT_HTTPHEADER, *headers);
     }
     return c;
 }
 
+/* Why easy_for gave no handle: libcurl missing (said by ct__curl), or
+ * curl_easy_init failing. */
+static ct_status no_handle(void)
+{
+    return ct__curl() ? ct__error(CT_ERR_NOMEM, "curl_easy_init failed") : CT_ERR_UNSUPPORTED;
+}
+
 static void easy_done(CURL *c, struct curl_slist *headers)
 {
-    curl_easy_cleanup(c);
-    curl_slist_free_all(headers);
+    const ct__curl_api *cu = ct__curl();
+    cu->easy_cleanup(c);
+    cu->slist_free_all(headers);
 }
 
 static int is_unreachable(CURLcode rc)
@@ -257,6 +256,7 @@ static int is_unreachable(CURLcode rc)
 static ct_status transfer_error(CURLcode rc, const transfer *t, const char *url,
                                 int *unreachable)
 {
+    const ct__curl_api *cu = ct__curl();
     if (t->overflow)
         return ct__error(CT_ERR_FORMAT, "%s: the server sent more than announced (headers "
                                         "over 64 KiB, or a body over its size)", url);
@@ -264,12 +264,13 @@ static ct_status transfer_error(CURLcode rc, const transfer *t, const char *url,
         return ct__error(CT_ERR_IO, "%s: writing to the cache failed: %s", url,
                          strerror(t->io_errno));
     *unreachable = is_unreachable(rc);
-    return ct__error(CT_ERR_IO, "%s from %s", curl_easy_strerror(rc), url);
+    return ct__error(CT_ERR_IO, "%s from %s", cu->easy_strerror(rc), url);
 }
 
 ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_head *out,
                             int *unreachable)
 {
+    const ct__curl_api *cu = ct__curl();
     char *current = strdup(url), first_host[256], host[256];
     ct_status st = CT_OK;
     *unreachable = 0;
@@ -286,11 +287,11 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
         memset(out, 0, sizeof *out);
         out->size = -1;
         if (!c) {
-            st = ct__error(CT_ERR_INTERNAL, "libcurl could not be initialised");
+            st = no_handle();
             break;
         }
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-        rc = curl_easy_perform(c);
+        cu->easy_setopt(c, CURLOPT_NOBODY, 1L);
+        rc = cu->easy_perform(c);
         easy_done(c, headers);
         if (rc != CURLE_OK) {
             st = transfer_error(rc, &t, current, unreachable);
@@ -301,22 +302,22 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
             break;
         /* A redirect: followed when it stays on the endpoint's host (a renamed
          * repo), reported otherwise (the file store of a large file). */
-        if (!(u = curl_url()))
+        if (!(u = cu->url()))
             break;
-        if (curl_url_set(u, CURLUPART_URL, current, 0) == CURLUE_OK &&
-            curl_url_set(u, CURLUPART_URL, out->location, 0) == CURLUE_OK &&
-            curl_url_get(u, CURLUPART_URL, &next, 0) == CURLUE_OK) {
+        if (cu->url_set(u, CURLUPART_URL, current, 0) == CURLUE_OK &&
+            cu->url_set(u, CURLUPART_URL, out->location, 0) == CURLUE_OK &&
+            cu->url_get(u, CURLUPART_URL, &next, 0) == CURLUE_OK) {
             host_of(next, host, sizeof host);
             copy_value(out->location, sizeof out->location, next, strlen(next));
         }
-        curl_url_cleanup(u);
+        cu->url_cleanup(u);
         if (!next || strcmp(host, first_host) || hop == MAX_REDIRECTS) {
-            curl_free(next);
+            cu->free(next);
             break;
         }
         free(current);
         current = strdup(next);
-        curl_free(next);
+        cu->free(next);
         if (!current)
             return ct__error(CT_ERR_NOMEM, "out of memory");
     }
@@ -327,23 +328,24 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
 ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
                                 int fd, int64_t have, int64_t expected, int *unreachable)
 {
+    const ct__curl_api *cu = ct__curl();
     transfer t = {.o = o, .fd = fd, .have = have, .expected = expected, .name = name};
     struct curl_slist *headers;
     CURL *c = easy_for(o, url, &t, &headers);
     CURLcode rc;
     *unreachable = 0;
     if (!c)
-        return ct__error(CT_ERR_INTERNAL, "libcurl could not be initialised");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_file);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+        return no_handle();
+    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_file);
+    cu->easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(c, CURLOPT_XFERINFODATA, &t);
     if (have > 0)
-        curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)have);
-    rc = curl_easy_perform(c);
+        cu->easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)have);
+    rc = cu->easy_perform(c);
     easy_done(c, headers);
     if (rc != CURLE_OK)
         return transfer_error(rc, &t, url, unreachable);
@@ -355,6 +357,7 @@ ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const 
 ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t max,
                                 char **body, size_t *len, long *status, int *unreachable)
 {
+    const ct__curl_api *cu = ct__curl();
     transfer t = {.o = o, .fd = -1, .max = max};
     struct curl_slist *headers;
     CURL *c = easy_for(o, url, &t, &headers);
@@ -362,12 +365,12 @@ ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t
     *unreachable = 0;
     *body = NULL;
     if (!c)
-        return ct__error(CT_ERR_INTERNAL, "libcurl could not be initialised");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_memory);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    rc = curl_easy_perform(c);
+        return no_handle();
+    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_memory);
+    cu->easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    rc = cu->easy_perform(c);
     easy_done(c, headers);
     if (rc != CURLE_OK) {
         free(t.buf);

@@ -150,6 +150,16 @@ ct_status ct_trainer_set_metrics_callback(ct_trainer *t, ct_metrics_fn fn, void 
     return CT_OK;
 }
 
+ct_status ct_trainer_set_eval_accuracy(ct_trainer *t, int on)
+{
+    CT__CHECK_ARG(t);
+    if (on && t->model->task == CT_TASK_QUESTION_ANSWERING)
+        return ct__error(CT_ERR_INVALID_ARG, "eval accuracy: question answering is scored by "
+                                             "its own metric (ct_squad_score)");
+    t->eval_accuracy = on != 0;
+    return CT_OK;
+}
+
 ct_status ct_trainer_set_early_stopping(ct_trainer *t, int patience, double threshold)
 {
     CT__CHECK_ARG(t);

@@ -28,6 +28,7 @@ struct ct_trainer {
     void *eval_user;
     const ct_dataset *eval_data; /* Trainer's eval_dataset, or NULL */
     ct_metrics_fn metrics;       /* compute_metrics, or NULL */
+    int eval_accuracy;           /* evaluations report eval_accuracy */
     void *metrics_user;
     /* EarlyStoppingCallback: patience 0 is off; the counter is saved in
      * trainer_state.json's stateful_callbacks; stop_early ends training

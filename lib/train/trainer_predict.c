@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "model/batch.h"
 #include "model/model.h"
 #include "data/dataset.h"
 
@@ -50,20 +51,52 @@ static ct_status sum_over_ranks(ct_trainer *t, double *sum, int n)
     return st;
 }
 
+/* Of a batch's labelled positions (label >= 0: the masked tokens of a
+ * masked LM, the first sub-tokens of token classification, every example
+ * of sequence classification), how many have the label as their argmax
+ * logit: sums[0] += those, sums[1] += the labelled ones. */
+static ct_status count_correct(ct_trainer *t, const ct_batch *batch, double sums[2])
+{
+    const float *out;
+    int ndim = 0;
+    int64_t shape[3] = {0, 0, 0};
+    size_t classes;
+    ct_status st = ct_model_logits(t->model, &out, &ndim, shape);
+    if (st != CT_OK)
+        return st;
+    classes = (size_t)shape[ndim - 1];
+    if (batch->n_labels * classes != (size_t)shape[0] * (size_t)shape[1] *
+                                         (size_t)(ndim == 3 ? shape[2] : 1))
+        return ct__error(CT_ERR_INTERNAL, "evaluation: %zu labels for logits of another shape",
+                         batch->n_labels);
+    for (size_t i = 0; i < batch->n_labels; i++) {
+        const float *row = out + i * classes;
+        size_t best = 0;
+        if (batch->labels[i] < 0)
+            continue;
+        for (size_t c = 1; c < classes; c++)
+            best = row[c] > row[best] ? c : best;
+        sums[0] += best == (size_t)batch->labels[i];
+        sums[1] += 1;
+    }
+    return CT_OK;
+}
+
 /* One pass over d in eval mode (no dropout; the mode is restored after),
  * per_device_eval_batch_size examples at a time, with label smoothing as in
  * training and bf16 products under bf16_full_eval, as Trainer's evaluation
  * loop runs. With `loss` (the batches need labels): the mean over the
  * examples of batches with a finite loss, each batch's weighted by its
- * size, as Trainer averages them. With `logits`: every example's `per`
- * floats, on every rank. */
-static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, float *logits,
-                           size_t per)
+ * size, as Trainer averages them. With `accuracy`: the argmax accuracy over
+ * every labelled position (count_correct). With `logits`: every example's
+ * `per` floats, on every rank. */
+static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, double *accuracy,
+                           float *logits, size_t per)
 {
     ct_batch *batch = NULL;
     int64_t *idx = NULL;
     int64_t b = A_INT(per_device_eval_batch_size);
-    double sums[2] = {0, 0}; /* loss x examples, examples */
+    double sums[4] = {0, 0, 0, 0}; /* loss x examples, examples, correct, labelled */
     size_t begin, end, block = rank_block(t, d->n, &begin, &end);
     float *mine = NULL;
     ct_status st = CT_OK;
@@ -99,6 +132,8 @@ static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, flo
             sums[0] += (double)l * n;
             sums[1] += n;
         }
+        if (accuracy && (st = count_correct(t, batch, sums + 2)) != CT_OK)
+            break;
         if (!logits)
             continue;
         if ((st = ct_model_logits(t->model, &out, &ndim, shape)) == CT_OK &&
@@ -113,8 +148,12 @@ static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, flo
     ct_model_set_precision(t->model, was_precision);
     ct_batch_free(batch);
     free(idx);
-    if (st == CT_OK && loss && (st = sum_over_ranks(t, sums, 2)) == CT_OK)
-        *loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    if (st == CT_OK && (loss || accuracy) && (st = sum_over_ranks(t, sums, 4)) == CT_OK) {
+        if (loss)
+            *loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+        if (accuracy)
+            *accuracy = sums[3] > 0 ? sums[2] / sums[3] : NAN;
+    }
     if (st == CT_OK && mine) {
         size_t bytes = block * per * sizeof *mine;
         float *gathered = malloc(bytes * (size_t)t->world + 1);
@@ -136,7 +175,25 @@ ct_status ct_trainer_evaluate_loss(ct_trainer *t, const ct_dataset *d, double *l
     CT__CHECK_ARG(loss);
     if ((st = check_task(t, d, "ct_trainer_evaluate_loss")) != CT_OK)
         return st;
-    return eval_pass(t, d, loss, NULL, 0);
+    return eval_pass(t, d, loss, NULL, NULL, 0);
+}
+
+ct_status ct_trainer_evaluate_accuracy(ct_trainer *t, const ct_dataset *d, double *loss,
+                                       double *accuracy)
+{
+    ct_status st;
+    CT__CHECK_ARG(t);
+    CT__CHECK_ARG(d);
+    CT__CHECK_ARG(accuracy);
+    if ((st = check_task(t, d, "ct_trainer_evaluate_accuracy")) != CT_OK)
+        return st;
+    if (t->model->task == CT_TASK_QUESTION_ANSWERING || ct_dataset_has_float_labels(d))
+        return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_evaluate_accuracy: %s has no class "
+                                             "labels to be accurate on",
+                         t->model->task == CT_TASK_QUESTION_ANSWERING
+                             ? "question answering"
+                             : "a dataset of real-valued labels");
+    return eval_pass(t, d, loss, accuracy, NULL, 0);
 }
 
 /* ---- prediction ---------------------------------------------------------------------- */
@@ -195,7 +252,7 @@ ct_status ct_trainer_predict(ct_trainer *t, const ct_dataset *d, float *logits, 
     if (capacity < d->n * per)
         return ct__error(CT_ERR_INVALID_ARG, "ct_trainer_predict: %zu examples need room for %zu "
                          "floats; the buffer holds %zu", d->n, d->n * per, capacity);
-    return d->n ? eval_pass(t, d, NULL, logits, per) : CT_OK;
+    return d->n ? eval_pass(t, d, NULL, NULL, logits, per) : CT_OK;
 }
 
 /* ---- the evaluation dataset ------------------------------------------------------- */
@@ -203,7 +260,7 @@ ct_status ct_trainer_predict(ct_trainer *t, const ct_dataset *d, float *logits, 
 ct_status ct__trainer_evaluate_dataset(ct_trainer *t)
 {
     const ct_dataset *d = t->eval_data;
-    double loss = NAN, start = ct__now_s(), runtime;
+    double loss = NAN, accuracy = NAN, start = ct__now_s(), runtime;
     int64_t shape[3] = {0, 0, 0};
     int ndim = 0;
     size_t per = 0, n_labels = d->n * d->n_labels;
@@ -233,8 +290,11 @@ ct_status ct__trainer_evaluate_dataset(ct_trainer *t)
     }
     if (d->n == 0)
         st = ct__error(CT_ERR_INVALID_ARG, "eval_dataset: it holds no examples");
-    if (st == CT_OK && (st = eval_pass(t, d, &loss, logits, per)) == CT_OK)
+    if (st == CT_OK &&
+        (st = eval_pass(t, d, &loss, t->eval_accuracy ? &accuracy : NULL, logits, per)) == CT_OK)
         st = ct_trainer_report_metric(t, "eval_loss", loss);
+    if (st == CT_OK && t->eval_accuracy)
+        st = ct_trainer_report_metric(t, "eval_accuracy", accuracy);
     if (st == CT_OK && t->metrics &&
         (st = real ? ct_dataset_get_float_labels(d, 0, d->n, reals)
                    : ct_dataset_get_labels(d, 0, d->n, labels)) == CT_OK) {

@@ -56,6 +56,10 @@ def setup():
         json.dump({"model_type": "bert", "vocab_size": 5 + len(WORDS), "hidden_size": 32,
                    "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
                    "max_position_embeddings": 64, "type_vocab_size": 2}, f)
+    with open(os.path.join(DIR, "model", "distilbert.json"), "w") as f:
+        json.dump({"model_type": "distilbert", "vocab_size": 5 + len(WORDS), "dim": 32,
+                   "n_layers": 2, "n_heads": 2, "hidden_dim": 64,
+                   "max_position_embeddings": 64}, f)
 
 
 def sentence(rng, mood=None):
@@ -65,9 +69,9 @@ def sentence(rng, mood=None):
     return " ".join(words)
 
 
-def glue(out, *args, ranks=1):
+def glue(out, *args, ranks=1, config="config.json"):
     # a fresh model of the config (the weights are learnt here)
-    cmd = [GLUE, "--config_name", os.path.join(DIR, "model", "config.json"), "--tokenizer_name",
+    cmd = [GLUE, "--config_name", os.path.join(DIR, "model", config), "--tokenizer_name",
            os.path.join(DIR, "model"), "--output_dir", out,
            "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--seed", "3",
            "--report_to", "none", "--save_strategy", "no"] + list(args)
@@ -247,6 +251,58 @@ def multi_label():
           res)
 
 
+def mnli_with_distilbert():
+    """MNLI's three labels and its two validation sets, on a DistilBERT:
+    entailment when the hypothesis holds a good word, contradiction a bad
+    one, neutral neither."""
+    rng = random.Random(5)
+    data = os.path.join(DIR, "glue", "mnli")
+    os.makedirs(data, exist_ok=True)
+    for split, n in (("train", 300), ("validation_matched", 45),
+                     ("validation_mismatched", 45)):
+        with open(os.path.join(data, split + ".jsonl"), "w") as f:
+            for i in range(n):
+                label = rng.randrange(3)
+                f.write(json.dumps({"premise": sentence(rng),
+                                    "hypothesis": sentence(rng, (True, None, False)[label]),
+                                    "label": label, "idx": i}) + "\n")
+    out = os.path.join(DIR, "mnli")
+    p = glue(out, "--task_name", "mnli", "--dataset_dir", os.path.join(DIR, "glue"),
+             "--do_train", "--do_eval", "--num_train_epochs", "8", "--max_seq_length", "32",
+             "--learning_rate", "1e-3",  # at 3e-3 the tiny model never finds contradiction
+             config="distilbert.json")
+    check("--task_name mnli on DistilBERT: exit 0", p.returncode == 0)
+    if p.returncode:
+        return
+    res = read_json(out, "eval_results.json")
+    check("mnli: matched and mismatched accuracy (eval_accuracy, eval_accuracy_mm) >= 0.8",
+          res.get("eval_accuracy", 0) >= 0.8 and res.get("eval_accuracy_mm", 0) >= 0.8, res)
+    config = read_json(out, "config.json")
+    check("mnli: DistilBertForSequenceClassification with MNLI's three label names",
+          config.get("architectures") == ["DistilBertForSequenceClassification"] and
+          config.get("id2label") == {"0": "entailment", "1": "neutral", "2": "contradiction"},
+          config)
+
+
+def two_ranks_regression_and_multi_label():
+    """Regression and multi-label heads on 2 ranks train as on 1 (fp32,
+    dropout on: reduction order only)."""
+    runs = (("stsb", ["--task_name", "stsb", "--dataset_dir", os.path.join(DIR, "glue")]),
+            ("tags", ["--train_file", os.path.join(DIR, "tags_train.jsonl"),
+                      "--validation_file", os.path.join(DIR, "tags_validation.jsonl")]))
+    for name, args in runs:
+        res = []
+        for ranks in (1, 2):
+            out = os.path.join(DIR, "%s-ranks%d" % (name, ranks))
+            p = glue(out, *args, "--do_train", "--do_eval", "--max_steps", "12", ranks=ranks)
+            res.append(read_json(out, "eval_results.json") if p.returncode == 0 else None)
+        one, two = res
+        check("%s: 2 ranks x batch 4 = 1 rank x batch 8 (eval_loss within 1e-6 relative)" % name,
+              one is not None and two is not None and
+              abs(one["eval_loss"] - two["eval_loss"]) <= 1e-6 * abs(one["eval_loss"]),
+              (one, two))
+
+
 def refusals():
     out = os.path.join(DIR, "refused")
     for args, needle in (
@@ -280,6 +336,8 @@ def main():
                   one["eval_accuracy"] == two["eval_accuracy"], (one, two))
     regression()
     multi_label()
+    two_ranks_regression_and_multi_label()
+    mnli_with_distilbert()
     refusals()
     print("glue_cli: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

@@ -7,7 +7,8 @@ rajpurkar/squad as on the Hub) into an empty cache and train; the same
 command trains offline (HF_HUB_OFFLINE=1, the server gone) from that cache;
 a download cut half-way fails saying it will resume, and the next run
 resumes it (a Range request); two ranks on one machine download once (the
-cache's lock). usage: run.py BUILD_DIR. One line per check; exit status 1
+cache's lock); cputrain-glue --task_name mrpc and cputrain-ner --dataset_name
+conll2003 read their Hub datasets. usage: run.py BUILD_DIR. One line per check; exit status 1
 when any failed, 77 when node or npm (DuckDB's) is missing."""
 
 import hashlib
@@ -186,6 +187,42 @@ def check_guide_command(data, files, squad):
           p.stdout)
 
 
+def check_task_datasets(files):
+    """cputrain-glue --task_name and cputrain-ner --dataset_name through the
+    stand-in: nyu-mll/glue's mrpc files, and conll2003 (renamed to
+    eriktks/conll2003, a script dataset: its Parquet export only), the
+    fuzz corpus's DuckDB files."""
+    corpus = os.path.join(ROOT, "tests", "fuzz", "corpus", "parquet")
+    with open(os.path.join(corpus, "glue_mrpc.uncompressed.parquet"), "rb") as f:
+        mrpc = f.read()
+    with open(os.path.join(corpus, "conll2003.zstd.parquet"), "rb") as f:
+        conll = f.read()
+    server = HubServer()
+    server.add(Repo(MODEL_ID, files))
+    server.add(Repo("nyu-mll/glue", {"mrpc/train-00000-of-00001.parquet": mrpc,
+                                     "mrpc/validation-00000-of-00001.parquet": mrpc,
+                                     "cola/train-00000-of-00001.parquet": mrpc},
+                    repo_type="dataset"))
+    script = server.add(Repo("eriktks/conll2003", {"conll2003.py": b"# a loading script"},
+                             repo_type="dataset"))
+    script.push({"conll2003/%s/0000.parquet" % split: conll
+                 for split in ("train", "validation", "test")}, branch="refs/convert/parquet")
+    server.renamed[("dataset", "conll2003")] = "eriktks/conll2003"
+    hub = {"HF_ENDPOINT": server.endpoint}
+    cache = os.path.join(WORK, "cache-tasks")
+    short = ["--model_name_or_path", MODEL_ID, "--do_train", "--do_eval", "--max_steps", "1",
+             "--per_device_train_batch_size", "4", "--disable_tqdm", "true"]
+    for tool, args in (("cputrain-glue", ["--task_name", "mrpc"]),
+                       ("cputrain-ner", ["--dataset_name", "conll2003"])):
+        out = os.path.join(WORK, tool)
+        p = run([os.path.join(BUILD, "bin", tool)] + short + args + ["--output_dir", out], hub,
+                cache)
+        check("%s %s from the Hub (Parquet) trains and evaluates" % (tool, " ".join(args)),
+              p.returncode == 0 and os.path.isfile(os.path.join(out, "eval_results.json")),
+              p.stdout)
+    server.close()
+
+
 def main():
     for tool in ("node", "npm"):
         if not shutil.which(tool):
@@ -195,6 +232,7 @@ def main():
     os.makedirs(WORK)
     data, files = make_fixtures()
     check_guide_command(data, files, squad_parquet(data))
+    check_task_datasets(files)
     server = HubServer()
     server.add(Repo(MODEL_ID, files))
     hub = {"HF_ENDPOINT": server.endpoint}

@@ -146,8 +146,8 @@ def main():
     setup()
     p = mlm(os.path.join(DIR, "before"), "--do_eval")
     check("evaluation of the untrained model: exit 0", p.returncode == 0)
-    before = read_json(DIR, "before", "eval_results.json")["perplexity"] if p.returncode == 0 \
-        else float("inf")
+    untrained = read_json(DIR, "before", "eval_results.json") if p.returncode == 0 else {}
+    before = untrained.get("perplexity", float("inf"))
     for name, extra in (("blocks", ["--bf16"]), ("lines", ["--line_by_line"]),
                         ("words", ["--whole_word_mask"])):
         out = os.path.join(DIR, name)
@@ -156,8 +156,11 @@ def main():
         if p.returncode:
             continue
         res = read_json(out, "eval_results.json")
-        check("%s: run_mlm.py's keys" % name, {"eval_loss", "perplexity", "eval_samples",
-                                               "epoch"} <= set(res), sorted(res))
+        check("%s: run_mlm.py's keys" % name, {"eval_loss", "eval_accuracy", "perplexity",
+                                               "eval_samples", "epoch"} <= set(res), sorted(res))
+        check("%s: eval_accuracy %.3f of the masked tokens, above the untrained %.3f"
+              % (name, res.get("eval_accuracy", 0), untrained.get("eval_accuracy", 1)),
+              0 <= untrained.get("eval_accuracy", 1) < res.get("eval_accuracy", 0) <= 1)
         check("%s: perplexity = exp(eval_loss)" % name,
               abs(res["perplexity"] - math.exp(res["eval_loss"])) < 1e-9 * res["perplexity"])
         # blocks cut sentences, so some masked words have no subject to follow

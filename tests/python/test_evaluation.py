@@ -133,6 +133,30 @@ class EvalDatasetTest(TempDirTest):
         # The rule is learnt.
         self.assertGreater(evals[-1]["eval_f1"], 0.9, evals)
 
+    def test_argmax_accuracy_counts_the_labelled_positions(self):
+        # evaluate_accuracy / set_eval_accuracy against numpy's argmax of
+        # predict()'s logits over the positions whose label is not -100
+        # (token classification: [CLS] unlabelled), and per example for
+        # sequence classification
+        for task, data, num_labels in (("token-classification", ner_data, 3),
+                                       ("sequence-classification", classification_data, 2)):
+            trainer, evaluation, evals = self.run_trainer(
+                task, data, None, num_labels=num_labels, num_train_epochs=1.0)
+            logits, labels = trainer.predict(evaluation), evaluation.labels()
+            kept = labels != -100
+            expect = float((logits.argmax(-1)[kept] == labels[kept]).mean())
+            loss, accuracy = trainer.evaluate_accuracy(evaluation)
+            self.assertAlmostEqual(accuracy, expect, places=12, msg=task)
+            self.assertAlmostEqual(loss, trainer.evaluate_loss(evaluation), places=6)
+            self.assertNotIn("eval_accuracy", evals[-1])  # off unless asked
+            trainer.set_eval_accuracy()
+            self.assertEqual(trainer.evaluate_accuracy(evaluation)[1], accuracy)
+        qa = Model.create("bert-test", task="question-answering", seed=1)
+        self.addCleanup(qa.close)
+        with TrainingArgs(output_dir=self.dir) as args, Trainer(qa, args) as t:
+            with self.assertRaisesRegex(CputrainError, "question answering"):
+                t.set_eval_accuracy()
+
     def test_metrics_without_an_eval_dataset_are_refused(self):
         model = Model.create("bert-test", task="sequence-classification", seed=4)
         self.addCleanup(model.close)

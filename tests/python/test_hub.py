@@ -79,6 +79,23 @@ class HubTest(unittest.TestCase):
         self.assertEqual(hub_download("org/tiny", "vocab.txt", **self.opts),
                          os.path.join(folder, "vocab.txt"))
 
+    def test_a_new_commit_is_seen_and_unchanged_blobs_kept(self):
+        first = model_folder("org/tiny", **self.opts)
+        config = CONFIG.replace(b"}", b', "vocab_size": 6}')
+        commit = self.tiny.push({"config.json": config, "model.safetensors": weights(1),
+                                 "vocab.txt": VOCAB})
+        second = model_folder("org/tiny", **self.opts)
+        self.assertEqual(os.path.basename(second), commit)
+        self.assertNotEqual(first, second)
+        with open(os.path.join(second, "config.json"), "rb") as f:
+            self.assertEqual(f.read(), config)
+        with open(os.path.join(self.cache, "models--org--tiny", "refs", "main")) as f:
+            self.assertEqual(f.read(), commit)
+        sha = hashlib.sha256(weights(1)).hexdigest()
+        self.assertEqual(len(self.server.requests("GET", "/store/" + sha)), 1)
+        self.assertEqual(model_folder("org/tiny", revision=os.path.basename(first),
+                                      **self.opts), first)  # the old commit, by its hash
+
     def test_offline_reads_the_cache_without_the_network(self):
         folder = model_folder("org/tiny", **self.opts)
         before = len(self.server.log)

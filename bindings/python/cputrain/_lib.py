@@ -214,6 +214,8 @@ PROTOTYPES = {
     "ct_trainer_cancel": (None, [Handle]),
     "ct_trainer_report_metric": (_status, [Handle, _str, _f64]),
     "ct_trainer_evaluate_loss": (_status, [Handle, Handle, _ptr(_f64)]),
+    "ct_trainer_evaluate_accuracy": (_status, [Handle, Handle, _ptr(_f64), _ptr(_f64)]),
+    "ct_trainer_set_eval_accuracy": (_status, [Handle, _int]),
     "ct_trainer_predict": (_status, [Handle, Handle, _ptr(_f32), _size, _ptr(_int), _ptr(_i64)]),
     "ct_output_lock_create": (_status, [_str, _ptr(Handle)]),
     "ct_output_lock_free": (None, [Handle]),

@@ -1059,6 +1059,28 @@ class Trainer(OwnedHandle):
         check(lib.ct_trainer_evaluate_loss(handle, dataset._live(), ctypes.byref(loss)))
         return loss.value
 
+    def evaluate_accuracy(self, dataset):
+        """(loss, accuracy) of the model on `dataset` from one pass: the
+        fraction of labelled positions whose argmax logit is the label (a
+        masked LM's masked tokens, as run_mlm.py's compute_metrics scores
+        them; token or sequence classification's labels)."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError("evaluate_accuracy needs a cputrain.Dataset, not %s"
+                            % type(dataset).__name__)
+        handle = self._live()
+        if dataset.task != self._model.task:
+            raise ValueError("evaluate_accuracy: the dataset is for %s, the model is %s"
+                             % (dataset.task.name.lower(), self._model.architecture))
+        loss, accuracy = ctypes.c_double(), ctypes.c_double()
+        check(lib.ct_trainer_evaluate_accuracy(handle, dataset._live(), ctypes.byref(loss),
+                                               ctypes.byref(accuracy)))
+        return loss.value, accuracy.value
+
+    def set_eval_accuracy(self, on=True):
+        """Evaluations (eval_strategy) also report eval_accuracy, counted as
+        evaluate_accuracy counts it, in the evaluation's own pass."""
+        check(lib.ct_trainer_set_eval_accuracy(self._live(), 1 if on else 0))
+
     def predict(self, dataset):
         """The model's logits for every example of `dataset`, in order, as
         Trainer.predict() computes them (eval mode, no dropout; the model's
