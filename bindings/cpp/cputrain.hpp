@@ -769,6 +769,24 @@ private:
 
 // ---- datasets -------------------------------------------------------------------
 
+// Marks the calls kept for old code, with what replaces them.
+#if defined(__GNUC__) || defined(__clang__)
+#define CPUTRAIN_DEPRECATED(why) __attribute__((deprecated(why)))
+#else
+#define CPUTRAIN_DEPRECATED(why)
+#endif
+
+// One example, its fields in ct_dataset_add's order: input_ids (seq_len),
+// token_type_ids and attention_mask (empty: all 0 / all 1), labels.
+struct example {
+    std::vector<std::int32_t> input_ids, token_type_ids, attention_mask, labels;
+};
+// The same with real-valued labels (ct_dataset_add_float's order).
+struct float_example {
+    std::vector<std::int32_t> input_ids, token_type_ids, attention_mask;
+    std::vector<float> labels;
+};
+
 // A ct_dataset: tokenised examples of one task, each seq_len tokens long,
 // copied by the library. Move-only; a moved-from dataset is empty.
 class dataset {
@@ -797,38 +815,39 @@ public:
     std::size_t labels_per_example() const { return ct_dataset_labels_per_example(live()); }
     bool has_float_labels() const { return ct_dataset_has_float_labels(live()) != 0; }
 
-    // One example; empty token_type_ids means all 0, empty attention_mask
-    // all 1. Sizes are checked here, since the C call reads seq_len values
-    // blindly.
-    void add(const std::vector<std::int32_t> &input_ids, const std::vector<std::int32_t> &labels,
-             const std::vector<std::int32_t> &token_type_ids = std::vector<std::int32_t>(),
-             const std::vector<std::int32_t> &attention_mask = std::vector<std::int32_t>()) {
-        std::size_t t = static_cast<std::size_t>(seq_len());
-        expect_size("input_ids", input_ids.size(), t, false);
-        expect_size("token_type_ids", token_type_ids.size(), t, true);
-        expect_size("attention_mask", attention_mask.size(), t, true);
-        expect_size("labels", labels.size(), labels_per_example(), false);
-        check(ct_dataset_add(live(), input_ids.data(),
-                             token_type_ids.empty() ? nullptr : token_type_ids.data(),
-                             attention_mask.empty() ? nullptr : attention_mask.data(),
-                             labels.data(), labels.size()));
+    // One example, d.add({ids, types, mask, labels}) in ct_dataset_add's
+    // order ({ids, {}, {}, labels}: types all 0, mask all 1). Sizes are
+    // checked here, since the C call reads seq_len values blindly.
+    void add(const example &e) {
+        expect_inputs(e.input_ids, e.token_type_ids, e.attention_mask);
+        expect_size("labels", e.labels.size(), labels_per_example(), false);
+        check(ct_dataset_add(live(), e.input_ids.data(), optional(e.token_type_ids),
+                             optional(e.attention_mask), e.labels.data(), e.labels.size()));
     }
     // One example with real labels (sequence classification): a regression
     // target, or num_labels multi-label values; the first example sets how
     // many, and a dataset holds one kind of label.
+    void add_float(const float_example &e) {
+        expect_inputs(e.input_ids, e.token_type_ids, e.attention_mask);
+        if (size() > 0)
+            expect_size("labels", e.labels.size(), labels_per_example(), false);
+        check(ct_dataset_add_float(live(), e.input_ids.data(), optional(e.token_type_ids),
+                                   optional(e.attention_mask), e.labels.data(), e.labels.size()));
+    }
+    // The first form, labels second: kept for code written against 0.1.0.
+    CPUTRAIN_DEPRECATED("use add({input_ids, token_type_ids, attention_mask, labels}), "
+                        "ct_dataset_add's order")
+    void add(const std::vector<std::int32_t> &input_ids, const std::vector<std::int32_t> &labels,
+             const std::vector<std::int32_t> &token_type_ids = std::vector<std::int32_t>(),
+             const std::vector<std::int32_t> &attention_mask = std::vector<std::int32_t>()) {
+        add(example{input_ids, token_type_ids, attention_mask, labels});
+    }
+    CPUTRAIN_DEPRECATED("use add_float({input_ids, token_type_ids, attention_mask, labels}), "
+                        "ct_dataset_add_float's order")
     void add_float(const std::vector<std::int32_t> &input_ids, const std::vector<float> &labels,
                    const std::vector<std::int32_t> &token_type_ids = std::vector<std::int32_t>(),
                    const std::vector<std::int32_t> &attention_mask = std::vector<std::int32_t>()) {
-        std::size_t t = static_cast<std::size_t>(seq_len());
-        expect_size("input_ids", input_ids.size(), t, false);
-        expect_size("token_type_ids", token_type_ids.size(), t, true);
-        expect_size("attention_mask", attention_mask.size(), t, true);
-        if (size() > 0)
-            expect_size("labels", labels.size(), labels_per_example(), false);
-        check(ct_dataset_add_float(live(), input_ids.data(),
-                                   token_type_ids.empty() ? nullptr : token_type_ids.data(),
-                                   attention_mask.empty() ? nullptr : attention_mask.data(),
-                                   labels.data(), labels.size()));
+        add_float(float_example{input_ids, token_type_ids, attention_mask, labels});
     }
     // Examples `indices` (inputs and labels) into b.
     void fill_batch(const std::vector<std::int64_t> &indices, batch &b) const {
@@ -876,6 +895,17 @@ private:
             return;
         throw error(CT_ERR_INVALID_ARG, std::string(what) + " has " + std::to_string(got) +
                                             " values; an example needs " + std::to_string(want));
+    }
+    void expect_inputs(const std::vector<std::int32_t> &input_ids,
+                       const std::vector<std::int32_t> &token_type_ids,
+                       const std::vector<std::int32_t> &attention_mask) const {
+        std::size_t t = static_cast<std::size_t>(seq_len());
+        expect_size("input_ids", input_ids.size(), t, false);
+        expect_size("token_type_ids", token_type_ids.size(), t, true);
+        expect_size("attention_mask", attention_mask.size(), t, true);
+    }
+    static const std::int32_t *optional(const std::vector<std::int32_t> &v) {
+        return v.empty() ? nullptr : v.data();
     }
 
     ct_dataset *dataset_ = nullptr;

@@ -487,7 +487,7 @@ static std::vector<std::int32_t> example_ids(int i) {
 static cputrain::dataset qa_dataset(int n) {
     cputrain::dataset d(CT_TASK_QUESTION_ANSWERING, DT);
     for (int i = 0; i < n; i++)
-        d.add(example_ids(i), {i % 5, i % 5 + 1});
+        d.add({example_ids(i), {}, {}, {i % 5, i % 5 + 1}});
     return d;
 }
 
@@ -495,10 +495,10 @@ static void test_dataset() {
     cputrain::dataset d = qa_dataset(6);
     CHECK(d.size() == 6 && d.seq_len() == DT && d.task() == CT_TASK_QUESTION_ANSWERING);
     CHECK(d.labels_per_example() == 2);
-    EXPECT_ERROR(d.add(std::vector<std::int32_t>(3, 1), {0, 1}), CT_ERR_INVALID_ARG,
+    EXPECT_ERROR(d.add({std::vector<std::int32_t>(3, 1), {}, {}, {0, 1}}), CT_ERR_INVALID_ARG,
                  "input_ids has 3 values; an example needs 8");
-    EXPECT_ERROR(d.add(example_ids(0), {0}), CT_ERR_INVALID_ARG, "labels has 1 values");
-    EXPECT_ERROR(d.add(example_ids(0), {0, 1}, {0, 1}), CT_ERR_INVALID_ARG, "token_type_ids");
+    EXPECT_ERROR(d.add({example_ids(0), {}, {}, {0}}), CT_ERR_INVALID_ARG, "labels has 1 values");
+    EXPECT_ERROR(d.add({example_ids(0), {0, 1}, {}, {0, 1}}), CT_ERR_INVALID_ARG, "token_type_ids");
     CHECK(d.size() == 6);
     cputrain::batch b = d.make_batch({5, 0, 3});
     CHECK(b.size() == 3 && b.seq_len() == DT);
@@ -506,7 +506,16 @@ static void test_dataset() {
 
     cputrain::dataset mlm(CT_TASK_MASKED_LM, 4);
     CHECK(mlm.labels_per_example() == 4);
-    mlm.add({1, 2, 3, 4}, {-100, 2, -100, -100}, {}, {1, 1, 1, 0});
+    mlm.add({{1, 2, 3, 4}, {}, {1, 1, 1, 0}, {-100, 2, -100, -100}});
+    {
+        // the 0.1.0 form, labels second, still works (and warns when compiled)
+        cputrain::dataset old(CT_TASK_MASKED_LM, 4);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        old.add({1, 2, 3, 4}, {-100, -100, 3, -100}, {}, {1, 1, 1, 0});
+#pragma GCC diagnostic pop
+        CHECK(old.size() == 1 && old.labels()[2] == 3);
+    }
     CHECK(mlm.labels() == std::vector<std::int32_t>({-100, 2, -100, -100}));
     std::vector<std::int32_t> qa_labels = d.labels(4);
     CHECK(qa_labels.size() == 4 && d.labels(6).empty());
@@ -627,7 +636,7 @@ static void test_trainer() {
     CHECK(rethrown && eval_throws.global_step() == 3);
     // A cputrain::error from inside the evaluation comes back as itself.
     cputrain::dataset bad(CT_TASK_QUESTION_ANSWERING, DT);
-    bad.add(std::vector<std::int32_t>(DT, 500), {0, 0});
+    bad.add({std::vector<std::int32_t>(DT, 500), {}, {}, {0, 0}});
     eval_throws.on_evaluate([&](cputrain::trainer &tr) { tr.evaluate_loss(bad); });
     EXPECT_ERROR(eval_throws.train(), CT_ERR_INVALID_ARG, "vocabulary");
 
@@ -691,13 +700,13 @@ static void test_trainer() {
 
     // Real labels: multi-label rows, kept as added; one kind per dataset.
     cputrain::dataset hot(CT_TASK_SEQUENCE_CLASSIFICATION, DT);
-    hot.add_float(example_ids(0), {1.0f, 0.0f, 1.0f});
-    hot.add_float(example_ids(1), {0.0f, 1.0f, 0.0f});
+    hot.add_float({example_ids(0), {}, {}, {1.0f, 0.0f, 1.0f}});
+    hot.add_float({example_ids(1), {}, {}, {0.0f, 1.0f, 0.0f}});
     CHECK(hot.has_float_labels() && hot.labels_per_example() == 3);
     CHECK(hot.float_labels(1, 1) == std::vector<float>({0.0f, 1.0f, 0.0f}));
-    EXPECT_ERROR(hot.add(example_ids(2), {1, 0, 1}), CT_ERR_INVALID_ARG, "real-valued labels");
+    EXPECT_ERROR(hot.add({example_ids(2), {}, {}, {1, 0, 1}}), CT_ERR_INVALID_ARG, "real-valued labels");
     EXPECT_ERROR(hot.labels(), CT_ERR_STATE, "ct_dataset_get_float_labels");
-    EXPECT_ERROR(hot.add_float(example_ids(2), {1.0f}), CT_ERR_INVALID_ARG, "values");
+    EXPECT_ERROR(hot.add_float({example_ids(2), {}, {}, {1.0f}}), CT_ERR_INVALID_ARG, "values");
     remove_tree(dir);
 }
 
