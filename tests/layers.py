@@ -1,5 +1,5 @@
 """layers.py LIB_DIR: the include graph of lib/ against the one-way stack
-the README draws. Every `#include "folder/file.h"` of a file in lib/ must
+the docs draw (docs/internals.md). Every `#include "folder/file.h"` of a file in lib/ must
 point at its own layer or one below; no two files may include each other
 (x.c including y.h while y.c includes x.h, the headers being each file's
 own: x.c calls into y.c and y.c into x.c), and no two folders of one

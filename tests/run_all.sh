@@ -141,6 +141,8 @@ run "multi-node row: 4 ranks on 2 namespace hosts (torchrun env, PyTorchJob pods
     env B="$B" PYTHON="$PYTHON" sh tests/dist/multinode.sh
 run "mpi plugins (Open MPI, MPICH ABI) under their mpirun -n 2, 3, 4: collectives, a stuck rank's timeout" \
     "$MAKE" --no-print-directory -s check-mpi B="$B"
+run "the README's runnable commands (the guide's, one rank and mpirun -n 2; Python) against a stand-in Hub" \
+    "$PYTHON" tests/docs/run.py "$B"
 run "the container image's install steps (deploy/install.sh) into a staging prefix: tools, Python package" \
     env B="$B" PYTHON="$PYTHON" sh tests/deploy/run.sh
 run "pip install of bindings/python into a venv (offline), a training step, without numpy, uninstall" \

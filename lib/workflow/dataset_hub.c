@@ -98,10 +98,13 @@ static void consider_hash_dir(const char *dir, const char *split, found_files *b
         return;
     }
     while ((e = readdir(d))) {
-        /* "<builder>-<split>.arrow" or "<builder>-<split>-00000-of-00002.arrow" */
-        const char *dash = strchr(e->d_name, '-');
+        /* "<builder>-<split>.arrow" or "<builder>-<split>-00000-of-00002.arrow"; the
+         * builder's name may hold dashes too */
+        const char *dash = e->d_name;
         char **grown, *path;
-        if (!dash || !file_of_split(dash + 1, split, ".arrow") || ends_with(e->d_name, ".lock"))
+        while ((dash = strchr(dash, '-')) && !file_of_split(dash + 1, split, ".arrow"))
+            dash++;
+        if (!dash)
             continue;
         if (!(path = ct__join_path(dir, e->d_name)))
             continue;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Ctrl-C under Open MPI's mpirun (4.1): mpirun sends the ranks SIGCONT at
 # once, SIGTERM odls_base_sigkill_timeout seconds later and SIGKILL as long
-# again after that (1 s each by default). With the setting the README gives
+# again after that (1 s each by default). With the setting docs/distributed.md gives
 # (here 30 s), `mpirun -n 2 cputrain-qa` interrupted mid-training stops at
 # a step boundary on the SIGTERM, leaves a complete checkpoint, and resumes
 # to the model of an uninterrupted run, bit for bit; without it rank 0 warns

@@ -25,7 +25,7 @@
 #             started by an `ssh` that enters its namespace; auto picks the
 #             MPICH-ABI mpi plugin.
 # Each must end with the parameters of 1 rank x batch 8 (within 1e-6), and
-# the ranks must print what the README says: rank 0 the training log, the
+# the ranks must print what docs/distributed.md says: rank 0 the training log, the
 # others only their placement (and warnings). Needs root and `ip`, else
 # SKIPPED (exit 77); the mpirun parts need each MPI's mpirun and plugin.
 # Expects B and PYTHON. Ends with "multinode: N passed, M failed".

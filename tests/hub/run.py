@@ -12,7 +12,6 @@ conll2003 read their Hub datasets. usage: run.py BUILD_DIR. One line per check; 
 when any failed, 77 when node or npm (DuckDB's) is missing."""
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -20,10 +19,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 
 from hub_server import HubServer, Repo  # noqa: E402
+import fixtures  # noqa: E402  (tests/hub/fixtures.py, beside this file)
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 os.environ.setdefault("CPUTRAIN_LIBRARY", os.path.join(BUILD, "lib", "libcputrain.so.0"))
@@ -31,7 +32,6 @@ import cputrain  # noqa: E402
 
 MODEL_ID = "google-bert/bert-base-uncased"
 SQUAD_ID = "rajpurkar/squad"
-DUCKDB = "@duckdb/node-api@1.5.6-r.1"  # pinned, as tests/formats/parquet.sh pins it
 WORK = os.path.join(BUILD, "hub-test")
 failed = 0
 
@@ -46,70 +46,11 @@ def check(name, ok, detail=""):
 
 
 def make_fixtures():
-    """The demo's data and vocabulary, and a small pre-trained-looking model
-    (the demo's configuration, saved) as the Hub repo's files."""
-    data = os.path.join(WORK, "data")
-    subprocess.run([sys.executable, os.path.join(ROOT, "data", "demo", "generate.py"), data,
-                    "--train-people", "20", "--eval-people", "5"], check=True,
-                   stdout=subprocess.DEVNULL)
-    # BERT's 512 positions, so that the guide's --max_seq_length 384 fits
-    for name, key in (("config.json", "max_position_embeddings"),
-                      ("tokenizer_config.json", "model_max_length")):
-        with open(os.path.join(data, name)) as f:
-            settings = json.load(f)
-        settings[key] = 512
-        with open(os.path.join(data, name), "w") as f:
-            json.dump(settings, f)
-    model_dir = os.path.join(WORK, "model")
-    model = cputrain.Model.create(os.path.join(data, "config.json"), "question-answering",
-                                  seed=7)
-    model.save(model_dir)
-    files = {}
-    for name in ("config.json", "model.safetensors"):
-        with open(os.path.join(model_dir, name), "rb") as f:
-            files[name] = f.read()
-    for name in ("vocab.txt", "tokenizer_config.json"):
-        with open(os.path.join(data, name), "rb") as f:
-            files[name] = f.read()
-    return data, files
-
-
-def duckdb_modules():
-    """node_modules holding DuckDB (installed beside tests/formats/parquet.sh's
-    when missing: the npm registry is the only network this needs)."""
-    npm = os.path.join(BUILD, "parquet-writer", "npm")
-    modules = os.path.join(npm, "node_modules")
-    if not os.path.isdir(os.path.join(modules, "@duckdb", "node-api")):
-        subprocess.run(["npm", "install", "--prefix", npm, "--no-audit", "--no-fund",
-                        "--no-save", "--loglevel=error", DUCKDB], check=True)
-    return modules
+    return fixtures.make_model_repo(WORK, ROOT)
 
 
 def squad_parquet(data):
-    """The Hub's rajpurkar/squad files of the demo's splits: datasets' flat
-    records, written to Parquet by DuckDB (snappy, as the Hub's are)."""
-    modules, files = duckdb_modules(), {}
-    for split in ("train", "validation"):
-        with open(os.path.join(data, split + ".json")) as f:
-            articles = json.load(f)["data"]
-        flat = os.path.join(WORK, split + ".jsonl")
-        with open(flat, "w") as f:
-            for a in articles:
-                for p in a["paragraphs"]:
-                    for q in p["qas"]:
-                        f.write(json.dumps({
-                            "id": q["id"], "title": a["title"], "context": p["context"],
-                            "question": q["question"],
-                            "answers": {"text": [x["text"] for x in q["answers"]],
-                                        "answer_start": [x["answer_start"]
-                                                         for x in q["answers"]]}}) + "\n")
-        out = os.path.join(WORK, split + ".parquet")
-        subprocess.run(["node", os.path.join(HERE, "to_parquet.js"), flat, out, "snappy"],
-                       env=dict(os.environ, NODE_PATH=modules), check=True)
-        with open(out, "rb") as f:
-            files["plain_text/%s-00000-of-00001.parquet" % split] = f.read()
-    files["README.md"] = b"---\nconfigs:\n- config_name: plain_text\n---\n"
-    return files
+    return fixtures.squad_repo(WORK, BUILD, data)
 
 
 def run(cmd, env_extra, cache):

@@ -81,7 +81,7 @@ for prog in hello_c hello_cxx; do
 done
 ok "both run against the installed shared library"
 
-# The rpath README recommends for a prefix the loader does not search.
+# The rpath docs/api.md recommends for a prefix the loader does not search.
 libdir=$(pc_flags "$shared" --variable=libdir cputrain)
 [ "$libdir" = "$shared/lib" ] || fail "pkg-config --variable=libdir cputrain is '$libdir'"
 $CC -std=c99 -Wall -Wextra -Werror -o "$work/hello_rpath" "$src/hello.c" $flags \
