@@ -19,7 +19,7 @@
 typedef struct mlm_options {
     const char *model_name_or_path, *config_name, *tokenizer_name;
     script_hub hub; /* --cache_dir, --model_revision, --token */
-    const char *dataset_name, *train_file, *validation_file;
+    const char *dataset_name, *dataset_config_name, *train_file, *validation_file;
     long max_seq_length, max_train_samples, max_eval_samples, validation_split_percentage;
     double mlm_probability;
     int line_by_line, whole_word_mask;
@@ -33,7 +33,9 @@ static const script_option options[] = {
     ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
                               "model's."),
     SCRIPT_HUB_ROWS(mlm_options),
-    ROW(dataset_name, TEXT, "Refused: nothing is downloaded; give --train_file."),
+    ROW(dataset_name, TEXT, "A dataset of texts (wikitext, ...): from the datasets cache, the "
+                            "Hub cache or the Hub."),
+    ROW(dataset_config_name, TEXT, "The dataset's configuration (wikitext-2-raw-v1, ...)."),
     ROW(train_file, TEXT, "Training text: .txt (a line a text), CSV or JSON (the \"text\" "
                           "column, else the first)."),
     ROW(validation_file, TEXT, "Evaluation text, as the training file (default: the first "
@@ -47,7 +49,6 @@ static const script_option options[] = {
     ROW(line_by_line, FLAG, "One text a line, each its own example (else texts are "
                             "concatenated and cut into blocks)."),
     ROW(whole_word_mask, FLAG, "Mask whole words (run_mlm_wwm.py's DataCollatorForWholeWordMask)."),
-    SCRIPT_IGNORED(dataset_config_name, SCRIPT_NO_EFFECT, "--dataset_name is refused"),
     SCRIPT_IGNORED(overwrite_cache, SCRIPT_NO_EFFECT_FLAG, "nothing is cached: texts are "
                                                           "tokenized in memory for each run"),
     SCRIPT_IGNORED(preprocessing_num_workers, SCRIPT_NO_EFFECT, "texts are tokenized in C in "
@@ -113,6 +114,25 @@ static void free_texts(texts *t)
 /* A file's texts: a .txt line each (as datasets' text builder reads it),
  * else the "text" column (or the first) of a CSV / JSON table. With
  * line_by_line, empty and blank lines are dropped, as run_mlm.py does. */
+/* The texts of a table's "text" column, else its first, as run_mlm.py
+ * picks it (line_by_line: blank ones left out). */
+static int texts_of_table(const ct_table *t, int line_by_line, texts *out)
+{
+    size_t col = 0;
+    if (ct_table_column_index(t, "text", &col) != CT_OK)
+        col = 0;
+    for (size_t r = 0; r < ct_table_rows(t); r++) {
+        const char *s;
+        size_t len;
+        if (ct_table_cell(t, r, col, &s, &len) != CT_VALUE_STRING ||
+            (line_by_line && strspn(s, " \t\r\n") == len))
+            continue;
+        if (add_text(out, s, len))
+            return -1;
+    }
+    return 0;
+}
+
 static int read_texts(const char *file, int line_by_line, texts *out)
 {
     const char *dot = strrchr(file, '.');
@@ -144,24 +164,37 @@ static int read_texts(const char *file, int line_by_line, texts *out)
         return 0;
     }
     ct_table *t = NULL;
-    size_t col = 0;
+    int rc;
     if (script_load_table(file, &t))
         return -1;
-    if (ct_table_column_index(t, "text", &col) != CT_OK)
-        col = 0;
-    for (size_t r = 0; r < ct_table_rows(t); r++) {
-        const char *s;
-        size_t len;
-        if (ct_table_cell(t, r, col, &s, &len) != CT_VALUE_STRING ||
-            (line_by_line && strspn(s, " \t\r\n") == len))
-            continue;
-        if (add_text(out, s, len)) {
-            ct_table_free(t);
-            return -1;
-        }
-    }
+    rc = texts_of_table(t, line_by_line, out);
     ct_table_free(t);
-    return 0;
+    return rc;
+}
+
+/* --dataset_name's split, as run_mlm.py's load_dataset(dataset_name,
+ * dataset_config_name)[split]; *found 0 when it has no such split (the
+ * validation texts then come from the training ones, as run_mlm.py splits
+ * them). */
+static int dataset_texts(const mlm_options *o, const char *split, int rank, texts *out,
+                         int *found)
+{
+    ct_hub_options *hub = NULL;
+    ct_table *t = NULL;
+    ct_status st;
+    int rc;
+    if (script_hub_options(&o->hub, "dataset", rank, &hub) != 0)
+        return -1;
+    st = ct_table_load_dataset(o->dataset_name, o->dataset_config_name, split, hub, &t);
+    ct_hub_options_free(hub);
+    *found = st == CT_OK;
+    if (st == CT_ERR_NOT_FOUND && !strcmp(split, "validation"))
+        return 0;
+    if (st != CT_OK)
+        return script_fail("dataset", st), -1;
+    rc = texts_of_table(t, o->line_by_line, out);
+    ct_table_free(t);
+    return rc;
 }
 
 /* ---- examples --------------------------------------------------------------------- */
@@ -229,7 +262,7 @@ int main(int argc, char **argv)
     ct_dataset *train_d = NULL, *eval_d = NULL;
     texts train = {0}, valid = {0};
     script_results res = {0};
-    int from_folder = 0, rc;
+    int from_folder = 0, has_train = 0, has_validation = 0, rc;
     ct_status st;
 
     memset(&o, 0, sizeof o);
@@ -240,13 +273,9 @@ int main(int argc, char **argv)
                            sizeof options / sizeof options[0], &o, groups, usage)) >= 0)
         goto done;
     rc = 2;
-    if (o.dataset_name) {
-        fprintf(stderr, "cputrain-mlm: --dataset_name %s: nothing is downloaded here; give "
-                        "--train_file (and --validation_file)\n", o.dataset_name);
-        goto done;
-    }
-    if (!o.train_file && !o.validation_file) {
-        fprintf(stderr, "cputrain-mlm: need a --train_file (or a --validation_file)\n");
+    if (!o.dataset_name && !o.train_file && !o.validation_file) {
+        fprintf(stderr, "cputrain-mlm: need a --dataset_name or a --train_file (or a "
+                        "--validation_file)\n");
         goto done;
     }
     if (!(o.mlm_probability > 0 && o.mlm_probability < 1) || o.validation_split_percentage > 100) {
@@ -268,6 +297,10 @@ int main(int argc, char **argv)
     rc = 1;
     if ((o.train_file && read_texts(o.train_file, o.line_by_line, &train)) ||
         (o.validation_file && read_texts(o.validation_file, o.line_by_line, &valid)) ||
+        (o.dataset_name && !o.train_file &&
+         dataset_texts(&o, "train", sr.rank, &train, &has_train)) ||
+        (o.dataset_name && !o.validation_file &&
+         dataset_texts(&o, "validation", sr.rank, &valid, &has_validation)) ||
         script_resolve_hub(&o.hub, &o.model_name_or_path, &o.tokenizer_name, sr.rank) ||
         script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0 ||
         script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, NULL,
@@ -278,13 +311,15 @@ int main(int argc, char **argv)
     if (o.max_seq_length > 1024) /* run_mlm.py's cap when the tokenizer names none */
         o.max_seq_length = 1024;
     {
-        /* without a validation file, the first percent of the training texts */
+        /* without validation texts (a file, or the dataset's split), the first
+         * percent of the training texts */
+        int own = o.validation_file || has_validation;
         size_t pct = (size_t)o.validation_split_percentage;
-        size_t held = o.validation_file ? 0 : (train.n * pct + 50) / 100;
-        const texts *ev = o.validation_file ? &valid : &train;
+        size_t held = own ? 0 : (train.n * pct + 50) / 100;
+        const texts *ev = own ? &valid : &train;
         if ((sr.do_train && build_dataset(&train, held, train.n - held, o.max_seq_length,
                                        o.line_by_line, o.max_train_samples, tok, &train_d)) ||
-            (sr.do_eval && build_dataset(ev, 0, o.validation_file ? valid.n : held, o.max_seq_length,
+            (sr.do_eval && build_dataset(ev, 0, own ? valid.n : held, o.max_seq_length,
                                       o.line_by_line, o.max_eval_samples, tok, &eval_d)))
             goto done;
         if (sr.do_eval && ct_dataset_size(eval_d) == 0) {
@@ -340,7 +375,8 @@ int main(int argc, char **argv)
         if ((st = ct_workflow_write_model_card(
                  sr.wf, trainer, "fill-mask",
                  from_folder || !o.config_name ? o.model_name_or_path : o.config_name,
-                 from_folder, o.train_file, 0, names, res.value, (size_t)res.n)) != CT_OK) {
+                 from_folder, o.dataset_name ? o.dataset_name : o.train_file,
+                 o.dataset_name != NULL, names, res.value, (size_t)res.n)) != CT_OK) {
             script_fail("model card", st);
             goto done;
         }

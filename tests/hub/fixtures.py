@@ -81,3 +81,23 @@ def squad_repo(work, build, data):
             files["plain_text/%s-00000-of-00001.parquet" % split] = f.read()
     files["README.md"] = b"---\nconfigs:\n- config_name: plain_text\n---\n"
     return files
+
+
+def text_repo(work, build, data):
+    """A wikitext-like repo of the demo's contexts, one text a row (column
+    "text"), in configuration wikitext-2-raw-v1's folder, written by DuckDB
+    (zstd); its validation split holds other texts than its training one."""
+    modules, files = duckdb_modules(build), {}
+    for split in ("train", "validation"):
+        with open(os.path.join(data, split + ".json")) as f:
+            texts = [p["context"] for a in json.load(f)["data"] for p in a["paragraphs"]]
+        flat = os.path.join(work, "text-%s.jsonl" % split)
+        with open(flat, "w") as f:
+            for text in texts:
+                f.write(json.dumps({"text": text}) + "\n")
+        out = os.path.join(work, "text-%s.parquet" % split)
+        subprocess.run(["node", os.path.join(HERE, "to_parquet.js"), flat, out, "zstd",
+                        "{text: 'VARCHAR'}"], env=dict(os.environ, NODE_PATH=modules), check=True)
+        with open(out, "rb") as f:
+            files["wikitext-2-raw-v1/%s-00000-of-00001.parquet" % split] = f.read()
+    return files

@@ -128,11 +128,12 @@ def check_guide_command(data, files, squad):
           p.stdout)
 
 
-def check_task_datasets(files):
-    """cputrain-glue --task_name and cputrain-ner --dataset_name through the
-    stand-in: nyu-mll/glue's mrpc files, and conll2003 (renamed to
-    eriktks/conll2003, a script dataset: its Parquet export only), the
-    fuzz corpus's DuckDB files."""
+def check_task_datasets(files, data):
+    """cputrain-glue --task_name, cputrain-ner and cputrain-mlm --dataset_name
+    through the stand-in: nyu-mll/glue's mrpc files and conll2003 (renamed
+    to eriktks/conll2003, a script dataset: its Parquet export only), the
+    fuzz corpus's DuckDB files; wikitext (renamed to Salesforce/wikitext,
+    configuration wikitext-2-raw-v1) of the demo's texts."""
     corpus = os.path.join(ROOT, "tests", "fuzz", "corpus", "parquet")
     with open(os.path.join(corpus, "glue_mrpc.uncompressed.parquet"), "rb") as f:
         mrpc = f.read()
@@ -149,12 +150,17 @@ def check_task_datasets(files):
     script.push({"conll2003/%s/0000.parquet" % split: conll
                  for split in ("train", "validation", "test")}, branch="refs/convert/parquet")
     server.renamed[("dataset", "conll2003")] = "eriktks/conll2003"
+    server.add(Repo("Salesforce/wikitext", fixtures.text_repo(WORK, BUILD, data),
+                    repo_type="dataset"))
+    server.renamed[("dataset", "wikitext")] = "Salesforce/wikitext"
     hub = {"HF_ENDPOINT": server.endpoint}
     cache = os.path.join(WORK, "cache-tasks")
     short = ["--model_name_or_path", MODEL_ID, "--do_train", "--do_eval", "--max_steps", "1",
              "--per_device_train_batch_size", "4", "--disable_tqdm", "true"]
     for tool, args in (("cputrain-glue", ["--task_name", "mrpc"]),
-                       ("cputrain-ner", ["--dataset_name", "conll2003"])):
+                       ("cputrain-ner", ["--dataset_name", "conll2003"]),
+                       ("cputrain-mlm", ["--dataset_name", "wikitext", "--dataset_config_name",
+                                         "wikitext-2-raw-v1", "--max_seq_length", "64"])):
         out = os.path.join(WORK, tool)
         p = run([os.path.join(BUILD, "bin", tool)] + short + args + ["--output_dir", out], hub,
                 cache)
@@ -173,7 +179,7 @@ def main():
     os.makedirs(WORK)
     data, files = make_fixtures()
     check_guide_command(data, files, squad_parquet(data))
-    check_task_datasets(files)
+    check_task_datasets(files, data)
     server = HubServer()
     server.add(Repo(MODEL_ID, files))
     hub = {"HF_ENDPOINT": server.endpoint}

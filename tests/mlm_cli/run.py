@@ -180,8 +180,14 @@ def main():
               "after 20 steps (%.1e)" % diff, diff < 2e-5)
     else:
         check("1 and 2 ranks run", False)
-    p = mlm(os.path.join(DIR, "refused"), "--dataset_name", "wikitext")
-    check("refused: --dataset_name", p.returncode == 2 and "nothing is downloaded" in p.stderr)
+    # make check runs offline: a dataset not cached fails saying where it looked
+    p = subprocess.run([MLM, "--config_name", os.path.join(DIR, "model", "config.json"),
+                        "--tokenizer_name", os.path.join(DIR, "model"), "--output_dir",
+                        os.path.join(DIR, "refused"), "--dataset_name", "wikitext",
+                        "--dataset_config_name", "wikitext-2-raw-v1", "--do_train"],
+                       capture_output=True, text=True, timeout=300)
+    check("--dataset_name wikitext offline and not cached: fails naming the Hub cache",
+          p.returncode == 1 and "not in the Hub cache" in p.stderr, p.stderr[-400:])
     print("mlm_cli: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
