@@ -89,6 +89,30 @@ static int parse_timeout(const char *text, long *out)
     return 1;
 }
 
+static ct_status replace(char **field, const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    free(*field);
+    *field = copy;
+    return CT_OK;
+}
+
+static ct_status set_endpoint(ct_hub_options *o, const char *value)
+{
+    size_t n = strlen(value);
+    if ((strncmp(value, "https://", 8) && strncmp(value, "http://", 7)) || n > 1024 ||
+        strpbrk(value, " \t\r\n"))
+        return ct__error(CT_ERR_INVALID_ARG, "Hub option endpoint='%s': expected an http:// or "
+                                             "https:// URL", value);
+    if (replace(&o->endpoint, value) != CT_OK)
+        return CT_ERR_NOMEM;
+    while (n > 0 && o->endpoint[n - 1] == '/')
+        o->endpoint[--n] = '\0'; /* URLs are built as endpoint + "/..." */
+    return CT_OK;
+}
+
 ct_status ct_hub_options_create(ct_hub_options **out)
 {
     ct_hub_options *o;
@@ -100,12 +124,17 @@ ct_status ct_hub_options_create(ct_hub_options **out)
     o->revision = strdup("main");
     o->repo_type = strdup("model");
     o->cache_dir = default_cache_dir();
-    o->endpoint = strdup(env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co");
+    o->endpoint = strdup("https://huggingface.co");
     o->token = default_token();
     o->timeout = 10;
     if (!o->revision || !o->repo_type || !o->cache_dir || !o->endpoint || !o->token) {
         ct_hub_options_free(o);
         return ct__error(CT_ERR_NOMEM, "out of memory creating Hub options");
+    }
+    /* a mirror's address as users write it ("https://hf-mirror.com/"), checked */
+    if (env("HF_ENDPOINT") && set_endpoint(o, env("HF_ENDPOINT")) != CT_OK) {
+        ct_hub_options_free(o);
+        return ct__error_prefix(CT_ERR_INVALID_ARG, "HF_ENDPOINT");
     }
     if (offline && !ct__parse_bool_text(offline, &o->local_files_only))
         ct__log(CT_LOG_WARNING, "HF_HUB_OFFLINE='%s' is not a boolean (1/0, true/false): "
@@ -129,30 +158,6 @@ void ct_hub_options_free(ct_hub_options *o)
         memset(o->token, 0, strlen(o->token)); /* a secret: not left in freed memory */
     free(o->token);
     free(o);
-}
-
-static ct_status replace(char **field, const char *value)
-{
-    char *copy = strdup(value);
-    if (!copy)
-        return ct__error(CT_ERR_NOMEM, "out of memory");
-    free(*field);
-    *field = copy;
-    return CT_OK;
-}
-
-static ct_status set_endpoint(ct_hub_options *o, const char *value)
-{
-    size_t n = strlen(value);
-    if ((strncmp(value, "https://", 8) && strncmp(value, "http://", 7)) || n > 1024 ||
-        strpbrk(value, " \t\r\n"))
-        return ct__error(CT_ERR_INVALID_ARG, "Hub option endpoint='%s': expected an http:// or "
-                                             "https:// URL", value);
-    if (replace(&o->endpoint, value) != CT_OK)
-        return CT_ERR_NOMEM;
-    while (n > 0 && o->endpoint[n - 1] == '/')
-        o->endpoint[--n] = '\0'; /* URLs are built as endpoint + "/..." */
-    return CT_OK;
 }
 
 ct_status ct_hub_options_set(ct_hub_options *o, const char *key, const char *value)

@@ -96,6 +96,19 @@ class HubTest(unittest.TestCase):
         self.assertEqual(model_folder("org/tiny", revision=os.path.basename(first),
                                       **self.opts), first)  # the old commit, by its hash
 
+    def test_hf_endpoint_as_users_write_it(self):
+        # a trailing slash (mirrors' instructions often have one) is no "//"
+        opts = {k: v for k, v in self.opts.items() if k != "endpoint"}
+        os.environ["HF_ENDPOINT"] = self.server.endpoint + "/"
+        try:
+            model_folder("org/tiny", **opts)
+            self.assertTrue(all("//" not in r[1] for r in self.server.log), self.server.log)
+            os.environ["HF_ENDPOINT"] = "ftp://mirror"
+            self.assert_error(Status.ERR_INVALID_ARG, "HF_ENDPOINT", model_folder, "org/tiny",
+                              **opts)
+        finally:
+            del os.environ["HF_ENDPOINT"]
+
     def test_offline_reads_the_cache_without_the_network(self):
         folder = model_folder("org/tiny", **self.opts)
         before = len(self.server.log)
