@@ -325,6 +325,16 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
     return st;
 }
 
+/* A GET following redirects (the file store's), its body to `write`. */
+static void get_into(const ct__curl_api *cu, CURL *c,
+                     size_t (*write)(char *, size_t, size_t, void *), transfer *t)
+{
+    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
+    cu->easy_setopt(c, CURLOPT_WRITEDATA, t);
+}
+
 ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
                                 int fd, int64_t have, int64_t expected, int *unreachable)
 {
@@ -336,10 +346,7 @@ ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const 
     *unreachable = 0;
     if (!c)
         return no_handle();
-    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_file);
-    cu->easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    get_into(cu, c, on_body_file, &t);
     cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     cu->easy_setopt(c, CURLOPT_XFERINFODATA, &t);
@@ -366,10 +373,7 @@ ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t
     *body = NULL;
     if (!c)
         return no_handle();
-    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_memory);
-    cu->easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    get_into(cu, c, on_body_memory, &t);
     rc = cu->easy_perform(c);
     easy_done(c, headers);
     if (rc != CURLE_OK) {
