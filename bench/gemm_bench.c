@@ -7,6 +7,8 @@
  *   NN  A [M,K],  B [K,N]
  *   NT  A [M,K],  B stored [N,K]  (x W^T, a Linear forward)
  *   TN  A stored [K,M], B [K,N]   (dy^T x, a weight gradient)
+ * Variants: bf16 of every level, fp32 of the best, and OpenBLAS's sgemm
+ * ("openblas", on its own threads: OPENBLAS_NUM_THREADS).
  * Output: "gemm <layout> <M> <N> <K> <variant> <dtype> <GFLOP/s> <ms>". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,11 +93,11 @@ int main(int argc, char **argv)
             int flags = layout_flags[l];
             int lda = (flags & CT__GEMM_TRANS_A) ? M : K;
             int ldb = (flags & CT__GEMM_TRANS_B) ? K : N;
-            /* bf16 of every level, then fp32 of the best */
-            for (int v = 0; v <= CT__ISA_COUNT; v++) {
-                int is_f32 = v == CT__ISA_COUNT;
+            /* bf16 of every level, then fp32 of the best, then OpenBLAS's sgemm */
+            for (int v = 0; v <= CT__ISA_COUNT + 1; v++) {
+                int is_f32 = v >= CT__ISA_COUNT, is_blas = v == CT__ISA_COUNT + 1;
                 const ct__kernels *k = is_f32 ? ct__kernels_get() : ct__kernels_for((ct__isa)v);
-                const char *name = is_f32 ? "blas" : k ? k->name : "";
+                const char *name = is_blas ? "openblas" : k ? k->name : "";
                 if (!k || (v == CT__ISA_GENERIC && !include_generic))
                     continue;
                 if (nvar) {
@@ -107,7 +109,12 @@ int main(int argc, char **argv)
                 }
                 for (int r = -2; r < repeats; r++) { /* two warm-up runs */
                     double t0 = now();
-                    ct_status st = is_f32
+                    ct_status st = is_blas
+                        ? ct__gemm_f32_blas(C, af, bf,
+                                            &(ct__gemm_desc){M, N, K, lda, ldb, N, flags, 1.0f,
+                                                             {1, 1}, {0, 0}, {0, 0}, {0, 0}},
+                                            pool)
+                        : is_f32
                         ? ct__gemm_f32(k, C, af, bf, M, N, K, lda, ldb, N, flags, 1.0f, pool)
                         : ct__gemm_bf16(k, C, a, b, M, N, K, lda, ldb, N, flags, 1.0f, pool);
                     double t = now() - t0;

@@ -117,11 +117,6 @@ static void print_profile(int steps, double total, double useful, double peak_gf
     printf("whole step: %.1f GFLOP/s of useful matrix work, %.0f%% of the GEMM peak\n",
            useful / step * 1e-9, peak_gflops > 0 ? 100.0 * useful / step * 1e-9 / peak_gflops
                                                   : 0.0);
-    /* the one level whose products are OpenBLAS's (docs/performance.md) */
-    if (strcmp(ct_kernel_isa(), "avx2") == 0 && !getenv("OPENBLAS_THREAD_TIMEOUT"))
-        printf("note: OpenBLAS's idle threads spin 2^28 cycles after each product, taking the "
-               "cores from the rest of the step; export OPENBLAS_THREAD_TIMEOUT=4 before "
-               "starting the program to have them sleep\n");
 }
 
 int main(int argc, char **argv)

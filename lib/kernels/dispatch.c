@@ -47,8 +47,7 @@ static void build_tables(void)
     t->sum_squares = ct__sum_squares_generic;
 
 #if defined(__x86_64__)
-    /* AVX2 + FMA: the products through OpenBLAS (its Haswell / Zen
-     * kernels), bf16 as fp32 products of bf16-rounded operands; the
+    /* AVX2 + FMA: our own FMA GEMM (bf16 widened as it is packed), the
      * conversions and the element-wise work of a training step vectorised,
      * the rarer kernels generic. */
     t = &tables[CT__ISA_AVX2];
@@ -67,14 +66,12 @@ static void build_tables(void)
     t->dropout_backward = ct__dropout_backward_avx2;
     t->adamw_update = ct__adamw_update_avx2;
     t->sum_squares = ct__sum_squares_avx2;
-    t->gemm_bf16 = ct__gemm_bf16_blas;
-    t->gemm_f32 = ct__gemm_f32_blas;
-    t->packb_bytes = ct__packb_bytes_blas;
-    t->packb = ct__packb_blas;
-    t->gemm_bf16_packed = ct__gemm_bf16_packed_blas;
-    t->packb_transposable = 1;
-    t->mm_f32 = 1;
-    t->gemm_f32_packed = ct__gemm_f32_packed_blas;
+    t->gemm_bf16 = ct__gemm_bf16_avx2;
+    t->gemm_f32 = ct__gemm_f32_avx2;
+    t->packb_bytes = ct__packb_bytes_avx2;
+    t->packb = ct__packb_avx2;
+    t->gemm_bf16_packed = ct__gemm_bf16_packed_avx2;
+    t->packb_transposable = 0;
 
     t = &tables[CT__ISA_AVX512];
     *t = tables[CT__ISA_AVX2];
@@ -108,9 +105,6 @@ static void build_tables(void)
     t->packb_bytes = ct__packb_bytes_avx512;
     t->packb = ct__packb_avx512;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512;
-    t->packb_transposable = 0;
-    t->mm_f32 = 0;
-    t->gemm_f32_packed = NULL;
 
     t = &tables[CT__ISA_AVX512BF16];
     *t = tables[CT__ISA_AVX512];

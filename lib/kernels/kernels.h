@@ -75,8 +75,8 @@ typedef ct_status (*ct__gemm_f32_fn)(float *C, const float *A, const float *B,
  * the form this level's GEMM reads, so no product repacks it:
  *   blocked AVX512-BF16 / AMX: the VNNI panels of gemm_x86.h (block count
  *     rounded up to the variant's block_n), one pack per orientation;
- *   AVX-512: bf16 panels of 32 columns (x86/gemm_avx512.c), one pack per
- *     orientation;
+ *   AVX2 / AVX-512: bf16 panels of 16 / 32 columns (x86/gemm_goto.h), one
+ *     pack per orientation;
  *   OpenBLAS: the fp32 widening of the bf16 matrix as stored, so the product
  *     is one sgemm (bf16 inputs, fp32 sums, exactly);
  *   generic: the bf16 matrix as stored, dense.
@@ -290,8 +290,18 @@ void ct__bf16_to_f32_avx2(float *out, const ct__bf16 *inp, size_t n);
 void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n);
 void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n);
 void ct__f32_to_bf16_avx512bf16(ct__bf16 *out, const float *inp, size_t n);
-/* The AVX-512 level's own GEMM (x86/gemm_avx512.c): fp32 FMA, operands
- * widened while packed; its packed B is bf16 panels of op(B). */
+/* The AVX2 and AVX-512 levels' own GEMM (x86/gemm_goto.h): fp32 FMA,
+ * operands widened while packed; their packed B is bf16 panels of op(B). */
+ct_status ct__gemm_f32_avx2(float *C, const float *A, const float *B,
+                            const ct__gemm_desc *d, ct__pool *pool);
+ct_status ct__gemm_bf16_avx2(float *C, const ct__bf16 *A, const ct__bf16 *B,
+                             const ct__gemm_desc *d, ct__pool *pool);
+size_t ct__packb_bytes_avx2(int K, int N);
+ct_status ct__packb_avx2(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
+                         int ldb, int flags, ct__pool *pool);
+ct_status ct__gemm_bf16_packed_avx2(float *C, const ct__bf16 *A, const ct__packed_b *B,
+                                    int M, int lda, int ldc, int flags, float alpha,
+                                    ct__pool *pool);
 ct_status ct__gemm_f32_avx512(float *C, const float *A, const float *B,
                               const ct__gemm_desc *d, ct__pool *pool);
 ct_status ct__gemm_bf16_avx512(float *C, const ct__bf16 *A, const ct__bf16 *B,

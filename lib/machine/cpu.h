@@ -9,7 +9,7 @@
  * them: a machine that runs level L runs every level below it. */
 typedef enum ct__isa {
     CT__ISA_GENERIC = 0,    /* portable C, the correctness oracle */
-    CT__ISA_AVX2 = 1,       /* AVX2 + FMA: OpenBLAS GEMMs (bf16 emulated via fp32) */
+    CT__ISA_AVX2 = 1,       /* AVX2 + FMA: our FMA GEMM (bf16 widened while packed) */
     CT__ISA_AVX512 = 2,     /* AVX-512 F/BW/VL/DQ + FMA: our FMA GEMM, bf16 widened */
     CT__ISA_AVX512BF16 = 3, /* + AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
     CT__ISA_AMX = 4,        /* + AMX-TILE/AMX-BF16, usable by this process */

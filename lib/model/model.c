@@ -178,26 +178,19 @@ const char *ct_model_new_tensor_name(const ct_model *m, size_t index)
 
 /* ---- settings ---------------------------------------------------------- */
 
-/* Once per process, on the first switch to bf16: what bf16 is on a level
- * whose products gain nothing from it. Same numerics (bf16 inputs, fp32
- * sums) everywhere; the AVX-512 level's own GEMM reads bf16 operands and
- * widens them as it packs, so there bf16 is faster than fp32 (half the
- * bytes) and needs no word. */
+/* Once per process, on the first switch to bf16: what bf16 is on the one
+ * level whose products gain nothing from it. Same numerics (bf16 inputs,
+ * fp32 sums) everywhere; the x86 levels' GEMMs read bf16 operands (and
+ * widen them as they pack where there are no bf16 dot products), so there
+ * bf16 is faster than fp32 (half the bytes) and needs no word. */
 static void note_bf16_level(const ct__kernels *k)
 {
     static int said;
-    if (k->isa >= CT__ISA_AVX512 || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    if (k->isa != CT__ISA_GENERIC || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
         return;
-    if (k->isa == CT__ISA_GENERIC)
-        ct__log(CT_LOG_WARNING, "bf16 on the generic kernel level: matrix products run "
-                                "on the reference kernel with bf16 inputs and fp32 sums, "
-                                "no faster than fp32");
-    else
-        ct__log(CT_LOG_WARNING, "bf16 on the %s kernel level (no AVX-512 in use): "
-                                "matrix products are fp32 GEMMs of bf16-rounded inputs "
-                                "(the same numerics); rounding them makes a step a few "
-                                "percent slower than fp32, never faster",
-                ct__isa_name(k->isa));
+    ct__log(CT_LOG_WARNING, "bf16 on the generic kernel level: matrix products run "
+                            "on the reference kernel with bf16 inputs and fp32 sums, "
+                            "no faster than fp32");
 }
 
 ct_status ct_model_set_precision(ct_model *m, ct_precision precision)

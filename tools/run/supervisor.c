@@ -68,11 +68,7 @@ static void child(const opts *o, const attempt *a, worker *w, int fds[2][2], cha
         setenv_int("TORCHELASTIC_MAX_RESTARTS", o->max_restarts) ||
         setenv("TORCHELASTIC_RUN_ID", o->rdzv_id, 1) ||
         setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1) ||
-        (!getenv("CPUTRAIN_DIST_JOB") && setenv("CPUTRAIN_DIST_JOB", a->job, 1)) ||
-        /* OpenBLAS reads it once, as it loads: its workers then sleep right
-         * after a product instead of spinning 2^28 cycles while the rank's
-         * own threads work (docs/performance.md) */
-        (!getenv("OPENBLAS_THREAD_TIMEOUT") && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1))) {
+        (!getenv("CPUTRAIN_DIST_JOB") && setenv("CPUTRAIN_DIST_JOB", a->job, 1))) {
         fprintf(stderr, "cputrain-run: rank %d: cannot set its environment\n", w->rank);
         _exit(127);
     }

@@ -11,13 +11,6 @@
 
 #define INLINE __attribute__((always_inline)) inline
 
-/* Lanes [0, left) of 8 as a maskload / maskstore mask. */
-CT_AVX2 static INLINE __m256i lanes(int left)
-{
-    static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    return _mm256_loadu_si256((const __m256i *)(ramp + 8 - (left >= 8 ? 8 : left)));
-}
-
 CT_AVX2 static INLINE __m256 load(const float *p, int full, __m256i m)
 {
     return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
@@ -88,7 +81,7 @@ CT_AVX2 CT_ALIGN_LOOPS static void mm_avx2(float *C, int ldc, const float *A, in
     for (int n0 = 0; n0 < N; n0 += 16) {
         int w = N - n0 < 16 ? N - n0 : 16, nv = (w + 7) / 8, tail = w - 8 * (nv - 1);
         int full = tail == 8;
-        __m256i last = lanes(tail);
+        __m256i last = ct__lanes8(tail);
         const float *b = B + n0;
         int i = 0;
         for (; i + 6 <= M; i += 6) {
@@ -121,7 +114,7 @@ CT_AVX2 static void probs_avx2(float *P, const float *lse, const float *S, int l
         __m256 l = _mm256_set1_ps(lse[r]);
         for (int j = 0; j < T; j += 8) {
             int full = T - j >= 8;
-            __m256i m = lanes(T - j);
+            __m256i m = ct__lanes8(T - j);
             __m256 x = _mm256_fmsub_ps(vs, load(s + j, full, m), l);
             store(p + j, full, m, ct__exp8_avx2(x));
         }
@@ -152,7 +145,7 @@ CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, i
         const float *s = S + (size_t)r * ld;
         __m256 vmx = _mm256_set1_ps(-INFINITY);
         for (int j = 0; j < T; j += 8) {
-            __m256i m = lanes(T - j);
+            __m256i m = ct__lanes8(T - j);
             __m256 x = _mm256_mul_ps(vs, load(s + j, T - j >= 8, m));
             /* masked-off lanes stay -inf */
             vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(vmx, x, _mm256_castsi256_ps(m)));
@@ -160,7 +153,7 @@ CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, i
         float mxs = hmax(vmx);
         __m256 mx = _mm256_set1_ps(mxs), sum = _mm256_setzero_ps();
         for (int j = 0; j < T; j += 8) {
-            __m256i m = lanes(T - j);
+            __m256i m = ct__lanes8(T - j);
             __m256 x = _mm256_fmsub_ps(vs, load(s + j, T - j >= 8, m), mx);
             sum = _mm256_add_ps(sum, _mm256_and_ps(ct__exp8_avx2(x), _mm256_castsi256_ps(m)));
         }
@@ -179,31 +172,10 @@ CT_AVX2 static void dsoftmax_avx2(float *dP, const float *P, const float *D, int
         __m256 dr = _mm256_set1_ps(D[r]);
         for (int j = 0; j < T; j += 8) {
             int full = T - j >= 8;
-            __m256i m = lanes(T - j);
+            __m256i m = ct__lanes8(T - j);
             __m256 x = _mm256_sub_ps(load(d + j, full, m), dr);
             store(d + j, full, m, _mm256_mul_ps(vs, _mm256_mul_ps(load(p + j, full, m), x)));
         }
-    }
-}
-
-/* 8x8 transpose of 32-bit words held in r[0..7], in place. */
-CT_AVX2 static INLINE void transpose8x8(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    /* u[4g+c], 128-bit half h: rows 4g..4g+3 at column 4h+c */
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int c = 0; c < 4; c++) {
-        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
-        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
     }
 }
 
@@ -220,11 +192,11 @@ CT_AVX2 static void transpose32_avx2(void *dst, int ldd, const void *src, int ld
             __m256 x[8];
             for (int i = 0; i < 8; i++)
                 x[i] = i < nr ? load((const float *)src + (size_t)(r0 + i) * lds + c0, nc == 8,
-                                     lanes(nc))
+                                     ct__lanes8(nc))
                               : _mm256_setzero_ps();
-            transpose8x8(x);
+            ct__transpose8x8(x);
             for (int i = 0; i < nc; i++)
-                store((float *)dst + (size_t)(c0 + i) * ldd + r0, nr == 8, lanes(nr), x[i]);
+                store((float *)dst + (size_t)(c0 + i) * ldd + r0, nr == 8, ct__lanes8(nr), x[i]);
         }
     }
 }

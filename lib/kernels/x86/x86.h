@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <stdint.h>
 
 #define CT_AVX2 __attribute__((target("avx2,fma,bmi2")))
 #define CT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2")))
@@ -21,6 +22,34 @@
 #else
 #define CT_ALIGN_LOOPS __attribute__((optimize("align-loops=64")))
 #endif
+
+/* Lanes [0, left) of 8 as a maskload / maskstore mask (left may exceed 8). */
+CT_AVX2 static inline __m256i ct__lanes8(int left)
+{
+    static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(ramp + 8 - (left >= 8 ? 8 : left < 0 ? 0 : left)));
+}
+
+/* 8x8 transpose of 32-bit words held in r[0..7], in place. */
+CT_AVX2 static inline void ct__transpose8x8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* u[4g+c], 128-bit half h: rows 4g..4g+3 at column 4h+c */
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
 
 /* 16x16 transpose of 32-bit elements held in r[0..15], in place. */
 CT_AVX512 static inline void ct__transpose16x16(__m512i r[16])
