@@ -114,8 +114,6 @@ static void build_tables(void)
     t->packb = ct__packb_avx512bf16;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512bf16;
     t->packb_transposable = 0;
-    t->mm_f32 = 0;
-    t->gemm_f32_packed = NULL;
 
     t = &tables[CT__ISA_AMX];
     *t = tables[CT__ISA_AVX512BF16];

@@ -77,8 +77,6 @@ typedef ct_status (*ct__gemm_f32_fn)(float *C, const float *A, const float *B,
  *     rounded up to the variant's block_n), one pack per orientation;
  *   AVX2 / AVX-512: bf16 panels of 16 / 32 columns (x86/gemm_goto.h), one
  *     pack per orientation;
- *   OpenBLAS: the fp32 widening of the bf16 matrix as stored, so the product
- *     is one sgemm (bf16 inputs, fp32 sums, exactly);
  *   generic: the bf16 matrix as stored, dense.
  * A product with a pack gives bitwise the sums of the unpacked call with the
  * same flags: same microkernel, same blocking. */
@@ -100,10 +98,6 @@ typedef ct_status (*ct__packb_fn)(ct__packed_b *out, void *mem, const ct__bf16 *
 typedef ct_status (*ct__gemm_packed_fn)(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                         int M, int lda, int ldc, int flags, float alpha,
                                         ct__pool *pool);
-/* The same with A's bf16 values held as fp32 (mm_f32 levels only). */
-typedef ct_status (*ct__gemm_f32_packed_fn)(float *C, const float *A, const ct__packed_b *B,
-                                            int M, int lda, int ldc, int flags, float alpha,
-                                            ct__pool *pool);
 
 /* ---- conversions ------------------------------------------------------------
  * fp32 -> bf16 rounds to nearest even, as vcvtne2ps2bf16 does (so every
@@ -128,12 +122,6 @@ typedef struct ct__kernels {
      * (ct__packed_b_transpose) serves op(B)^T too, so one copy covers both
      * orientations of a weight. */
     int packb_transposable;
-    /* The level's bf16 product is the fp32 product of the widened operands
-     * (OpenBLAS): a caller that holds bf16 values as fp32 (ct__mm below)
-     * multiplies them with gemm_f32 / gemm_f32_packed, and no product
-     * widens its operands again. gemm_f32_packed is NULL elsewhere. */
-    int mm_f32;
-    ct__gemm_f32_packed_fn gemm_f32_packed;
     /* Element-wise kernels of ops.h (their semantics are documented there). */
     ct__layernorm_forward_fn layernorm_forward;
     ct__layernorm_backward_input_fn layernorm_backward_input;
@@ -189,38 +177,6 @@ static inline ct_status ct__gemm_f32(const ct__kernels *k, float *C,
     return k->gemm_f32(C, A, B, &d, pool);
 }
 
-/* ---- matmul operands made of bf16 values ----------------------------------
- * What bf16 products read, held as this level reads it best: ct__bf16, or
- * fp32 (the bf16 value, widened) where mm_f32 is set. The model keeps its
- * bf16 copies of activations this way; the results are the same either way
- * (a widened bf16 is exact). */
-typedef void ct__mm;
-
-static inline size_t ct__mm_size(const ct__kernels *k)
-{
-    return k->mm_f32 ? sizeof(float) : sizeof(ct__bf16);
-}
-
-/* ct__gemm_bf16 on ct__mm operands. */
-static inline ct_status ct__gemm_mm(const ct__kernels *k, float *C, const ct__mm *A,
-                                    const ct__mm *B, int M, int N, int K, int lda, int ldb,
-                                    int ldc, int flags, float alpha, ct__pool *pool)
-{
-    if (k->mm_f32)
-        return ct__gemm_f32(k, C, A, B, M, N, K, lda, ldb, ldc, flags, alpha, pool);
-    return ct__gemm_bf16(k, C, A, B, M, N, K, lda, ldb, ldc, flags, alpha, pool);
-}
-
-/* gemm_bf16_packed on a ct__mm A. */
-static inline ct_status ct__gemm_mm_packed(const ct__kernels *k, float *C, const ct__mm *A,
-                                           const ct__packed_b *B, int M, int lda, int ldc,
-                                           int flags, float alpha, ct__pool *pool)
-{
-    if (k->mm_f32)
-        return k->gemm_f32_packed(C, A, B, M, lda, ldc, flags, alpha, pool);
-    return k->gemm_bf16_packed(C, A, B, M, lda, ldc, flags, alpha, pool);
-}
-
 /* ---- shared helpers (kernels/common.c) ---------------------------------- */
 
 /* The same pack read as op(B)^T; only for levels with packb_transposable. */
@@ -263,26 +219,15 @@ ct_status ct__gemm_bf16_generic(float *C, const ct__bf16 *A, const ct__bf16 *B,
                                 const ct__gemm_desc *d, ct__pool *pool);
 ct_status ct__gemm_f32_generic(float *C, const float *A, const float *B,
                                const ct__gemm_desc *d, ct__pool *pool);
-/* OpenBLAS-backed (blas.c); bf16 inputs are widened to fp32 first, which
- * gives the same fp32 sums of exact products as the oracle. */
+/* OpenBLAS's sgemm (blas.c): the benchmarks' yardstick, in no kernel table. */
 ct_status ct__gemm_f32_blas(float *C, const float *A, const float *B,
                             const ct__gemm_desc *d, ct__pool *pool);
-ct_status ct__gemm_bf16_blas(float *C, const ct__bf16 *A, const ct__bf16 *B,
-                             const ct__gemm_desc *d, ct__pool *pool);
 size_t ct__packb_bytes_generic(int K, int N);
 ct_status ct__packb_generic(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
                             int ldb, int flags, ct__pool *pool);
 ct_status ct__gemm_bf16_packed_generic(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                        int M, int lda, int ldc, int flags, float alpha,
                                        ct__pool *pool);
-size_t ct__packb_bytes_blas(int K, int N);
-ct_status ct__packb_blas(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
-                         int ldb, int flags, ct__pool *pool);
-ct_status ct__gemm_bf16_packed_blas(float *C, const ct__bf16 *A, const ct__packed_b *B,
-                                    int M, int lda, int ldc, int flags, float alpha,
-                                    ct__pool *pool);
-ct_status ct__gemm_f32_packed_blas(float *C, const float *A, const ct__packed_b *B, int M,
-                                   int lda, int ldc, int flags, float alpha, ct__pool *pool);
 
 #if defined(__x86_64__)
 void ct__f32_to_bf16_avx2(ct__bf16 *out, const float *inp, size_t n);

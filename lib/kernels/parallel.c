@@ -112,10 +112,9 @@ void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n)
 
 typedef struct bf16_job {
     const ct__kernels *k;
-    void *out;
+    ct__bf16 *out;
     const float *in;
     size_t n;
-    int widened; /* out holds fp32 */
     int ntasks;
 } bf16_job;
 
@@ -125,25 +124,22 @@ static void bf16_task(void *ctx, int t, int thread)
     size_t lo, hi;
     (void)thread;
     span(j->n, t, j->ntasks, &lo, &hi);
-    if (j->widened)
-        ct__round_bf16(j->k, (float *)j->out + lo, j->in + lo, hi - lo);
-    else
-        j->k->f32_to_bf16((ct__bf16 *)j->out + lo, j->in + lo, hi - lo);
+    j->k->f32_to_bf16(j->out + lo, j->in + lo, hi - lo);
 }
 
 void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const float *in,
                    size_t n)
 {
-    bf16_job j = {k, out, in, n, 0, task_count(pool, n, n)};
+    bf16_job j = {k, out, in, n, task_count(pool, n, n)};
     ct__pool_run(pool, bf16_task, &j, j.ntasks);
 }
 
-void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float *in, size_t n)
+void ct__p_to_bf16_profiled(ct__pool *pool, const ct__kernels *k, ct__bf16 *out,
+                            const float *in, size_t n)
 {
     double t0 = ct__prof_begin();
-    bf16_job j = {k, out, in, n, k->mm_f32, task_count(pool, n, n)};
-    ct__pool_run(pool, bf16_task, &j, j.ntasks);
-    ct__prof_end(CT__PROF_BF16_ROUND, t0, 0, (4.0 + (double)ct__mm_size(k)) * (double)n);
+    ct__p_to_bf16(pool, k, out, in, n);
+    ct__prof_end(CT__PROF_BF16_ROUND, t0, 0, (4.0 + sizeof(ct__bf16)) * (double)n);
 }
 
 typedef struct dropout_job {

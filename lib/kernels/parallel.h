@@ -18,8 +18,10 @@ void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, cons
                 size_t n);
 void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const float *in,
                    size_t n);
-/* in rounded to bf16 values, as ct__mm (kernels.h): bf16, or widened. */
-void ct__p_to_mm(ct__pool *pool, const ct__kernels *k, ct__mm *out, const float *in, size_t n);
+/* The same, its time counted as the profile's bf16_round (the activations'
+ * copies; a weight's rounding is part of its weight_pack). */
+void ct__p_to_bf16_profiled(ct__pool *pool, const ct__kernels *k, ct__bf16 *out,
+                            const float *in, size_t n);
 /* out = in rounded to bf16 values, kept fp32 (in place allowed); one thread. */
 void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n);
 /* Dropout in place on rows of `width` floats grouped into n_seq sequences:

@@ -33,10 +33,10 @@ static ct_status gemm_rate(const ct__kernels *k, ct_precision precision, ct__poo
                            double *gflops)
 {
     enum { M = M_MAX };
-    size_t mm = ct__mm_size(k);
     float *a32 = malloc((size_t)M * K * sizeof(float)), *w = malloc((size_t)N * K * sizeof(float));
     float *c = malloc((size_t)M * N * sizeof(float));
-    void *a = malloc((size_t)M * K * mm), *pack = NULL;
+    ct__bf16 *a = malloc((size_t)M * K * sizeof(ct__bf16));
+    void *pack = NULL;
     int rows = 64;
     ct__bf16 *wb = malloc((size_t)N * K * sizeof(ct__bf16));
     ct__packed_b b;
@@ -49,7 +49,7 @@ static ct_status gemm_rate(const ct__kernels *k, ct_precision precision, ct__poo
     for (size_t i = 0; st == CT_OK && i < (size_t)N * K; i++)
         w[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
     if (st == CT_OK && precision == CT_PRECISION_BF16) {
-        ct__p_to_mm(pool, k, a, a32, (size_t)M * K);
+        ct__p_to_bf16(pool, k, a, a32, (size_t)M * K);
         ct__p_to_bf16(pool, k, wb, w, (size_t)N * K);
         if (posix_memalign(&pack, 64, k->packb_bytes(K, N)) != 0)
             st = ct__error(CT_ERR_NOMEM, "ct_kernel_peak: out of memory");
@@ -59,7 +59,7 @@ static ct_status gemm_rate(const ct__kernels *k, ct_precision precision, ct__poo
     for (int r = 0; st == CT_OK; r++) {
         double t0 = ct__now_s(), t;
         st = precision == CT_PRECISION_BF16
-                 ? ct__gemm_mm_packed(k, c, a, &b, rows, K, N, 0, 1.0f, pool)
+                 ? k->gemm_bf16_packed(c, a, &b, rows, K, N, 0, 1.0f, pool)
                  : ct__gemm_f32(k, c, a32, w, rows, N, K, K, K, N, CT__GEMM_TRANS_B, 1.0f, pool);
         t = ct__now_s() - t0;
         if (t < RUN_S && rows < M) { /* too short to time: more rows, from the start */

@@ -21,7 +21,7 @@ static void *take(carver *cv, size_t n, size_t size)
 }
 
 #define F(n) ((float *)take(cv, (n), sizeof(float)))
-#define MM(n) ((ct__mm *)take(cv, (n), ct__mm_size(m->k)))
+#define MM(n) ((ct__bf16 *)take(cv, (n), sizeof(ct__bf16)))
 
 static size_t head_outputs(const ct_model *m)
 {

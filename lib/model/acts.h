@@ -50,10 +50,9 @@ struct ct__acts {
     float *res2;                /* [L][N,C] LayerNorm 2 input */
     float *ln2_mean, *ln2_rstd; /* [L][N] */
 
-    /* bf16 copies of what bf16 matmuls read (NULL in fp32 mode), as the
-     * level holds them (ct__mm: bf16, or widened); attention rounds its own
-     * inputs. */
-    ct__mm *x_b, *ctx_b, *h1_b, *ff_act_b; /* as above */
+    /* bf16 copies of what bf16 matmuls read (NULL in fp32 mode); attention
+     * rounds its own inputs. */
+    ct__bf16 *x_b, *ctx_b, *h1_b, *ff_act_b; /* as above */
 
     /* Heads. rows = B (classification: the [CLS] rows) or N (QA, MLM). */
     float *head_in;   /* [rows,C] input of the first head matmul */
@@ -61,7 +60,7 @@ struct ct__acts {
     float *head_act;  /* [rows,C] after tanh / ReLU / GELU */
     float *head_mean, *head_rstd; /* [rows] MLM LayerNorm */
     float *head_out;  /* [rows,C] input of the output matmul */
-    ct__mm *head_in_b, *head_out_b;
+    ct__bf16 *head_in_b, *head_out_b;
     float *logits;    /* [rows, n_out] */
 
     /* Backward scratch. */
@@ -70,7 +69,7 @@ struct ct__acts {
     float *da, *db;          /* [N,C] */
     float *dq, *dk, *dv;     /* [N,C] */
     float *dff;              /* [N,FF] */
-    ct__mm *dy_b;            /* [N, max(C, FF, n_out)] bf16 copy of an upstream gradient */
+    ct__bf16 *dy_b;            /* [N, max(C, FF, n_out)] bf16 copy of an upstream gradient */
     float *dhead, *dhead2;   /* [rows,C] */
 
     /* ct_model_logits' view: the packed logits scattered back to [B, T, .]

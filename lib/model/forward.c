@@ -25,7 +25,6 @@ typedef struct pass {
     const ct__kernels *k;
     ct__pool *pool;
     int bf16;
-    size_t mm_size; /* bytes per element of the bf16 copies (ct__mm_size) */
     int training;  /* dropout on */
     int per_layer; /* activations have one slot per layer */
     int all_x;     /* every layer's input is kept (x has L + 1 slots) */
@@ -40,11 +39,6 @@ static float *G(const pass *p, size_t off) { return p->m->grads + off; }
 #define SLOT(p, base, l, per) ((base) + (size_t)((p)->per_layer ? (l) : 0) * (per))
 /* x[i] for i in [0, L]: all kept, or ping-pong between two. */
 #define XS(p, base, i, per) ((base) + (size_t)((p)->all_x ? (i) : ((i) & 1)) * (per))
-/* The same for the bf16 copies (ct__mm), whose element size is the level's. */
-#define MM_AT(p, base, slot, per) \
-    ((ct__mm *)((char *)(base) + (size_t)(slot) * (per) * (p)->mm_size))
-#define MSLOT(p, base, l, per) MM_AT(p, base, (p)->per_layer ? (l) : 0, per)
-#define MXS(p, base, i, per) MM_AT(p, base, (p)->all_x ? (i) : ((i) & 1), per)
 
 /* Dropout masks. With example ids (ct_batch_set_example_ids) a sequence's
  * masks are keyed by (seed, its id, site) alone, with counters from its own
@@ -80,7 +74,7 @@ enum { SITE_ATT_PROBS, SITE_ATT_OUT, SITE_FFN_OUT, SITES_PER_LAYER = 4 };
 /* ---- linear layers --------------------------------------------------------- */
 
 /* y[N,OUT] = x[N,IN] W^T + b, W [OUT,IN] at w_off. In bf16 mode reads xb. */
-static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__mm *xb,
+static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__bf16 *xb,
                             size_t w_off, size_t b_off, int N, int IN, int OUT)
 {
     ct_status st;
@@ -99,15 +93,15 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__m
 /* Given dy [N,OUT]: dx[N,IN] = dy W (or += with acc_dx; dx NULL skips it),
  * dW += dy^T x, db += column sums of dy. */
 static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *dy,
-                            const float *x, const ct__mm *xb, size_t w_off, size_t b_off,
+                            const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
                             int N, int IN, int OUT)
 {
     ct_status st = CT_OK;
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
     double flops = 2.0 * N * IN * OUT, t0;
-    const ct__mm *dyb = dy;
+    const ct__bf16 *dyb = NULL;
     if (p->bf16) {
-        ct__p_to_mm(p->pool, p->k, p->a->dy_b, dy, (size_t)N * OUT);
+        ct__p_to_bf16_profiled(p->pool, p->k, p->a->dy_b, dy, (size_t)N * OUT);
         dyb = p->a->dy_b;
     }
     t0 = ct__prof_begin();
@@ -120,8 +114,8 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
     t0 = ct__prof_begin();
     /* dW: both operands are activations, so no pack */
     if (st == CT_OK && p->bf16)
-        st = ct__gemm_mm(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
-                         CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+        st = ct__gemm_bf16(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
+                           CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
     else if (st == CT_OK)
         st = ct__gemm_f32(p->k, G(p, w_off), dy, x, OUT, IN, N, OUT, IN, IN,
                           CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
@@ -131,10 +125,10 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
     return st;
 }
 
-static void to_bf16(const pass *p, ct__mm *out, const float *in, size_t n)
+static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
 {
     if (p->bf16)
-        ct__p_to_mm(p->pool, p->k, out, in, n);
+        ct__p_to_bf16_profiled(p->pool, p->k, out, in, n);
 }
 
 /* ---- attention --------------------------------------------------------------- */
@@ -168,9 +162,9 @@ static ct_status attention_fwd(const pass *p, int l)
     ct__attn at = attn_desc(p, l);
     double t0 = ct__prof_begin();
     ct_status st = ct__attn_forward(&at, SLOT(p, a->ctx, l, NC),
-                                    SLOT(p, a->lse, l, (size_t)p->NH * p->N),
-                                    SLOT(p, a->q, l, NC), SLOT(p, a->k, l, NC),
-                                    SLOT(p, a->v, l, NC));
+                                   SLOT(p, a->lse, l, (size_t)p->NH * p->N),
+                                   SLOT(p, a->q, l, NC), SLOT(p, a->k, l, NC),
+                                   SLOT(p, a->v, l, NC));
     ct__prof_end(CT__PROF_ATTENTION_FORWARD, t0, t0 ? attention_flops(p, 4) : 0, 0);
     return st;
 }
@@ -183,9 +177,9 @@ static ct_status attention_bwd(const pass *p, int l)
     ct__attn at = attn_desc(p, l);
     double t0 = ct__prof_begin();
     ct_status st = ct__attn_backward(&at, a->dq, a->dk, a->dv, a->da, SLOT(p, a->q, l, NC),
-                                     SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC),
-                                     SLOT(p, a->ctx, l, NC),
-                                     SLOT(p, a->lse, l, (size_t)p->NH * p->N));
+                                    SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC),
+                                    SLOT(p, a->ctx, l, NC),
+                                    SLOT(p, a->lse, l, (size_t)p->NH * p->N));
     ct__prof_end(CT__PROF_ATTENTION_BACKWARD, t0, t0 ? attention_flops(p, 10) : 0, 0);
     return st;
 }
@@ -212,7 +206,7 @@ static ct_status layer_fwd(const pass *p, int l)
     const ct__layer_w *w = &p->m->w.layers[l];
     size_t NC = (size_t)p->N * p->C, NF = (size_t)p->N * p->FF;
     const float *x = XS(p, a->x, l, NC);
-    const ct__mm *xb = p->bf16 ? MXS(p, a->x_b, l, NC) : NULL;
+    const ct__bf16 *xb = p->bf16 ? XS(p, a->x_b, l, NC) : NULL;
     float *ctx = SLOT(p, a->ctx, l, NC), *res1 = SLOT(p, a->res1, l, NC);
     float *h1 = SLOT(p, a->h1, l, NC), *ff_pre = SLOT(p, a->ff_pre, l, NF);
     float *ff_act = SLOT(p, a->ff_act, l, NF), *res2 = SLOT(p, a->res2, l, NC);
@@ -226,30 +220,30 @@ static ct_status layer_fwd(const pass *p, int l)
         (st = linear_fwd(p, SLOT(p, a->v, l, NC), x, xb, w->wv, w->bv, N, C, C)) != CT_OK ||
         (st = attention_fwd(p, l)) != CT_OK)
         return st;
-    to_bf16(p, MSLOT(p, a->ctx_b, l, NC), ctx, NC);
+    to_bf16(p, SLOT(p, a->ctx_b, l, NC), ctx, NC);
     /* res1 = dropout(ctx Wo^T + bo) + x; h1 = LayerNorm(res1) */
-    if ((st = linear_fwd(p, res1, ctx, p->bf16 ? MSLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo,
+    if ((st = linear_fwd(p, res1, ctx, p->bf16 ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo,
                          N, C, C)) != CT_OK)
         return st;
     dropout(p, res1, 1, hdrop, SITE(l, SITE_ATT_OUT));
     ct__p_map(p->pool, ct__add_inplace, res1, x, NC);
     ct__p_layernorm_forward(p->pool, h1, SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N),
                             res1, P(p, w->ln1_w), P(p, w->ln1_b), N, C, eps);
-    to_bf16(p, MSLOT(p, a->h1_b, l, NC), h1, NC);
+    to_bf16(p, SLOT(p, a->h1_b, l, NC), h1, NC);
     /* feed-forward */
-    if ((st = linear_fwd(p, ff_pre, h1, p->bf16 ? MSLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1,
+    if ((st = linear_fwd(p, ff_pre, h1, p->bf16 ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1,
                          N, C, FF)) != CT_OK)
         return st;
     activation_fwd(p, ff_act, ff_pre, NF);
-    to_bf16(p, MSLOT(p, a->ff_act_b, l, NF), ff_act, NF);
-    if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? MSLOT(p, a->ff_act_b, l, NF) : NULL, w->w2,
+    to_bf16(p, SLOT(p, a->ff_act_b, l, NF), ff_act, NF);
+    if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2,
                          w->b2, N, FF, C)) != CT_OK)
         return st;
     dropout(p, res2, 1, hdrop, SITE(l, SITE_FFN_OUT));
     ct__p_map(p->pool, ct__add_inplace, res2, h1, NC);
     ct__p_layernorm_forward(p->pool, out, SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N),
                             res2, P(p, w->ln2_w), P(p, w->ln2_b), N, C, eps);
-    to_bf16(p, MXS(p, a->x_b, l + 1, NC), out, NC);
+    to_bf16(p, XS(p, a->x_b, l + 1, NC), out, NC);
     return CT_OK;
 }
 
@@ -264,7 +258,7 @@ static ct_status layer_bwd(pass *p, int l)
     size_t NC = (size_t)p->N * p->C, NF = (size_t)p->N * p->FF;
     int N = p->N, C = p->C, FF = p->FF, bf = p->bf16;
     const float *x = XS(p, a->x, l, NC);
-    const ct__mm *xb = bf ? MXS(p, a->x_b, l, NC) : NULL;
+    const ct__bf16 *xb = bf ? XS(p, a->x_b, l, NC) : NULL;
     float *dout = a->dx, *dx_in = a->dx2, *dres = a->db, *dh1 = a->da;
     float hdrop = p->m->cfg.hidden_dropout;
     ct_status st;
@@ -275,27 +269,27 @@ static ct_status layer_bwd(pass *p, int l)
         return st;
     /* out = LN2(res2), res2 = dropout(ff_act W2^T + b2) + h1 */
     ct__p_layernorm_backward(p->pool, dres, G(p, w->ln2_w), G(p, w->ln2_b), dout,
-                             SLOT(p, a->res2, l, NC), P(p, w->ln2_w), SLOT(p, a->ln2_mean, l, N),
-                             SLOT(p, a->ln2_rstd, l, N), N, C);
+                            SLOT(p, a->res2, l, NC), P(p, w->ln2_w), SLOT(p, a->ln2_mean, l, N),
+                            SLOT(p, a->ln2_rstd, l, N), N, C);
     memcpy(dh1, dres, NC * sizeof *dh1); /* residual branch */
     dropout_back(p, dres, 1, hdrop, SITE(l, SITE_FFN_OUT));
     if ((st = linear_bwd(p, a->dff, 0, dres, SLOT(p, a->ff_act, l, NF),
-                         bf ? MSLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
+                         bf ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
         CT_OK)
         return st;
     activation_bwd(p, a->dff, a->dff, SLOT(p, a->ff_pre, l, NF), NF);
     if ((st = linear_bwd(p, dh1, 1, a->dff, SLOT(p, a->h1, l, NC),
-                         bf ? MSLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, N, C, FF)) != CT_OK)
+                         bf ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, N, C, FF)) != CT_OK)
         return st;
     /* h1 = LN1(res1), res1 = dropout(ctx Wo^T + bo) + x */
     ct__p_layernorm_backward(p->pool, dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1,
-                             SLOT(p, a->res1, l, NC), P(p, w->ln1_w), SLOT(p, a->ln1_mean, l, N),
-                             SLOT(p, a->ln1_rstd, l, N), N, C);
+                            SLOT(p, a->res1, l, NC), P(p, w->ln1_w), SLOT(p, a->ln1_mean, l, N),
+                            SLOT(p, a->ln1_rstd, l, N), N, C);
     memcpy(dx_in, dres, NC * sizeof *dx_in); /* residual branch */
     dropout_back(p, dres, 1, hdrop, SITE(l, SITE_ATT_OUT));
     /* dctx into a->da (dh1 is no longer needed) */
     if ((st = linear_bwd(p, a->da, 0, dres, SLOT(p, a->ctx, l, NC),
-                         bf ? MSLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo, N, C, C)) != CT_OK)
+                         bf ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo, N, C, C)) != CT_OK)
         return st;
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
@@ -428,7 +422,7 @@ static ct_status head_fwd(pass *p)
     ct__acts *a = p->a;
     size_t NC = (size_t)p->N * p->C;
     float *xL = XS(p, a->x, p->L, NC);
-    ct__mm *xLb = p->bf16 ? MXS(p, a->x_b, p->L, NC) : NULL;
+    ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, NC) : NULL;
     int C = p->C, B = p->B, N = p->N;
     ct_status st;
 
@@ -436,7 +430,7 @@ static ct_status head_fwd(pass *p)
     case CT_TASK_QUESTION_ANSWERING:
     case CT_TASK_TOKEN_CLASSIFICATION: { /* [optional dropout,] one linear per token */
         const float *in = xL;
-        const ct__mm *inb = xLb;
+        const ct__bf16 *inb = xLb;
         int outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
         float drop = token_head_dropout(m);
         if (p->training && drop > 0) {
@@ -636,7 +630,7 @@ static ct_status head_bwd(pass *p)
     ct__acts *a = p->a;
     size_t NC = (size_t)p->N * p->C;
     float *xL = XS(p, a->x, p->L, NC);
-    ct__mm *xLb = p->bf16 ? MXS(p, a->x_b, p->L, NC) : NULL;
+    ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, NC) : NULL;
     int C = p->C, B = p->B, N = p->N;
     ct_status st;
 
@@ -893,7 +887,6 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
     p.k = m->k;
     p.pool = m->pool;
     p.bf16 = m->precision == CT_PRECISION_BF16;
-    p.mm_size = ct__mm_size(m->k);
     p.training = m->training;
     p.per_layer = keep == CT__KEEP_ALL;
     p.all_x = keep != CT__KEEP_NONE;

@@ -132,13 +132,13 @@ ct_status ct__model_wpack_prepare(ct_model *m);
 ct_status ct__model_wpack_refresh(ct_model *m);
 void ct__model_wpack_free(ct_model *m);
 /* A bf16 product with the Linear weight W [OUT, IN] at w_off, A [M, K] dense
- * (as the level holds bf16 values, ct__mm):
+ * of bf16 values:
  *   backward 0: C[M, OUT] = A W^T           (K = IN)
  *   backward 1: C[M, IN] (+)= A W           (K = OUT; += with accumulate)
  * C dense. Bitwise the unpacked ct__gemm_bf16 of the same product.
  * CT_ERR_STATE outside bf16 mode, CT_ERR_INTERNAL for a w_off that is no
  * Linear weight. */
-ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__mm *A, int M, size_t w_off,
+ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M, size_t w_off,
                            int backward, int accumulate, ct__pool *pool);
 /* Bytes of the packed weights (0 outside bf16 mode). */
 size_t ct__model_packed_bytes(const ct_model *m);

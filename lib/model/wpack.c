@@ -183,7 +183,7 @@ static ct_status wpack_refresh(ct_model *m)
     return st;
 }
 
-ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__mm *A, int M, size_t w_off,
+ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M, size_t w_off,
                            int backward, int accumulate, ct__pool *pool)
 {
     const ct__wpack *wp = m->wpack;
@@ -197,8 +197,8 @@ ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__mm *A, int M, 
         if (e->w_off != w_off)
             continue;
         const ct__packed_b *b = backward ? &e->bwd : &e->fwd;
-        return ct__gemm_mm_packed(m->k, C, A, b, M, b->K, b->N,
-                                  accumulate ? CT__GEMM_ACCUMULATE : 0, 1.0f, pool);
+        return m->k->gemm_bf16_packed(C, A, b, M, b->K, b->N,
+                                      accumulate ? CT__GEMM_ACCUMULATE : 0, 1.0f, pool);
     }
     return ct__error(CT_ERR_INTERNAL, "bf16 matrix product: no packed weight at offset %zu",
                      w_off);
