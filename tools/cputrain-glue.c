@@ -32,7 +32,8 @@ typedef struct glue_options {
 static const script_option options[] = {
     ROW(model_name_or_path, TEXT, "Local folder or Hub id of a pre-trained model (config.json, "
                                   "weights, vocab.txt), or a built-in configuration name."),
-    ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
+    ROW(config_name, TEXT, "config.json (a file, a folder holding one, a Hub id or a "
+                           "built-in name) to start from instead; no weights."),
     ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
                               "model's."),
     SCRIPT_HUB_ROWS(glue_options),
@@ -736,7 +737,8 @@ int main(int argc, char **argv)
         make_label_list(&r, train_t, LABEL(train_file, "train")))
         goto done;
     /* the tokenizer first: a folder without one fails before a head is made */
-    if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.tokenizer_name, r.rank) ||
+    if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.config_name,
+                           &r.o.tokenizer_name, r.rank) ||
         script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0 ||
         make_model(&r, (uint64_t)sr.seed) != 0 || script_place(r.model, r.dist) != 0 ||
         script_fit_tokenizer(r.model, r.tok, &r.o.max_seq_length, r.rank) != 0)

@@ -29,7 +29,8 @@ typedef struct mlm_options {
 static const script_option options[] = {
     ROW(model_name_or_path, TEXT, "Local folder or Hub id of a pre-trained model (config.json, "
                                   "weights, vocab.txt), or a built-in configuration name."),
-    ROW(config_name, TEXT, "config.json (or built-in name) to train from scratch instead."),
+    ROW(config_name, TEXT, "config.json (a file, a folder holding one, a Hub id or a "
+                           "built-in name) to train from scratch instead."),
     ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
                               "model's."),
     SCRIPT_HUB_ROWS(mlm_options),
@@ -301,7 +302,8 @@ int main(int argc, char **argv)
          dataset_texts(&o, "train", sr.rank, &train, &has_train)) ||
         (o.dataset_name && !o.validation_file &&
          dataset_texts(&o, "validation", sr.rank, &valid, &has_validation)) ||
-        script_resolve_hub(&o.hub, &o.model_name_or_path, &o.tokenizer_name, sr.rank) ||
+        script_resolve_hub(&o.hub, &o.model_name_or_path, &o.config_name, &o.tokenizer_name,
+                           sr.rank) ||
         script_load_tokenizer(o.tokenizer_name, o.model_name_or_path, &tok) != 0 ||
         script_make_model(o.model_name_or_path, o.config_name, CT_TASK_MASKED_LM, NULL,
                           (uint64_t)sr.seed, sr.rank, &model, &from_folder) != 0 ||

@@ -29,7 +29,8 @@ static const script_option options[] = {
 #define ROW_SAMPLES(name, help) SCRIPT_ROW_SAMPLES(qa_options, name, help)
     ROW(model_name_or_path, TEXT, "Local folder or Hub id of a pre-trained model (config.json, "
                                   "weights, vocab.txt), or a built-in configuration name."),
-    ROW(config_name, TEXT, "config.json (or built-in name) to start from instead; no weights."),
+    ROW(config_name, TEXT, "config.json (a file, a folder holding one, a Hub id or a "
+                           "built-in name) to start from instead; no weights."),
     ROW(tokenizer_name, TEXT, "Folder, Hub id or vocab.txt of the tokenizer, if not the "
                               "model's."),
     SCRIPT_HUB_ROWS(qa_options),
@@ -561,7 +562,8 @@ int main(int argc, char **argv)
     /* The tokenizer first (a folder without one fails before a head is
      * made), then the model: pre-trained weights from a folder, else a
      * fresh one. */
-    if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.tokenizer_name, r.rank) ||
+    if (script_resolve_hub(&r.o.hub, &r.o.model_name_or_path, &r.o.config_name,
+                           &r.o.tokenizer_name, r.rank) ||
         script_load_tokenizer(r.o.tokenizer_name, r.o.model_name_or_path, &r.tok) != 0)
         goto done;
     {

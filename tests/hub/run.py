@@ -8,7 +8,8 @@ command trains offline (HF_HUB_OFFLINE=1, the server gone) from that cache;
 a download cut half-way fails saying it will resume, and the next run
 resumes it (a Range request); two ranks on one machine download once (the
 cache's lock); cputrain-glue --task_name mrpc and cputrain-ner --dataset_name
-conll2003 read their Hub datasets. usage: run.py BUILD_DIR. One line per check; exit status 1
+conll2003 read their Hub datasets; --config_name takes a Hub id (its
+config.json alone), a folder or a built-in name, in cputrain-qa and run_qa. usage: run.py BUILD_DIR. One line per check; exit status 1
 when any failed, 77 when node or npm (DuckDB's) is missing."""
 
 import hashlib
@@ -170,6 +171,39 @@ def check_task_datasets(files, data):
     server.close()
 
 
+def config_args(data, out, name):
+    """The guide's arguments starting from --config_name (no weights)."""
+    args = guide_args(data, out)
+    i = args.index("--model_name_or_path")
+    return args[:i] + ["--config_name", name, "--tokenizer_name", data] + args[i + 2:]
+
+
+def check_config_name(data, server, hub, qa, sha):
+    """--config_name as AutoConfig takes it: a Hub id gives its config.json
+    alone (no weights fetched), a folder its config.json, a built-in name
+    its configuration offline; in cputrain-qa and in Python's run_qa."""
+    py = [sys.executable, "-m", "cputrain.run_qa"]
+    pyenv = {"PYTHONPATH": os.path.join(ROOT, "bindings", "python")}
+    for tool, cmd, env in (("cputrain-qa", [qa], {}), ("run_qa", py, pyenv)):
+        cache = os.path.join(WORK, "cache-config-" + tool)
+        weights_before = len(server.requests("GET", "/store/" + sha))
+        p = run(cmd + config_args(data, os.path.join(WORK, "out-config"), MODEL_ID),
+                dict(hub, **env), cache)
+        snapshot = os.path.join(cache, "models--google-bert--bert-base-uncased", "snapshots",
+                                server.repos[("model", MODEL_ID)].refs["main"])
+        check("%s --config_name %s: its config.json from the Hub, no weights fetched" %
+              (tool, MODEL_ID),
+              p.returncode == 0 and os.path.isfile(os.path.join(snapshot, "config.json")) and
+              not os.path.exists(os.path.join(snapshot, "model.safetensors")) and
+              len(server.requests("GET", "/store/" + sha)) == weights_before, p.stdout)
+        for name, what in ((data, "a folder holding config.json"),
+                           ("bert-tiny", "a built-in name, offline")):
+            p = run(cmd + config_args(data, os.path.join(WORK, "out-config"), name),
+                    dict(hub, HF_HUB_OFFLINE="1", **env), os.path.join(WORK, "cache-empty"))
+            check("%s --config_name %s" % (tool, what),
+                  p.returncode == 0 and "RANDOM" not in p.stdout, p.stdout)
+
+
 def main():
     for tool in ("node", "npm"):
         if not shutil.which(tool):
@@ -237,6 +271,7 @@ def main():
             cache)
     check("  ... and trains offline from the cache cputrain-qa filled", p.returncode == 0,
           p.stdout)
+    check_config_name(data, server, hub, qa, sha)
     server.close()
     print("hub: %d failed" % failed)
     return 1 if failed else 0

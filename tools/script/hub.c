@@ -44,17 +44,19 @@ int script_hub_options(const script_hub *hub, const char *repo_type, int rank,
     return script_fail("Hub options", st), -1;
 }
 
-/* One name: a local path stays; a Hub id becomes its snapshot folder. A
- * name the Hub does not have (or lets no one see) stays too, the reason
- * kept: it may be a built-in configuration (script_make_model decides). */
-static int resolve(const ct_hub_options *o, const char *option, const char **name, char *buf,
-                   size_t size)
+/* One name: a local path stays; a Hub id becomes its snapshot folder, or
+ * with `file` that file of the repo (AutoConfig's config.json). A name the
+ * Hub does not have (or lets no one see) stays too, the reason kept: it
+ * may be a built-in configuration (script_make_model decides). */
+static int resolve(const ct_hub_options *o, const char *option, const char *file,
+                   const char **name, char *buf, size_t size)
 {
     struct stat sb;
     ct_status st;
     if (!*name || stat(*name, &sb) == 0)
         return 0;
-    st = ct_hub_model_folder(*name, o, buf, size);
+    st = file ? ct_hub_download(*name, file, o, buf, size)
+              : ct_hub_model_folder(*name, o, buf, size);
     if (st == CT_OK)
         *name = buf;
     else if (st == CT_ERR_NOT_FOUND || st == CT_ERR_ACCESS)
@@ -68,16 +70,21 @@ static int resolve(const ct_hub_options *o, const char *option, const char **nam
 }
 
 int script_resolve_hub(const script_hub *hub, const char **model_name_or_path,
-                       const char **tokenizer_name, int rank)
+                       const char **config_name, const char **tokenizer_name, int rank)
 {
-    static char model_dir[4096], tokenizer_dir[4096];
+    static char model_dir[4096], config_file[4096], tokenizer_dir[4096];
     ct_hub_options *o = NULL;
     int rc;
     if (script_hub_options(hub, "model", rank, &o) != 0)
         return -1;
-    rc = resolve(o, "model_name_or_path", model_name_or_path, model_dir, sizeof model_dir);
+    rc = resolve(o, "model_name_or_path", NULL, model_name_or_path, model_dir,
+                 sizeof model_dir);
     if (rc == 0)
-        rc = resolve(o, "tokenizer_name", tokenizer_name, tokenizer_dir, sizeof tokenizer_dir);
+        rc = resolve(o, "config_name", "config.json", config_name, config_file,
+                     sizeof config_file);
+    if (rc == 0)
+        rc = resolve(o, "tokenizer_name", NULL, tokenizer_name, tokenizer_dir,
+                     sizeof tokenizer_dir);
     ct_hub_options_free(o);
     return rc;
 }

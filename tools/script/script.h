@@ -136,12 +136,13 @@ int script_hub_options(const script_hub *hub, const char *repo_type, int rank,
 /* --model_name_or_path and --tokenizer_name that name no local path but a
  * Hub id, each replaced by its snapshot folder in the Hub cache (fetched
  * when missing, one process per machine at a time; HF_HUB_OFFLINE: the
- * cache only), as from_pretrained looks: local folder, cache, Hub. A
- * built-in configuration's name the Hub cannot give keeps its name, and
- * script_make_model says loudly why its weights are random. 0, or -1 with
- * the reason said. */
+ * cache only), as from_pretrained looks: local folder, cache, Hub; and
+ * --config_name by the repo's config.json, as AutoConfig looks. A built-in
+ * configuration's name the Hub cannot give keeps its name, and
+ * script_make_model says loudly why its weights are random. Any of the
+ * three may be NULL. 0, or -1 with the reason said. */
 int script_resolve_hub(const script_hub *hub, const char **model_name_or_path,
-                       const char **tokenizer_name, int rank);
+                       const char **config_name, const char **tokenizer_name, int rank);
 /* Why the Hub did not give the last name script_resolve_hub kept ("" when
  * none was kept). */
 extern char script_hub_miss[1024];

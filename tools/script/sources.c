@@ -31,17 +31,21 @@ int script_make_model(const char *model_name_or_path, const char *config_name, c
 {
     const char *src = config_name ? config_name : model_name_or_path;
     const char *option = config_name ? "config_name" : "model_name_or_path";
-    char cfg[4200];
+    char cfg[4200], src_cfg[4200];
     struct stat sb;
     ct_status st;
     snprintf(cfg, sizeof cfg, "%s/config.json", model_name_or_path ? model_name_or_path : "");
+    snprintf(src_cfg, sizeof src_cfg, "%s/config.json", src);
     *from_folder = model_name_or_path && script_file_exists(cfg);
     if (*from_folder)
         st = ct_model_load_with_options(model_name_or_path, task, seed, options, out);
     else if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode))
         /* a config.json: fresh weights */
         st = ct_model_create_with_options(src, task, seed, options, out);
-    else if (stat(src, &sb) != 0 && script_hub_miss[0] &&
+    else if (config_name && script_file_exists(src_cfg))
+        /* --config_name as a folder, as AutoConfig takes it */
+        st = ct_model_create_with_options(src_cfg, task, seed, options, out);
+    else if (stat(src, &sb) != 0 && (config_name || script_hub_miss[0]) &&
              ct_model_create_with_options(src, task, seed, options, out) == CT_OK) {
         if (!config_name && rank == 0)
             fprintf(stderr,

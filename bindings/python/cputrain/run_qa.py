@@ -22,7 +22,7 @@ import threading
 from . import (LOG_TO_STDERR, PROGRESS_TO_TERMINAL, ArgFate, ArgType, CputrainError,
                LogLevel, Model, Placement, Precision, QAFeatures, SquadExamples, SquadScores,
                Status, Table, Tokenizer, Trainer, TrainingArgs, Workflow, __version__,
-               dataset_file, model_folder,
+               dataset_file, hub_download, model_folder,
                set_log_callback, set_log_level)
 
 PROG = "python3 -m cputrain.run_qa"
@@ -55,7 +55,8 @@ def parser():
     add = qa.add_argument
     add("--model_name_or_path", help="Local folder or Hub id of a pre-trained model "
         "(config.json, weights, vocab.txt), or a built-in configuration name.")
-    add("--config_name", help="config.json (or built-in name) to start from instead; no weights.")
+    add("--config_name", help="config.json (a file, a folder holding one, a Hub id or a "
+        "built-in name) to start from instead; no weights.")
     add("--tokenizer_name", help="Folder, Hub id or vocab.txt of the tokenizer, if not the "
         "model's.")
     add("--cache_dir", help="Hub cache of downloaded models (default $HF_HUB_CACHE, else "
@@ -116,17 +117,19 @@ def apply_fates(o, args):
 def resolve_hub(o):
     """--model_name_or_path and --tokenizer_name that name no local path but a
     Hub id, replaced by their snapshot folders in the Hub cache (fetched when
-    missing), as from_pretrained looks: local folder, cache, Hub. A name the
+    missing), as from_pretrained looks: local folder, cache, Hub; and
+    --config_name by the repo's config.json, as AutoConfig looks. A name the
     Hub does not have (or lets no one see) is kept, and the reason returned:
     it may be a built-in configuration. Other failures raise."""
     miss = None
-    for attr in ("model_name_or_path", "tokenizer_name"):
+    for attr in ("model_name_or_path", "config_name", "tokenizer_name"):
         name = getattr(o, attr)
         if not name or os.path.exists(name):
             continue
+        options = dict(cache_dir=o.cache_dir, revision=o.model_revision, token=o.token)
         try:
-            setattr(o, attr, model_folder(name, cache_dir=o.cache_dir,
-                                          revision=o.model_revision, token=o.token))
+            setattr(o, attr, hub_download(name, "config.json", **options)
+                    if attr == "config_name" else model_folder(name, **options))
         except CputrainError as e:
             if e.status not in (Status.ERR_NOT_FOUND, Status.ERR_ACCESS):
                 raise
@@ -155,7 +158,11 @@ def make_model(o, args, rank, miss):
         return Model.load(o.model_name_or_path, "question-answering", seed=args.seed), None
     if os.path.isfile(src):
         return Model.create(src, "question-answering", seed=args.seed), None
-    if not os.path.exists(src) and miss:
+    if o.config_name and os.path.isfile(os.path.join(src, "config.json")):
+        # --config_name as a folder, as AutoConfig takes it
+        return Model.create(os.path.join(src, "config.json"), "question-answering",
+                            seed=args.seed), None
+    if not os.path.exists(src) and (o.config_name or miss):
         try:
             model = Model.create(src, "question-answering", seed=args.seed)
         except CputrainError:
