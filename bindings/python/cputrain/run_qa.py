@@ -122,11 +122,11 @@ def resolve_hub(o):
     Hub does not have (or lets no one see) is kept, and the reason returned:
     it may be a built-in configuration. Other failures raise."""
     miss = None
+    options = dict(cache_dir=o.cache_dir, revision=o.model_revision, token=o.token)
     for attr in ("model_name_or_path", "config_name", "tokenizer_name"):
         name = getattr(o, attr)
         if not name or os.path.exists(name):
             continue
-        options = dict(cache_dir=o.cache_dir, revision=o.model_revision, token=o.token)
         try:
             setattr(o, attr, hub_download(name, "config.json", **options)
                     if attr == "config_name" else model_folder(name, **options))

@@ -242,30 +242,30 @@ static ct__goto_operand operand_of(const void *p, int ld, int bf16, int trans)
     return o;
 }
 
-ct_status ct__goto_gemm_f32(const ct__goto_kernel *g, float *C, const float *A,
-                            const float *B, const ct__gemm_desc *d, ct__pool *pool)
+/* A product of two stored operands, bf16 or fp32 alike. */
+static ct_status unpacked(const ct__goto_kernel *g, float *C, const void *A, const void *B,
+                          int bf16, const ct__gemm_desc *d, ct__pool *pool)
 {
     char who[48];
-    snprintf(who, sizeof who, "gemm_f32_%s", g->name);
+    snprintf(who, sizeof who, "gemm_%s_%s", bf16 ? "bf16" : "f32", g->name);
     ct_status st = ct__gemm_check(d, A, B, C, who);
     if (st != CT_OK)
         return st;
-    return run(g, who, C, operand_of(A, d->lda, 0, d->flags & CT__GEMM_TRANS_A),
-               operand_of(B, d->ldb, 0, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, 0, d,
-               pool);
+    return run(g, who, C, operand_of(A, d->lda, bf16, d->flags & CT__GEMM_TRANS_A),
+               operand_of(B, d->ldb, bf16, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, bf16,
+               d, pool);
+}
+
+ct_status ct__goto_gemm_f32(const ct__goto_kernel *g, float *C, const float *A,
+                            const float *B, const ct__gemm_desc *d, ct__pool *pool)
+{
+    return unpacked(g, C, A, B, 0, d, pool);
 }
 
 ct_status ct__goto_gemm_bf16(const ct__goto_kernel *g, float *C, const ct__bf16 *A,
                              const ct__bf16 *B, const ct__gemm_desc *d, ct__pool *pool)
 {
-    char who[48];
-    snprintf(who, sizeof who, "gemm_bf16_%s", g->name);
-    ct_status st = ct__gemm_check(d, A, B, C, who);
-    if (st != CT_OK)
-        return st;
-    return run(g, who, C, operand_of(A, d->lda, 1, d->flags & CT__GEMM_TRANS_A),
-               operand_of(B, d->ldb, 1, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, 1, d,
-               pool);
+    return unpacked(g, C, A, B, 1, d, pool);
 }
 
 /* ---- B packed once by the caller: its bf16 panels ------------------------------ */
