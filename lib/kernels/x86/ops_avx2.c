@@ -33,8 +33,24 @@ CT_AVX2 static inline __m256 rounded(__m256 x)
  * chunk starts. */
 CT_AVX2 static inline __m256i lanes(size_t left)
 {
-    static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    return _mm256_loadu_si256((const __m256i *)(ramp + 8 - (left >= 8 ? 8 : left)));
+    return ct__lanes8(left >= 8 ? 8 : (int)left);
+}
+
+/* The first min(left, 8) floats at p, zero past them; and the store of as
+ * many. Whole vectors take plain moves: AMD's masked moves are microcoded
+ * (a masked store costs about ten plain ones on Zen 2 and 3), so masks are
+ * for tails only. */
+CT_AVX2 static inline __m256 load8(const float *p, size_t left)
+{
+    return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(left));
+}
+
+CT_AVX2 static inline void store8(float *p, size_t left, __m256 x)
+{
+    if (left >= 8)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, lanes(left), x);
 }
 
 /* erf(a) for 0 <= a <= 1 as a + a Q(a^2) (ops_avx512.c's erf_small16). */
@@ -91,10 +107,9 @@ CT_AVX2 static inline __m256 phi8(__m256 z)
 CT_AVX2 void ct__gelu_forward_avx2(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 8) {
-        __m256i k = lanes(n - i);
-        __m256 x = _mm256_maskload_ps(inp + i, k);
+        __m256 x = load8(inp + i, n - i);
         __m256 cdf = phi8(_mm256_mul_ps(x, splat((float)M_SQRT1_2)));
-        _mm256_maskstore_ps(out + i, k, _mm256_mul_ps(x, cdf));
+        store8(out + i, n - i, _mm256_mul_ps(x, cdf));
     }
 }
 
@@ -103,13 +118,12 @@ CT_AVX2 void ct__gelu_forward_avx2(float *out, const float *inp, size_t n)
 CT_AVX2 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 8) {
-        __m256i k = lanes(n - i);
-        __m256 x = _mm256_maskload_ps(inp + i, k);
+        __m256 x = load8(inp + i, n - i);
         __m256 cdf = phi8(_mm256_mul_ps(x, splat((float)M_SQRT1_2)));
         __m256 e = ct__exp8_avx2(_mm256_mul_ps(_mm256_mul_ps(x, splat(-0.5f)), x));
         __m256 pdf = _mm256_mul_ps(splat(0.3989422804014327f), e);
         __m256 d = _mm256_fmadd_ps(x, pdf, cdf);
-        _mm256_maskstore_ps(dinp + i, k, _mm256_mul_ps(_mm256_maskload_ps(dout + i, k), d));
+        store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));
     }
 }
 
@@ -143,19 +157,22 @@ CT_AVX2 void ct__layernorm_forward_avx2(float *out, float *mean, float *rstd, co
         float *y = out + (size_t)i * C;
         __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
         for (int c = 0; c < C; c += 8)
-            sum_pd(&lo, &hi, _mm256_maskload_ps(x + c, lanes((size_t)(C - c))));
+            sum_pd(&lo, &hi, load8(x + c, (size_t)(C - c)));
         double m = reduce_pd(lo, hi) / C;
         __m256d vm = _mm256_set1_pd(m);
         lo = _mm256_setzero_pd();
         hi = _mm256_setzero_pd();
         for (int c = 0; c < C; c += 8) {
-            __m256i k = lanes((size_t)(C - c));
-            __m256 xv = _mm256_maskload_ps(x + c, k);
-            /* masked lanes must add 0, not (0 - m)^2 */
-            __m256d k0 = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(k)));
-            __m256d k1 = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1)));
-            __m256d d0 = _mm256_and_pd(k0, _mm256_sub_pd(WIDEN_HALF(xv, 0), vm));
-            __m256d d1 = _mm256_and_pd(k1, _mm256_sub_pd(WIDEN_HALF(xv, 1), vm));
+            __m256 xv = load8(x + c, (size_t)(C - c));
+            __m256d d0 = _mm256_sub_pd(WIDEN_HALF(xv, 0), vm);
+            __m256d d1 = _mm256_sub_pd(WIDEN_HALF(xv, 1), vm);
+            if (C - c < 8) { /* lanes past the row must add 0, not (0 - m)^2 */
+                __m256i k = lanes((size_t)(C - c));
+                d0 = _mm256_and_pd(d0, _mm256_castsi256_pd(
+                                           _mm256_cvtepi32_epi64(_mm256_castsi256_si128(k))));
+                d1 = _mm256_and_pd(d1, _mm256_castsi256_pd(
+                                           _mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1))));
+            }
             lo = _mm256_fmadd_pd(d0, d0, lo);
             hi = _mm256_fmadd_pd(d1, d1, hi);
         }
@@ -163,13 +180,13 @@ CT_AVX2 void ct__layernorm_forward_avx2(float *out, float *mean, float *rstd, co
         float s = (float)(1.0 / sqrt(v + eps));
         __m256 vs = splat(s);
         for (int c = 0; c < C; c += 8) {
-            __m256i k = lanes((size_t)(C - c));
-            __m256 xv = _mm256_maskload_ps(x + c, k);
+            size_t left = (size_t)(C - c);
+            __m256 xv = load8(x + c, left);
             __m128 d0 = _mm256_cvtpd_ps(_mm256_sub_pd(WIDEN_HALF(xv, 0), vm));
             __m128 d1 = _mm256_cvtpd_ps(_mm256_sub_pd(WIDEN_HALF(xv, 1), vm));
             __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d0), d1, 1);
-            __m256 yv = rounded(_mm256_mul_ps(_mm256_mul_ps(d, vs), _mm256_maskload_ps(w + c, k)));
-            _mm256_maskstore_ps(y + c, k, _mm256_add_ps(yv, _mm256_maskload_ps(b + c, k)));
+            __m256 yv = rounded(_mm256_mul_ps(_mm256_mul_ps(d, vs), load8(w + c, left)));
+            store8(y + c, left, _mm256_add_ps(yv, load8(b + c, left)));
         }
         mean[i] = (float)m;
         rstd[i] = s;
@@ -187,22 +204,23 @@ CT_AVX2 void ct__layernorm_backward_input_avx2(float *dinp, const float *dout, c
         __m256d g0 = _mm256_setzero_pd(), g1 = _mm256_setzero_pd();
         __m256d gx0 = _mm256_setzero_pd(), gx1 = _mm256_setzero_pd();
         for (int c = 0; c < C; c += 8) {
-            __m256i k = lanes((size_t)(C - c));
-            /* masked lanes load 0, so g and g xhat are 0 there */
-            __m256 g = _mm256_mul_ps(_mm256_maskload_ps(dy + c, k), _mm256_maskload_ps(w + c, k));
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + c, k), vm), vs);
+            size_t left = (size_t)(C - c);
+            /* lanes past the row load 0, so g is 0 there, and g xhat too */
+            __m256 g = _mm256_mul_ps(load8(dy + c, left), load8(w + c, left));
+            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load8(x + c, left), vm), vs);
+            __m256 gx = _mm256_mul_ps(g, xh);
             sum_pd(&g0, &g1, g);
-            sum_pd(&gx0, &gx1, _mm256_and_ps(_mm256_castsi256_ps(k), _mm256_mul_ps(g, xh)));
+            sum_pd(&gx0, &gx1,
+                   left < 8 ? _mm256_and_ps(_mm256_castsi256_ps(lanes(left)), gx) : gx);
         }
         __m256 vmg = splat((float)(reduce_pd(g0, g1) / C));
         __m256 vmgx = splat((float)(reduce_pd(gx0, gx1) / C));
         for (int c = 0; c < C; c += 8) {
-            __m256i k = lanes((size_t)(C - c));
-            __m256 g = rounded(_mm256_mul_ps(_mm256_maskload_ps(dy + c, k),
-                                             _mm256_maskload_ps(w + c, k)));
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + c, k), vm), vs);
+            size_t left = (size_t)(C - c);
+            __m256 g = rounded(_mm256_mul_ps(load8(dy + c, left), load8(w + c, left)));
+            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load8(x + c, left), vm), vs);
             __m256 t = _mm256_sub_ps(_mm256_sub_ps(g, vmg), rounded(_mm256_mul_ps(xh, vmgx)));
-            _mm256_maskstore_ps(dx + c, k, _mm256_mul_ps(vs, t));
+            store8(dx + c, left, _mm256_mul_ps(vs, t));
         }
     }
 }
@@ -237,18 +255,18 @@ CT_AVX2 void ct__layernorm_backward_params_avx2(float *dw, float *db, const floa
         }
     }
     for (; c < width; c += 8) {
-        __m256i k = lanes((size_t)(width - c));
-        __m256 wv = _mm256_maskload_ps(dw + c, k), bv = _mm256_maskload_ps(db + c, k);
+        size_t left = (size_t)(width - c);
+        __m256 wv = load8(dw + c, left), bv = load8(db + c, left);
         for (int i = 0; i < N; i++) {
             const float *x = inp + (size_t)i * ld + c, *dy = dout + (size_t)i * ld + c;
-            __m256 y = _mm256_maskload_ps(dy, k);
-            __m256 h = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x, k), splat(mean[i])),
+            __m256 y = load8(dy, left);
+            __m256 h = _mm256_mul_ps(_mm256_sub_ps(load8(x, left), splat(mean[i])),
                                      splat(rstd[i]));
             wv = _mm256_add_ps(wv, rounded(_mm256_mul_ps(y, h)));
             bv = _mm256_add_ps(bv, y);
         }
-        _mm256_maskstore_ps(dw + c, k, wv);
-        _mm256_maskstore_ps(db + c, k, bv);
+        store8(dw + c, left, wv);
+        store8(db + c, left, bv);
     }
 }
 
@@ -259,9 +277,8 @@ CT_AVX2 void ct__bias_add_avx2(float *out, const float *b, int N, int C)
     for (int i = 0; i < N; i++) {
         float *y = out + (size_t)i * C;
         for (int c = 0; c < C; c += 8) {
-            __m256i k = lanes((size_t)(C - c));
-            _mm256_maskstore_ps(y + c, k, _mm256_add_ps(_mm256_maskload_ps(y + c, k),
-                                                        _mm256_maskload_ps(b + c, k)));
+            size_t left = (size_t)(C - c);
+            store8(y + c, left, _mm256_add_ps(load8(y + c, left), load8(b + c, left)));
         }
     }
 }
@@ -284,21 +301,18 @@ CT_AVX2 void ct__bias_backward_avx2(float *db, const float *dout, int N, int wid
             _mm256_storeu_ps(db + c + 8 * j, s[j]);
     }
     for (; c < width; c += 8) {
-        __m256i k = lanes((size_t)(width - c));
-        __m256 s = _mm256_maskload_ps(db + c, k);
+        size_t left = (size_t)(width - c);
+        __m256 s = load8(db + c, left);
         for (int i = 0; i < N; i++)
-            s = _mm256_add_ps(s, _mm256_maskload_ps(dout + (size_t)i * ld + c, k));
-        _mm256_maskstore_ps(db + c, k, s);
+            s = _mm256_add_ps(s, load8(dout + (size_t)i * ld + c, left));
+        store8(db + c, left, s);
     }
 }
 
 CT_AVX2 void ct__add_inplace_avx2(float *out, const float *inp, size_t n)
 {
-    for (size_t i = 0; i < n; i += 8) {
-        __m256i k = lanes(n - i);
-        _mm256_maskstore_ps(out + i, k, _mm256_add_ps(_mm256_maskload_ps(out + i, k),
-                                                      _mm256_maskload_ps(inp + i, k)));
-    }
+    for (size_t i = 0; i < n; i += 8)
+        store8(out + i, n - i, _mm256_add_ps(load8(out + i, n - i), load8(inp + i, n - i)));
 }
 
 /* ---- dropout ------------------------------------------------------------------------ */
@@ -340,7 +354,6 @@ CT_AVX2 void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, fl
     const __m256i step = _mm256_set1_epi64x((long long)(8 * golden));
     const __m256i thr = _mm256_set1_epi64x(threshold);
     for (size_t i = 0; i < n; i += 8) {
-        __m256i k = lanes(n - i);
         /* 64-bit lane j keeps when thr > draw is false; its low and high
          * halves' masks are the same, so packing the low halves gives the
          * 32-bit lanes in order */
@@ -349,8 +362,8 @@ CT_AVX2 void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, fl
         __m256i drop = _mm256_permutevar8x32_epi32(
             _mm256_blend_epi32(drop_lo, _mm256_slli_epi64(drop_hi, 32), 0xaa),
             _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
-        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(inp + i, k), vscale);
-        _mm256_maskstore_ps(out + i, k, _mm256_andnot_ps(_mm256_castsi256_ps(drop), x));
+        __m256 x = _mm256_mul_ps(load8(inp + i, n - i), vscale);
+        store8(out + i, n - i, _mm256_andnot_ps(_mm256_castsi256_ps(drop), x));
         lo = _mm256_add_epi64(lo, step);
         hi = _mm256_add_epi64(hi, step);
     }
@@ -374,19 +387,19 @@ CT_AVX2 void ct__adamw_update_avx2(float *p, float *g, float *m, float *v, size_
     __m256 omb2 = splat(h->one_minus_beta2), bc2 = splat(h->bc2_sqrt), eps = splat(h->eps);
     __m256 step = splat(h->step_size);
     for (size_t i = 0; i < n; i += 8) {
-        __m256i k = lanes(n - i);
-        __m256 gi = _mm256_mul_ps(_mm256_maskload_ps(g + i, k), clip);
-        __m256 pi = rounded(_mm256_mul_ps(_mm256_maskload_ps(p + i, k), decay));
-        __m256 mi = _mm256_add_ps(rounded(_mm256_mul_ps(_mm256_maskload_ps(m + i, k), b1)),
+        size_t left = n - i;
+        __m256 gi = _mm256_mul_ps(load8(g + i, left), clip);
+        __m256 pi = rounded(_mm256_mul_ps(load8(p + i, left), decay));
+        __m256 mi = _mm256_add_ps(rounded(_mm256_mul_ps(load8(m + i, left), b1)),
                                   rounded(_mm256_mul_ps(omb1, gi)));
-        __m256 vi = _mm256_add_ps(rounded(_mm256_mul_ps(_mm256_maskload_ps(v + i, k), b2)),
+        __m256 vi = _mm256_add_ps(rounded(_mm256_mul_ps(load8(v + i, left), b2)),
                                   rounded(_mm256_mul_ps(_mm256_mul_ps(omb2, gi), gi)));
         __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
         __m256 upd = rounded(_mm256_mul_ps(step, _mm256_div_ps(mi, denom)));
-        _mm256_maskstore_ps(p + i, k, _mm256_add_ps(pi, upd));
-        _mm256_maskstore_ps(m + i, k, mi);
-        _mm256_maskstore_ps(v + i, k, vi);
-        _mm256_maskstore_ps(g + i, k, _mm256_setzero_ps());
+        store8(p + i, left, _mm256_add_ps(pi, upd));
+        store8(m + i, left, mi);
+        store8(v + i, left, vi);
+        store8(g + i, left, _mm256_setzero_ps());
     }
 }
 
@@ -402,8 +415,14 @@ CT_AVX2 double ct__sum_squares_avx2(const float *x, size_t n)
     for (size_t i = 0; i < n; i += 32)
         for (int a = 0; a < 8; a++) {
             size_t at = i + 4 * (size_t)a;
-            __m128i k = at < n ? _mm256_castsi256_si128(lanes(n - at)) : _mm_setzero_si128();
-            __m256d d = _mm256_cvtps_pd(_mm_maskload_ps(x + at, k));
+            __m128 q;
+            if (at + 4 <= n)
+                q = _mm_loadu_ps(x + at);
+            else if (at < n)
+                q = _mm_maskload_ps(x + at, _mm256_castsi256_si128(lanes(n - at)));
+            else
+                q = _mm_setzero_ps();
+            __m256d d = _mm256_cvtps_pd(q);
             s[a] = _mm256_fmadd_pd(d, d, s[a]);
         }
     /* t[j] = (s[j] + s[j + 8]) + (s[j + 16] + s[j + 24]) */
