@@ -77,7 +77,7 @@ other_levels() {
     bad=""
     for isa in $levels; do
         [ "$isa" = "$default_level" ] && continue
-        for suite in model packed attention ops train; do
+        for suite in model packed attention ops chain train; do
             echo "CPUTRAIN_ISA=$isa $suite"
             CPUTRAIN_ISA=$isa CK_RUN_SUITE=$suite "$B/tests/check_all" || bad="$bad $isa/$suite"
         done

@@ -36,6 +36,7 @@ Suite *core_suite(void);
     X(tokenizer_suite)        \
     X(tokenizer_save_suite)   \
     X(ops_suite)              \
+    X(chain_suite)            \
     X(squad_suite)            \
     X(qa_suite)               \
     X(workflow_suite)         \

@@ -33,18 +33,29 @@ static void add(_Atomic double *to, double v)
         ;
 }
 
+int ct__prof_enabled(void)
+{
+    return atomic_load_explicit(&enabled, memory_order_relaxed);
+}
+
 double ct__prof_begin(void)
 {
-    return atomic_load_explicit(&enabled, memory_order_relaxed) ? ct__now_s() : 0.0;
+    return ct__prof_enabled() ? ct__now_s() : 0.0;
 }
 
 void ct__prof_end(ct__prof_family f, double t0, double flops, double bytes)
 {
+    if (t0 != 0.0)
+        ct__prof_add(f, ct__now_s() - t0, flops, bytes);
+}
+
+void ct__prof_add(ct__prof_family f, double seconds, double flops, double bytes)
+{
     totals *s;
-    if (t0 == 0.0 || (unsigned)f >= CT__PROF_COUNT)
+    if ((unsigned)f >= CT__PROF_COUNT)
         return;
     s = &sums[f];
-    add(&s->seconds, ct__now_s() - t0);
+    add(&s->seconds, seconds);
     add(&s->flops, flops);
     add(&s->bytes, bytes);
     atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);

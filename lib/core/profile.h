@@ -15,7 +15,7 @@ typedef enum ct__prof_family {
     CT__PROF_LAYERNORM,
     CT__PROF_ACTIVATION, /* GELU / ReLU / tanh, forward and backward */
     CT__PROF_DROPOUT,
-    CT__PROF_BIAS,       /* bias add, bias gradient */
+    CT__PROF_BIAS,       /* bias add, bias gradient, residual adds and copies */
     CT__PROF_BF16_ROUND, /* rounding matrix inputs to bf16 */
     CT__PROF_EMBEDDING,
     CT__PROF_LOSS,
@@ -30,5 +30,9 @@ double ct__prof_begin(void);
 /* Adds now - t0 (when t0 is not 0), one call, and the operation's useful
  * floating-point operations and memory traffic (bytes) to family f. */
 void ct__prof_end(ct__prof_family f, double t0, double flops, double bytes);
+/* Whether profiling is on (what ct__prof_begin tests). */
+int ct__prof_enabled(void);
+/* Adds `seconds` measured some other way (a fused sweep's share), one call. */
+void ct__prof_add(ct__prof_family f, double seconds, double flops, double bytes);
 
 #endif

@@ -144,57 +144,60 @@ void ct__p_to_bf16_profiled(ct__pool *pool, const ct__kernels *k, ct__bf16 *out,
 
 typedef struct dropout_job {
     ct__dropout_fn fn;
+    const ct__seq_dropout *d;
     float *x;
-    int n_seq;
-    const int *seq_start;
     size_t width, rows;
-    const uint64_t *ids;
-    float p;
-    uint64_t key;
     int ntasks;
 } dropout_job;
 
-static size_t seq_first_row(const dropout_job *j, int s)
+static size_t seq_first_row(const ct__seq_dropout *d, int s)
 {
-    return j->seq_start ? (size_t)j->seq_start[s] : (size_t)s;
+    return d->seq_start ? (size_t)d->seq_start[s] : (size_t)s;
 }
 
-static void dropout_task(void *ctx, int t, int thread)
+void ct__dropout_rows(ct__dropout_fn fn, const ct__seq_dropout *d, float *x, size_t width,
+                      size_t lo, size_t hi)
 {
-    dropout_job *j = ctx;
-    size_t lo, hi;
-    int s = 0, top = j->n_seq;
-    (void)thread;
-    span(j->rows, t, j->ntasks, &lo, &hi);
+    int s = 0, top = d->n_seq;
     while (s + 1 < top) { /* the last sequence starting at or before lo */
         int mid = (s + top) / 2;
-        if (seq_first_row(j, mid) <= lo)
+        if (seq_first_row(d, mid) <= lo)
             s = mid;
         else
             top = mid;
     }
     for (size_t row = lo; row < hi;) {
-        size_t first = seq_first_row(j, s), end = seq_first_row(j, s + 1);
+        size_t first = seq_first_row(d, s), end = seq_first_row(d, s + 1);
         if (end <= row) {
             s++;
             continue;
         }
         if (end > hi)
             end = hi;
-        uint64_t key = ct__dropout_seq_key(j->key, j->ids ? j->ids[s] : (uint64_t)s);
-        j->fn(j->x + row * j->width, j->x + row * j->width, (end - row) * j->width, j->p, key,
-              (row - first) * j->width);
+        uint64_t key = ct__dropout_seq_key(d->key, d->ids ? d->ids[s] : (uint64_t)s);
+        float *at = x + (row - lo) * width;
+        fn(at, at, (end - row) * width, d->p, key, (row - first) * width);
         row = end;
     }
+}
+
+static void dropout_task(void *ctx, int t, int thread)
+{
+    dropout_job *j = ctx;
+    size_t lo, hi;
+    (void)thread;
+    span(j->rows, t, j->ntasks, &lo, &hi);
+    ct__dropout_rows(j->fn, j->d, j->x + lo * j->width, j->width, lo, hi);
 }
 
 void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
                    const uint64_t *ids, float p, uint64_t key)
 {
     double t0 = ct__prof_begin();
-    size_t rows = n_seq < 1 ? 0 : seq_start ? (size_t)seq_start[n_seq] : (size_t)n_seq;
-    dropout_job j = {ct__kernels_get()->dropout_forward, x, n_seq, seq_start, width, rows, ids,
-                     p, key, task_count(pool, rows * width, rows)};
+    ct__seq_dropout d = {p, key, n_seq, seq_start, ids};
+    size_t rows = ct__seq_dropout_rows(&d);
+    dropout_job j = {ct__kernels_get()->dropout_forward, &d, x, width, rows,
+                     task_count(pool, rows * width, rows)};
     if (rows == 0)
         return;
     ct__pool_run(pool, dropout_task, &j, j.ntasks);
@@ -270,15 +273,24 @@ static int column_tasks(const ct__pool *pool, int N, int C)
     return task_count(pool, (size_t)N * C, ((size_t)C + 15) / 16);
 }
 
+void ct__p_layernorm_backward_params(ct__pool *pool, float *dw, float *db, const float *dout,
+                                     const float *inp, const float *mean, const float *rstd,
+                                     int N, int C)
+{
+    rows_job j = {.k = ct__kernels_get(), .dw = dw, .db = db, .dout = dout, .inp = inp,
+                  .cmean = mean, .crstd = rstd, .N = N, .C = C};
+    j.ntasks = column_tasks(pool, N, C);
+    ct__pool_run(pool, ln_bwd_cols_task, &j, j.ntasks);
+}
+
 void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
                               const float *mean, const float *rstd, int N, int C)
 {
     double t0 = ct__prof_begin();
-    rows_job j = {.k = ct__kernels_get(), .out = dinp, .dw = dw, .db = db, .dout = dout,
-                  .inp = inp, .w = w, .cmean = mean, .crstd = rstd, .N = N, .C = C};
-    j.ntasks = column_tasks(pool, N, C);
-    ct__pool_run(pool, ln_bwd_cols_task, &j, j.ntasks);
+    rows_job j = {.k = ct__kernels_get(), .out = dinp, .dout = dout, .inp = inp, .w = w,
+                  .cmean = mean, .crstd = rstd, .N = N, .C = C};
+    ct__p_layernorm_backward_params(pool, dw, db, dout, inp, mean, rstd, N, C);
     j.ntasks = task_count(pool, (size_t)N * C, (size_t)N);
     ct__pool_run(pool, ln_bwd_rows_task, &j, j.ntasks);
     ct__prof_end(CT__PROF_LAYERNORM, t0, 0, 16.0 * N * C);

@@ -24,11 +24,30 @@ void ct__p_to_bf16_profiled(ct__pool *pool, const ct__kernels *k, ct__bf16 *out,
                             const float *in, size_t n);
 /* out = in rounded to bf16 values, kept fp32 (in place allowed); one thread. */
 void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n);
-/* Dropout in place on rows of `width` floats grouped into n_seq sequences:
+/* Dropout on rows of `width` floats grouped into n_seq sequences:
  * sequence s holds rows [seq_start[s], seq_start[s + 1]) (seq_start NULL:
  * row s alone). Element (row, c) of sequence s draws counter
  * (row - seq_start[s]) * width + c under ct__dropout_seq_key(key, ids[s])
  * (ids NULL: s), so a sequence's mask is the same wherever it sits. */
+typedef struct ct__seq_dropout {
+    float p; /* 0: none */
+    uint64_t key;
+    int n_seq;
+    const int *seq_start;
+    const uint64_t *ids;
+} ct__seq_dropout;
+
+/* The rows the sequences hold. */
+static inline size_t ct__seq_dropout_rows(const ct__seq_dropout *d)
+{
+    return d->n_seq < 1 ? 0 : d->seq_start ? (size_t)d->seq_start[d->n_seq] : (size_t)d->n_seq;
+}
+
+/* Rows [lo, hi) in place through fn (a ct__dropout_fn), on the calling
+ * thread; x points at row lo. */
+void ct__dropout_rows(ct__dropout_fn fn, const ct__seq_dropout *d, float *x, size_t width,
+                      size_t lo, size_t hi);
+/* All the rows, in place, split across the pool. */
 void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
                    const uint64_t *ids, float p, uint64_t key);
 
@@ -39,6 +58,10 @@ void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rst
 void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
                               const float *mean, const float *rstd, int N, int C);
+/* The column half alone: dw, db accumulated (not profiled). */
+void ct__p_layernorm_backward_params(ct__pool *pool, float *dw, float *db, const float *dout,
+                                     const float *inp, const float *mean, const float *rstd,
+                                     int N, int C);
 void ct__p_bias_add(ct__pool *pool, float *out, const float *b, int N, int C);
 void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C);
 

@@ -68,7 +68,8 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
     a->ln1_rstd = F(L * NT);
     a->h1 = F(L * NT * C);
     a->ff_pre = F(L * NT * FF);
-    a->ff_act = F(L * NT * FF);
+    if (!bf16) /* bf16: only its bf16 copy is read (forward.c) */
+        a->ff_act = F(L * NT * FF);
     a->res2 = F(L * NT * C);
     a->ln2_mean = F(L * NT);
     a->ln2_rstd = F(L * NT);

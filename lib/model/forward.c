@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "kernels/chain.h"
 #include "kernels/parallel.h"
 
 /* Everything one pass needs, passed around as one pointer. */
@@ -50,6 +51,14 @@ static uint64_t site_key(const pass *p, uint32_t site)
 {
     return ct__dropout_key(p->m->dropout_seed, p->batch->example_ids ? UINT64_MAX : p->step,
                            site);
+}
+
+/* The dropout of one site over the batch's tokens (none when not training). */
+static ct__seq_dropout token_dropout(const pass *p, float prob, uint32_t site)
+{
+    ct__seq_dropout d = {p->training ? prob : 0.0f, site_key(p, site), p->B,
+                         p->a->seq_start, p->batch->example_ids};
+    return d;
 }
 
 /* x: one row of C per token (per_token) or per sequence (a head's [B, C]). */
@@ -91,19 +100,19 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__b
 }
 
 /* Given dy [N,OUT]: dx[N,IN] = dy W (or += with acc_dx; dx NULL skips it),
- * dW += dy^T x, db += column sums of dy. */
+ * dW += dy^T x, db += column sums of dy. In bf16 mode the products read
+ * dy's bf16 copy in a->dy_b, which the caller made (dy_rounded) or which
+ * is made here. */
 static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *dy,
-                            const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
-                            int N, int IN, int OUT)
+                            int dy_rounded, const float *x, const ct__bf16 *xb, size_t w_off,
+                            size_t b_off, int N, int IN, int OUT)
 {
     ct_status st = CT_OK;
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
     double flops = 2.0 * N * IN * OUT, t0;
-    const ct__bf16 *dyb = NULL;
-    if (p->bf16) {
+    const ct__bf16 *dyb = p->bf16 ? p->a->dy_b : NULL;
+    if (p->bf16 && !dy_rounded)
         ct__p_to_bf16_profiled(p->pool, p->k, p->a->dy_b, dy, (size_t)N * OUT);
-        dyb = p->a->dy_b;
-    }
     t0 = ct__prof_begin();
     if (dx && p->bf16)
         st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, 1, acc_dx, p->pool);
@@ -200,6 +209,51 @@ static void activation_bwd(const pass *p, float *din, const float *dout, const f
     ct__p_map2(p->pool, fns[p->m->cfg.act], din, dout, in, n);
 }
 
+/* The activation's forward and backward at this kernel level. */
+static ct__act_forward_fn act_forward(const pass *p)
+{
+    const ct__act_forward_fn fns[] = {p->k->gelu_forward, p->k->gelu_tanh_forward,
+                                      p->k->relu_forward};
+    return fns[p->m->cfg.act];
+}
+
+static ct__act_backward_fn act_backward(const pass *p)
+{
+    const ct__act_backward_fn fns[] = {p->k->gelu_backward, p->k->gelu_tanh_backward,
+                                       p->k->relu_backward};
+    return fns[p->m->cfg.act];
+}
+
+/* The chain after a sublayer's output product, y = that product (no bias
+ * yet): out = LayerNorm(dropout(y + bias) + residual), and out's bf16 copy. */
+static ct_status add_norm_fwd(const pass *p, float *y, size_t b_off, const float *residual,
+                              size_t ln_w, size_t ln_b, float *out, float *mean, float *rstd,
+                              ct__bf16 *out_b, uint32_t site)
+{
+    ct__chain_fwd c = {.y = y, .N = p->N, .C = p->C,
+                       .bias = b_off != CT__NO_TENSOR ? P(p, b_off) : NULL,
+                       .drop = token_dropout(p, p->m->cfg.hidden_dropout, site),
+                       .residual = residual, .ln_w = P(p, ln_w), .ln_b = P(p, ln_b),
+                       .ln_out = out, .mean = mean, .rstd = rstd,
+                       .eps = p->m->cfg.layer_norm_eps, .out_b = out_b};
+    return ct__p_chain_forward(p->pool, &c);
+}
+
+/* Its gradient: from dout (the gradient of out) to dy in a->db, rounded to
+ * a->dy_b in bf16 mode; dresidual = the gradient reaching the residual;
+ * the LayerNorm's parameter gradients accumulated. */
+static void add_norm_bwd(const pass *p, float *dresidual, const float *dout, const float *y,
+                         size_t ln_w, size_t ln_b, const float *mean, const float *rstd,
+                         uint32_t site)
+{
+    ct__chain_bwd c = {.dy = p->a->db, .N = p->N, .C = p->C, .ln_dout = dout, .ln_inp = y,
+                       .ln_w = P(p, ln_w), .ln_mean = mean, .ln_rstd = rstd,
+                       .ln_dw = G(p, ln_w), .ln_db = G(p, ln_b), .copy = dresidual,
+                       .drop = token_dropout(p, p->m->cfg.hidden_dropout, site),
+                       .out_b = p->bf16 ? p->a->dy_b : NULL};
+    ct__p_chain_backward(p->pool, &c);
+}
+
 static ct_status layer_fwd(const pass *p, int l)
 {
     ct__acts *a = p->a;
@@ -209,42 +263,44 @@ static ct_status layer_fwd(const pass *p, int l)
     const ct__bf16 *xb = p->bf16 ? XS(p, a->x_b, l, NC) : NULL;
     float *ctx = SLOT(p, a->ctx, l, NC), *res1 = SLOT(p, a->res1, l, NC);
     float *h1 = SLOT(p, a->h1, l, NC), *ff_pre = SLOT(p, a->ff_pre, l, NF);
-    float *ff_act = SLOT(p, a->ff_act, l, NF), *res2 = SLOT(p, a->res2, l, NC);
-    float *out = XS(p, a->x, l + 1, NC);
-    float hdrop = p->m->cfg.hidden_dropout, eps = p->m->cfg.layer_norm_eps;
+    float *ff_act = p->bf16 ? NULL : SLOT(p, a->ff_act, l, NF);
+    float *res2 = SLOT(p, a->res2, l, NC), *out = XS(p, a->x, l + 1, NC);
+    ct__bf16 *ctx_b = NULL, *h1_b = NULL, *ff_act_b = NULL, *out_b = NULL;
     int N = p->N, C = p->C, FF = p->FF;
     ct_status st;
 
+    if (p->bf16) {
+        ctx_b = SLOT(p, a->ctx_b, l, NC);
+        h1_b = SLOT(p, a->h1_b, l, NC);
+        ff_act_b = SLOT(p, a->ff_act_b, l, NF);
+        out_b = XS(p, a->x_b, l + 1, NC);
+    }
     if ((st = linear_fwd(p, SLOT(p, a->q, l, NC), x, xb, w->wq, w->bq, N, C, C)) != CT_OK ||
         (st = linear_fwd(p, SLOT(p, a->k, l, NC), x, xb, w->wk, w->bk, N, C, C)) != CT_OK ||
         (st = linear_fwd(p, SLOT(p, a->v, l, NC), x, xb, w->wv, w->bv, N, C, C)) != CT_OK ||
         (st = attention_fwd(p, l)) != CT_OK)
         return st;
-    to_bf16(p, SLOT(p, a->ctx_b, l, NC), ctx, NC);
-    /* res1 = dropout(ctx Wo^T + bo) + x; h1 = LayerNorm(res1) */
-    if ((st = linear_fwd(p, res1, ctx, p->bf16 ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo,
-                         N, C, C)) != CT_OK)
+    to_bf16(p, ctx_b, ctx, NC);
+    /* h1 = LayerNorm(dropout(ctx Wo^T + bo) + x) */
+    if ((st = linear_fwd(p, res1, ctx, ctx_b, w->wo, CT__NO_TENSOR, N, C, C)) != CT_OK ||
+        (st = add_norm_fwd(p, res1, w->bo, x, w->ln1_w, w->ln1_b, h1,
+                           SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N), h1_b,
+                           SITE(l, SITE_ATT_OUT))) != CT_OK)
         return st;
-    dropout(p, res1, 1, hdrop, SITE(l, SITE_ATT_OUT));
-    ct__p_map(p->pool, ct__add_inplace, res1, x, NC);
-    ct__p_layernorm_forward(p->pool, h1, SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N),
-                            res1, P(p, w->ln1_w), P(p, w->ln1_b), N, C, eps);
-    to_bf16(p, SLOT(p, a->h1_b, l, NC), h1, NC);
-    /* feed-forward */
-    if ((st = linear_fwd(p, ff_pre, h1, p->bf16 ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1,
-                         N, C, FF)) != CT_OK)
+    /* feed-forward: act(h1 W1^T + b1), kept in fp32 only when the product
+     * after it reads fp32 */
+    if ((st = linear_fwd(p, ff_pre, h1, h1_b, w->w1, CT__NO_TENSOR, N, C, FF)) != CT_OK)
         return st;
-    activation_fwd(p, ff_act, ff_pre, NF);
-    to_bf16(p, SLOT(p, a->ff_act_b, l, NF), ff_act, NF);
-    if ((st = linear_fwd(p, res2, ff_act, p->bf16 ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2,
-                         w->b2, N, FF, C)) != CT_OK)
+    ct__chain_fwd ffn = {.y = ff_pre, .N = N, .C = FF,
+                         .bias = w->b1 != CT__NO_TENSOR ? P(p, w->b1) : NULL,
+                         .act = act_forward(p), .act_out = ff_act, .out_b = ff_act_b};
+    if ((st = ct__p_chain_forward(p->pool, &ffn)) != CT_OK ||
+        (st = linear_fwd(p, res2, ff_act, ff_act_b, w->w2, CT__NO_TENSOR, N, FF, C)) != CT_OK)
         return st;
-    dropout(p, res2, 1, hdrop, SITE(l, SITE_FFN_OUT));
-    ct__p_map(p->pool, ct__add_inplace, res2, h1, NC);
-    ct__p_layernorm_forward(p->pool, out, SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N),
-                            res2, P(p, w->ln2_w), P(p, w->ln2_b), N, C, eps);
-    to_bf16(p, XS(p, a->x_b, l + 1, NC), out, NC);
-    return CT_OK;
+    /* out = LayerNorm(dropout(ffn W2^T + b2) + h1) */
+    return add_norm_fwd(p, res2, w->b2, h1, w->ln2_w, w->ln2_b, out,
+                        SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N), out_b,
+                        SITE(l, SITE_FFN_OUT));
 }
 
 /* dout: gradient of the layer output (a->dx); leaves the gradient of the
@@ -260,42 +316,37 @@ static ct_status layer_bwd(pass *p, int l)
     const float *x = XS(p, a->x, l, NC);
     const ct__bf16 *xb = bf ? XS(p, a->x_b, l, NC) : NULL;
     float *dout = a->dx, *dx_in = a->dx2, *dres = a->db, *dh1 = a->da;
-    float hdrop = p->m->cfg.hidden_dropout;
     ct_status st;
 
     /* (the recomputation also rewrites x[l + 1], layer l + 1's kept input,
      * with the bits it holds; nothing reads it any more) */
     if (!p->per_layer && (st = layer_fwd(p, l)) != CT_OK)
         return st;
-    /* out = LN2(res2), res2 = dropout(ff_act W2^T + b2) + h1 */
-    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln2_w), G(p, w->ln2_b), dout,
-                            SLOT(p, a->res2, l, NC), P(p, w->ln2_w), SLOT(p, a->ln2_mean, l, N),
-                            SLOT(p, a->ln2_rstd, l, N), N, C);
-    memcpy(dh1, dres, NC * sizeof *dh1); /* residual branch */
-    dropout_back(p, dres, 1, hdrop, SITE(l, SITE_FFN_OUT));
-    if ((st = linear_bwd(p, a->dff, 0, dres, SLOT(p, a->ff_act, l, NF),
+    /* out = LN2(dropout(ffn + b2) + h1): dres, and dh1 from the residual */
+    add_norm_bwd(p, dh1, dout, SLOT(p, a->res2, l, NC), w->ln2_w, w->ln2_b,
+                 SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N), SITE(l, SITE_FFN_OUT));
+    if ((st = linear_bwd(p, a->dff, 0, dres, 1, bf ? NULL : SLOT(p, a->ff_act, l, NF),
                          bf ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
         CT_OK)
         return st;
-    activation_bwd(p, a->dff, a->dff, SLOT(p, a->ff_pre, l, NF), NF);
-    if ((st = linear_bwd(p, dh1, 1, a->dff, SLOT(p, a->h1, l, NC),
+    ct__chain_bwd ffn = {.dy = a->dff, .N = N, .C = FF, .act = act_backward(p),
+                         .act_inp = SLOT(p, a->ff_pre, l, NF), .out_b = bf ? a->dy_b : NULL};
+    ct__p_chain_backward(p->pool, &ffn);
+    if ((st = linear_bwd(p, dh1, 1, a->dff, 1, SLOT(p, a->h1, l, NC),
                          bf ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, N, C, FF)) != CT_OK)
         return st;
-    /* h1 = LN1(res1), res1 = dropout(ctx Wo^T + bo) + x */
-    ct__p_layernorm_backward(p->pool, dres, G(p, w->ln1_w), G(p, w->ln1_b), dh1,
-                            SLOT(p, a->res1, l, NC), P(p, w->ln1_w), SLOT(p, a->ln1_mean, l, N),
-                            SLOT(p, a->ln1_rstd, l, N), N, C);
-    memcpy(dx_in, dres, NC * sizeof *dx_in); /* residual branch */
-    dropout_back(p, dres, 1, hdrop, SITE(l, SITE_ATT_OUT));
+    /* h1 = LN1(dropout(ctx Wo^T + bo) + x): dres, and dx_in from the residual */
+    add_norm_bwd(p, dx_in, dh1, SLOT(p, a->res1, l, NC), w->ln1_w, w->ln1_b,
+                 SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N), SITE(l, SITE_ATT_OUT));
     /* dctx into a->da (dh1 is no longer needed) */
-    if ((st = linear_bwd(p, a->da, 0, dres, SLOT(p, a->ctx, l, NC),
+    if ((st = linear_bwd(p, a->da, 0, dres, 1, SLOT(p, a->ctx, l, NC),
                          bf ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo, N, C, C)) != CT_OK)
         return st;
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
-    if ((st = linear_bwd(p, dx_in, 1, a->dq, x, xb, w->wq, w->bq, N, C, C)) != CT_OK ||
-        (st = linear_bwd(p, dx_in, 1, a->dk, x, xb, w->wk, w->bk, N, C, C)) != CT_OK ||
-        (st = linear_bwd(p, dx_in, 1, a->dv, x, xb, w->wv, w->bv, N, C, C)) != CT_OK)
+    if ((st = linear_bwd(p, dx_in, 1, a->dq, 0, x, xb, w->wq, w->bq, N, C, C)) != CT_OK ||
+        (st = linear_bwd(p, dx_in, 1, a->dk, 0, x, xb, w->wk, w->bk, N, C, C)) != CT_OK ||
+        (st = linear_bwd(p, dx_in, 1, a->dv, 0, x, xb, w->wv, w->bv, N, C, C)) != CT_OK)
         return st;
     a->dx = dx_in;
     a->dx2 = dout;
@@ -640,7 +691,7 @@ static ct_status head_bwd(pass *p)
         float drop = token_head_dropout(m);
         int dropped = p->training && drop > 0;
         int outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
-        st = linear_bwd(p, a->dx, 0, a->dlogits, dropped ? a->head_in : xL,
+        st = linear_bwd(p, a->dx, 0, a->dlogits, 0, dropped ? a->head_in : xL,
                         dropped ? a->head_in_b : xLb, w->out_w, w->out_b, N, C, outs);
         if (st == CT_OK && dropped)
             dropout_back(p, a->dx, 1, drop, SITE_HEAD(p));
@@ -648,7 +699,7 @@ static ct_status head_bwd(pass *p)
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
         size_t BC = (size_t)B * C;
-        if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->out_w,
+        if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, 0, a->head_out, a->head_out_b, w->out_w,
                              w->out_b, B, C, m->cfg.num_labels)) != CT_OK)
             return st;
         dropout_back(p, a->dhead, 0, classifier_dropout(m), SITE_HEAD(p));
@@ -656,7 +707,7 @@ static ct_status head_bwd(pass *p)
             ct__p_map2(p->pool, ct__tanh_backward, a->dhead2, a->dhead, a->head_act, BC);
         else
             ct__p_map2(p->pool, ct__relu_backward, a->dhead2, a->dhead, a->head_pre, BC);
-        if ((st = linear_bwd(p, a->dhead, 0, a->dhead2, a->head_in, a->head_in_b, w->pre_w,
+        if ((st = linear_bwd(p, a->dhead, 0, a->dhead2, 0, a->head_in, a->head_in_b, w->pre_w,
                              w->pre_b, B, C, C)) != CT_OK)
             return st;
         memset(a->dx, 0, NC * sizeof *a->dx);
@@ -666,14 +717,14 @@ static ct_status head_bwd(pass *p)
         return CT_OK;
     }
     default:
-        if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, a->head_out, a->head_out_b, w->wte,
+        if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, 0, a->head_out, a->head_out_b, w->wte,
                              w->out_b, N, C, m->cfg.vocab_size)) != CT_OK)
             return st;
         ct__p_layernorm_backward(p->pool, a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b),
                                  a->dhead, a->head_act, P(p, w->head_ln_w), a->head_mean,
                                  a->head_rstd, N, C);
         activation_bwd(p, a->dhead, a->dhead2, a->head_pre, NC);
-        return linear_bwd(p, a->dx, 0, a->dhead, xL, xLb, w->pre_w, w->pre_b, N, C, C);
+        return linear_bwd(p, a->dx, 0, a->dhead, 0, xL, xLb, w->pre_w, w->pre_b, N, C, C);
     }
 }
 

@@ -1,0 +1,223 @@
+/* Row chains (chain.h): blocks of rows through a list of kernel-table
+ * steps, split across the pool by blocks. */
+#include "kernels/chain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/profile.h"
+
+/* A block holds at least one row and otherwise at most this many floats
+ * of each array, so that every array a block touches stays in L2 (and the
+ * value in L1) from one step to the next. */
+#define BLOCK_FLOATS 4096
+
+/* The steps, for the profile's shares. */
+enum { S_BIAS, S_ACT, S_DROPOUT, S_RESIDUAL, S_LAYERNORM, S_COPY, S_ROUND, STEPS };
+
+static const ct__prof_family step_family[STEPS] = {
+    CT__PROF_BIAS, CT__PROF_ACTIVATION, CT__PROF_DROPOUT, CT__PROF_BIAS,
+    CT__PROF_LAYERNORM, CT__PROF_BIAS, CT__PROF_BF16_ROUND,
+};
+
+typedef struct job {
+    const ct__kernels *k;
+    const ct__chain_fwd *f;
+    const ct__chain_bwd *b;
+    int N, C, rows_per_block, blocks, ntasks;
+    _Atomic int nomem;
+    double (*seconds)[STEPS]; /* [ntasks] thread time per step, when profiling */
+} job;
+
+/* Times step s of task t's block (a no-op unless profiling). */
+typedef struct stopwatch {
+    double *to;
+    double last;
+} stopwatch;
+
+static void lap(stopwatch *w, int s)
+{
+    if (w->to) {
+        double now = ct__now_s();
+        w->to[s] += now - w->last;
+        w->last = now;
+    }
+}
+
+static void block_range(const job *j, int t, int *b0, int *b1)
+{
+    *b0 = (int)((long)j->blocks * t / j->ntasks);
+    *b1 = (int)((long)j->blocks * (t + 1) / j->ntasks);
+}
+
+static void forward_task(void *ctx, int t, int thread)
+{
+    job *j = ctx;
+    const ct__kernels *k = j->k;
+    const ct__chain_fwd *f = j->f;
+    size_t C = (size_t)j->C;
+    float *tmp = NULL;
+    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
+    int b0, b1;
+    (void)thread;
+    if (f->act && !f->act_out &&
+        !(tmp = ct__scratch(0, (size_t)j->rows_per_block * C * sizeof *tmp))) {
+        j->nomem = 1;
+        return;
+    }
+    block_range(j, t, &b0, &b1);
+    for (int blk = b0; blk < b1; blk++) {
+        size_t r0 = (size_t)blk * j->rows_per_block;
+        size_t r1 = r0 + (size_t)j->rows_per_block < (size_t)j->N
+                        ? r0 + (size_t)j->rows_per_block
+                        : (size_t)j->N;
+        size_t n = (r1 - r0) * C;
+        int rows = (int)(r1 - r0);
+        float *v = f->y + r0 * C; /* the value's rows */
+        if (f->bias) {
+            k->bias_add(v, f->bias, rows, j->C);
+            lap(&w, S_BIAS);
+        }
+        if (f->act) {
+            float *out = f->act_out ? f->act_out + r0 * C : tmp;
+            f->act(out, v, n);
+            v = out;
+            lap(&w, S_ACT);
+        }
+        if (f->drop.p > 0) {
+            ct__dropout_rows(k->dropout_forward, &f->drop, v, C, r0, r1);
+            lap(&w, S_DROPOUT);
+        }
+        if (f->residual) {
+            k->add_inplace(v, f->residual + r0 * C, n);
+            lap(&w, S_RESIDUAL);
+        }
+        if (f->ln_w) {
+            k->layernorm_forward(f->ln_out + r0 * C, f->mean + r0, f->rstd + r0, v, f->ln_w,
+                                 f->ln_b, rows, j->C, f->eps);
+            v = f->ln_out + r0 * C;
+            lap(&w, S_LAYERNORM);
+        }
+        if (f->out_b) {
+            k->f32_to_bf16(f->out_b + r0 * C, v, n);
+            lap(&w, S_ROUND);
+        }
+    }
+}
+
+static void backward_task(void *ctx, int t, int thread)
+{
+    job *j = ctx;
+    const ct__kernels *k = j->k;
+    const ct__chain_bwd *b = j->b;
+    size_t C = (size_t)j->C;
+    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
+    int b0, b1;
+    (void)thread;
+    block_range(j, t, &b0, &b1);
+    for (int blk = b0; blk < b1; blk++) {
+        size_t r0 = (size_t)blk * j->rows_per_block;
+        size_t r1 = r0 + (size_t)j->rows_per_block < (size_t)j->N
+                        ? r0 + (size_t)j->rows_per_block
+                        : (size_t)j->N;
+        size_t n = (r1 - r0) * C;
+        int rows = (int)(r1 - r0);
+        float *dy = b->dy + r0 * C;
+        if (b->ln_w) {
+            k->layernorm_backward_input(dy, b->ln_dout + r0 * C, b->ln_inp + r0 * C, b->ln_w,
+                                        b->ln_mean + r0, b->ln_rstd + r0, rows, j->C);
+            lap(&w, S_LAYERNORM);
+        }
+        if (b->copy) {
+            memcpy(b->copy + r0 * C, dy, n * sizeof *dy);
+            lap(&w, S_COPY);
+        }
+        if (b->act) {
+            b->act(dy, dy, b->act_inp + r0 * C, n);
+            lap(&w, S_ACT);
+        }
+        if (b->drop.p > 0) {
+            ct__dropout_rows(k->dropout_backward, &b->drop, dy, C, r0, r1);
+            lap(&w, S_DROPOUT);
+        }
+        if (b->out_b) {
+            k->f32_to_bf16(b->out_b + r0 * C, dy, n);
+            lap(&w, S_ROUND);
+        }
+    }
+}
+
+/* Blocks and tasks for N rows of C; the timing table when profiling
+ * (without memory for it, the chain runs untimed). */
+static void job_init(job *j, ct__pool *pool, int N, int C)
+{
+    int most = ct__pool_nthreads(pool) * 4;
+    memset(j, 0, sizeof *j);
+    j->k = ct__kernels_get();
+    j->N = N;
+    j->C = C;
+    j->rows_per_block = C < BLOCK_FLOATS ? BLOCK_FLOATS / C : 1;
+    j->blocks = (N + j->rows_per_block - 1) / j->rows_per_block;
+    j->ntasks = j->blocks < most ? j->blocks : most;
+    if (ct__prof_enabled())
+        j->seconds = calloc((size_t)j->ntasks, sizeof *j->seconds);
+}
+
+/* Shares `wall` seconds among the steps' families as the threads' time
+ * went; `nc` elements per array. */
+static void report(job *j, double wall, double nc)
+{
+    /* what each step's kernel reads and writes, run alone */
+    static const double bytes_per[STEPS] = {
+        [S_BIAS] = 8, [S_ACT] = 8, [S_DROPOUT] = 8, [S_RESIDUAL] = 12,
+        [S_LAYERNORM] = 8, [S_COPY] = 8, [S_ROUND] = 6,
+    };
+    double per_step[STEPS] = {0}, total = 0;
+    if (!j->seconds)
+        return;
+    for (int t = 0; t < j->ntasks; t++)
+        for (int s = 0; s < STEPS; s++)
+            per_step[s] += j->seconds[t][s];
+    for (int s = 0; s < STEPS; s++)
+        total += per_step[s];
+    for (int s = 0; s < STEPS; s++)
+        if (per_step[s] > 0)
+            ct__prof_add(step_family[s], wall * per_step[s] / total, 0, bytes_per[s] * nc);
+    free(j->seconds);
+}
+
+ct_status ct__p_chain_forward(ct__pool *pool, const ct__chain_fwd *f)
+{
+    job j;
+    double t0 = ct__prof_begin();
+    if (f->N <= 0 || f->C <= 0)
+        return CT_OK;
+    job_init(&j, pool, f->N, f->C);
+    j.f = f;
+    ct__pool_run(pool, forward_task, &j, j.ntasks);
+    report(&j, t0 ? ct__now_s() - t0 : 0, (double)f->N * f->C);
+    if (j.nomem)
+        return ct__error(CT_ERR_NOMEM, "out of memory for a row block (%d floats) of the "
+                         "activation", j.rows_per_block * f->C);
+    return CT_OK;
+}
+
+void ct__p_chain_backward(ct__pool *pool, const ct__chain_bwd *b)
+{
+    job j;
+    double t0 = ct__prof_begin();
+    if (b->N <= 0 || b->C <= 0)
+        return;
+    if (b->ln_w) { /* the column half reads every row: its own pass, first */
+        ct__p_layernorm_backward_params(pool, b->ln_dw, b->ln_db, b->ln_dout, b->ln_inp,
+                                        b->ln_mean, b->ln_rstd, b->N, b->C);
+        ct__prof_end(CT__PROF_LAYERNORM, t0, 0, 8.0 * b->N * b->C);
+        t0 = ct__prof_begin();
+    }
+    job_init(&j, pool, b->N, b->C);
+    j.b = b;
+    ct__pool_run(pool, backward_task, &j, j.ntasks);
+    report(&j, t0 ? ct__now_s() - t0 : 0, (double)b->N * b->C);
+}
