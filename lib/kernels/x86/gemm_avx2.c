@@ -60,18 +60,21 @@ CT_AVX2 static void tile8(__m256 out[8], const void *src, int bf16, size_t ld, i
     ct__transpose8x8(out);
 }
 
-/* Each k's MR values are stored as 8 floats, the 2 past MR zero: the next
- * k's store overwrites them, the last strip's spill into the driver's
- * slack (gemm_goto.h). */
+/* Each k's MR values are stored as 8 floats, the 2 past MR (zero, or the
+ * next rows' values) overwritten by the next k's store; the last strip's
+ * are zero and spill into the driver's slack (gemm_goto.h). */
 CT_AVX2 static void pack_a(float *dst, const ct__goto_operand *a, int m0, int m1, int k0,
                            int kc)
 {
     for (int m = m0; m < m1; m += MR, dst += (size_t)kc * MR) {
         int rows = imin(MR, m1 - m);
         if (a->trans) { /* op(A) row m is a column of A: MR values per k are adjacent */
+            /* 8 values where 8 rows lie within the block (the 2 past MR
+             * land where the next store goes): no masked load */
+            int n = m + 8 <= m1 ? 8 : rows;
             for (int k = 0; k < kc; k++)
                 _mm256_storeu_ps(dst + (size_t)k * MR,
-                                 load8(ct__goto_at(a, m, k0 + k), a->bf16, rows));
+                                 load8(ct__goto_at(a, m, k0 + k), a->bf16, n));
             continue;
         }
         for (int k = 0; k < kc; k += 8) {

@@ -95,11 +95,14 @@ static ct_status compute_region(const job *j, float *C, const void *a, const voi
     float *bw = j->b16 ? ct__scratch(2, (size_t)j->kc * nr * sizeof(float)) : NULL;
     if (!ap || (j->b16 && !bw))
         return CT_ERR_NOMEM;
+    /* the rows in blocks of equal size (whole strips, at most j->mc): a
+     * thin last block would widen every B panel again for a few rows */
+    int nmb = cdiv(m1 - m0, j->mc), mc = cdiv(cdiv(m1 - m0, nmb), mr) * mr;
     A.p = a;
     for (int k0 = 0; k0 < d->K; k0 += j->kc) {
         int kc = imin(j->kc, d->K - k0), pass_acc = acc || k0 > 0;
-        for (int mb = m0; mb < m1; mb += j->mc) {
-            int mb1 = imin(mb + j->mc, m1);
+        for (int mb = m0; mb < m1; mb += mc) {
+            int mb1 = imin(mb + mc, m1);
             g->pack_a(ap, &A, mb, mb1, k0, kc);
             for (int n = n0; n < n1; n += nr) {
                 const char *b = (const char *)bp + ((size_t)(n / nr) * d->K + k0) * nr * esz;
