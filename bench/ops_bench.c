@@ -1,13 +1,14 @@
 /* Element-wise kernels (ops.h) of the generic level and this process's
- * (ct__kernels_get(): the machine's best, or CPUTRAIN_ISA) on one thread, at the sizes of a bert-base training step (batch 8 x seq 128):
- * median ns/element and GB/s over repeats, the two levels timed alternately
- * so that a noisy machine slows both alike.
+ * (ct__kernels_get(): the machine's best, or CPUTRAIN_ISA) on one thread,
+ * at the sizes of a bert-base training step (batch 8 x seq 128): median
+ * ns/element and GB/s over repeats, the two levels timed alternately so
+ * that a noisy machine slows both alike.
  *
  *   ops_bench [-r repeats] [-k kernel]...
  *
  * Output: "ops <kernel> <elements> <level> <ns/elem> <GB/s> <ms>", then the
- * speed-up of avx512 over generic. GB/s counts the bytes each kernel must
- * read and write once. */
+ * speed-up of the level over generic. GB/s counts the bytes each kernel
+ * must read and write once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -31,7 +31,7 @@ typedef struct job {
     double (*seconds)[STEPS]; /* [ntasks] thread time per step, when profiling */
 } job;
 
-/* Times step s of task t's block (a no-op unless profiling). */
+/* A task's time per step, when profiling (to NULL: a no-op). */
 typedef struct stopwatch {
     double *to;
     double last;
@@ -46,6 +46,21 @@ static void lap(stopwatch *w, int s)
     }
 }
 
+static stopwatch stopwatch_for(const job *j, int t)
+{
+    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
+    return w;
+}
+
+/* Rows [r0, r1) of block blk. */
+static void block_rows(const job *j, int blk, size_t *r0, size_t *r1)
+{
+    *r0 = (size_t)blk * j->rows_per_block;
+    *r1 = *r0 + (size_t)j->rows_per_block < (size_t)j->N ? *r0 + (size_t)j->rows_per_block
+                                                         : (size_t)j->N;
+}
+
+/* Task t's blocks [b0, b1). */
 static void block_range(const job *j, int t, int *b0, int *b1)
 {
     *b0 = (int)((long)j->blocks * t / j->ntasks);
@@ -59,9 +74,10 @@ static void forward_task(void *ctx, int t, int thread)
     const ct__chain_fwd *f = j->f;
     size_t C = (size_t)j->C;
     float *tmp = NULL;
-    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
+    stopwatch w = stopwatch_for(j, t);
     int b0, b1;
     (void)thread;
+    /* scratch slot 0 is the GEMM's, idle between products */
     if (f->act && !f->act_out &&
         !(tmp = ct__scratch(0, (size_t)j->rows_per_block * C * sizeof *tmp))) {
         j->nomem = 1;
@@ -69,10 +85,8 @@ static void forward_task(void *ctx, int t, int thread)
     }
     block_range(j, t, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
-        size_t r0 = (size_t)blk * j->rows_per_block;
-        size_t r1 = r0 + (size_t)j->rows_per_block < (size_t)j->N
-                        ? r0 + (size_t)j->rows_per_block
-                        : (size_t)j->N;
+        size_t r0, r1;
+        block_rows(j, blk, &r0, &r1);
         size_t n = (r1 - r0) * C;
         int rows = (int)(r1 - r0);
         float *v = f->y + r0 * C; /* the value's rows */
@@ -113,15 +127,13 @@ static void backward_task(void *ctx, int t, int thread)
     const ct__kernels *k = j->k;
     const ct__chain_bwd *b = j->b;
     size_t C = (size_t)j->C;
-    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
+    stopwatch w = stopwatch_for(j, t);
     int b0, b1;
     (void)thread;
     block_range(j, t, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
-        size_t r0 = (size_t)blk * j->rows_per_block;
-        size_t r1 = r0 + (size_t)j->rows_per_block < (size_t)j->N
-                        ? r0 + (size_t)j->rows_per_block
-                        : (size_t)j->N;
+        size_t r0, r1;
+        block_rows(j, blk, &r0, &r1);
         size_t n = (r1 - r0) * C;
         int rows = (int)(r1 - r0);
         float *dy = b->dy + r0 * C;
