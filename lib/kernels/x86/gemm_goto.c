@@ -254,9 +254,11 @@ static ct_status unpacked(const ct__goto_kernel *g, float *C, const void *A, con
     ct_status st = ct__gemm_check(d, A, B, C, who);
     if (st != CT_OK)
         return st;
+    /* B packed here is packed as fp32, widened once: bf16 panels would be
+     * widened again for every block of rows (gemm_goto.h) */
     return run(g, who, C, operand_of(A, d->lda, bf16, d->flags & CT__GEMM_TRANS_A),
-               operand_of(B, d->ldb, bf16, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, bf16,
-               d, pool);
+               operand_of(B, d->ldb, bf16, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, 0, d,
+               pool);
 }
 
 ct_status ct__goto_gemm_f32(const ct__goto_kernel *g, float *C, const float *A,

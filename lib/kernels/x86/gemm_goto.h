@@ -7,17 +7,18 @@
  * Layouts and blocking, for C[M,N] = alpha op(A)[M,K] op(B)[K,N] (+ C),
  * with the level's MR x NR microkernel:
  *   B panels: op(B) in panels of NR columns, each holding every k, zero
- *     past N. fp32 products: [k][NR] fp32. bf16 products: [k][NR] bf16
- *     pairs, 32-bit word i = (column i, column NR/2 + i), so a shift and a
- *     mask give the two halves as fp32. Packed once per product, or once
- *     per optimizer step for a weight (packb).
+ *     past N. Packed once per product: [k][NR] fp32 (bf16 operands
+ *     widened while packed). Packed once per optimizer step for a weight
+ *     (packb): [k][NR] bf16 pairs, half the bytes to hold and stream,
+ *     32-bit word i = (column i, column NR/2 + i), so a shift and a mask
+ *     give the two halves as fp32.
  *   A strips: MR rows of op(A) for a range of k, [k][MR] fp32.
  *   kc: depth of a block, so that one B micro-panel (kc x NR fp32) stays
  *     in half of L1 while every strip of A meets it.
  *   mc: rows of A packed at once (mc x kc x 4 bytes <= L2 / 2), read from
  *     L2 by the microkernel.
  *   for each kc block: for each mc block: pack its strips of A; for each B
- *   panel: widen it (bf16) once; for each strip: the microkernel.
+ *   panel: widen it (bf16 pairs) once; for each strip: the microkernel.
  * Each element of A is packed once per product. Cache sizes are read at
  * run time (sysconf), not assumed. */
 #ifndef CT_KERNELS_GEMM_GOTO_H
