@@ -199,6 +199,9 @@ awk '
                 o / (s[g] / n[g])
         }
     }' "$out"
+# every run in the order it ran (label, samples/s steady, loop, peak RSS
+# MiB): on a noisy host, the pairs tell more than the means
+sed 's/^/# run: /' "$out"
 for f in "$work"/pad-grouped*; do
     [ -f "$f" ] || continue
     echo "# torch grouped ${f##*/pad-grouped }: batches padded to $(cat "$f") tokens on average"
