@@ -46,118 +46,99 @@ static void lap(stopwatch *w, int s)
     }
 }
 
-static stopwatch stopwatch_for(const job *j, int t)
+/* Forward's steps on rows [r0, r1); tmp holds the activation when it is
+ * not kept. */
+static void forward_block(const job *j, stopwatch *w, float *tmp, size_t r0, size_t r1)
 {
-    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
-    return w;
-}
-
-/* Rows [r0, r1) of block blk. */
-static void block_rows(const job *j, int blk, size_t *r0, size_t *r1)
-{
-    *r0 = (size_t)blk * j->rows_per_block;
-    *r1 = *r0 + (size_t)j->rows_per_block < (size_t)j->N ? *r0 + (size_t)j->rows_per_block
-                                                         : (size_t)j->N;
-}
-
-/* Task t's blocks [b0, b1). */
-static void block_range(const job *j, int t, int *b0, int *b1)
-{
-    *b0 = (int)((long)j->blocks * t / j->ntasks);
-    *b1 = (int)((long)j->blocks * (t + 1) / j->ntasks);
-}
-
-static void forward_task(void *ctx, int t, int thread)
-{
-    job *j = ctx;
     const ct__kernels *k = j->k;
     const ct__chain_fwd *f = j->f;
-    size_t C = (size_t)j->C;
+    size_t C = (size_t)j->C, n = (r1 - r0) * C;
+    int rows = (int)(r1 - r0);
+    float *v = f->y + r0 * C; /* the value's rows */
+    if (f->bias) {
+        k->bias_add(v, f->bias, rows, j->C);
+        lap(w, S_BIAS);
+    }
+    if (f->act) {
+        float *out = f->act_out ? f->act_out + r0 * C : tmp;
+        f->act(out, v, n);
+        v = out;
+        lap(w, S_ACT);
+    }
+    if (f->drop.p > 0) {
+        ct__dropout_rows(k->dropout_forward, &f->drop, v, C, r0, r1);
+        lap(w, S_DROPOUT);
+    }
+    if (f->residual) {
+        k->add_inplace(v, f->residual + r0 * C, n);
+        lap(w, S_RESIDUAL);
+    }
+    if (f->ln_w) {
+        k->layernorm_forward(f->ln_out + r0 * C, f->mean + r0, f->rstd + r0, v, f->ln_w,
+                             f->ln_b, rows, j->C, f->eps);
+        v = f->ln_out + r0 * C;
+        lap(w, S_LAYERNORM);
+    }
+    if (f->out_b) {
+        k->f32_to_bf16(f->out_b + r0 * C, v, n);
+        lap(w, S_ROUND);
+    }
+}
+
+/* Backward's steps on rows [r0, r1). */
+static void backward_block(const job *j, stopwatch *w, size_t r0, size_t r1)
+{
+    const ct__kernels *k = j->k;
+    const ct__chain_bwd *b = j->b;
+    size_t C = (size_t)j->C, n = (r1 - r0) * C;
+    float *dy = b->dy + r0 * C;
+    if (b->ln_w) {
+        k->layernorm_backward_input(dy, b->ln_dout + r0 * C, b->ln_inp + r0 * C, b->ln_w,
+                                    b->ln_mean + r0, b->ln_rstd + r0, (int)(r1 - r0), j->C);
+        lap(w, S_LAYERNORM);
+    }
+    if (b->copy) {
+        memcpy(b->copy + r0 * C, dy, n * sizeof *dy);
+        lap(w, S_COPY);
+    }
+    if (b->act) {
+        b->act(dy, dy, b->act_inp + r0 * C, n);
+        lap(w, S_ACT);
+    }
+    if (b->drop.p > 0) {
+        ct__dropout_rows(k->dropout_backward, &b->drop, dy, C, r0, r1);
+        lap(w, S_DROPOUT);
+    }
+    if (b->out_b) {
+        k->f32_to_bf16(b->out_b + r0 * C, dy, n);
+        lap(w, S_ROUND);
+    }
+}
+
+/* Task t: its share of the blocks, in either direction. */
+static void chain_task(void *ctx, int t, int thread)
+{
+    job *j = ctx;
+    const ct__chain_fwd *f = j->f;
     float *tmp = NULL;
-    stopwatch w = stopwatch_for(j, t);
-    int b0, b1;
+    stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
+    int b0 = (int)((long)j->blocks * t / j->ntasks);
+    int b1 = (int)((long)j->blocks * (t + 1) / j->ntasks);
     (void)thread;
     /* scratch slot 0 is the GEMM's, idle between products */
-    if (f->act && !f->act_out &&
-        !(tmp = ct__scratch(0, (size_t)j->rows_per_block * C * sizeof *tmp))) {
+    if (f && f->act && !f->act_out &&
+        !(tmp = ct__scratch(0, (size_t)j->rows_per_block * j->C * sizeof *tmp))) {
         j->nomem = 1;
         return;
     }
-    block_range(j, t, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
-        size_t r0, r1;
-        block_rows(j, blk, &r0, &r1);
-        size_t n = (r1 - r0) * C;
-        int rows = (int)(r1 - r0);
-        float *v = f->y + r0 * C; /* the value's rows */
-        if (f->bias) {
-            k->bias_add(v, f->bias, rows, j->C);
-            lap(&w, S_BIAS);
-        }
-        if (f->act) {
-            float *out = f->act_out ? f->act_out + r0 * C : tmp;
-            f->act(out, v, n);
-            v = out;
-            lap(&w, S_ACT);
-        }
-        if (f->drop.p > 0) {
-            ct__dropout_rows(k->dropout_forward, &f->drop, v, C, r0, r1);
-            lap(&w, S_DROPOUT);
-        }
-        if (f->residual) {
-            k->add_inplace(v, f->residual + r0 * C, n);
-            lap(&w, S_RESIDUAL);
-        }
-        if (f->ln_w) {
-            k->layernorm_forward(f->ln_out + r0 * C, f->mean + r0, f->rstd + r0, v, f->ln_w,
-                                 f->ln_b, rows, j->C, f->eps);
-            v = f->ln_out + r0 * C;
-            lap(&w, S_LAYERNORM);
-        }
-        if (f->out_b) {
-            k->f32_to_bf16(f->out_b + r0 * C, v, n);
-            lap(&w, S_ROUND);
-        }
-    }
-}
-
-static void backward_task(void *ctx, int t, int thread)
-{
-    job *j = ctx;
-    const ct__kernels *k = j->k;
-    const ct__chain_bwd *b = j->b;
-    size_t C = (size_t)j->C;
-    stopwatch w = stopwatch_for(j, t);
-    int b0, b1;
-    (void)thread;
-    block_range(j, t, &b0, &b1);
-    for (int blk = b0; blk < b1; blk++) {
-        size_t r0, r1;
-        block_rows(j, blk, &r0, &r1);
-        size_t n = (r1 - r0) * C;
-        int rows = (int)(r1 - r0);
-        float *dy = b->dy + r0 * C;
-        if (b->ln_w) {
-            k->layernorm_backward_input(dy, b->ln_dout + r0 * C, b->ln_inp + r0 * C, b->ln_w,
-                                        b->ln_mean + r0, b->ln_rstd + r0, rows, j->C);
-            lap(&w, S_LAYERNORM);
-        }
-        if (b->copy) {
-            memcpy(b->copy + r0 * C, dy, n * sizeof *dy);
-            lap(&w, S_COPY);
-        }
-        if (b->act) {
-            b->act(dy, dy, b->act_inp + r0 * C, n);
-            lap(&w, S_ACT);
-        }
-        if (b->drop.p > 0) {
-            ct__dropout_rows(k->dropout_backward, &b->drop, dy, C, r0, r1);
-            lap(&w, S_DROPOUT);
-        }
-        if (b->out_b) {
-            k->f32_to_bf16(b->out_b + r0 * C, dy, n);
-            lap(&w, S_ROUND);
-        }
+        size_t r0 = (size_t)blk * j->rows_per_block, r1 = r0 + (size_t)j->rows_per_block;
+        if (r1 > (size_t)j->N)
+            r1 = (size_t)j->N;
+        if (f)
+            forward_block(j, &w, tmp, r0, r1);
+        else
+            backward_block(j, &w, r0, r1);
     }
 }
 
@@ -208,7 +189,7 @@ ct_status ct__p_chain_forward(ct__pool *pool, const ct__chain_fwd *f)
         return CT_OK;
     job_init(&j, pool, f->N, f->C);
     j.f = f;
-    ct__pool_run(pool, forward_task, &j, j.ntasks);
+    ct__pool_run(pool, chain_task, &j, j.ntasks);
     report(&j, t0 ? ct__now_s() - t0 : 0, (double)f->N * f->C);
     if (j.nomem)
         return ct__error(CT_ERR_NOMEM, "out of memory for a row block (%d floats) of the "
@@ -230,6 +211,6 @@ void ct__p_chain_backward(ct__pool *pool, const ct__chain_bwd *b)
     }
     job_init(&j, pool, b->N, b->C);
     j.b = b;
-    ct__pool_run(pool, backward_task, &j, j.ntasks);
+    ct__pool_run(pool, chain_task, &j, j.ntasks);
     report(&j, t0 ? ct__now_s() - t0 : 0, (double)b->N * b->C);
 }
