@@ -101,9 +101,9 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                                  cdiv(mtiles, 2) * 2, KT - 1, 1);
         }
 
-        /* Each 32-row block of A (32 x kc, <= 32 KiB) stays in L1 while it
-         * meets every column block of a chunk of packed B (kc x nc, a
-         * few hundred KiB, in L2). */
+        /* Each 32-row block of A (32 x kc) meets every column block of a
+         * chunk of packed B (kc x nc) while both are in L2 or nearer; a
+         * column block is reused by the block's 32 rows. */
         for (int nc0 = n0; nc0 < n1; nc0 += v->n_chunk) {
             int nc1 = nc0 + v->n_chunk < n1 ? nc0 + v->n_chunk : n1;
             for (int m = m0; m < m1; m += MB) {
