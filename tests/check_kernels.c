@@ -201,11 +201,13 @@ END_TEST
 START_TEST(gemm_bf16_block_edges)
 {
     /* sizes around the 16/32/48-wide blocks and 32-deep k-tiles, odd K,
-     * leading dimensions beyond the width, alpha != 1, with the pool */
+     * leading dimensions beyond the width, alpha != 1, with the pool; K
+     * past one k block of every level (1536 at avx512bf16) and N past one
+     * column chunk (3072 there: a transposed A packed up front) */
     static const int sizes[][3] = {
         {31, 33, 31}, {32, 32, 32}, {33, 47, 33}, {48, 49, 63}, {64, 96, 64},
         {65, 17, 97}, {16, 160, 255}, {100, 50, 1}, {1, 300, 40}, {130, 7, 513},
-        {96, 144, 1030}, {257, 100, 45},
+        {96, 144, 1030}, {257, 100, 45}, {40, 60, 3100}, {33, 3090, 70},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         gemm_case gc = {sizes[i][0], sizes[i][1], sizes[i][2], _i, 0, 0, 0,

@@ -86,7 +86,10 @@ static const ct__gemm_variant avx512bf16_variant = {
      * less: at K = 768 on Zen 4, 2 threads, k = 256 (the panel in L1) ran
      * 0.88-0.96x of a whole-K pass, k = 128 0.80x. */
     .kc_tiles = 48,
-    .n_chunk = 768,
+    /* B's whole width for BERT's products: a panel (kc x 48) is what must
+     * stay near, and 768 columns or 3072 ran the same; one chunk lets a
+     * packed A be packed block by block (gemm_blocked.c) */
+    .n_chunk = 3072,
     .pack_a = 0,
     .micro = avx512bf16_micro,
     .begin = NULL,

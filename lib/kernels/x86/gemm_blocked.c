@@ -65,10 +65,16 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
     int ragged = !packed && m1 == d->M && (m1 - m0) % MB != 0;
     int ragged_m0 = m0 + (m1 - m0) / MB * MB;
     size_t b_stride = (size_t)KT * CT__TILE_ELEMS;
+    /* A packed block by block, each just before it meets B, so it is used
+     * while in L1/L2 and the packing's memory traffic overlaps the other
+     * threads' products; only when one chunk of B spans the columns, else
+     * a block would be packed once per chunk (then the whole region is
+     * packed up front, once per k block) */
+    int pack_each = packed && n1 - n0 <= v->n_chunk;
     ct__bf16 *apack = NULL, *atail = NULL;
 
     if (packed) {
-        apack = ct__scratch(1, (size_t)cdiv(mtiles, 2) * 2 * kct_max *
+        apack = ct__scratch(1, (size_t)(pack_each ? 2 : cdiv(mtiles, 2) * 2) * kct_max *
                                    CT__TILE_ELEMS * sizeof(ct__bf16));
     } else {
         if (ragged)
@@ -89,10 +95,10 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
         int pass_acc = acc || t0 > 0;
 
         /* A for this k range */
-        if (packed) {
+        if (packed && !pack_each) {
             ct__pack_a_tiles(apack, pr->A, d->lda, ta, d->M, d->K, m0,
                              cdiv(mtiles, 2) * 2, t0, nkt);
-        } else {
+        } else if (!packed) {
             if (ragged)
                 ct__pack_a_tiles(apack, pr->A, d->lda, 0, d->M, d->K, ragged_m0,
                                  2, t0, nkt);
@@ -110,6 +116,10 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                 ct__a_view av;
                 int rows = m1 - m < MB ? m1 - m : MB;
                 int mt = (m - m0) / 16; /* tile index within the region */
+                if (pack_each) {
+                    ct__pack_a_tiles(apack, pr->A, d->lda, ta, d->M, d->K, m, 2, t0, nkt);
+                    mt = 0;
+                }
                 if (packed) {
                     av.p[0] = (const char *)(apack + (size_t)mt * nkt * CT__TILE_ELEMS);
                     av.p[1] = av.p[0] + (size_t)nkt * CT__TILE_ELEMS * sizeof(ct__bf16);
