@@ -41,7 +41,8 @@ typedef struct ct__gemm_variant {
     const char *name;
     int block_n;      /* columns per microkernel call: a multiple of 16 */
     int kc_tiles;     /* most k-tiles per cache block */
-    int n_chunk;      /* columns of packed B kept in L2: a multiple of block_n */
+    int n_chunk;      /* columns of packed B each 32-row block of A sweeps before
+                       * the next block: a multiple of block_n */
     int pack_a;       /* copy a plain A into tile order too (else read in place) */
     ct__micro_fn micro;
     void (*begin)(void); /* per task, before the first micro call (AMX: ldtilecfg) */
