@@ -216,7 +216,7 @@ static ct_status run(const ct__goto_kernel *g, const char *who, float *C, ct__go
         ct__pool_run(T == 1 ? NULL : pool, item_task, &j, items);
     } else { /* fewer products than threads: split each one */
         int npanels = cdiv(d->N, g->nr);
-        ct__gemm_grid(T, cdiv(d->M, g->mr), npanels, &j.tm, &j.tn);
+        ct__gemm_grid(T, cdiv(d->M, g->mr), npanels, 1, &j.tm, &j.tn);
         for (int i = 0; i < items && j.status == 0; i++) {
             ct__goto_operand b;
             item_offsets(&j, i, &j.Cp, &j.Ap, &b);
