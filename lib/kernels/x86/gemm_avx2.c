@@ -180,7 +180,7 @@ CT_AVX2 CT_ALIGN_LOOPS static void micro(float *C, int ldc, int rows, int cols, 
     }
 }
 
-static const ct__goto_kernel kernel = {"avx2", MR, NR, pack_a, pack_b, widen_panel, micro};
+static const ct__goto_kernel kernel = {"avx2", MR, NR, 0, pack_a, pack_b, widen_panel, micro};
 
 ct_status ct__gemm_f32_avx2(float *C, const float *A, const float *B, const ct__gemm_desc *d,
                             ct__pool *pool)

@@ -49,8 +49,9 @@ static void read_caches(void)
 static void blocking(const ct__goto_kernel *g, int K, int *kc, int *mc)
 {
     pthread_once(&caches_once, read_caches);
-    long kmax = l1 / 2 / ((long)g->nr * 4);
-    kmax = kmax < 64 ? 64 : kmax > 512 ? 512 : kmax;
+    long kmax = g->deep_k ? l2 / 4 / ((long)(g->nr + g->mr) * 4) : l1 / 2 / ((long)g->nr * 4);
+    long kcap = g->deep_k ? 1024 : 512;
+    kmax = kmax < 64 ? 64 : kmax > kcap ? kcap : kmax;
     int nkc = cdiv(K, (int)kmax);
     *kc = cdiv(K, nkc);
     long m = l2 / 2 / ((long)*kc * 4) / g->mr * g->mr;

@@ -14,7 +14,10 @@
  *     give the two halves as fp32.
  *   A strips: MR rows of op(A) for a range of k, [k][MR] fp32.
  *   kc: depth of a block, so that one B micro-panel (kc x NR fp32) stays
- *     in half of L1 while every strip of A meets it.
+ *     in half of L1 while every strip of A meets it; or, for a kernel with
+ *     deep_k, so that the panel and one strip of A fit a quarter of L2
+ *     (up to 1024): BERT's K = 768 in one pass, each pass over a block
+ *     loading and storing C once more.
  *   mc: rows of A packed at once (mc x kc x 4 bytes <= L2 / 2), read from
  *     L2 by the microkernel.
  *   for each kc block: for each mc block: pack its strips of A; for each B
@@ -45,6 +48,7 @@ static inline const char *ct__goto_at(const ct__goto_operand *x, int r, int c)
 typedef struct ct__goto_kernel {
     const char *name; /* "gemm_avx2": named in errors */
     int mr, nr;       /* the microkernel's block; nr * 2 bytes a multiple of 32 */
+    int deep_k;       /* kc from L2, not L1 (see above) */
     /* Strips of op(A) rows [m0, m1) (at most mc), k in [k0, k0 + kc): strip
      * s at dst + s*kc*mr, [k][mr], zero past m1. May write up to 8 floats
      * past the last strip (the scratch has room). */
