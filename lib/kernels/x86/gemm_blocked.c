@@ -66,10 +66,9 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
     int ragged_m0 = m0 + (m1 - m0) / MB * MB;
     size_t b_stride = (size_t)KT * CT__TILE_ELEMS;
     /* A packed block by block, each just before it meets B, so it is used
-     * while in L1/L2 and the packing's memory traffic overlaps the other
-     * threads' products; only when one chunk of B spans the columns, else
-     * a block would be packed once per chunk (then the whole region is
-     * packed up front, once per k block) */
+     * while in L1/L2; only when one chunk of B spans the columns, else a
+     * block would be packed once per chunk (then the whole region is packed
+     * up front, once per k block) */
     int pack_each = packed && n1 - n0 <= v->n_chunk;
     ct__bf16 *apack = NULL, *atail = NULL;
 
