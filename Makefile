@@ -221,6 +221,7 @@ $(B)/bench/%: bench/%.c $(STATIC)
 
 bench: all $(BENCHES)
 	sh bench/compare_gemm.sh $(B)/bench/gemm_bench
+	$(B)/bin/cputrain-bench --optimizer --profile --steps 3 --warmup 1
 	sh bench/compare_bert.sh $(B)
 	sh bench/allreduce.sh $(B)
 
