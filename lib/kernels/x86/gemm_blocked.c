@@ -37,6 +37,13 @@ static size_t packed_b_elems(const ct__gemm_variant *v, const ct__gemm_desc *d,
     return (size_t)*nblk16 * cdiv(d->K, CT__KTILE) * CT__TILE_ELEMS;
 }
 
+/* A is copied into tile order: a transposed one must be, a plain one is
+ * when the variant asks. */
+static int a_is_packed(const ct__gemm_variant *v, const ct__gemm_desc *d)
+{
+    return (d->flags & CT__GEMM_TRANS_A) || v->pack_a;
+}
+
 /* C[rows, cols] = beta * C when there is nothing to multiply (K == 0). */
 static void scale_only(float *C, int ldc, int M, int N, int acc)
 {
@@ -54,8 +61,7 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
     const ct__gemm_desc *d = pr->d;
     int ta = (d->flags & CT__GEMM_TRANS_A) != 0;
     int acc = (d->flags & CT__GEMM_ACCUMULATE) != 0;
-    /* a transposed A must be packed; a plain one is when the variant asks */
-    int packed = ta || v->pack_a;
+    int packed = a_is_packed(v, d);
     int KT = pr->KT, ktail = d->K % CT__KTILE != 0;
     int nkc = cdiv(KT, v->kc_tiles), kct_max = cdiv(KT, nkc);
     int mtiles = cdiv(m1 - m0, 16);
@@ -114,11 +120,10 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
             for (int m = m0; m < m1; m += MB) {
                 ct__a_view av;
                 int rows = m1 - m < MB ? m1 - m : MB;
-                int mt = (m - m0) / 16; /* tile index within the region */
-                if (pack_each) {
+                /* tile index within what apack holds: the region, or this block */
+                int mt = pack_each ? 0 : (m - m0) / 16;
+                if (pack_each)
                     ct__pack_a_tiles(apack, pr->A, d->lda, ta, d->M, d->K, m, 2, t0, nkt);
-                    mt = 0;
-                }
                 if (packed) {
                     av.p[0] = (const char *)(apack + (size_t)mt * nkt * CT__TILE_ELEMS);
                     av.p[1] = av.p[0] + (size_t)nkt * CT__TILE_ELEMS * sizeof(ct__bf16);
@@ -294,8 +299,8 @@ static ct_status run(const ct__gemm_variant *v, float *C, const ct__bf16 *A,
             j.pack_chunk = cdiv(j.pr.nblk16, 4 * T);
             ct__pool_run(pool, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
         }
-        ct__gemm_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n),
-                      (d->flags & CT__GEMM_TRANS_A) || v->pack_a, &j.tm, &j.tn);
+        ct__gemm_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n), a_is_packed(v, d), &j.tm,
+                      &j.tn);
         ct__pool_run(pool, region_task, &j, j.tm * j.tn);
     }
 done:

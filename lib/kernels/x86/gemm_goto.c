@@ -49,8 +49,14 @@ static void read_caches(void)
 static void blocking(const ct__goto_kernel *g, int K, int *kc, int *mc)
 {
     pthread_once(&caches_once, read_caches);
-    long kmax = g->deep_k ? l2 / 4 / ((long)(g->nr + g->mr) * 4) : l1 / 2 / ((long)g->nr * 4);
-    long kcap = g->deep_k ? 1024 : 512;
+    long kmax, kcap;
+    if (g->deep_k) { /* the B panel and an A strip in a quarter of L2 */
+        kmax = l2 / 4 / ((long)(g->nr + g->mr) * 4);
+        kcap = 1024;
+    } else { /* the B panel in half of L1 */
+        kmax = l1 / 2 / ((long)g->nr * 4);
+        kcap = 512;
+    }
     kmax = kmax < 64 ? 64 : kmax > kcap ? kcap : kmax;
     int nkc = cdiv(K, (int)kmax);
     *kc = cdiv(K, nkc);
