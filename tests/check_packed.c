@@ -118,6 +118,53 @@ START_TEST(packed_equals_unpacked_bitwise)
 }
 END_TEST
 
+/* A weight W [out, in] repacked by pieces of rows (packw_rows) over the
+ * packs of another weight gives, bit for bit, the packs of W. */
+static void check_packw_rows(const ct__kernels *k, int out, int in, int piece)
+{
+    size_t fb = k->packb_bytes(in, out), bb = k->packb_transposable ? 0 : k->packb_bytes(out, in);
+    ct__bf16 *W = rand_bf16((size_t)out * in), *old = rand_bf16((size_t)out * in);
+    char *want = NULL, *got = NULL;
+    ct__packed_b wf, wb, gf, gb;
+    ck_assert_int_eq(posix_memalign((void **)&want, 64, fb + bb + 64), 0);
+    ck_assert_int_eq(posix_memalign((void **)&got, 64, fb + bb + 64), 0);
+    /* a level may leave the bytes that round a pack up to 64 unwritten */
+    memset(want, 0, fb + bb);
+    memset(got, 0, fb + bb);
+    OK(k->packb(&wf, want, W, in, out, in, CT__GEMM_TRANS_B, NULL));
+    OK(k->packb(&gf, got, old, in, out, in, CT__GEMM_TRANS_B, NULL));
+    if (bb) {
+        OK(k->packb(&wb, want + fb, W, out, in, in, 0, NULL));
+        OK(k->packb(&gb, got + fb, old, out, in, in, 0, NULL));
+    }
+    for (int r0 = 0; r0 < out; r0 += piece) {
+        int r1 = r0 + piece < out ? r0 + piece : out;
+        k->packw_rows(&gf, bb ? &gb : NULL, W + (size_t)r0 * in, r0, r1);
+    }
+    ck_assert_msg(memcmp(want, got, fb + bb) == 0, "%s: packw_rows != packb, W %dx%d by %d rows",
+                  k->name, out, in, piece);
+    (void)wb;
+    free(W);
+    free(old);
+    free(want);
+    free(got);
+}
+
+START_TEST(packw_rows_equals_packb)
+{
+    static const int cases[][3] = {{1, 1, 32},    {31, 17, 32},  {32, 48, 32},  {70, 40, 32},
+                                   {96, 768, 64}, {100, 33, 96}, {77, 3072, 32}, {64, 130, 32}};
+    const ct__kernels *k = ct__kernels_for((ct__isa)_i);
+    if (!k) {
+        printf("packed: SKIPPED level %s (this CPU cannot run it)\n", ct__isa_name((ct__isa)_i));
+        return;
+    }
+    ck_assert_ptr_nonnull(k->packw_rows);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        check_packw_rows(k, cases[c][0], cases[c][1], cases[c][2]);
+}
+END_TEST
+
 START_TEST(packed_bad_arguments)
 {
     const ct__kernels *k = ct__kernels_get();
@@ -229,8 +276,9 @@ START_TEST(model_packs_follow_parameters)
 }
 END_TEST
 
-/* An optimizer step marks the packs stale; the next forward uses the new
- * weights (same check against a fresh copy), MLM's tied decoder included. */
+/* An optimizer step leaves the packs current (repacked as it updates);
+ * the next forward uses the new weights (same check against a fresh copy),
+ * MLM's tied decoder included. */
 START_TEST(model_packs_follow_optimizer_step)
 {
     ct_task task = _i ? CT_TASK_MASKED_LM : CT_TASK_QUESTION_ANSWERING;
@@ -258,6 +306,15 @@ START_TEST(model_packs_follow_optimizer_step)
     OK(ct_model_set_training(m, 1));
     OK(ct_model_forward_backward(m, b, 1.0f, &loss));
     OK(ct_optim_step(o, NULL));
+    /* unsharded, the step repacked the weights as it updated them: the
+     * packs (both orientations) are those a full refresh makes */
+    ck_assert_int_eq(m->bf16_stale, 0);
+    char *fused = malloc(m->wpack_bytes);
+    memcpy(fused, m->wpack_mem, m->wpack_bytes);
+    OK(ct__model_wpack_refresh(m));
+    ck_assert_msg(memcmp(fused, m->wpack_mem, m->wpack_bytes) == 0,
+                  "the step's repack != a full refresh");
+    free(fused);
     OK(ct_model_set_training(m, 0));
     OK(ct_model_forward(m, b, &loss));
     float *after = logits_copy(m, &n1);
@@ -303,6 +360,7 @@ Suite *packed_suite(void)
     TCase *tc = tcase_create("kernels");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, packed_equals_unpacked_bitwise, 0, CT__ISA_COUNT);
+    tcase_add_loop_test(tc, packw_rows_equals_packb, 0, CT__ISA_COUNT);
     tcase_add_test(tc, packed_bad_arguments);
     suite_add_tcase(s, tc);
 

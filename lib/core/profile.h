@@ -20,7 +20,8 @@ typedef enum ct__prof_family {
     CT__PROF_EMBEDDING,
     CT__PROF_LOSS,
     CT__PROF_OPTIMIZER,  /* gradient norm, clipping, AdamW */
-    CT__PROF_WEIGHT_PACK, /* the weights' bf16 panels after each update */
+    CT__PROF_WEIGHT_PACK, /* the weights' bf16 panels after each update
+                           * (AdamW's sweep makes them: its share of it) */
     CT__PROF_ALLREDUCE_WAIT, /* gradient allreduce not hidden by backward */
     CT__PROF_COUNT
 } ct__prof_family;

@@ -23,6 +23,7 @@ static void build_tables(void)
     t->packb = ct__packb_generic;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_generic;
     t->packb_transposable = 1;
+    t->packw_rows = ct__packw_rows_generic;
     t->layernorm_forward = ct__layernorm_forward_generic;
     t->layernorm_backward_input = ct__layernorm_backward_input_generic;
     t->layernorm_backward_params = ct__layernorm_backward_params_generic;
@@ -72,6 +73,7 @@ static void build_tables(void)
     t->packb = ct__packb_avx2;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx2;
     t->packb_transposable = 0;
+    t->packw_rows = ct__packw_rows_avx2;
 
     t = &tables[CT__ISA_AVX512];
     *t = tables[CT__ISA_AVX2];
@@ -105,6 +107,7 @@ static void build_tables(void)
     t->packb_bytes = ct__packb_bytes_avx512;
     t->packb = ct__packb_avx512;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512;
+    t->packw_rows = ct__packw_rows_avx512;
 
     t = &tables[CT__ISA_AVX512BF16];
     *t = tables[CT__ISA_AVX512];
@@ -114,6 +117,7 @@ static void build_tables(void)
     t->packb = ct__packb_avx512bf16;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512bf16;
     t->packb_transposable = 0;
+    t->packw_rows = ct__packw_rows_vnni;
 
     t = &tables[CT__ISA_AMX];
     *t = tables[CT__ISA_AVX512BF16];

@@ -99,6 +99,17 @@ typedef ct_status (*ct__gemm_packed_fn)(float *C, const ct__bf16 *A, const ct__p
                                         int M, int lda, int ldc, int flags, float alpha,
                                         ct__pool *pool);
 
+/* Rewrites rows [r0, r1) of a weight W [out, in] in its packs, bitwise as
+ * packb of the whole weight writes them: fwd packs op(B) = W^T [in, out]
+ * (packb with CT__GEMM_TRANS_B), bwd packs op(B) = W [out, in] (NULL when
+ * packb_transposable). `rows` holds W's rows r0 .. r1-1 in bf16, `in`
+ * apart; r0 is a multiple of CT__PACKW_ROWS, and so is r1 unless it is
+ * `out`. The optimizer repacks a weight this way, a piece at a time, while
+ * the piece it has just updated is still in cache. */
+enum { CT__PACKW_ROWS = 32 };
+typedef void (*ct__packw_rows_fn)(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                                  const ct__bf16 *rows, int r0, int r1);
+
 /* ---- conversions ------------------------------------------------------------
  * fp32 -> bf16 rounds to nearest even, as vcvtne2ps2bf16 does (so every
  * variant is bit-exact with the generic one): NaN keeps sign and top payload
@@ -122,6 +133,7 @@ typedef struct ct__kernels {
      * (ct__packed_b_transpose) serves op(B)^T too, so one copy covers both
      * orientations of a weight. */
     int packb_transposable;
+    ct__packw_rows_fn packw_rows;
     /* Element-wise kernels of ops.h (their semantics are documented there). */
     ct__layernorm_forward_fn layernorm_forward;
     ct__layernorm_backward_input_fn layernorm_backward_input;
@@ -228,6 +240,8 @@ ct_status ct__packb_generic(ct__packed_b *out, void *mem, const ct__bf16 *B, int
 ct_status ct__gemm_bf16_packed_generic(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                        int M, int lda, int ldc, int flags, float alpha,
                                        ct__pool *pool);
+void ct__packw_rows_generic(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                            const ct__bf16 *rows, int r0, int r1);
 
 #if defined(__x86_64__)
 void ct__f32_to_bf16_avx2(ct__bf16 *out, const float *inp, size_t n);
@@ -247,6 +261,8 @@ ct_status ct__packb_avx2(ct__packed_b *out, void *mem, const ct__bf16 *B, int K,
 ct_status ct__gemm_bf16_packed_avx2(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                     int M, int lda, int ldc, int flags, float alpha,
                                     ct__pool *pool);
+void ct__packw_rows_avx2(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                         const ct__bf16 *rows, int r0, int r1);
 ct_status ct__gemm_f32_avx512(float *C, const float *A, const float *B,
                               const ct__gemm_desc *d, ct__pool *pool);
 ct_status ct__gemm_bf16_avx512(float *C, const ct__bf16 *A, const ct__bf16 *B,
@@ -257,6 +273,8 @@ ct_status ct__packb_avx512(ct__packed_b *out, void *mem, const ct__bf16 *B, int 
 ct_status ct__gemm_bf16_packed_avx512(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                       int M, int lda, int ldc, int flags, float alpha,
                                       ct__pool *pool);
+void ct__packw_rows_avx512(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                           const ct__bf16 *rows, int r0, int r1);
 ct_status ct__gemm_bf16_avx512bf16(float *C, const ct__bf16 *A,
                                    const ct__bf16 *B, const ct__gemm_desc *d,
                                    ct__pool *pool);
@@ -268,6 +286,9 @@ ct_status ct__packb_avx512bf16(ct__packed_b *out, void *mem, const ct__bf16 *B, 
 ct_status ct__gemm_bf16_packed_avx512bf16(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                           int M, int lda, int ldc, int flags, float alpha,
                                           ct__pool *pool);
+/* The VNNI panels' (AVX512-BF16 and AMX share them). */
+void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                         const ct__bf16 *rows, int r0, int r1);
 size_t ct__packb_bytes_amx(int K, int N);
 ct_status ct__packb_amx(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
                         int ldb, int flags, ct__pool *pool);

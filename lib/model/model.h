@@ -131,6 +131,18 @@ void ct__model_refresh_bf16(ct_model *m);
 ct_status ct__model_wpack_prepare(ct_model *m);
 ct_status ct__model_wpack_refresh(ct_model *m);
 void ct__model_wpack_free(ct_model *m);
+/* The optimizer's fused repack: while the packs follow the parameters (and
+ * the level can repack by rows), an optimizer that updates the weight at
+ * w_off in pieces of rows repacks each piece at once with
+ * ct__model_wpack_rows, and the packs stay current. wpack_live: 1 when it
+ * may; wpack_find: the weight's entry, or -1 for a tensor with no pack. */
+int ct__model_wpack_live(const ct_model *m);
+long ct__model_wpack_find(const ct_model *m, size_t w_off);
+/* Rows [r0, r1) of entry e's weight from params into its packs (r0 a
+ * multiple of CT__PACKW_ROWS, r1 too unless the last row); on the calling
+ * thread, through its scratch slot 0. CT_ERR_NOMEM, with no message (it
+ * runs on a worker): the caller marks the packs stale. */
+ct_status ct__model_wpack_rows(ct_model *m, long e, int r0, int r1);
 /* A bf16 product with the Linear weight W [OUT, IN] at w_off, A [M, K] dense
  * of bf16 values:
  *   backward 0: C[M, OUT] = A W^T           (K = IN)

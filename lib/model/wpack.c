@@ -183,6 +183,33 @@ static ct_status wpack_refresh(ct_model *m)
     return st;
 }
 
+int ct__model_wpack_live(const ct_model *m)
+{
+    return m->wpack && m->wpack->valid && !m->bf16_stale && m->k->packw_rows;
+}
+
+long ct__model_wpack_find(const ct_model *m, size_t w_off)
+{
+    for (size_t i = 0; m->wpack && i < m->wpack->n; i++)
+        if (m->wpack->e[i].w_off == w_off)
+            return (long)i;
+    return -1;
+}
+
+ct_status ct__model_wpack_rows(ct_model *m, long e, int r0, int r1)
+{
+    const wentry *w = &m->wpack->e[e];
+    size_t n = (size_t)(r1 - r0) * w->in;
+    /* scratch slot 0 is the GEMM's, idle while the optimizer runs */
+    ct__bf16 *rows = ct__scratch(0, n * sizeof *rows);
+    if (!rows)
+        return CT_ERR_NOMEM;
+    /* the same rounding as the whole weight's refresh */
+    m->k->f32_to_bf16(rows, m->params + w->w_off + (size_t)r0 * w->in, n);
+    m->k->packw_rows(&w->fwd, m->k->packb_transposable ? NULL : &w->bwd, rows, r0, r1);
+    return CT_OK;
+}
+
 ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M, size_t w_off,
                            int backward, int accumulate, ct__pool *pool)
 {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/profile.h"
 #include "core/safetensors.h"
@@ -164,20 +165,18 @@ static void norm_task(void *ctx, int task, int thread)
                            : m->k->sum_squares(m->grads + t->offset + c->begin, c->end - c->begin);
 }
 
-static void update_task(void *ctx, int task, int thread)
+/* AdamW on one chunk; 0 when it left the parameters as they were. */
+static int update_chunk(const step_job *j, const chunk *c, int owned)
 {
-    step_job *j = ctx;
     ct_optim *o = j->o;
     ct_model *m = o->model;
-    const chunk *c = &j->chunks[task];
     const ct__tensor *t = &m->tensors[c->tensor];
     size_t off = t->offset + c->begin, n = c->end - c->begin;
     float *p = m->params + off, *g = m->grads + off;
     ct__adamw_hyper h = j->hyper;
-    (void)thread;
-    if (t->frozen || (j->owner && !j->owner[task])) { /* another rank's: it updates them */
+    if (t->frozen || !owned) { /* another rank's: it updates them */
         memset(g, 0, n * sizeof *g);
-        return;
+        return 0;
     }
     if (!o->decays[c->tensor])
         h.decay = 1.0f;
@@ -186,6 +185,115 @@ static void update_task(void *ctx, int task, int thread)
      *   v = b2 v + (1 - b2) g g; p += -step_size * m / (sqrt(v) / bc2 + eps) */
     m->k->adamw_update(p, g, o->exp_avg + (off - o->shard_lo), o->exp_avg_sq + (off - o->shard_lo),
                        n, &h);
+    return 1;
+}
+
+static void update_task(void *ctx, int task, int thread)
+{
+    step_job *j = ctx;
+    (void)thread;
+    update_chunk(j, &j->chunks[task], !j->owner || j->owner[task]);
+}
+
+/* ---- AdamW with the bf16 repack in the same sweep ------------------------- */
+
+/* A packed weight is updated in pieces of whole rows (a multiple of
+ * CT__PACKW_ROWS, about a chunk's floats), and each piece repacked while
+ * it is still in cache: the weights' bf16 packs are never read back from
+ * memory as a pass of their own. Other tensors go by chunks. */
+typedef struct piece {
+    chunk c;
+    long pack; /* the weight's pack entry, or -1 */
+    int r0, r1;
+} piece;
+
+typedef struct repack_job {
+    step_job *j;
+    piece *pieces;
+    _Atomic int failed;
+    /* profiling: per thread, seconds updating and repacking (a line each) */
+    double (*seconds)[8];
+} repack_job;
+
+static void repack_task(void *ctx, int task, int thread)
+{
+    repack_job *r = ctx;
+    const piece *pc = &r->pieces[task];
+    double t0 = r->seconds ? ct__now_s() : 0, t1 = t0;
+    int updated = update_chunk(r->j, &pc->c, 1);
+    if (r->seconds) {
+        t1 = ct__now_s();
+        r->seconds[thread][0] += t1 - t0;
+    }
+    if (updated && pc->pack >= 0 &&
+        ct__model_wpack_rows(r->j->o->model, pc->pack, pc->r0, pc->r1) != CT_OK)
+        r->failed = 1;
+    if (r->seconds && updated && pc->pack >= 0)
+        r->seconds[thread][1] += ct__now_s() - t1;
+}
+
+/* The pieces of every tensor; the count, or (size_t)-1 out of memory. */
+static size_t list_pieces(const ct_model *m, piece **out)
+{
+    size_t n = 0, cap = 0;
+    piece *list = NULL;
+    for (int fill = 0; fill < 2; fill++) {
+        for (size_t i = 0; i < m->n_tensors; i++) {
+            const ct__tensor *t = &m->tensors[i];
+            long pack = t->ndim == 2 ? ct__model_wpack_find(m, t->offset) : -1;
+            size_t in = pack >= 0 ? (size_t)t->dim[1] : 1;
+            size_t rows = pack >= 0 ? CHUNK / in / CT__PACKW_ROWS * CT__PACKW_ROWS : CHUNK;
+            size_t total = pack >= 0 ? (size_t)t->dim[0] : t->numel;
+            if (rows == 0)
+                rows = CT__PACKW_ROWS;
+            for (size_t r = 0; r < total; r += rows, n++) {
+                size_t r1 = r + rows < total ? r + rows : total;
+                if (fill)
+                    list[n] = (piece){{i, r * in, r1 * in}, pack, (int)r, (int)r1};
+            }
+        }
+        if (!fill) {
+            cap = n;
+            n = 0;
+            if (!(list = malloc((cap ? cap : 1) * sizeof *list)))
+                return (size_t)-1;
+        }
+    }
+    *out = list;
+    return n;
+}
+
+/* 0, or -1 when out of memory (nothing updated). When profiling, the
+ * repack's share of the sweep's wall time (as the threads' time went) into
+ * *pack_seconds. */
+static int update_and_repack(step_job *j, double *pack_seconds)
+{
+    ct_model *m = j->o->model;
+    repack_job r = {j, NULL, 0, NULL};
+    size_t n = list_pieces(m, &r.pieces);
+    int T = ct__pool_nthreads(m->pool);
+    if (n == (size_t)-1)
+        return -1;
+    double t0 = ct__prof_enabled() ? ct__now_s() : 0;
+    if (t0)
+        r.seconds = calloc((size_t)T, sizeof *r.seconds);
+    ct__pool_run(m->pool, repack_task, &r, (int)n);
+    if (r.seconds) {
+        double update = 0, pack = 0;
+        for (int t = 0; t < T; t++) {
+            update += r.seconds[t][0];
+            pack += r.seconds[t][1];
+        }
+        if (update + pack > 0)
+            *pack_seconds = (ct__now_s() - t0) * pack / (update + pack);
+        free(r.seconds);
+    }
+    free(r.pieces);
+    /* a piece without scratch left its rows as they were: the next
+     * forward repacks everything */
+    if (r.failed)
+        m->bf16_stale = 1;
+    return 0;
 }
 
 static void zero_task(void *ctx, int task, int thread)
@@ -252,21 +360,29 @@ ct_status ct_optim_grad_norm(const ct_optim *o, double *norm)
     return st;
 }
 
-static ct_status optim_step(ct_optim *o, double *grad_norm_out);
+static ct_status optim_step(ct_optim *o, double *grad_norm_out, double *pack_seconds);
 
 ct_status ct_optim_step(ct_optim *o, double *grad_norm_out)
 {
-    double t0 = ct__prof_begin();
+    double t0 = ct__prof_begin(), pack_seconds = 0, wall;
     ct_status st;
     CT__CHECK_ARG(o);
-    st = optim_step(o, grad_norm_out);
+    st = optim_step(o, grad_norm_out, &pack_seconds);
+    if (!t0)
+        return st;
     /* the norm's pass reads the gradients; AdamW reads and writes p, m, v
-     * and reads g: 32 bytes a parameter in all */
-    ct__prof_end(CT__PROF_OPTIMIZER, t0, 0, 32.0 * (double)(o->shard_hi - o->shard_lo));
+     * and reads g: 32 bytes a parameter in all. The repack fused into it
+     * (its share of the threads' time) reads the bf16 rows it rounds and
+     * writes the packs. */
+    wall = ct__now_s() - t0;
+    ct__prof_add(CT__PROF_OPTIMIZER, wall - pack_seconds, 0,
+                 32.0 * (double)(o->shard_hi - o->shard_lo));
+    if (pack_seconds > 0)
+        ct__prof_add(CT__PROF_WEIGHT_PACK, pack_seconds, 0, (double)o->model->wpack_bytes);
     return st;
 }
 
-static ct_status optim_step(ct_optim *o, double *grad_norm_out)
+static ct_status optim_step(ct_optim *o, double *grad_norm_out, double *pack_seconds)
 {
     step_job j;
     chunk *chunks = NULL;
@@ -312,7 +428,13 @@ static ct_status optim_step(ct_optim *o, double *grad_norm_out)
     j.hyper.eps = (float)o->eps;
     j.hyper.step_size = (float)-(lr / (1.0 - pow(o->beta1, t)));
     j.hyper.bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, t));
-    ct__pool_run(m->pool, update_task, &j, (int)j.n_chunks);
+    /* Unsharded, the packs are rebuilt in the same sweep; otherwise (or
+     * without memory for the list of pieces) by the next forward, once,
+     * from the parameters every rank has gathered. */
+    if (o->dist || !ct__model_wpack_live(m) || update_and_repack(&j, pack_seconds) != 0) {
+        ct__pool_run(m->pool, update_task, &j, (int)j.n_chunks);
+        m->bf16_stale = 1;
+    }
     /* Sharded: every rank's updated fp32 shard to all (fp32, not bf16: each
      * rank keeps the whole fp32 master copy, which checkpoints save and the
      * next step's unsharded parts of the model read). */
@@ -326,8 +448,6 @@ static ct_status optim_step(ct_optim *o, double *grad_norm_out)
             st = ct__dist_allgather_pieces(o->dist, m->params, bytes);
         free(bytes);
     }
-    /* The packed bf16 weights are rebuilt, once, by the next forward. */
-    m->bf16_stale = 1;
     if (st == CT_OK)
         o->step++;
     free(j.partial);

@@ -113,6 +113,16 @@ ct_status ct__packb_generic(ct__packed_b *out, void *mem, const ct__bf16 *B, int
     return CT_OK;
 }
 
+/* The forward pack is W as stored, so its rows are W's rows; the backward
+ * one is that pack read transposed. */
+void ct__packw_rows_generic(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                            const ct__bf16 *rows, int r0, int r1)
+{
+    size_t in = (size_t)fwd->K;
+    (void)bwd;
+    memcpy((ct__bf16 *)fwd->data + (size_t)r0 * in, rows, (size_t)(r1 - r0) * in * sizeof *rows);
+}
+
 ct_status ct__gemm_bf16_packed_generic(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                        int M, int lda, int ldc, int flags, float alpha,
                                        ct__pool *pool)

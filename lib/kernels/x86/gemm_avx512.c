@@ -194,6 +194,12 @@ ct_status ct__packb_avx512(ct__packed_b *out, void *mem, const ct__bf16 *B, int 
     return ct__goto_packb(&kernel, out, mem, B, K, N, ldb, flags, pool);
 }
 
+void ct__packw_rows_avx512(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                           const ct__bf16 *rows, int r0, int r1)
+{
+    ct__goto_packw_rows(&kernel, fwd, bwd, rows, r0, r1);
+}
+
 ct_status ct__gemm_bf16_packed_avx512(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                       int M, int lda, int ldc, int flags, float alpha,
                                       ct__pool *pool)

@@ -318,6 +318,22 @@ ct_status ct__goto_packb(const ct__goto_kernel *g, ct__packed_b *out, void *mem,
     return CT_OK;
 }
 
+/* A panel holds nr of op(B)'s columns for every k: W^T's panels for these
+ * rows are whole panels, W's are rows r0 .. r1-1 of each of its panels. */
+void ct__goto_packw_rows(const ct__goto_kernel *g, const ct__packed_b *fwd,
+                         const ct__packed_b *bwd, const ct__bf16 *rows, int r0, int r1)
+{
+    int in = fwd->K, out = fwd->N, n = r1 - r0, nr = g->nr;
+    ct__goto_operand wt = operand_of(rows, in, 1, 1), w = operand_of(rows, in, 1, 0);
+    ct__bf16 *b = bwd->data;
+    g->pack_b((ct__bf16 *)fwd->data + (size_t)(r0 / nr) * in * nr, &wt, 1, in, n, 0,
+              cdiv(n, nr));
+    /* pack_b puts panel p at p*K*nr of its K = n rows: moved so that it
+     * lands on row r0 of panel p of all `out` */
+    for (int p = 0; p < cdiv(in, nr); p++)
+        g->pack_b(b + ((size_t)p * (out - n) + r0) * nr, &w, 1, n, in, p, p + 1);
+}
+
 ct_status ct__goto_gemm_bf16_packed(const ct__goto_kernel *g, float *C, const ct__bf16 *A,
                                     const ct__packed_b *B, int M, int lda, int ldc, int flags,
                                     float alpha, ct__pool *pool)

@@ -74,6 +74,8 @@ ct_status ct__goto_gemm_bf16(const ct__goto_kernel *g, float *C, const ct__bf16 
 size_t ct__goto_packb_bytes(const ct__goto_kernel *g, int K, int N);
 ct_status ct__goto_packb(const ct__goto_kernel *g, ct__packed_b *out, void *mem,
                          const ct__bf16 *B, int K, int N, int ldb, int flags, ct__pool *pool);
+void ct__goto_packw_rows(const ct__goto_kernel *g, const ct__packed_b *fwd,
+                         const ct__packed_b *bwd, const ct__bf16 *rows, int r0, int r1);
 ct_status ct__goto_gemm_bf16_packed(const ct__goto_kernel *g, float *C, const ct__bf16 *A,
                                     const ct__packed_b *B, int M, int lda, int ldc, int flags,
                                     float alpha, ct__pool *pool);

@@ -101,6 +101,11 @@ ct_status ct__gemm_bf16_blocked_packed(const ct__gemm_variant *v, float *C,
  * each, block j at dst + j*KT*512. X(k,n) = trans ? src[n*ld+k] : src[k*ld+n]. */
 void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld, int trans,
                      int K, int N, int KT, int j0, int j1);
+/* The same for k-tiles 0 .. nt-1 of X only, block j at dst + j*block_stride
+ * elements (a piece of a pack of more k-tiles); `stream`: non-temporal
+ * stores (a pack read only much later). */
+void ct__pack_vnni16_tiles(ct__bf16 *dst, size_t block_stride, const ct__bf16 *src, int ld,
+                           int trans, int K, int N, int nt, int j0, int j1, int stream);
 
 /* Packs nmt tiles of 16 rows from row m0, k-tiles t0 .. t0+nt-1, of op(A)
  * (M x K) in tile order, zero padded: tile (i, t) at dst + (i*nt + t)*512.

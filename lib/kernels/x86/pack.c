@@ -28,24 +28,34 @@ CT_AVX512 static inline __m512i interleave_rows(const ct__bf16 *r0, const ct__bf
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
+/* A tile's line: streamed past the caches when the pack is read long after
+ * (a weight's, by the next step), kept when a product reads it next. */
+CT_AVX512 static inline void store_line(ct__bf16 *dst, __m512i v, int stream)
+{
+    if (stream)
+        _mm512_stream_si512((void *)dst, v);
+    else
+        _mm512_store_si512(dst, v);
+}
+
 /* One 16x16-dword tile (16 pair rows of 16 columns) of X = src stored
  * [K rows, ld] read with rows k0.. and columns c0.. (nc valid). */
 CT_AVX512 static void vnni_tile_rows(ct__bf16 *dst, const ct__bf16 *src, int ld,
-                                     int K, int k0, int c0, int nc)
+                                     int K, int k0, int c0, int nc, int stream)
 {
     __mmask16 m = mask16(nc);
     for (int p = 0; p < 16; p++) {
         int k = k0 + 2 * p;
         const ct__bf16 *r0 = k < K ? src + (size_t)k * ld + c0 : NULL;
         const ct__bf16 *r1 = k + 1 < K ? src + (size_t)(k + 1) * ld + c0 : NULL;
-        _mm512_store_si512(dst + p * 32, interleave_rows(r0, r1, m));
+        store_line(dst + p * 32, interleave_rows(r0, r1, m), stream);
     }
 }
 
 /* One tile when the 16 "columns" are rows of src (src stored [N, ld], k
  * contiguous): load 16 rows of 32 k as dwords, transpose. */
 CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
-                                     int K, int k0, int c0, int nc)
+                                     int K, int k0, int c0, int nc, int stream)
 {
     __m512i r[16];
     __mmask32 km = mask32(K - k0);
@@ -54,25 +64,50 @@ CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
                       : _mm512_setzero_si512();
     ct__transpose16x16(r);
     for (int p = 0; p < 16; p++)
-        _mm512_store_si512(dst + p * 32, r[p]);
+        store_line(dst + p * 32, r[p], stream);
 }
 
-CT_AVX512 void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld,
-                               int trans, int K, int N, int KT, int j0, int j1)
+CT_AVX512 void ct__pack_vnni16_tiles(ct__bf16 *dst, size_t block_stride, const ct__bf16 *src,
+                                     int ld, int trans, int K, int N, int nt, int j0, int j1,
+                                     int stream)
 {
     for (int j = j0; j < j1; j++) {
         int c0 = 16 * j, nc = N - c0;
-        ct__bf16 *blk = dst + (size_t)j * KT * CT__TILE_ELEMS;
-        for (int t = 0; t < KT; t++) {
+        ct__bf16 *blk = dst + (size_t)j * block_stride;
+        for (int t = 0; t < nt; t++) {
             ct__bf16 *tile = blk + (size_t)t * CT__TILE_ELEMS;
             if (nc <= 0)
                 memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
             else if (trans)
-                vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc);
+                vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
             else
-                vnni_tile_rows(tile, src, ld, K, t * CT__KTILE, c0, nc);
+                vnni_tile_rows(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
         }
     }
+}
+
+void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld, int trans, int K, int N,
+                     int KT, int j0, int j1)
+{
+    ct__pack_vnni16_tiles(dst, (size_t)KT * CT__TILE_ELEMS, src, ld, trans, K, N, KT, j0, j1, 0);
+}
+
+/* W^T's blocks for these rows are whole blocks of 16 of its columns; W's
+ * are k-tiles r0/32 .. of every block. Streamed: the next forward reads
+ * them, after the optimizer has swept the whole model through the caches. */
+CT_AVX512 void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *bwd, const ct__bf16 *rows,
+                         int r0, int r1)
+{
+    int in = fwd->K, out = fwd->N, n = r1 - r0;
+    size_t kt_in = (size_t)(in + CT__KTILE - 1) / CT__KTILE;
+    size_t kt_out = (size_t)(out + CT__KTILE - 1) / CT__KTILE;
+    ct__pack_vnni16_tiles((ct__bf16 *)fwd->data + (size_t)(r0 / 16) * kt_in * CT__TILE_ELEMS,
+                          kt_in * CT__TILE_ELEMS, rows, in, 1, in, n, (int)kt_in, 0,
+                          (n + 15) / 16, 1);
+    ct__pack_vnni16_tiles((ct__bf16 *)bwd->data + (size_t)(r0 / CT__KTILE) * CT__TILE_ELEMS,
+                          kt_out * CT__TILE_ELEMS, rows, in, 0, n, in,
+                          (n + CT__KTILE - 1) / CT__KTILE, 0, (in + 15) / 16, 1);
+    _mm_sfence(); /* the streamed lines before the pool's barrier publishes them */
 }
 
 CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
