@@ -62,6 +62,18 @@ static void rows_bf16(const ct__attn *a, ct__bf16 *dst, size_t w, const float *s
     }
 }
 
+/* Asks for `rows` rows of `cols` floats, ld apart, to be brought into L2.
+ * Backward reads the head's slices of q, ctx and dctx 256 bytes a row, a
+ * row several KB from the next: from memory (forward wrote them long ago)
+ * such reads wait on each line, which the hardware's prefetcher does not
+ * foresee across so short runs. */
+static void prefetch_rows(const float *p, size_t ld, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += 16)
+            __builtin_prefetch(p + (size_t)r * ld + c, 0, 2);
+}
+
 /* The forward with bf16 dot products: the same steps as fwd_task with
  * operands packed into bf16 pairs instead of rounded in place. */
 void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
@@ -118,6 +130,8 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
     uint64_t key = ct__attn_seq_key(a, s);
 
+    prefetch_rows(q, (size_t)ld, T < TILE ? T : TILE, HD);
+    prefetch_rows(dctx, (size_t)ld, T < TILE ? T : TILE, HD);
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
     t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, v, (size_t)ld, T, HD);
@@ -127,6 +141,11 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
         int R = T - i0 < TILE ? T - i0 : TILE, R2 = (R + 1) / 2;
         int acc = i0 > 0; /* dk, dv sum over the tiles */
         const float *qa = q + (size_t)i0 * ld, *da = dctx + (size_t)i0 * ld;
+        int next = T - i0 - R < TILE ? T - i0 - R : TILE;
+        /* ctx's rows for the row terms below, q's and dctx's of the next tile */
+        prefetch_rows(ctxo + (size_t)i0 * ld, (size_t)ld, R, HD);
+        prefetch_rows(qa + (size_t)R * ld, (size_t)ld, next, HD);
+        prefetch_rows(da + (size_t)R * ld, (size_t)ld, next, HD);
         rows_bf16(a, (ct__bf16 *)qb, 2 * (size_t)H2, qa, (size_t)ld, R, HD);
         rows_bf16(a, (ct__bf16 *)db, 2 * (size_t)H2, da, (size_t)ld, R, HD);
         t->pack_pairs(qv, HD, qa, ld, R, HD);
