@@ -80,9 +80,17 @@ OPS_AVX512 static inline __m512 erf_small16(__m512 a)
  * keeps GELU accurate for negative x, where 1 + erf(z) cancels. Above 10.06
  * the result underflows to 0; inputs are clamped at 10.5 so that inf gives 0
  * rather than inf * 0. */
-OPS_AVX512 static inline __m512 erfc_tail16(__m512 a)
+/* e^(-a^2), a^2 kept as hi + lo so that exp sees it exactly. */
+OPS_AVX512 static inline __m512 exp_neg_sq16(__m512 a)
 {
-    a = _mm512_min_ps(splat(10.5f), _mm512_max_ps(splat(1.0f), a));
+    __m512 hi = _mm512_mul_ps(a, a), lo = _mm512_fmsub_ps(a, a, hi);
+    __m512 e = ct__exp16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), hi));
+    return _mm512_fnmadd_ps(e, lo, e); /* e^(-hi-lo) = e^-hi (1 - lo), |lo| <= 2^-17 */
+}
+
+/* erfc(a) from e = exp_neg_sq16(a), a already clamped (below). */
+OPS_AVX512 static inline __m512 erfc_tail_e16(__m512 a, __m512 e)
+{
     __m512 t = recip16(_mm512_fmadd_ps(a, splat(0.5f), splat(1.0f)));
     __m512 p = splat(-3.770013899e-02f);
     p = _mm512_fmadd_ps(p, t, splat(2.179140002e-01f));
@@ -93,16 +101,20 @@ OPS_AVX512 static inline __m512 erfc_tail16(__m512 a)
     p = _mm512_fmadd_ps(p, t, splat(2.436407506e-01f));
     p = _mm512_fmadd_ps(p, t, splat(2.823625207e-01f));
     p = _mm512_fmadd_ps(p, t, splat(2.820851803e-01f));
-    __m512 hi = _mm512_mul_ps(a, a), lo = _mm512_fmsub_ps(a, a, hi);
-    __m512 e = ct__exp16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), hi));
-    e = _mm512_fnmadd_ps(e, lo, e); /* e^(-hi-lo) = e^-hi (1 - lo), |lo| <= 2^-17 */
     return _mm512_mul_ps(e, _mm512_mul_ps(t, p));
+}
+
+OPS_AVX512 static inline __m512 erfc_tail16(__m512 a)
+{
+    a = _mm512_min_ps(splat(10.5f), _mm512_max_ps(splat(1.0f), a));
+    return erfc_tail_e16(a, exp_neg_sq16(a));
 }
 
 /* Phi(x) = (1 + erf(z))/2 for z = x/sqrt2 (rounded by the caller as the
  * generic rounds it). On the tail it is erfc(|z|)/2 or 1 - erfc(|z|)/2, so
- * it keeps its relative accuracy (<= 4e-7) where 1 + erf(z) would cancel. */
-OPS_AVX512 static inline __m512 phi16(__m512 z)
+ * it keeps its relative accuracy (<= 4e-7) where 1 + erf(z) would cancel.
+ * phi_of16 takes erfc(|z|), needed where |z| >= 1 only. */
+OPS_AVX512 static inline __m512 phi_of16(__m512 z, __m512 erfc_a)
 {
     const __m512 half = splat(0.5f);
     __m512 a = _mm512_abs_ps(z);
@@ -110,9 +122,14 @@ OPS_AVX512 static inline __m512 phi16(__m512 z)
     __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
     __m512 sign = _mm512_and_ps(z, splat(-0.0f));
     __m512 cdf_small = _mm512_fmadd_ps(half, _mm512_xor_ps(erf_small16(a), sign), half);
-    __m512 h = _mm512_mul_ps(half, erfc_tail16(a));
+    __m512 h = _mm512_mul_ps(half, erfc_a);
     __m512 cdf_tail = _mm512_mask_blend_ps(neg, _mm512_sub_ps(splat(1.0f), h), h);
     return _mm512_mask_blend_ps(small, cdf_tail, cdf_small);
+}
+
+OPS_AVX512 static inline __m512 phi16(__m512 z)
+{
+    return phi_of16(z, erfc_tail16(_mm512_abs_ps(z)));
 }
 
 /* tanh(x), <= 2 ulp (1.4 measured): a P(a^2) below 0.625 (4.5e-9 relative),
@@ -299,17 +316,22 @@ OPS_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
     }
 }
 
-/* dout (Phi(x) + x phi(x)), phi's argument -x*x/2 rounded as the generic
- * rounds it. Within 1e-6 |dinp| + 2^-23 |dout| (1 + |x|) of the generic:
- * its cancellation in Phi as in the forward, a few ulp of x phi(x). */
+/* dout (Phi(x) + x phi(x)). One exponential serves both: phi(x) =
+ * e^(-z^2) / sqrt(2 pi), the e^(-z^2) of Phi's tail (z's rounding moves
+ * it by z^2 2^-23 relative, far inside the bound). Within 1e-6 |dinp| +
+ * 2^-23 |dout| (1 + |x|) of the generic: its cancellation in Phi as in the
+ * forward, a few ulp of x phi(x). */
 OPS_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const float *inp,
                                          size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
-        __m512 cdf = phi16(_mm512_mul_ps(x, splat((float)M_SQRT1_2)));
-        __m512 e = ct__exp16_avx512(_mm512_mul_ps(_mm512_mul_ps(x, splat(-0.5f)), x));
+        __m512 z = _mm512_mul_ps(x, splat((float)M_SQRT1_2));
+        /* not clamped below at 1: the tail's value is used only from there */
+        __m512 a = _mm512_min_ps(splat(10.5f), _mm512_abs_ps(z));
+        __m512 e = exp_neg_sq16(a);
+        __m512 cdf = phi_of16(z, erfc_tail_e16(a, e));
         __m512 pdf = _mm512_mul_ps(splat(0.3989422804014327f), e);
         __m512 d = _mm512_fmadd_ps(x, pdf, cdf);
         _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), d));
