@@ -580,7 +580,7 @@ START_TEST(dropout_bit_identical)
     static const size_t firsts[] = {0, 1, 17, ((size_t)1 << 33) + 5};
     enum { NMAX = 1000 };
     float *x = rand_f(NMAX, 3.0f, 0.0f), *r0 = alloc_f(NMAX), *r1 = alloc_f(NMAX);
-    float *r2 = alloc_f(NMAX);
+    float *r2 = alloc_f(NMAX), *dout = rand_f(NMAX, 2.0f, 0.0f);
     memcpy(x, edges, sizeof edges); /* inf and NaN: dropped ones become 0 */
     for (int v = 0; v < nv; v++) {
         const ct__kernels *k = vs[v];
@@ -593,6 +593,16 @@ START_TEST(dropout_bit_identical)
                     CHECK_BITS(r1, r0, n, "dropout_forward", k);
                     k->dropout_backward(r2, x, n, ps[pi], key, firsts[fi]);
                     CHECK_BITS(r2, r0, n, "dropout_backward", k);
+                    /* read off the forward's output: the hashed backward's
+                     * bits wherever the input was not 0, else 0 */
+                    if (ps[pi] < 1.0f) {
+                        k->dropout_backward(r2, dout, n, ps[pi], key, firsts[fi]);
+                        k->dropout_backward_kept(r1, dout, r0, n, ps[pi]);
+                        for (size_t i = 0; i < n; i++)
+                            if (x[i] == 0.0f)
+                                r2[i] = 0.0f;
+                        CHECK_BITS(r1, r2, n, "dropout_backward_kept", k);
+                    }
                 }
                 /* chunks with their `first` give the whole call's bits, in place */
                 memcpy(r2, x, NMAX * sizeof *x);
@@ -619,6 +629,7 @@ START_TEST(dropout_bit_identical)
     free(ones);
     free(o);
     free(x);
+    free(dout);
     free(r0);
     free(r1);
     free(r2);

@@ -42,6 +42,7 @@ static void build_tables(void)
     t->softmax_backward = ct__softmax_backward_generic;
     t->dropout_forward = ct__dropout_forward_generic;
     t->dropout_backward = ct__dropout_backward_generic;
+    t->dropout_backward_kept = ct__dropout_backward_kept_generic;
     t->cross_entropy_forward = ct__cross_entropy_forward_generic;
     t->cross_entropy_backward = ct__cross_entropy_backward_generic;
     t->adamw_update = ct__adamw_update_generic;
@@ -97,6 +98,7 @@ static void build_tables(void)
     t->softmax_backward = ct__softmax_backward_avx512;
     t->dropout_forward = ct__dropout_forward_avx512;
     t->dropout_backward = ct__dropout_backward_avx512;
+    t->dropout_backward_kept = ct__dropout_backward_kept_avx512;
     t->cross_entropy_forward = ct__cross_entropy_forward_avx512;
     t->cross_entropy_backward = ct__cross_entropy_backward_avx512;
     t->adamw_update = ct__adamw_update_avx512;

@@ -153,6 +153,7 @@ typedef struct ct__kernels {
     ct__softmax_backward_fn softmax_backward;
     ct__dropout_fn dropout_forward;
     ct__dropout_fn dropout_backward;
+    ct__dropout_kept_fn dropout_backward_kept;
     ct__cross_entropy_forward_fn cross_entropy_forward;
     ct__cross_entropy_backward_fn cross_entropy_backward;
     ct__adamw_update_fn adamw_update;

@@ -79,6 +79,12 @@ typedef void (*ct__dropout_fn)(float *out, const float *inp, size_t n, float p, 
                                size_t first);
 void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
                          size_t first);
+/* Backward read off the forward's output `kept` instead of the hash:
+ * dinp[i] = dout[i] * scale where kept[i] != 0, else 0 (scale as above).
+ * The same as dropout_backward wherever the forward's input was not 0.
+ * dinp may alias dout. */
+typedef void (*ct__dropout_kept_fn)(float *dinp, const float *dout, const float *kept, size_t n,
+                                    float p);
 /* The key of one dropout site: (seed, step, site) mixed into 64 bits. One
  * function for every level (generic/ops.c). */
 uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site);
@@ -151,6 +157,8 @@ void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p
                                  size_t first);
 void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, float p,
                                   uint64_t key, size_t first);
+void ct__dropout_backward_kept_generic(float *dinp, const float *dout, const float *kept,
+                                       size_t n, float p);
 double ct__cross_entropy_forward_generic(const float *logits, int ld, const int32_t *target,
                                          int N, int V, int32_t ignore, int *count);
 void ct__cross_entropy_backward_generic(float *dlogits, int ldd, const float *logits, int ld,
@@ -217,6 +225,8 @@ void ct__dropout_forward_avx512(float *out, const float *inp, size_t n, float p,
                                 size_t first);
 void ct__dropout_backward_avx512(float *dinp, const float *dout, size_t n, float p,
                                  uint64_t key, size_t first);
+void ct__dropout_backward_kept_avx512(float *dinp, const float *dout, const float *kept,
+                                      size_t n, float p);
 double ct__cross_entropy_forward_avx512(const float *logits, int ld, const int32_t *target,
                                         int N, int V, int32_t ignore, int *count);
 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const float *logits, int ld,

@@ -284,9 +284,10 @@ static void bwd_task(void *ctx, int task, int thread)
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm(dP, (int)Tp, da, ldd, 1, vt, (int)Tp, R, T, HD, 0);
         t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, acc);
-        /* D from the unrounded dctx rows (da may be their bf16 copy) */
-        ct__attn_row_terms(a, D, dP, Tp, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R, T,
-                           key, ((size_t)h * T + i0) * T);
+        /* D from the unrounded dctx rows (da may be their bf16 copy); the
+         * mask hashed again, as Pd may be rounded (to 0 from a denormal) */
+        ct__attn_row_terms(a, D, dP, Tp, NULL, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R,
+                           T, key, ((size_t)h * T + i0) * T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         if (bf)
             for (int r = 0; r < R; r++)

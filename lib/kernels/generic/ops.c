@@ -223,6 +223,14 @@ void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, floa
     ct__dropout_forward_generic(dinp, dout, n, p, key, first); /* same mask, same scale */
 }
 
+void ct__dropout_backward_kept_generic(float *dinp, const float *dout, const float *kept,
+                                       size_t n, float p)
+{
+    float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++)
+        dinp[i] = kept[i] != 0.0f ? dout[i] * scale : 0.0f;
+}
+
 /* ---- cross-entropy ------------------------------------------------------ */
 
 static int counted(int32_t t, int V, int32_t ignore)
