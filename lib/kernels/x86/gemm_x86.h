@@ -52,17 +52,20 @@ typedef struct ct__gemm_variant {
 /* What both blocked drivers (gemm_blocked.c, gemm_goto.c) decide alike. */
 
 /* Thread grid tm x tn = T over mblocks x nblocks with the least work per
- * thread. Ties split M when A is packed (`a_packed`), so threads share B's
- * packing and not A's; else they split N, so each thread's share of packed
- * B is the smaller set it sweeps again for every block of rows (at 2
- * threads on Zen 4, products of K = 3072 read in place: 1.01-1.05x, the
- * medians of 6 alternated runs). */
-static inline void ct__gemm_grid(int T, int mblocks, int nblocks, int a_packed, int *tm,
+ * thread. Ties split M when `split_m` is set, else N, so that each thread's
+ * share of packed B is the smaller set it sweeps again for every block of
+ * rows. The blocked driver splits M on ties only for a packed A with more
+ * rows than columns (threads then share B's packing, not A's); the Goto
+ * driver always. Measured at 2 threads on Zen 4: products of K = 3072 with
+ * A read in place, N 1.01-1.05x over M; weight gradients (A packed, K =
+ * 1024), N 1.08x at 768 x 3072, M 1.02x at 3072 x 768 (medians of 6 and 5
+ * alternated runs). */
+static inline void ct__gemm_grid(int T, int mblocks, int nblocks, int split_m, int *tm,
                                  int *tn)
 {
     long best = -1;
     for (int i = 0; i < T; i++) {
-        int a = a_packed ? T - i : 1 + i;
+        int a = split_m ? T - i : 1 + i;
         if (T % a)
             continue;
         long w = (long)((mblocks + a - 1) / a) * ((nblocks + T / a - 1) / (T / a));
