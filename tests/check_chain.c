@@ -100,11 +100,14 @@ static void check_add_norm(ct__pool *pool, int C, int threads)
     memcpy(cp_ref, dy_ref, nc * sizeof *cp_ref);
     ct__p_dropout(pool, dy_ref, SEQS, seq_start, (size_t)C, ids, 0.25f, 0x1234);
     ct__p_to_bf16(pool, k, ob_ref, dy_ref, nc);
+    float *bg = copy_f(db0, (size_t)C), *bg_ref = copy_f(db0, (size_t)C);
+    ct__p_bias_backward(pool, bg_ref, dy_ref, N, C);
 
     ct__chain_bwd cb = {.dy = dy, .N = N, .C = C, .ln_dout = dout, .ln_inp = ref, .ln_w = w,
                         .ln_mean = mean_ref, .ln_rstd = rstd_ref, .ln_dw = dw, .ln_db = db,
-                        .copy = cp, .drop = dropout_of(0.25f), .out_b = ob};
+                        .copy = cp, .drop = dropout_of(0.25f), .out_b = ob, .db = bg};
     ct__p_chain_backward(pool, &cb);
+    SAME(bg, bg_ref, (size_t)C, "add_norm backward: the product's bias gradient", C, threads);
     SAME(dy, dy_ref, nc, "add_norm backward: gradient", C, threads);
     SAME(cp, cp_ref, nc, "add_norm backward: residual copy", C, threads);
     SAME(dw, dw_ref, (size_t)C, "add_norm backward: LayerNorm weight gradient", C, threads);
@@ -112,7 +115,7 @@ static void check_add_norm(ct__pool *pool, int C, int threads)
     SAME(ob, ob_ref, nc, "add_norm backward: bf16 copy", C, threads);
 
     float *all[] = {y0, res, w, b, bias, y, ref, out, out_ref, mean, rstd, mean_ref, rstd_ref,
-                    dout, dw0, db0, dy, dy_ref, cp, cp_ref, dw, db, dw_ref, db_ref};
+                    dout, dw0, db0, dy, dy_ref, cp, cp_ref, dw, db, dw_ref, db_ref, bg, bg_ref};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
     free(ob);
@@ -152,13 +155,16 @@ static void check_act(ct__pool *pool, int C, int threads)
     float *dy0 = rand_f(nc, 1, 0), *dy = copy_f(dy0, nc), *dy_ref = copy_f(dy0, nc);
     ct__p_map2(pool, ct__gelu_backward, dy_ref, dy_ref, ref, nc);
     ct__p_to_bf16(pool, k, ob_ref, dy_ref, nc);
+    float *bg = rand_f((size_t)C, 1, 0), *bg_ref = copy_f(bg, (size_t)C);
+    ct__p_bias_backward(pool, bg_ref, dy_ref, N, C);
     ct__chain_bwd cb = {.dy = dy, .N = N, .C = C, .act = k->gelu_backward, .act_inp = ref,
-                        .out_b = ob};
+                        .out_b = ob, .db = bg};
     ct__p_chain_backward(pool, &cb);
     SAME(dy, dy_ref, nc, "act backward: gradient", C, threads);
     SAME(ob, ob_ref, nc, "act backward: bf16 copy", C, threads);
+    SAME(bg, bg_ref, (size_t)C, "act backward: the product's bias gradient", C, threads);
 
-    float *all[] = {y0, bias, y, ref, act, act_ref, dy0, dy, dy_ref};
+    float *all[] = {y0, bias, y, ref, act, act_ref, dy0, dy, dy_ref, bg, bg_ref};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
     free(ob);

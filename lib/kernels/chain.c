@@ -27,6 +27,12 @@ typedef struct job {
     const ct__chain_fwd *f;
     const ct__chain_bwd *b;
     int N, C, rows_per_block, blocks, ntasks;
+    int unit; /* blocks a task's share is a multiple of: a group's, backward */
+    /* backward: the column sums of each group of CT__COLSUM_ROWS rows,
+     * [groups][C] each, when the chain makes them (else the wrappers'
+     * passes do) */
+    int grouped;
+    float *sum_w, *sum_b, *sum_db;
     _Atomic int nomem;
     double (*seconds)[STEPS]; /* [ntasks] thread time per step, when profiling */
 } job;
@@ -85,13 +91,24 @@ static void forward_block(const job *j, stopwatch *w, float *tmp, size_t r0, siz
     }
 }
 
-/* Backward's steps on rows [r0, r1). */
+/* Backward's steps on rows [r0, r1), within one group of column sums. */
 static void backward_block(const job *j, stopwatch *w, size_t r0, size_t r1)
 {
     const ct__kernels *k = j->k;
     const ct__chain_bwd *b = j->b;
-    size_t C = (size_t)j->C, n = (r1 - r0) * C;
+    size_t C = (size_t)j->C, n = (r1 - r0) * C, g = r0 / CT__COLSUM_ROWS;
+    int rows = (int)(r1 - r0);
     float *dy = b->dy + r0 * C;
+    if (j->grouped && r0 % CT__COLSUM_ROWS == 0) { /* a group starts: its sums from 0 */
+        float *sums[] = {j->sum_w, j->sum_b, j->sum_db};
+        for (int i = 0; i < 3; i++)
+            if (sums[i])
+                memset(sums[i] + g * C, 0, C * sizeof(float));
+    }
+    if (j->sum_w)
+        k->layernorm_backward_params(j->sum_w + g * C, j->sum_b + g * C, b->ln_dout + r0 * C,
+                                     b->ln_inp + r0 * C, b->ln_mean + r0, b->ln_rstd + r0, rows,
+                                     j->C, j->C);
     if (b->ln_w) {
         k->layernorm_backward_input(dy, b->ln_dout + r0 * C, b->ln_inp + r0 * C, b->ln_w,
                                     b->ln_mean + r0, b->ln_rstd + r0, (int)(r1 - r0), j->C);
@@ -113,6 +130,10 @@ static void backward_block(const job *j, stopwatch *w, size_t r0, size_t r1)
         k->f32_to_bf16(b->out_b + r0 * C, dy, n);
         lap(w, S_ROUND);
     }
+    if (j->sum_db) {
+        k->bias_backward(j->sum_db + g * C, dy, rows, j->C, j->C);
+        lap(w, S_BIAS);
+    }
 }
 
 /* Task t: its share of the blocks, in either direction. */
@@ -122,9 +143,12 @@ static void chain_task(void *ctx, int t, int thread)
     const ct__chain_fwd *f = j->f;
     float *tmp = NULL;
     stopwatch w = {j->seconds ? j->seconds[t] : NULL, j->seconds ? ct__now_s() : 0};
-    int b0 = (int)((long)j->blocks * t / j->ntasks);
-    int b1 = (int)((long)j->blocks * (t + 1) / j->ntasks);
+    int units = (j->blocks + j->unit - 1) / j->unit;
+    int b0 = (int)((long)units * t / j->ntasks) * j->unit;
+    int b1 = (int)((long)units * (t + 1) / j->ntasks) * j->unit;
     (void)thread;
+    if (b1 > j->blocks)
+        b1 = j->blocks;
     /* scratch slot 0 is the GEMM's, idle between products */
     if (f && f->act && !f->act_out &&
         !(tmp = ct__scratch(0, (size_t)j->rows_per_block * j->C * sizeof *tmp))) {
@@ -143,17 +167,27 @@ static void chain_task(void *ctx, int t, int thread)
 }
 
 /* Blocks and tasks for N rows of C; the timing table when profiling
- * (without memory for it, the chain runs untimed). */
-static void job_init(job *j, ct__pool *pool, int N, int C)
+ * (without memory for it, the chain runs untimed). Backward's blocks tile
+ * the groups of column sums: a power of two of rows, at most a group. */
+static void job_init(job *j, ct__pool *pool, int N, int C, int backward)
 {
-    int most = ct__pool_nthreads(pool) * 4;
+    int most = ct__pool_nthreads(pool) * 4, units;
     memset(j, 0, sizeof *j);
     j->k = ct__kernels_get();
     j->N = N;
     j->C = C;
     j->rows_per_block = C < BLOCK_FLOATS ? BLOCK_FLOATS / C : 1;
+    j->unit = 1;
+    if (backward) {
+        int r = 1;
+        while (2 * r <= j->rows_per_block && 2 * r <= CT__COLSUM_ROWS)
+            r *= 2;
+        j->rows_per_block = r;
+        j->unit = CT__COLSUM_ROWS / r;
+    }
     j->blocks = (N + j->rows_per_block - 1) / j->rows_per_block;
-    j->ntasks = j->blocks < most ? j->blocks : most;
+    units = (j->blocks + j->unit - 1) / j->unit;
+    j->ntasks = units < most ? units : most;
     if (ct__prof_enabled())
         j->seconds = calloc((size_t)j->ntasks, sizeof *j->seconds);
 }
@@ -187,7 +221,7 @@ ct_status ct__p_chain_forward(ct__pool *pool, const ct__chain_fwd *f)
     double t0 = ct__prof_begin();
     if (f->N <= 0 || f->C <= 0)
         return CT_OK;
-    job_init(&j, pool, f->N, f->C);
+    job_init(&j, pool, f->N, f->C, 0);
     j.f = f;
     ct__pool_run(pool, chain_task, &j, j.ntasks);
     report(&j, t0 ? ct__now_s() - t0 : 0, (double)f->N * f->C);
@@ -201,16 +235,37 @@ void ct__p_chain_backward(ct__pool *pool, const ct__chain_bwd *b)
 {
     job j;
     double t0 = ct__prof_begin();
+    size_t groups, per;
+    int arrays;
+    float *sums = NULL;
     if (b->N <= 0 || b->C <= 0)
         return;
-    if (b->ln_w) { /* the column half reads every row: its own pass, first */
+    job_init(&j, pool, b->N, b->C, 1);
+    j.b = b;
+    groups = ((size_t)b->N + CT__COLSUM_ROWS - 1) / CT__COLSUM_ROWS;
+    per = groups * (size_t)b->C;
+    arrays = (b->ln_w ? 2 : 0) + (b->db ? 1 : 0);
+    if (arrays && (sums = malloc(arrays * per * sizeof *sums)) != NULL) {
+        j.grouped = 1;
+        j.sum_w = b->ln_w ? sums : NULL;
+        j.sum_b = b->ln_w ? sums + per : NULL;
+        j.sum_db = b->db ? sums + (arrays - 1) * per : NULL;
+    } else if (b->ln_w) { /* no memory: the column pass first, alone */
         ct__p_layernorm_backward_params(pool, b->ln_dw, b->ln_db, b->ln_dout, b->ln_inp,
                                         b->ln_mean, b->ln_rstd, b->N, b->C);
-        ct__prof_end(CT__PROF_LAYERNORM, t0, 0, 8.0 * b->N * b->C);
-        t0 = ct__prof_begin();
     }
-    job_init(&j, pool, b->N, b->C);
-    j.b = b;
     ct__pool_run(pool, chain_task, &j, j.ntasks);
+    if (j.grouped) { /* the groups' sums, in order */
+        const ct__kernels *k = j.k;
+        if (j.sum_w) {
+            k->bias_backward(b->ln_dw, j.sum_w, (int)groups, b->C, b->C);
+            k->bias_backward(b->ln_db, j.sum_b, (int)groups, b->C, b->C);
+        }
+        if (j.sum_db)
+            k->bias_backward(b->db, j.sum_db, (int)groups, b->C, b->C);
+    } else if (b->db) {
+        ct__p_bias_backward(pool, b->db, b->dy, b->N, b->C);
+    }
+    free(sums);
     report(&j, t0 ? ct__now_s() - t0 : 0, (double)b->N * b->C);
 }

@@ -47,11 +47,16 @@ typedef struct ct__chain_fwd {
 /* Backward, on the gradient dy [N, C] in place, in this order:
  *   1. dy = the LayerNorm input's gradient given ln_dout (ln_inp, ln_w,
  *      ln_mean, ln_rstd as forward kept them); ln_dw, ln_db += their
- *      gradients (a column pass over all rows, first)
+ *      gradients
  *   2. copy = dy [N, C] (the residual branch's share)
  *   3. dy = dy * act'(act_inp) (act: a ct__act_backward_fn)
  *   4. dy = dropout(dy), forward's mask
- *   5. out_b = dy as bf16 */
+ *   5. out_b = dy as bf16
+ *   6. db += dy's column sums (the bias gradient of the product dy leaves)
+ * Blocks are taken by groups of CT__COLSUM_ROWS rows, whose column sums
+ * (ln_dw, ln_db, db) are made while the group is at hand and added in the
+ * wrappers' order (parallel.h); without memory for those sums the chain
+ * falls back to the wrappers' column passes, with the same bits. */
 typedef struct ct__chain_bwd {
     float *dy;
     int N, C;
@@ -62,6 +67,7 @@ typedef struct ct__chain_bwd {
     const float *act_inp;
     ct__seq_dropout drop;
     ct__bf16 *out_b;
+    float *db;
 } ct__chain_bwd;
 
 /* CT_ERR_NOMEM when the block buffer of step 2 (act_out NULL) cannot be

@@ -257,15 +257,41 @@ static void column_span(int C, int t, int n, size_t *lo, size_t *hi)
     *hi = *hi * 16 > (size_t)C ? (size_t)C : *hi * 16;
 }
 
+/* Columns at a time that a column task sums per group on its stack. */
+enum { STRIP = 256 };
+
+/* The column sums of CT__COLSUM_ROWS order over columns [lo, hi): per
+ * strip of columns and group of rows, the group's sums into zeroed
+ * buffers, then added (a one-row bias_backward) to the destinations. */
+static void colsum_strips(const rows_job *j, size_t lo, size_t hi, int ln)
+{
+    float tw[STRIP], tb[STRIP];
+    for (size_t c0 = lo; c0 < hi; c0 += STRIP) {
+        int w = (int)(hi - c0 < STRIP ? hi - c0 : STRIP);
+        for (int r0 = 0; r0 < j->N; r0 += CT__COLSUM_ROWS) {
+            int rows = j->N - r0 < CT__COLSUM_ROWS ? j->N - r0 : CT__COLSUM_ROWS;
+            size_t at = (size_t)r0 * j->C + c0;
+            memset(tb, 0, (size_t)w * sizeof *tb);
+            if (ln) {
+                memset(tw, 0, (size_t)w * sizeof *tw);
+                j->k->layernorm_backward_params(tw, tb, j->dout + at, j->inp + at,
+                                                j->cmean + r0, j->crstd + r0, rows, w, j->C);
+                j->k->bias_backward(j->dw + c0, tw, 1, w, w);
+            } else {
+                j->k->bias_backward(tb, j->dout + at, rows, w, j->C);
+            }
+            j->k->bias_backward(j->db + c0, tb, 1, w, w);
+        }
+    }
+}
+
 static void ln_bwd_cols_task(void *ctx, int t, int thread)
 {
     rows_job *j = ctx;
     size_t lo, hi;
     (void)thread;
     column_span(j->C, t, j->ntasks, &lo, &hi);
-    if (hi > lo)
-        j->k->layernorm_backward_params(j->dw + lo, j->db + lo, j->dout + lo, j->inp + lo,
-                                        j->cmean, j->crstd, j->N, (int)(hi - lo), j->C);
+    colsum_strips(j, lo, hi, 1);
 }
 
 static int column_tasks(const ct__pool *pool, int N, int C)
@@ -320,8 +346,7 @@ static void bias_bwd_task(void *ctx, int t, int thread)
     size_t lo, hi;
     (void)thread;
     column_span(j->C, t, j->ntasks, &lo, &hi);
-    if (hi > lo)
-        j->k->bias_backward(j->db + lo, j->dout + lo, j->N, (int)(hi - lo), j->C);
+    colsum_strips(j, lo, hi, 0);
 }
 
 void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C)

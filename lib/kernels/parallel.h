@@ -54,6 +54,14 @@ void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, si
 void ct__p_layernorm_forward(ct__pool *pool, float *out, float *mean, float *rstd,
                              const float *inp, const float *w, const float *b, int N, int C,
                              float eps);
+/* Column sums over rows (bias and LayerNorm parameter gradients) take the
+ * rows in groups of CT__COLSUM_ROWS from row 0: each group summed from zero
+ * in row order, then the groups' sums added to the destination in order.
+ * The order is fixed, so the bits depend neither on the thread count nor
+ * on who sums a group: the wrappers below sum column strips, a backward
+ * chain (chain.h) sums each group of rows while it holds them. */
+enum { CT__COLSUM_ROWS = 32 };
+
 /* dinp overwritten; dw, db accumulated. */
 void ct__p_layernorm_backward(ct__pool *pool, float *dinp, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,

@@ -101,18 +101,21 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__b
 
 /* Given dy [N,OUT]: dx[N,IN] = dy W (or += with acc_dx; dx NULL skips it),
  * dW += dy^T x, db += column sums of dy. In bf16 mode the products read
- * dy's bf16 copy in a->dy_b, which the caller made (dy_rounded) or which
- * is made here. */
-static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *dy,
-                            int dy_rounded, const float *x, const ct__bf16 *xb, size_t w_off,
-                            size_t b_off, int N, int IN, int OUT)
+ * dy's bf16 copy in a->dy_b. With chained, the chain that produced dy made
+ * that copy and db (its .out_b, .db); else one pass over dy makes both. */
+static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, float *dy, int chained,
+                            const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
+                            int N, int IN, int OUT)
 {
     ct_status st = CT_OK;
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
     double flops = 2.0 * N * IN * OUT, t0;
     const ct__bf16 *dyb = p->bf16 ? p->a->dy_b : NULL;
-    if (p->bf16 && !dy_rounded)
-        ct__p_to_bf16_profiled(p->pool, p->k, p->a->dy_b, dy, (size_t)N * OUT);
+    if (!chained && (p->bf16 || b_off != CT__NO_TENSOR)) {
+        ct__chain_bwd c = {.dy = dy, .N = N, .C = OUT, .out_b = p->bf16 ? p->a->dy_b : NULL,
+                           .db = b_off != CT__NO_TENSOR ? G(p, b_off) : NULL};
+        ct__p_chain_backward(p->pool, &c);
+    }
     t0 = ct__prof_begin();
     if (dx && p->bf16)
         st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, 1, acc_dx, p->pool);
@@ -129,8 +132,6 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, const float *d
         st = ct__gemm_f32(p->k, G(p, w_off), dy, x, OUT, IN, N, OUT, IN, IN,
                           CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
     ct__prof_end(CT__PROF_GEMM_WEIGHT_GRAD, t0, flops, 0);
-    if (st == CT_OK && b_off != CT__NO_TENSOR)
-        ct__p_bias_backward(p->pool, G(p, b_off), dy, N, OUT);
     return st;
 }
 
@@ -241,16 +242,18 @@ static ct_status add_norm_fwd(const pass *p, float *y, size_t b_off, const float
 
 /* Its gradient: from dout (the gradient of out) to dy in a->db, rounded to
  * a->dy_b in bf16 mode; dresidual = the gradient reaching the residual;
- * the LayerNorm's parameter gradients accumulated. */
+ * the LayerNorm's parameter gradients and the product's bias gradient
+ * (b_off) accumulated. */
 static void add_norm_bwd(const pass *p, float *dresidual, const float *dout, const float *y,
-                         size_t ln_w, size_t ln_b, const float *mean, const float *rstd,
-                         uint32_t site)
+                         size_t b_off, size_t ln_w, size_t ln_b, const float *mean,
+                         const float *rstd, uint32_t site)
 {
     ct__chain_bwd c = {.dy = p->a->db, .N = p->N, .C = p->C, .ln_dout = dout, .ln_inp = y,
                        .ln_w = P(p, ln_w), .ln_mean = mean, .ln_rstd = rstd,
                        .ln_dw = G(p, ln_w), .ln_db = G(p, ln_b), .copy = dresidual,
                        .drop = token_dropout(p, p->m->cfg.hidden_dropout, site),
-                       .out_b = p->bf16 ? p->a->dy_b : NULL};
+                       .out_b = p->bf16 ? p->a->dy_b : NULL,
+                       .db = b_off != CT__NO_TENSOR ? G(p, b_off) : NULL};
     ct__p_chain_backward(p->pool, &c);
 }
 
@@ -323,20 +326,21 @@ static ct_status layer_bwd(pass *p, int l)
     if (!p->per_layer && (st = layer_fwd(p, l)) != CT_OK)
         return st;
     /* out = LN2(dropout(ffn + b2) + h1): dres, and dh1 from the residual */
-    add_norm_bwd(p, dh1, dout, SLOT(p, a->res2, l, NC), w->ln2_w, w->ln2_b,
+    add_norm_bwd(p, dh1, dout, SLOT(p, a->res2, l, NC), w->b2, w->ln2_w, w->ln2_b,
                  SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N), SITE(l, SITE_FFN_OUT));
     if ((st = linear_bwd(p, a->dff, 0, dres, 1, bf ? NULL : SLOT(p, a->ff_act, l, NF),
                          bf ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
         CT_OK)
         return st;
     ct__chain_bwd ffn = {.dy = a->dff, .N = N, .C = FF, .act = act_backward(p),
-                         .act_inp = SLOT(p, a->ff_pre, l, NF), .out_b = bf ? a->dy_b : NULL};
+                         .act_inp = SLOT(p, a->ff_pre, l, NF), .out_b = bf ? a->dy_b : NULL,
+                         .db = w->b1 != CT__NO_TENSOR ? G(p, w->b1) : NULL};
     ct__p_chain_backward(p->pool, &ffn);
     if ((st = linear_bwd(p, dh1, 1, a->dff, 1, SLOT(p, a->h1, l, NC),
                          bf ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, N, C, FF)) != CT_OK)
         return st;
     /* h1 = LN1(dropout(ctx Wo^T + bo) + x): dres, and dx_in from the residual */
-    add_norm_bwd(p, dx_in, dh1, SLOT(p, a->res1, l, NC), w->ln1_w, w->ln1_b,
+    add_norm_bwd(p, dx_in, dh1, SLOT(p, a->res1, l, NC), w->bo, w->ln1_w, w->ln1_b,
                  SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N), SITE(l, SITE_ATT_OUT));
     /* dctx into a->da (dh1 is no longer needed) */
     if ((st = linear_bwd(p, a->da, 0, dres, 1, SLOT(p, a->ctx, l, NC),
