@@ -32,6 +32,29 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One product of a variant: level k's bf16, or fp32 through k or BLAS. */
+typedef struct run {
+    const ct__kernels *k;
+    int is_f32, is_blas;
+    float *C;
+    const float *af, *bf;
+    const ct__bf16 *a, *b;
+    ct__gemm_desc d;
+    ct__pool *pool;
+} run;
+
+static ct_status run_once(const run *x)
+{
+    const ct__gemm_desc *d = &x->d;
+    if (x->is_blas)
+        return ct__gemm_f32_blas(x->C, x->af, x->bf, d, x->pool);
+    if (x->is_f32)
+        return ct__gemm_f32(x->k, x->C, x->af, x->bf, d->M, d->N, d->K, d->lda, d->ldb,
+                            d->ldc, d->flags, 1.0f, x->pool);
+    return ct__gemm_bf16(x->k, x->C, x->a, x->b, d->M, d->N, d->K, d->lda, d->ldb, d->ldc,
+                         d->flags, 1.0f, x->pool);
+}
+
 static const char *layout_name[] = {"NN", "NT", "TN"};
 static const int layout_flags[] = {0, CT__GEMM_TRANS_B, CT__GEMM_TRANS_A};
 
@@ -107,22 +130,25 @@ int main(int argc, char **argv)
                     if (!want)
                         continue;
                 }
-                for (int r = -2; r < repeats; r++) { /* two warm-up runs */
+                run x = {k, is_f32, is_blas, C, af, bf, a, b,
+                         {M, N, K, lda, ldb, N, flags, 1.0f, {1, 1}, {0, 0}, {0, 0}, {0, 0}},
+                         pool};
+                /* Warm-up: two runs and at least 0.2 s. A pool's threads
+                 * may start on one core and be spread by the scheduler only
+                 * later: measured at once, the first shape of a process ran
+                 * at half speed now and then (Zen 4, 2 threads). */
+                double warm_until = now() + 0.2;
+                for (int r = -2; r < repeats; r++) {
                     double t0 = now();
-                    ct_status st = is_blas
-                        ? ct__gemm_f32_blas(C, af, bf,
-                                            &(ct__gemm_desc){M, N, K, lda, ldb, N, flags, 1.0f,
-                                                             {1, 1}, {0, 0}, {0, 0}, {0, 0}},
-                                            pool)
-                        : is_f32
-                        ? ct__gemm_f32(k, C, af, bf, M, N, K, lda, ldb, N, flags, 1.0f, pool)
-                        : ct__gemm_bf16(k, C, a, b, M, N, K, lda, ldb, N, flags, 1.0f, pool);
+                    ct_status st = run_once(&x);
                     double t = now() - t0;
                     if (st != CT_OK) {
                         fprintf(stderr, "gemm_bench: %s\n", ct_last_error());
                         return 1;
                     }
-                    if (r >= 0)
+                    if (r == -1 && t0 < warm_until)
+                        r = -2; /* warm up once more */
+                    else if (r >= 0)
                         times[r] = t;
                 }
                 qsort(times, repeats, sizeof *times, cmp_double);

@@ -15,8 +15,13 @@ import torch
 
 
 def bench(fn, repeats):
-    for _ in range(2):
+    # two runs and at least 0.2 s, as gemm_bench.c warms up
+    warm_until = time.perf_counter() + 0.2
+    fn()
+    while True:
         fn()
+        if time.perf_counter() >= warm_until:
+            break
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
