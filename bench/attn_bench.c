@@ -131,7 +131,7 @@ static void bench_case(const char *name, const int *lens, int padT, const ct__ke
     float *q = fill(n), *kk = fill(n), *v = fill(n), *dctx = fill(n), *ctx = fill(n);
     float *dq = fill(n), *dk = fill(n), *dv = fill(n), *lse = fill((size_t)NH * N);
     for (int bf = 0; bf < 2; bf++) {
-        ct__attn a = {k, pool, NSEQ, start, NH, HD, C, 0.125f, bf, 0.1f, 42, NULL};
+        ct__attn a = {k, pool, NSEQ, start, NH, HD, C, 0.125f, bf, 0.1f, 42, NULL, NULL};
         double t[64];
         for (int r = 0; r < reps + 1; r++) {
             double t0 = now();

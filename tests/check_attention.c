@@ -92,7 +92,7 @@ static void prob_free(prob *p)
 static ct__attn desc(const prob *p, const ct__kernels *k, ct__pool *pool, int bf16, float drop)
 {
     ct__attn a = {k, pool, p->n_seq, p->seq_start, p->NH, p->HD, p->ld,
-                  1.0f / sqrtf((float)p->HD), bf16, drop, 0x1234abcdull, p->ids};
+                  1.0f / sqrtf((float)p->HD), bf16, drop, 0x1234abcdull, p->ids, NULL};
     return a;
 }
 
@@ -263,6 +263,26 @@ static void compare(const prob *p, const ref *r, double tol, const char *level)
 static const int LENS[] = {37, 1, 0, 150, 5, 64};
 #define NLENS ((int)(sizeof LENS / sizeof LENS[0]))
 
+/* Forward asked for ctx's bf16 copy too: ctx's bits rounded, the padding
+ * columns past the heads untouched. */
+static void check_ctx_b(const ct__attn *a, prob *p, const char *level)
+{
+    size_t n = (size_t)p->N * p->ld;
+    ct__bf16 *cb = malloc((n ? n : 1) * sizeof *cb), want;
+    ct__attn with = *a;
+    for (size_t i = 0; i < n; i++)
+        cb[i] = 0x7777;
+    with.ctx_b = cb;
+    OK(ct__attn_forward(&with, p->ctx, p->lse, p->q, p->k, p->v));
+    for (size_t i = 0; i < n; i++) {
+        int head = (int)(i % (size_t)p->ld) < p->NH * p->HD;
+        if (head)
+            ct__f32_to_bf16_generic(&want, &p->ctx[i], 1);
+        ck_assert_msg(cb[i] == (head ? want : 0x7777), "ctx_b at %s, element %zu", level, i);
+    }
+    free(cb);
+}
+
 static void check_levels_hd(int HD, int bf16, float drop, double tol, float amp)
 {
     for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
@@ -273,6 +293,7 @@ static void check_levels_hd(int HD, int bf16, float drop, double tol, float amp)
         prob_init(&p, LENS, NLENS, 3, HD, 5, amp);
         ct__attn a = desc(&p, k, NULL, bf16, drop);
         run(&a, &p);
+        check_ctx_b(&a, &p, k->name);
         ref r = reference(&a, &p);
         compare(&p, &r, tol, k->name);
         ref_free(&r);

@@ -139,6 +139,17 @@ static float *task_scratch(ct__attn_job *J)
 
 /* ---- forward ------------------------------------------------------------------ */
 
+/* The task's rows and head of ctx into ctx_b, if asked for. */
+static void round_ctx(const ct__attn_job *J, int T, size_t off)
+{
+    const ct__attn *a = J->a;
+    if (!a->ctx_b)
+        return;
+    for (int r = 0; r < T; r++)
+        a->k->f32_to_bf16(a->ctx_b + off + (size_t)r * a->ld, J->ctx + off + (size_t)r * a->ld,
+                          (size_t)a->HD);
+}
+
 static void fwd_task(void *ctx, int task, int thread)
 {
     ct__attn_job *J = ctx;
@@ -158,6 +169,7 @@ static void fwd_task(void *ctx, int task, int thread)
         prefetch_head(a, ins[i], T);
     if (ct__attn_use_dot(a, t)) {
         ct__attn_dot_forward(J, w, s, h);
+        round_ctx(J, T, off);
         return;
     }
     layout L = plan(a, T, 0);
@@ -195,6 +207,7 @@ static void fwd_task(void *ctx, int task, int thread)
         }
         t->mm(out + (size_t)i0 * ld, ld, S, (int)Tp, 1, vb, ldv, R, HD, T, 0);
     }
+    round_ctx(J, T, off);
 }
 
 ct_status ct__attn_forward(const ct__attn *a, float *ctx, float *lse, const float *q,

@@ -62,6 +62,8 @@ typedef struct ct__attn {
     float dropout;          /* probability on the attention probabilities, 0 = none */
     uint64_t dropout_key;   /* ct__dropout_key of this layer's site */
     const uint64_t *dropout_ids; /* [n_seq] each sequence's example id, or NULL */
+    ct__bf16 *ctx_b; /* forward: ctx rounded to bf16 too, [N, ld] (NULL: not made), each
+                      * task its own rows and head while they are in cache */
 } ct__attn;
 
 /* ctx = softmax(scale * q k^T) v per sequence and head (with dropout on the

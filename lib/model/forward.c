@@ -148,7 +148,7 @@ static ct__attn attn_desc(const pass *p, int l)
     ct__attn at = {p->k, p->pool, p->B, p->a->seq_start, p->NH, p->HD, p->C,
                    1.0f / sqrtf((float)p->HD), p->bf16,
                    p->training ? p->m->cfg.attention_dropout : 0.0f,
-                   site_key(p, SITE(l, SITE_ATT_PROBS)), p->batch->example_ids};
+                   site_key(p, SITE(l, SITE_ATT_PROBS)), p->batch->example_ids, NULL};
     return at;
 }
 
@@ -171,6 +171,7 @@ static ct_status attention_fwd(const pass *p, int l)
     size_t NC = (size_t)p->N * p->C;
     ct__attn at = attn_desc(p, l);
     double t0 = ct__prof_begin();
+    at.ctx_b = p->bf16 ? SLOT(p, a->ctx_b, l, NC) : NULL; /* the Wo product's input */
     ct_status st = ct__attn_forward(&at, SLOT(p, a->ctx, l, NC),
                                    SLOT(p, a->lse, l, (size_t)p->NH * p->N),
                                    SLOT(p, a->q, l, NC), SLOT(p, a->k, l, NC),
@@ -283,7 +284,6 @@ static ct_status layer_fwd(const pass *p, int l)
         (st = linear_fwd(p, SLOT(p, a->v, l, NC), x, xb, w->wv, w->bv, N, C, C)) != CT_OK ||
         (st = attention_fwd(p, l)) != CT_OK)
         return st;
-    to_bf16(p, ctx_b, ctx, NC);
     /* h1 = LayerNorm(dropout(ctx Wo^T + bo) + x) */
     if ((st = linear_fwd(p, res1, ctx, ctx_b, w->wo, CT__NO_TENSOR, N, C, C)) != CT_OK ||
         (st = add_norm_fwd(p, res1, w->bo, x, w->ln1_w, w->ln1_b, h1,
