@@ -53,20 +53,6 @@ CT_AVX2 static inline void store8(float *p, size_t left, __m256 x)
         _mm256_maskstore_ps(p, lanes(left), x);
 }
 
-/* erf(a) for 0 <= a <= 1 as a + a Q(a^2) (ops_avx512.c's erf_small16). */
-CT_AVX2 static inline __m256 erf_small8(__m256 a)
-{
-    __m256 s = _mm256_mul_ps(a, a);
-    __m256 q = splat(7.982326497e-05f);
-    q = _mm256_fmadd_ps(q, s, splat(-8.043504786e-04f));
-    q = _mm256_fmadd_ps(q, s, splat(5.191361997e-03f));
-    q = _mm256_fmadd_ps(q, s, splat(-2.685493417e-02f));
-    q = _mm256_fmadd_ps(q, s, splat(1.128359884e-01f));
-    q = _mm256_fmadd_ps(q, s, splat(-3.761262596e-01f));
-    q = _mm256_fmadd_ps(q, s, splat(1.283791661e-01f));
-    return _mm256_fmadd_ps(a, q, a);
-}
-
 /* e^(-a^2), a^2 kept as hi + lo (ops_avx512.c's exp_neg_sq16). */
 CT_AVX2 static inline __m256 exp_neg_sq8(__m256 a)
 {
@@ -75,44 +61,44 @@ CT_AVX2 static inline __m256 exp_neg_sq8(__m256 a)
     return _mm256_fnmadd_ps(e, lo, e);
 }
 
-/* erfc(a) for a >= 1 as exp(-a^2) t P(t), t = 1/(1 + a/2), from
- * e = exp_neg_sq8(a) (ops_avx512.c's erfc_tail_e16; a true division for t). */
-CT_AVX2 static inline __m256 erfc_tail_e8(__m256 a, __m256 e)
+/* erfc(a) for 0 <= a <= 10.5 from e = exp_neg_sq8(a) (ops_avx512.c's
+ * erfc_e16, with a true division for t). */
+CT_AVX2 static inline __m256 erfc_e8(__m256 a, __m256 e)
 {
     __m256 t = _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(a, splat(0.5f), splat(1.0f)));
-    __m256 p = splat(-3.770013899e-02f);
-    p = _mm256_fmadd_ps(p, t, splat(2.179140002e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(-4.011253119e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.188453823e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(-3.424908267e-03f));
-    p = _mm256_fmadd_ps(p, t, splat(1.976180673e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.436407506e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.823625207e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.820851803e-01f));
+    __m256 p = splat(3.671173006e-02f);
+    p = _mm256_fmadd_ps(p, t, splat(-1.966012865e-01f));
+    p = _mm256_fmadd_ps(p, t, splat(3.957852423e-01f));
+    p = _mm256_fmadd_ps(p, t, splat(-3.109045625e-01f));
+    p = _mm256_fmadd_ps(p, t, splat(-1.878590789e-03f));
+    p = _mm256_fmadd_ps(p, t, splat(2.288365178e-02f));
+    p = _mm256_fmadd_ps(p, t, splat(6.009641290e-02f));
+    p = _mm256_fmadd_ps(p, t, splat(1.841638088e-01f));
+    p = _mm256_fmadd_ps(p, t, splat(2.454257160e-01f));
+    p = _mm256_fmadd_ps(p, t, splat(2.822283506e-01f));
+    p = _mm256_fmadd_ps(p, t, splat(2.820895314e-01f));
     return _mm256_mul_ps(e, _mm256_mul_ps(t, p));
 }
 
-/* Phi(x) = (1 + erf(z))/2 for z = x/sqrt2, erfc(|z|)/2 or 1 - erfc(|z|)/2
- * on the tail so that it keeps its relative accuracy (<= 4e-7); phi_of8
- * takes erfc(|z|), needed where |z| >= 1 only. */
+/* |z| clamped at 10.5 (NaN stays NaN). */
+CT_AVX2 static inline __m256 erfc_arg8(__m256 z)
+{
+    return _mm256_min_ps(splat(10.5f), _mm256_andnot_ps(splat(-0.0f), z));
+}
+
+/* Phi(x) = erfc(-z)/2 for z = x/sqrt2, from erfc(|z|) (ops_avx512.c's
+ * phi_of16). */
 CT_AVX2 static inline __m256 phi_of8(__m256 z, __m256 erfc_a)
 {
-    const __m256 half = splat(0.5f);
-    __m256 sign = _mm256_and_ps(z, splat(-0.0f));
-    __m256 a = _mm256_andnot_ps(splat(-0.0f), z);
-    __m256 small = _mm256_cmp_ps(a, splat(1.0f), _CMP_LT_OQ);
+    __m256 h = _mm256_mul_ps(splat(0.5f), erfc_a);
     __m256 neg = _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ);
-    __m256 cdf_small = _mm256_fmadd_ps(half, _mm256_xor_ps(erf_small8(a), sign), half);
-    __m256 h = _mm256_mul_ps(half, erfc_a);
-    __m256 cdf_tail = _mm256_blendv_ps(_mm256_sub_ps(splat(1.0f), h), h, neg);
-    return _mm256_blendv_ps(cdf_tail, cdf_small, small);
+    return _mm256_blendv_ps(_mm256_sub_ps(splat(1.0f), h), h, neg);
 }
 
 CT_AVX2 static inline __m256 phi8(__m256 z)
 {
-    __m256 a = _mm256_min_ps(splat(10.5f),
-                             _mm256_max_ps(splat(1.0f), _mm256_andnot_ps(splat(-0.0f), z)));
-    return phi_of8(z, erfc_tail_e8(a, exp_neg_sq8(a)));
+    __m256 a = erfc_arg8(z);
+    return phi_of8(z, erfc_e8(a, exp_neg_sq8(a)));
 }
 
 /* x Phi(x), within 1e-6 relative of the exact GELU of the same float z. */
@@ -133,9 +119,9 @@ CT_AVX2 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float 
         __m256 x = load8(inp + i, n - i);
         __m256 z = _mm256_mul_ps(x, splat((float)M_SQRT1_2));
         /* one exponential for both, as ct__gelu_backward_avx512 */
-        __m256 a = _mm256_min_ps(splat(10.5f), _mm256_andnot_ps(splat(-0.0f), z));
+        __m256 a = erfc_arg8(z);
         __m256 e = exp_neg_sq8(a);
-        __m256 cdf = phi_of8(z, erfc_tail_e8(a, e));
+        __m256 cdf = phi_of8(z, erfc_e8(a, e));
         __m256 pdf = _mm256_mul_ps(splat(0.3989422804014327f), e);
         __m256 d = _mm256_fmadd_ps(x, pdf, cdf);
         store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));

@@ -56,31 +56,9 @@ OPS_AVX512 static inline __m512 recip16(__m512 d)
     return _mm512_fmadd_ps(y, _mm512_fnmadd_ps(d, y, splat(1.0f)), y);
 }
 
-/* erf(a) for 0 <= a <= 1 as a + a Q(a^2), Q of degree 6 (3.1e-9 relative):
- * written as a + ... so that 2/sqrt(pi) - 1, not 2/sqrt(pi), is the
- * constant rounded to float. */
-OPS_AVX512 static inline __m512 erf_small16(__m512 a)
-{
-    __m512 s = _mm512_mul_ps(a, a);
-    __m512 q = splat(7.982326497e-05f);
-    q = _mm512_fmadd_ps(q, s, splat(-8.043504786e-04f));
-    q = _mm512_fmadd_ps(q, s, splat(5.191361997e-03f));
-    q = _mm512_fmadd_ps(q, s, splat(-2.685493417e-02f));
-    q = _mm512_fmadd_ps(q, s, splat(1.128359884e-01f));
-    q = _mm512_fmadd_ps(q, s, splat(-3.761262596e-01f));
-    q = _mm512_fmadd_ps(q, s, splat(1.283791661e-01f));
-    return _mm512_fmadd_ps(a, q, a);
-}
-
-/* erfc(a) for a >= 1 (smaller a is evaluated as 1) as exp(-a^2) t P(t),
- * t = 1/(1 + a/2), P of degree 8 fitted on [1, 10.5] (2.9e-9 relative).
- * a^2 is kept as hi + lo so that exp sees it exactly: the relative error,
- * 4e-7 at most, does not grow with a^2 (the result would otherwise carry
- * a^2 * 2^-24 from rounding a^2). It is the relative accuracy of erfc that
- * keeps GELU accurate for negative x, where 1 + erf(z) cancels. Above 10.06
- * the result underflows to 0; inputs are clamped at 10.5 so that inf gives 0
- * rather than inf * 0. */
-/* e^(-a^2), a^2 kept as hi + lo so that exp sees it exactly. */
+/* e^(-a^2), a^2 kept as hi + lo so that exp sees it exactly: what uses it
+ * keeps a relative error that does not grow with a^2 (rounding a^2 would
+ * add a^2 2^-24). */
 OPS_AVX512 static inline __m512 exp_neg_sq16(__m512 a)
 {
     __m512 hi = _mm512_mul_ps(a, a), lo = _mm512_fmsub_ps(a, a, hi);
@@ -88,48 +66,51 @@ OPS_AVX512 static inline __m512 exp_neg_sq16(__m512 a)
     return _mm512_fnmadd_ps(e, lo, e); /* e^(-hi-lo) = e^-hi (1 - lo), |lo| <= 2^-17 */
 }
 
-/* erfc(a) from e = exp_neg_sq16(a), a already clamped (below). */
-OPS_AVX512 static inline __m512 erfc_tail_e16(__m512 a, __m512 e)
+/* erfc(a) for 0 <= a <= 10.5 from e = exp_neg_sq16(a): e t P(t), t =
+ * 1/(1 + a/2), P of degree 10 fitted on t in [0.16, 1] (1.4e-8 relative;
+ * the function a float cannot tell from erfc(a) e^(a^2) / t there is
+ * smooth in t). One branch for every a: 1.2x faster GELU than erf below
+ * a = 1 beside this above it. The relative accuracy of erfc, about 4e-7
+ * with the roundings of t and e, is what keeps GELU accurate for negative
+ * x, where 1 + erf(z) would cancel. Above 10.06 the result underflows to 0;
+ * callers clamp a at 10.5 so that inf gives 0 rather than inf * 0. */
+OPS_AVX512 static inline __m512 erfc_e16(__m512 a, __m512 e)
 {
     __m512 t = recip16(_mm512_fmadd_ps(a, splat(0.5f), splat(1.0f)));
-    __m512 p = splat(-3.770013899e-02f);
-    p = _mm512_fmadd_ps(p, t, splat(2.179140002e-01f));
-    p = _mm512_fmadd_ps(p, t, splat(-4.011253119e-01f));
-    p = _mm512_fmadd_ps(p, t, splat(2.188453823e-01f));
-    p = _mm512_fmadd_ps(p, t, splat(-3.424908267e-03f));
-    p = _mm512_fmadd_ps(p, t, splat(1.976180673e-01f));
-    p = _mm512_fmadd_ps(p, t, splat(2.436407506e-01f));
-    p = _mm512_fmadd_ps(p, t, splat(2.823625207e-01f));
-    p = _mm512_fmadd_ps(p, t, splat(2.820851803e-01f));
+    __m512 p = splat(3.671173006e-02f);
+    p = _mm512_fmadd_ps(p, t, splat(-1.966012865e-01f));
+    p = _mm512_fmadd_ps(p, t, splat(3.957852423e-01f));
+    p = _mm512_fmadd_ps(p, t, splat(-3.109045625e-01f));
+    p = _mm512_fmadd_ps(p, t, splat(-1.878590789e-03f));
+    p = _mm512_fmadd_ps(p, t, splat(2.288365178e-02f));
+    p = _mm512_fmadd_ps(p, t, splat(6.009641290e-02f));
+    p = _mm512_fmadd_ps(p, t, splat(1.841638088e-01f));
+    p = _mm512_fmadd_ps(p, t, splat(2.454257160e-01f));
+    p = _mm512_fmadd_ps(p, t, splat(2.822283506e-01f));
+    p = _mm512_fmadd_ps(p, t, splat(2.820895314e-01f));
     return _mm512_mul_ps(e, _mm512_mul_ps(t, p));
 }
 
-OPS_AVX512 static inline __m512 erfc_tail16(__m512 a)
+/* |z| clamped at 10.5 (NaN stays NaN: min returns its second operand). */
+OPS_AVX512 static inline __m512 erfc_arg16(__m512 z)
 {
-    a = _mm512_min_ps(splat(10.5f), _mm512_max_ps(splat(1.0f), a));
-    return erfc_tail_e16(a, exp_neg_sq16(a));
+    return _mm512_min_ps(splat(10.5f), _mm512_abs_ps(z));
 }
 
-/* Phi(x) = (1 + erf(z))/2 for z = x/sqrt2 (rounded by the caller as the
- * generic rounds it). On the tail it is erfc(|z|)/2 or 1 - erfc(|z|)/2, so
- * it keeps its relative accuracy (<= 4e-7) where 1 + erf(z) would cancel.
- * phi_of16 takes erfc(|z|), needed where |z| >= 1 only. */
+/* Phi(x) = erfc(-z)/2 for z = x/sqrt2 (rounded by the caller as the
+ * generic rounds it), from erfc(|z|): erfc(|z|)/2 below 0, 1 - erfc(|z|)/2
+ * above, so that one evaluation keeps its relative accuracy on both sides. */
 OPS_AVX512 static inline __m512 phi_of16(__m512 z, __m512 erfc_a)
 {
-    const __m512 half = splat(0.5f);
-    __m512 a = _mm512_abs_ps(z);
-    __mmask16 small = _mm512_cmp_ps_mask(a, splat(1.0f), _CMP_LT_OQ);
+    __m512 h = _mm512_mul_ps(splat(0.5f), erfc_a);
     __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
-    __m512 sign = _mm512_and_ps(z, splat(-0.0f));
-    __m512 cdf_small = _mm512_fmadd_ps(half, _mm512_xor_ps(erf_small16(a), sign), half);
-    __m512 h = _mm512_mul_ps(half, erfc_a);
-    __m512 cdf_tail = _mm512_mask_blend_ps(neg, _mm512_sub_ps(splat(1.0f), h), h);
-    return _mm512_mask_blend_ps(small, cdf_tail, cdf_small);
+    return _mm512_mask_blend_ps(neg, _mm512_sub_ps(splat(1.0f), h), h);
 }
 
 OPS_AVX512 static inline __m512 phi16(__m512 z)
 {
-    return phi_of16(z, erfc_tail16(_mm512_abs_ps(z)));
+    __m512 a = erfc_arg16(z);
+    return phi_of16(z, erfc_e16(a, exp_neg_sq16(a)));
 }
 
 /* tanh(x), <= 2 ulp (1.4 measured): a P(a^2) below 0.625 (4.5e-9 relative),
@@ -303,9 +284,10 @@ OPS_AVX512 void ct__layernorm_backward_params_avx512(float *dw, float *db, const
 /* ---- activations ----------------------------------------------------------------- */
 
 /* x Phi(x). Differs from the generic by at most 1e-6 |out| + 2^-24 |x|
- * (its own erf, and the rounding of z); both stay within 1e-6 relative of
+ * (its own erfc, and the rounding of z); both stay within 1e-6 relative of
  * the exact GELU of the same float z everywhere, neither cancelling in
- * 1 + erf(z) for negative x. */
+ * 1 + erf(z) for negative x (this one: 4.2e-7 at most over every 7th float
+ * of [-15, 15], normal results, against long double). */
 OPS_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
@@ -328,10 +310,9 @@ OPS_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const f
         __mmask16 k = lanes(n - i);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
         __m512 z = _mm512_mul_ps(x, splat((float)M_SQRT1_2));
-        /* not clamped below at 1: the tail's value is used only from there */
-        __m512 a = _mm512_min_ps(splat(10.5f), _mm512_abs_ps(z));
+        __m512 a = erfc_arg16(z);
         __m512 e = exp_neg_sq16(a);
-        __m512 cdf = phi_of16(z, erfc_tail_e16(a, e));
+        __m512 cdf = phi_of16(z, erfc_e16(a, e));
         __m512 pdf = _mm512_mul_ps(splat(0.3989422804014327f), e);
         __m512 d = _mm512_fmadd_ps(x, pdf, cdf);
         _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), d));
