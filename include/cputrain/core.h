@@ -87,9 +87,11 @@ CT_API const char *ct_kernel_isa(void);
  * repacking, the gradient allreduce's wait after backward), summed over the whole process
  * while enabled (off by default; its cost when off is one load per
  * operation). Families are numbered 0 .. ct_profile_count() - 1, in a fixed
- * order; a family's time is wall time on the calling thread, its FLOPs the
- * useful matrix work (2 per multiply-add) and its bytes the memory an
- * element-wise pass reads and writes. */
+ * order; a family's time is wall time on the calling thread (a pass that
+ * fuses several, such as AdamW with the repack or a chain of element-wise
+ * steps, shares its wall time among them as its threads' time went), its
+ * FLOPs the useful matrix work (2 per multiply-add) and its bytes the
+ * memory an element-wise pass reads and writes. */
 CT_API void ct_profile_set_enabled(int enabled);
 /* Zero every family's sums. */
 CT_API void ct_profile_reset(void);

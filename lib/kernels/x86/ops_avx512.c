@@ -594,10 +594,10 @@ OPS_AVX512 void ct__dropout_backward_kept_avx512(float *dinp, const float *dout,
     const __m512 vscale = splat(1.0f / (1.0f - p));
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(k, dout + i);
         __mmask16 keep = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(k, kept + i),
                                             _mm512_setzero_ps(), _CMP_NEQ_UQ);
-        _mm512_mask_storeu_ps(dinp + i, k,
-                              _mm512_maskz_mul_ps(keep, _mm512_maskz_loadu_ps(k, dout + i), vscale));
+        _mm512_mask_storeu_ps(dinp + i, k, _mm512_maskz_mul_ps(keep, g, vscale));
     }
 }
 

@@ -95,8 +95,8 @@ void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld, int trans, int 
 /* W^T's blocks for these rows are whole blocks of 16 of its columns; W's
  * are k-tiles r0/32 .. of every block. Streamed: the next forward reads
  * them, after the optimizer has swept the whole model through the caches. */
-CT_AVX512 void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *bwd, const ct__bf16 *rows,
-                         int r0, int r1)
+CT_AVX512 void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *bwd,
+                                   const ct__bf16 *rows, int r0, int r1)
 {
     int in = fwd->K, out = fwd->N, n = r1 - r0;
     size_t kt_in = (size_t)(in + CT__KTILE - 1) / CT__KTILE;
