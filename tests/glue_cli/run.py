@@ -173,8 +173,11 @@ def pairs_by_task_name(ranks=1, *extra):
 def spearman_range(got, want):
     """SciPy's Spearman correlation over every order the predictions had before rounding
     made some of them equal: its least and greatest (ties broken against and along the
-    labels)."""
-    values = []
+    labels), and with the rounded ties kept as ties. Predictions can also be exactly
+    equal before rounding (a saturated pooler gives like inputs the same output); SciPy
+    and the library give those their mean rank, which narrows the spread of the ranks
+    toward what keeping every rounded tie does."""
+    values = [stats.spearmanr(got, want)[0]]
     for sign in (-1, 1):
         order = sorted(range(len(got)), key=lambda i: (got[i], sign * want[i]))
         ranks = [0] * len(got)
