@@ -29,9 +29,8 @@ typedef struct job {
     int N, C, rows_per_block, blocks, ntasks;
     int unit; /* blocks a task's share is a multiple of: a group's, backward */
     /* backward: the column sums of each group of CT__COLSUM_ROWS rows,
-     * [groups][C] each, when the chain makes them (else the wrappers'
+     * [groups][C] each, when the chain makes them (NULL: the wrappers'
      * passes do) */
-    int grouped;
     float *sum_w, *sum_b, *sum_db;
     _Atomic int nomem;
     double (*seconds)[STEPS]; /* [ntasks] thread time per step, when profiling */
@@ -99,7 +98,7 @@ static void backward_block(const job *j, stopwatch *w, size_t r0, size_t r1)
     size_t C = (size_t)j->C, n = (r1 - r0) * C, g = r0 / CT__COLSUM_ROWS;
     int rows = (int)(r1 - r0);
     float *dy = b->dy + r0 * C;
-    if (j->grouped && r0 % CT__COLSUM_ROWS == 0) { /* a group starts: its sums from 0 */
+    if (r0 % CT__COLSUM_ROWS == 0) { /* a group starts: its sums from 0 */
         float *sums[] = {j->sum_w, j->sum_b, j->sum_db};
         for (int i = 0; i < 3; i++)
             if (sums[i])
@@ -246,7 +245,6 @@ void ct__p_chain_backward(ct__pool *pool, const ct__chain_bwd *b)
     per = groups * (size_t)b->C;
     arrays = (b->ln_w ? 2 : 0) + (b->db ? 1 : 0);
     if (arrays && (sums = malloc(arrays * per * sizeof *sums)) != NULL) {
-        j.grouped = 1;
         j.sum_w = b->ln_w ? sums : NULL;
         j.sum_b = b->ln_w ? sums + per : NULL;
         j.sum_db = b->db ? sums + (arrays - 1) * per : NULL;
@@ -255,7 +253,7 @@ void ct__p_chain_backward(ct__pool *pool, const ct__chain_bwd *b)
                                         b->ln_mean, b->ln_rstd, b->N, b->C);
     }
     ct__pool_run(pool, chain_task, &j, j.ntasks);
-    if (j.grouped) { /* the groups' sums, in order */
+    if (sums) { /* the groups' sums, in order */
         const ct__kernels *k = j.k;
         if (j.sum_w) {
             k->bias_backward(b->ln_dw, j.sum_w, (int)groups, b->C, b->C);

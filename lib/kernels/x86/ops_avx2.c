@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels/x86/erfc_fit.h"
 #include "kernels/x86/exp_avx2.h"
 #include "kernels/x86/x86.h"
 
@@ -66,17 +67,9 @@ CT_AVX2 static inline __m256 exp_neg_sq8(__m256 a)
 CT_AVX2 static inline __m256 erfc_e8(__m256 a, __m256 e)
 {
     __m256 t = _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(a, splat(0.5f), splat(1.0f)));
-    __m256 p = splat(3.671173006e-02f);
-    p = _mm256_fmadd_ps(p, t, splat(-1.966012865e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(3.957852423e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(-3.109045625e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(-1.878590789e-03f));
-    p = _mm256_fmadd_ps(p, t, splat(2.288365178e-02f));
-    p = _mm256_fmadd_ps(p, t, splat(6.009641290e-02f));
-    p = _mm256_fmadd_ps(p, t, splat(1.841638088e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.454257160e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.822283506e-01f));
-    p = _mm256_fmadd_ps(p, t, splat(2.820895314e-01f));
+    __m256 p = splat(ct__erfc_fit[0]);
+    for (int i = 1; i < CT__ERFC_TERMS; i++)
+        p = _mm256_fmadd_ps(p, t, splat(ct__erfc_fit[i]));
     return _mm256_mul_ps(e, _mm256_mul_ps(t, p));
 }
 
