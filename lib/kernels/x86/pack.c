@@ -67,21 +67,26 @@ CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
         store_line(dst + p * 32, r[p], stream);
 }
 
+/* Blocks go in pairs, tile by tile: a row of src holds both blocks' 16
+ * columns in one 64-byte line, which the second block then finds in L1
+ * (block after block, it had left L1 before the second came to it). */
 CT_AVX512 void ct__pack_vnni16_tiles(ct__bf16 *dst, size_t block_stride, const ct__bf16 *src,
                                      int ld, int trans, int K, int N, int nt, int j0, int j1,
                                      int stream)
 {
-    for (int j = j0; j < j1; j++) {
-        int c0 = 16 * j, nc = N - c0;
-        ct__bf16 *blk = dst + (size_t)j * block_stride;
+    for (int jp = j0; jp < j1; jp += 2) {
+        int jn = j1 - jp < 2 ? j1 - jp : 2;
         for (int t = 0; t < nt; t++) {
-            ct__bf16 *tile = blk + (size_t)t * CT__TILE_ELEMS;
-            if (nc <= 0)
-                memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
-            else if (trans)
-                vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
-            else
-                vnni_tile_rows(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
+            for (int j = jp; j < jp + jn; j++) {
+                int c0 = 16 * j, nc = N - c0;
+                ct__bf16 *tile = dst + (size_t)j * block_stride + (size_t)t * CT__TILE_ELEMS;
+                if (nc <= 0)
+                    memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
+                else if (trans)
+                    vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
+                else
+                    vnni_tile_rows(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
+            }
         }
     }
 }
@@ -110,38 +115,44 @@ CT_AVX512 void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *
     _mm_sfence(); /* the streamed lines before the pool's barrier publishes them */
 }
 
+/* Tiles of 16 rows go in pairs, k-tile by k-tile, for the reason given
+ * at ct__pack_vnni16_tiles (A stored [K, M]: the pair's 32 columns share
+ * each line). */
 CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
                                 int trans, int M, int K, int m0, int nmt,
                                 int t0, int nt)
 {
-    for (int i = 0; i < nmt; i++) {
-        int r0 = m0 + 16 * i, nr = M - r0;
+    for (int ip = 0; ip < nmt; ip += 2) {
+        int in = nmt - ip < 2 ? nmt - ip : 2;
         for (int t = 0; t < nt; t++) {
-            ct__bf16 *tile = dst + ((size_t)i * nt + t) * CT__TILE_ELEMS;
-            int k0 = (t0 + t) * CT__KTILE;
-            if (nr <= 0) {
-                memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
-            } else if (trans) {
-                /* A stored [K, M]: the tile is the transpose of the VNNI
-                 * pairs of its 16 columns */
-                __m512i r[16];
-                __mmask16 m = mask16(nr);
-                for (int p = 0; p < 16; p++) {
-                    int k = k0 + 2 * p;
-                    const ct__bf16 *a0 = k < K ? A + (size_t)k * lda + r0 : NULL;
-                    const ct__bf16 *a1 = k + 1 < K ? A + (size_t)(k + 1) * lda + r0 : NULL;
-                    r[p] = interleave_rows(a0, a1, m);
-                }
-                ct__transpose16x16(r);
-                for (int q = 0; q < 16; q++)
-                    _mm512_store_si512(tile + q * 32, r[q]);
-            } else {
-                __mmask32 km = mask32(K - k0);
-                for (int q = 0; q < 16; q++) {
-                    __m512i row = q < nr ? _mm512_maskz_loadu_epi16(
-                                               km, A + (size_t)(r0 + q) * lda + k0)
-                                         : _mm512_setzero_si512();
-                    _mm512_store_si512(tile + q * 32, row);
+            for (int i = ip; i < ip + in; i++) {
+                int r0 = m0 + 16 * i, nr = M - r0;
+                ct__bf16 *tile = dst + ((size_t)i * nt + t) * CT__TILE_ELEMS;
+                int k0 = (t0 + t) * CT__KTILE;
+                if (nr <= 0) {
+                    memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
+                } else if (trans) {
+                    /* A stored [K, M]: the tile is the transpose of the
+                     * VNNI pairs of its 16 columns */
+                    __m512i r[16];
+                    __mmask16 m = mask16(nr);
+                    for (int p = 0; p < 16; p++) {
+                        int k = k0 + 2 * p;
+                        const ct__bf16 *a0 = k < K ? A + (size_t)k * lda + r0 : NULL;
+                        const ct__bf16 *a1 = k + 1 < K ? A + (size_t)(k + 1) * lda + r0 : NULL;
+                        r[p] = interleave_rows(a0, a1, m);
+                    }
+                    ct__transpose16x16(r);
+                    for (int q = 0; q < 16; q++)
+                        _mm512_store_si512(tile + q * 32, r[q]);
+                } else {
+                    __mmask32 km = mask32(K - k0);
+                    for (int q = 0; q < 16; q++) {
+                        __m512i row = q < nr ? _mm512_maskz_loadu_epi16(
+                                                   km, A + (size_t)(r0 + q) * lda + k0)
+                                             : _mm512_setzero_si512();
+                        _mm512_store_si512(tile + q * 32, row);
+                    }
                 }
             }
         }
