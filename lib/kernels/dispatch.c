@@ -119,6 +119,7 @@ static void build_tables(void)
     t->packb = ct__packb_avx512bf16;
     t->gemm_bf16_packed = ct__gemm_bf16_packed_avx512bf16;
     t->packb_transposable = 0;
+    t->packb_shares = 1;
     t->packw_rows = ct__packw_rows_vnni;
 
     t = &tables[CT__ISA_AMX];

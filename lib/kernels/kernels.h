@@ -133,6 +133,11 @@ typedef struct ct__kernels {
      * (ct__packed_b_transpose) serves op(B)^T too, so one copy covers both
      * orientations of a weight. */
     int packb_transposable;
+    /* packb makes the very form gemm_bf16 packs its B into, so a B packed
+     * once serves several products at no cost to any (0 where the packed
+     * form is read slower: the FMA levels widen its bf16 panels again for
+     * every block of A's rows, gemm_goto.h) */
+    int packb_shares;
     ct__packw_rows_fn packw_rows;
     /* Element-wise kernels of ops.h (their semantics are documented there). */
     ct__layernorm_forward_fn layernorm_forward;

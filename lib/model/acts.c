@@ -100,8 +100,11 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
         a->dff = F(NT * FF);
         a->dhead = F(rows * C);
         a->dhead2 = F(rows * C);
-        if (bf16)
+        if (bf16) {
             a->dy_b = MM(NT * widest);
+            if (m->k->packb_shares)
+                a->x_pack = take(cv, m->k->packb_bytes((int)NT, (int)C), 1);
+        }
     }
     a->cap_seqs = B;
     a->cap_tokens = N;

@@ -70,6 +70,8 @@ struct ct__acts {
     float *dq, *dk, *dv;     /* [N,C] */
     float *dff;              /* [N,FF] */
     ct__bf16 *dy_b;            /* [N, max(C, FF, n_out)] bf16 copy of an upstream gradient */
+    void *x_pack;              /* a layer input's bf16 copy packed as the B of the q, k
+                                * and v weight gradients (packb_bytes(N, C)) */
     float *dhead, *dhead2;   /* [rows,C] */
 
     /* ct_model_logits' view: the packed logits scattered back to [B, T, .]

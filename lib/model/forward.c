@@ -103,9 +103,10 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__b
  * dW += dy^T x, db += column sums of dy. In bf16 mode the products read
  * dy's bf16 copy in a->dy_b. With chained, the chain that produced dy made
  * that copy and db (its .out_b, .db); else one pass over dy makes both. */
-static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, float *dy, int chained,
-                            const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
-                            int N, int IN, int OUT)
+static ct_status linear_bwd_packed(const pass *p, float *dx, int acc_dx, float *dy,
+                                   int chained, const float *x, const ct__bf16 *xb,
+                                   const ct__packed_b *xpack, size_t w_off, size_t b_off,
+                                   int N, int IN, int OUT)
 {
     ct_status st = CT_OK;
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
@@ -124,8 +125,11 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, float *dy, int
                           p->pool);
     ct__prof_end(CT__PROF_GEMM_INPUT_GRAD, t0, dx ? flops : 0, 0);
     t0 = ct__prof_begin();
-    /* dW: both operands are activations, so no pack */
-    if (st == CT_OK && p->bf16)
+    /* dW: x's bf16 copy is packed by the product, or was (xpack) */
+    if (st == CT_OK && p->bf16 && xpack)
+        st = p->k->gemm_bf16_packed(G(p, w_off), dyb, xpack, OUT, OUT, IN,
+                                    CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
+    else if (st == CT_OK && p->bf16)
         st = ct__gemm_bf16(p->k, G(p, w_off), dyb, xb, OUT, IN, N, OUT, IN, IN,
                            CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
     else if (st == CT_OK)
@@ -133,6 +137,14 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, float *dy, int
                           CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE, 1.0f, p->pool);
     ct__prof_end(CT__PROF_GEMM_WEIGHT_GRAD, t0, flops, 0);
     return st;
+}
+
+static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, float *dy, int chained,
+                            const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
+                            int N, int IN, int OUT)
+{
+    return linear_bwd_packed(p, dx, acc_dx, dy, chained, x, xb, NULL, w_off, b_off, N, IN,
+                             OUT);
 }
 
 static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
@@ -348,9 +360,21 @@ static ct_status layer_bwd(pass *p, int l)
         return st;
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
-    if ((st = linear_bwd(p, dx_in, 1, a->dq, 0, x, xb, w->wq, w->bq, N, C, C)) != CT_OK ||
-        (st = linear_bwd(p, dx_in, 1, a->dk, 0, x, xb, w->wk, w->bk, N, C, C)) != CT_OK ||
-        (st = linear_bwd(p, dx_in, 1, a->dv, 0, x, xb, w->wv, w->bv, N, C, C)) != CT_OK)
+    /* q, k and v's weight gradients share x: its pack is made once */
+    ct__packed_b xp, *xpack = NULL;
+    if (bf && p->k->packb_shares) {
+        double t0 = ct__prof_begin();
+        if ((st = p->k->packb(&xp, a->x_pack, xb, N, C, C, 0, p->pool)) != CT_OK)
+            return st;
+        ct__prof_end(CT__PROF_GEMM_WEIGHT_GRAD, t0, 0, 0);
+        xpack = &xp;
+    }
+    if ((st = linear_bwd_packed(p, dx_in, 1, a->dq, 0, x, xb, xpack, w->wq, w->bq, N, C, C)) !=
+            CT_OK ||
+        (st = linear_bwd_packed(p, dx_in, 1, a->dk, 0, x, xb, xpack, w->wk, w->bk, N, C, C)) !=
+            CT_OK ||
+        (st = linear_bwd_packed(p, dx_in, 1, a->dv, 0, x, xb, xpack, w->wv, w->bv, N, C, C)) !=
+            CT_OK)
         return st;
     a->dx = dx_in;
     a->dx2 = dout;
