@@ -91,11 +91,16 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
     uint64_t key = ct__attn_seq_key(a, s);
 
+    prefetch_rows(k, (size_t)ld, T, HD);
+    prefetch_rows(v, (size_t)ld, T, HD);
+    prefetch_rows(q, (size_t)ld, T < TILE ? T : TILE, HD);
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
     t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
     t->pack_pairs(vv, HD, v, ld, T, HD);
     for (int i0 = 0; i0 < T; i0 += TILE) {
         int R = T - i0 < TILE ? T - i0 : TILE;
+        int next = T - i0 - R < TILE ? T - i0 - R : TILE;
+        prefetch_rows(q + (size_t)(i0 + R) * ld, (size_t)ld, next, HD);
         rows_bf16(a, (ct__bf16 *)qb, 2 * (size_t)H2, q + (size_t)i0 * ld, (size_t)ld, R, HD);
         t->mm_bf16(S, (int)Tp, qb, H2, 1, kt, (int)Tp, R, T, H2, 0);
         t->softmax_rows(S, lse + i0, S, (int)Tp, R, T, a->scale);
@@ -130,6 +135,8 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
     uint64_t key = ct__attn_seq_key(a, s);
 
+    prefetch_rows(k, (size_t)ld, T, HD);
+    prefetch_rows(v, (size_t)ld, T, HD);
     prefetch_rows(q, (size_t)ld, T < TILE ? T : TILE, HD);
     prefetch_rows(dctx, (size_t)ld, T < TILE ? T : TILE, HD);
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
