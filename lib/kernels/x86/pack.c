@@ -28,6 +28,20 @@ CT_AVX512 static inline __m512i interleave_rows(const ct__bf16 *r0, const ct__bf
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
+/* Pair rows of two blocks at once: from two rows of 32 bf16 (both
+ * blocks' 16 columns, one line each), the 16 dwords (x0[c], x1[c]) of the
+ * first block's columns in *lo16 and of the second's in *hi16. The word
+ * unpacks interleave within 128-bit lanes; one qword permute each puts
+ * the lanes in column order. */
+CT_AVX512 static inline void interleave_rows2(const ct__bf16 *r0, const ct__bf16 *r1,
+                                              __m512i *lo16, __m512i *hi16)
+{
+    __m512i a = _mm512_loadu_si512(r0), b = _mm512_loadu_si512(r1);
+    __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+    *lo16 = _mm512_permutex2var_epi64(lo, _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), hi);
+    *hi16 = _mm512_permutex2var_epi64(lo, _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4), hi);
+}
+
 /* A tile's line: streamed past the caches when the pack is read long after
  * (a weight's, by the next step), kept when a product reads it next. */
 CT_AVX512 static inline void store_line(ct__bf16 *dst, __m512i v, int stream)
@@ -49,6 +63,27 @@ CT_AVX512 static void vnni_tile_rows(ct__bf16 *dst, const ct__bf16 *src, int ld,
         const ct__bf16 *r0 = k < K ? src + (size_t)k * ld + c0 : NULL;
         const ct__bf16 *r1 = k + 1 < K ? src + (size_t)(k + 1) * ld + c0 : NULL;
         store_line(dst + p * 32, interleave_rows(r0, r1, m), stream);
+    }
+}
+
+/* Tile t of two neighbouring blocks (columns c0 .. c0+31, all of them
+ * within N): every pair of rows read once, as whole lines. */
+CT_AVX512 static void vnni_tile_rows2(ct__bf16 *dst0, ct__bf16 *dst1, const ct__bf16 *src,
+                                      int ld, int K, int k0, int c0, int stream)
+{
+    for (int p = 0; p < 16; p++) {
+        int k = k0 + 2 * p;
+        __m512i lo, hi;
+        if (k + 1 < K) {
+            interleave_rows2(src + (size_t)k * ld + c0, src + (size_t)(k + 1) * ld + c0, &lo,
+                             &hi);
+        } else {
+            const ct__bf16 *r0 = k < K ? src + (size_t)k * ld + c0 : NULL;
+            lo = interleave_rows(r0, NULL, 0xffff);
+            hi = interleave_rows(r0 ? r0 + 16 : NULL, NULL, 0xffff);
+        }
+        store_line(dst0 + p * 32, lo, stream);
+        store_line(dst1 + p * 32, hi, stream);
     }
 }
 
@@ -77,6 +112,13 @@ CT_AVX512 void ct__pack_vnni16_tiles(ct__bf16 *dst, size_t block_stride, const c
     for (int jp = j0; jp < j1; jp += 2) {
         int jn = j1 - jp < 2 ? j1 - jp : 2;
         for (int t = 0; t < nt; t++) {
+            if (!trans && jn == 2 && N - 16 * jp >= 32) {
+                vnni_tile_rows2(dst + (size_t)jp * block_stride + (size_t)t * CT__TILE_ELEMS,
+                                dst + (size_t)(jp + 1) * block_stride +
+                                    (size_t)t * CT__TILE_ELEMS,
+                                src, ld, K, t * CT__KTILE, 16 * jp, stream);
+                continue;
+            }
             for (int j = jp; j < jp + jn; j++) {
                 int c0 = 16 * j, nc = N - c0;
                 ct__bf16 *tile = dst + (size_t)j * block_stride + (size_t)t * CT__TILE_ELEMS;
