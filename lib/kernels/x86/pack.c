@@ -160,6 +160,34 @@ CT_AVX512 void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *
 /* Tiles of 16 rows go in pairs, k-tile by k-tile, for the reason given
  * at ct__pack_vnni16_tiles (A stored [K, M]: the pair's 32 columns share
  * each line). */
+/* K-tile k0 of two neighbouring tiles of a transposed A (stored [K, M];
+ * columns r0 .. r0+31 all within M, rows k0 .. k0+31 all within K): tile
+ * row m holds A[k0 .. k0+31][r0 + m]. The word unpacks of each pair of
+ * rows give dword (x0[c], x1[c]) for columns c in 128-bit lanes: lane L
+ * of `lo` holds columns 8L .. 8L+3, of `hi` 8L+4 .. 8L+7. Transposed as
+ * they are, output row j of `lo` is column 8(j/4) + j%4 (of `hi` that + 4),
+ * so each is stored to that column's tile row: no permute is needed. */
+CT_AVX512 static void trans_tiles2(ct__bf16 *tile0, ct__bf16 *tile1, const ct__bf16 *A, int lda,
+                                   int k0, int r0)
+{
+    __m512i lo[16], hi[16];
+    for (int p = 0; p < 16; p++) {
+        const ct__bf16 *a = A + (size_t)(k0 + 2 * p) * lda + r0;
+        __m512i x0 = _mm512_loadu_si512(a), x1 = _mm512_loadu_si512(a + lda);
+        lo[p] = _mm512_unpacklo_epi16(x0, x1);
+        hi[p] = _mm512_unpackhi_epi16(x0, x1);
+    }
+    for (int half = 0; half < 2; half++) {
+        __m512i *r = half ? hi : lo;
+        ct__transpose16x16(r);
+        for (int j = 0; j < 16; j++) {
+            int c = 8 * (j / 4) + 4 * half + j % 4;
+            ct__bf16 *tile = c < 16 ? tile0 : tile1;
+            _mm512_store_si512(tile + (c % 16) * 32, r[j]);
+        }
+    }
+}
+
 CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
                                 int trans, int M, int K, int m0, int nmt,
                                 int t0, int nt)
@@ -167,6 +195,13 @@ CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
     for (int ip = 0; ip < nmt; ip += 2) {
         int in = nmt - ip < 2 ? nmt - ip : 2;
         for (int t = 0; t < nt; t++) {
+            int kt0 = (t0 + t) * CT__KTILE;
+            if (trans && in == 2 && M - (m0 + 16 * ip) >= 32 && K - kt0 >= CT__KTILE) {
+                trans_tiles2(dst + ((size_t)ip * nt + t) * CT__TILE_ELEMS,
+                             dst + ((size_t)(ip + 1) * nt + t) * CT__TILE_ELEMS, A, lda, kt0,
+                             m0 + 16 * ip);
+                continue;
+            }
             for (int i = ip; i < ip + in; i++) {
                 int r0 = m0 + 16 * i, nr = M - r0;
                 ct__bf16 *tile = dst + ((size_t)i * nt + t) * CT__TILE_ELEMS;
