@@ -28,7 +28,10 @@ echo "# parallel capacity now: $(echo "$t0 $t1 $t2 $threads" | awk '{ printf "%.
 
 for round in 1 2; do
     "$bin" -t "$threads" -r "$repeats" "$@" >>"$out"
-    "$python" "$here/torch_matmul.py" -t "$threads" -r "$repeats" $shapes >>"$out"
+    # torch's fp32 products run in OpenBLAS, whose threads
+    # torch.set_num_threads does not set (at 1 thread they ran on 2)
+    OPENBLAS_NUM_THREADS=$threads "$python" "$here/torch_matmul.py" -t "$threads" \
+        -r "$repeats" $shapes >>"$out"
 done
 
 grep '^#' "$out" | sort -u
