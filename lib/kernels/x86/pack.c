@@ -160,9 +160,6 @@ CT_AVX512 void ct__packw_rows_vnni(const ct__packed_b *fwd, const ct__packed_b *
     _mm_sfence(); /* the streamed lines before the pool's barrier publishes them */
 }
 
-/* Tiles of 16 rows go in pairs, k-tile by k-tile, for the reason given
- * at ct__pack_vnni16_tiles (A stored [K, M]: the pair's 32 columns share
- * each line). */
 /* K-tile k0 of two neighbouring tiles of a transposed A (stored [K, M];
  * columns r0 .. r0+31 all within M, rows k0 .. k0+31 all within K): tile
  * row m holds A[k0 .. k0+31][r0 + m]. The word unpacks of each pair of
@@ -191,6 +188,8 @@ CT_AVX512 static void trans_tiles2(ct__bf16 *tile0, ct__bf16 *tile1, const ct__b
     }
 }
 
+/* Tiles of 16 rows go in pairs, k-tile by k-tile: a transposed A's rows
+ * hold the pair's 32 columns in one 64-byte line (trans_tiles2). */
 CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
                                 int trans, int M, int K, int m0, int nmt,
                                 int t0, int nt)
@@ -198,17 +197,16 @@ CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
     for (int ip = 0; ip < nmt; ip += 2) {
         int in = nmt - ip < 2 ? nmt - ip : 2;
         for (int t = 0; t < nt; t++) {
-            int kt0 = (t0 + t) * CT__KTILE;
-            if (trans && in == 2 && M - (m0 + 16 * ip) >= 32 && K - kt0 >= CT__KTILE) {
+            int k0 = (t0 + t) * CT__KTILE;
+            if (trans && in == 2 && M - (m0 + 16 * ip) >= 32 && K - k0 >= CT__KTILE) {
                 trans_tiles2(dst + ((size_t)ip * nt + t) * CT__TILE_ELEMS,
-                             dst + ((size_t)(ip + 1) * nt + t) * CT__TILE_ELEMS, A, lda, kt0,
+                             dst + ((size_t)(ip + 1) * nt + t) * CT__TILE_ELEMS, A, lda, k0,
                              m0 + 16 * ip);
                 continue;
             }
             for (int i = ip; i < ip + in; i++) {
                 int r0 = m0 + 16 * i, nr = M - r0;
                 ct__bf16 *tile = dst + ((size_t)i * nt + t) * CT__TILE_ELEMS;
-                int k0 = (t0 + t) * CT__KTILE;
                 if (nr <= 0) {
                     memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
                 } else if (trans) {
