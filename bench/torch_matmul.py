@@ -6,6 +6,9 @@ and fp32, with torch.set_num_threads(N): median GFLOP/s over repeats.
 
 Layouts (C[M,N] = op(A) op(B)): NN a[M,K] @ b[K,N]; NT a @ w.t() with w
 stored [N,K] (what F.linear does); TN a.t() @ b with a stored [K,M].
+torch.matmul of bf16 operands returns bf16 (oneDNN's dst_bf16, what
+autocast's linear gives): it writes half the bytes of C that gemm_bench's
+products write (fp32 C, what the library's layers take).
 Output: "torch <layout> <M> <N> <K> torch <dtype> <GFLOP/s> <ms>"."""
 import argparse
 import statistics
@@ -41,6 +44,7 @@ def main():
     torch.set_num_threads(args.t)
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"median of {args.r}")
+    print("# torch's bf16 products write C in bf16, ours in fp32 (twice the bytes)")
     g = torch.Generator().manual_seed(0)
     for M, N, K in shapes:
         for layout in ("NN", "NT", "TN"):
