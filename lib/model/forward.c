@@ -360,9 +360,10 @@ static ct_status layer_bwd(pass *p, int l)
         return st;
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
-    /* q, k and v's weight gradients share x: its pack is made once */
+    /* q, k and v's weight gradients share x: its pack is made once (where
+     * the level's packb_shares, acts.c made room for it) */
     ct__packed_b xp, *xpack = NULL;
-    if (bf && p->k->packb_shares) {
+    if (bf && a->x_pack) {
         double t0 = ct__prof_begin();
         if ((st = p->k->packb(&xp, a->x_pack, xb, N, C, C, 0, p->pool)) != CT_OK)
             return st;
