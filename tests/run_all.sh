@@ -152,7 +152,8 @@ run "install + pkg-config (shared, rpath, static beside the .so), Python package
 
 for log in $failed_logs; do
     echo "==== what failed in$(head -n 1 "$log" | cut -c5-) ($log):"
-    grep -E ':[FE]:|FAIL|[Ee]rror|not ok' "$log" | tail -n 6
+    # with the lines before each failure: a rank's log tail, a difference
+    grep -B 10 -E ':[FE]:|FAIL|[Ee]rror|not ok' "$log" | tail -n 40
     tail -n 3 "$log"
 done
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)

@@ -35,7 +35,8 @@ args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --save_strategy no --seed 42 --logging_steps 5 --ddp_timeout 120"
 
 # ranks BACKEND WORLD NAME EXTRA...: WORLD ranks started as torchrun does.
-port=$((20000 + $$ % 20000))
+. tests/dist/master_port.sh
+port=$(first_master_port)
 ranks() {
     backend=$1 world=$2 name=$3
     shift 3

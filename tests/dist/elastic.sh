@@ -41,7 +41,8 @@ args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --learning_rate 1e-3 --adam_epsilon 1e-4 --max_seq_length 96 --doc_stride 32
 --save_strategy steps --save_steps 2 --seed 42 --logging_steps 5 --ddp_timeout 60
 --per_device_train_batch_size 2"
-port=$((20000 + $$ % 20000))
+. tests/dist/master_port.sh
+port=$(first_master_port)
 
 # wait_until COMMAND: polls it (at most 120 s, a guard against a hang, not a
 # measurement); 1 when it never held.

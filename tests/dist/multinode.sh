@@ -128,7 +128,8 @@ fi
 
 # env_ranks NAME PPN [LOCAL]: 4 ranks, rank r in host r / PPN; LOCAL=no
 # leaves the LOCAL_* variables out (a pod without torchrun).
-port=$((20000 + $$ % 20000))
+. tests/dist/master_port.sh
+port=$(first_master_port)
 env_ranks() {
     name=$1 ppn=$2 pids=""
     port=$((port + 1))

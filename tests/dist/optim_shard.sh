@@ -32,7 +32,8 @@ args="--config_name $dir/data/config.json --tokenizer_name $dir/data
 --save_strategy no --seed 42 --logging_steps 1 --ddp_timeout 120 --optim_shard true"
 
 # ranks BACKEND WORLD NAME EXTRA...: WORLD ranks, torchrun's way (mpirun for mpi).
-port=$((20000 + $$ % 20000))
+. tests/dist/master_port.sh
+port=$(first_master_port)
 ranks() {
     backend=$1 world=$2 name=$3
     shift 3

@@ -117,7 +117,8 @@ check "--bf16_full_eval evaluates (exit 0)" [ "$rc" -eq 0 ]
 check "  ... with bf16 products (the n-best probabilities differ from fp32's)" [ $? -eq 0 ]
 
 # ---- two ranks: only the main process prints by default ----------------------------------
-port=$((20000 + $$ % 20000))
+. "$(dirname "$0")/../dist/master_port.sh"
+port=$(first_master_port)
 rm -rf "$dir/ranks"
 for r in 0 1; do
     # shellcheck disable=SC2086
