@@ -174,14 +174,18 @@ CT_AVX512 static void transpose32_avx512(void *dst, int ldd, const void *src, in
         for (int c0 = 0; c0 < cols; c0 += 16) {
             int nc = cols - c0 < 16 ? cols - c0 : 16;
             __m512i x[16];
+            /* unrolled whole, so that x[] is registers */
+#pragma GCC unroll 16
             for (int i = 0; i < 16; i++)
                 x[i] = i < nr ? _mm512_maskz_loadu_epi32(
                                     lanes(nc), (const uint32_t *)src + (size_t)(r0 + i) * lds + c0)
                               : _mm512_setzero_si512();
             ct__transpose16x16(x);
-            for (int i = 0; i < nc; i++)
-                _mm512_mask_storeu_epi32((uint32_t *)dst + (size_t)(c0 + i) * ldd + r0,
-                                         lanes(nr), x[i]);
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                if (i < nc)
+                    _mm512_mask_storeu_epi32((uint32_t *)dst + (size_t)(c0 + i) * ldd + r0,
+                                             lanes(nr), x[i]);
         }
     }
 }

@@ -94,10 +94,12 @@ CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
 {
     __m512i r[16];
     __mmask32 km = mask32(K - k0);
+#pragma GCC unroll 16
     for (int c = 0; c < 16; c++)
         r[c] = c < nc ? _mm512_maskz_loadu_epi16(km, src + (size_t)(c0 + c) * ld + k0)
                       : _mm512_setzero_si512();
     ct__transpose16x16(r);
+#pragma GCC unroll 16
     for (int p = 0; p < 16; p++)
         store_line(dst + p * 32, r[p], stream);
 }
@@ -171,15 +173,18 @@ CT_AVX512 static void trans_tiles2(ct__bf16 *tile0, ct__bf16 *tile1, const ct__b
                                    int k0, int r0)
 {
     __m512i lo[16], hi[16];
+#pragma GCC unroll 16
     for (int p = 0; p < 16; p++) {
         const ct__bf16 *a = A + (size_t)(k0 + 2 * p) * lda + r0;
         __m512i x0 = _mm512_loadu_si512(a), x1 = _mm512_loadu_si512(a + lda);
         lo[p] = _mm512_unpacklo_epi16(x0, x1);
         hi[p] = _mm512_unpackhi_epi16(x0, x1);
     }
+#pragma GCC unroll 2
     for (int half = 0; half < 2; half++) {
         __m512i *r = half ? hi : lo;
         ct__transpose16x16(r);
+#pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
             int c = 8 * (j / 4) + 4 * half + j % 4;
             ct__bf16 *tile = c < 16 ? tile0 : tile1;
@@ -214,6 +219,7 @@ CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
                      * VNNI pairs of its 16 columns */
                     __m512i r[16];
                     __mmask16 m = mask16(nr);
+#pragma GCC unroll 16
                     for (int p = 0; p < 16; p++) {
                         int k = k0 + 2 * p;
                         const ct__bf16 *a0 = k < K ? A + (size_t)k * lda + r0 : NULL;
@@ -221,6 +227,7 @@ CT_AVX512 void ct__pack_a_tiles(ct__bf16 *dst, const ct__bf16 *A, int lda,
                         r[p] = interleave_rows(a0, a1, m);
                     }
                     ct__transpose16x16(r);
+#pragma GCC unroll 16
                     for (int q = 0; q < 16; q++)
                         _mm512_store_si512(tile + q * 32, r[q]);
                 } else {
