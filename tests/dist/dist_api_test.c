@@ -7,7 +7,6 @@
  *
  *   dist_api_test [--backend NAME] [--launcher NAME] [--no-big]
  *                                exit 0 when every check passed
- *   dist_api_test --free-port    print a free TCP port, for scripts
  *
  * --backend NAME: fail unless ct_dist chose that backend (so an mpirun run
  * cannot quietly fall back to shm); --launcher NAME: the same for the
@@ -15,12 +14,9 @@
  * allreduce.
  * The first line names the network namespace (/proc/self/ns/net), so that a
  * script can tell that two ranks ran in different ones. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cputrain/cputrain.h>
@@ -33,24 +29,6 @@ static void print_line(cc_ctx *c, int ok, const char *text)
 {
     (void)c;
     printf("%s: %s %s\n", prefix, ok ? "PASS" : "FAIL", text);
-}
-
-/* Bound to port 0 and released: the system's choice of a free port. */
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (fd < 0)
-        return -1;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 int main(int argc, char **argv)
@@ -66,21 +44,15 @@ int main(int argc, char **argv)
     /* Line-buffered: mpirun and the scripts interleave several ranks. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--free-port")) {
-            int p = free_port();
-            if (p < 0)
-                return 1;
-            printf("%d\n", p);
-            return 0;
-        } else if (!strcmp(argv[i], "--no-big")) {
+        if (!strcmp(argv[i], "--no-big")) {
             big = 0;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             want_backend = argv[++i];
         } else if (!strcmp(argv[i], "--launcher") && i + 1 < argc) {
             want_launcher = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--backend NAME] [--launcher NAME] [--no-big] | "
-                            "--free-port\n", argv[0]);
+            fprintf(stderr, "usage: %s [--backend NAME] [--launcher NAME] [--no-big]\n",
+                    argv[0]);
             return 2;
         }
     }

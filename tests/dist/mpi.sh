@@ -20,6 +20,8 @@ passed=0
 failed=0
 skipped=0
 tmp=$(mktemp -d /tmp/ct-dist-mpi.XXXXXX) || exit 1
+. tests/dist/master_port.sh
+port=$(first_master_port)
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
@@ -60,7 +62,7 @@ run_mpi() {
 run_loop() { # backend n
     backend=$1
     n=$2
-    port=$("$bin" --free-port) || port=$((20000 + $$ % 20000))
+    port=$((port + 1))
     job=ctdist-$$-$backend
     name="$backend, $n ranks from RANK/WORLD_SIZE/... (port $port)"
     echo "==== mpi.sh: $name"
