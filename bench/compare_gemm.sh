@@ -1,16 +1,22 @@
 #!/bin/sh
-# Runs gemm_bench and torch_matmul.py on the same shapes in one go, twice
-# interleaved (the machine is shared and noisy), and prints for each shape and
-# layout the median GFLOP/s of each of our variants next to torch's, with the
-# ratio ours/torch (bf16 against torch bf16, fp32 against torch fp32).
+# Runs gemm_bench and torch_matmul.py on the same shapes in one go, in
+# interleaved rounds (the machine is shared and noisy), and prints for each
+# shape and layout the best round's median GFLOP/s of each of our variants
+# next to torch's, with the ratio ours/torch (bf16 against torch bf16, fp32
+# against torch fp32). More rounds steady the ratios where the host's speed
+# drifts by a few percent between runs.
 #   bench/compare_gemm.sh [gemm_bench binary] [gemm_bench args: -s MxNxK, -v variant...]
-# Environment: THREADS (2), REPEATS (21), PYTHON (/usr/bin/python3).
+# Environment: THREADS (2), REPEATS (21), ROUNDS (2), PYTHON (/usr/bin/python3).
 set -eu
 here=$(dirname "$0")
 bin=${1:-build/bench/gemm_bench}
 [ $# -gt 0 ] && shift
 threads=${THREADS:-2}
 repeats=${REPEATS:-21}
+rounds=${ROUNDS:-2}
+case $rounds in
+'' | *[!0-9]* | 0) echo "compare_gemm.sh: ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2 ;;
+esac
 python=${PYTHON:-/usr/bin/python3}
 # the same -s shapes go to both programs
 shapes=$(printf '%s\n' "$@" | awk 'prev == "-s" { printf " -s %s", $0 } { prev = $0 }')
@@ -26,16 +32,19 @@ i=0; while [ "$i" -lt "$threads" ]; do spin & i=$((i + 1)); done; wait
 t2=$(date +%s.%N)
 echo "# parallel capacity now: $(echo "$t0 $t1 $t2 $threads" | awk '{ printf "%.2f", $4 * ($2 - $1) / ($3 - $2) }') of $threads cores" >>"$out"
 
-for round in 1 2; do
+round=0
+while [ "$round" -lt "$rounds" ]; do
+    round=$((round + 1))
     "$bin" -t "$threads" -r "$repeats" "$@" >>"$out"
     # torch's fp32 products run in OpenBLAS, whose threads
     # torch.set_num_threads does not set (at 1 thread they ran on 2)
+    # shellcheck disable=SC2086 # the shapes are split on purpose
     OPENBLAS_NUM_THREADS=$threads "$python" "$here/torch_matmul.py" -t "$threads" \
         -r "$repeats" $shapes >>"$out"
 done
 
 grep '^#' "$out" | sort -u
-# best of the two rounds' medians per (layout, shape, variant), then ratios
+# best of the rounds' medians per (layout, shape, variant), then ratios
 awk '
 $1 == "gemm" || $1 == "torch" {
     key = $2 " " $3 "x" $4 "x" $5 " " $6 " " $7
