@@ -50,6 +50,7 @@ Suite *core_suite(void);
     X(secret_suite)           \
     X(attention_suite)        \
     X(packed_suite)           \
+    X(blocked_suite)          \
     X(tb_suite)               \
     X(shard_suite)
 

@@ -116,7 +116,7 @@ CT_AMX CT_ALIGN_LOOPS static void amx_micro(float *C, int ldc, int rows, int col
     store_block(C, ldc, rows, cols, (const float(*)[256])tmp, alpha, acc);
 }
 
-static const ct__gemm_variant amx_variant = {
+const ct__gemm_variant ct__gemm_variant_amx = {
     .name = "gemm_bf16_amx",
     .block_n = 32,
     .kc_tiles = 16,
@@ -130,24 +130,25 @@ static const ct__gemm_variant amx_variant = {
 ct_status ct__gemm_bf16_amx(float *C, const ct__bf16 *A, const ct__bf16 *B,
                             const ct__gemm_desc *d, ct__pool *pool)
 {
-    return ct__gemm_bf16_blocked(&amx_variant, C, A, B, d, pool);
+    return ct__gemm_bf16_blocked(&ct__gemm_variant_amx, C, A, B, d, pool);
 }
 
 size_t ct__packb_bytes_amx(int K, int N)
 {
-    return ct__blocked_packb_bytes(&amx_variant, K, N);
+    return ct__blocked_packb_bytes(&ct__gemm_variant_amx, K, N);
 }
 
 ct_status ct__packb_amx(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
                         int ldb, int flags, ct__pool *pool)
 {
-    return ct__blocked_packb(&amx_variant, out, mem, B, K, N, ldb, flags, pool);
+    return ct__blocked_packb(&ct__gemm_variant_amx, out, mem, B, K, N, ldb, flags, pool);
 }
 
 ct_status ct__gemm_bf16_packed_amx(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                    int M, int lda, int ldc, int flags, float alpha,
                                    ct__pool *pool)
 {
-    return ct__gemm_bf16_blocked_packed(&amx_variant, C, A, B, M, lda, ldc, flags, alpha, pool);
+    return ct__gemm_bf16_blocked_packed(&ct__gemm_variant_amx, C, A, B, M, lda, ldc, flags,
+                                        alpha, pool);
 }
 #endif

@@ -77,7 +77,7 @@ CT_AVX512BF16 static void avx512bf16_micro(float *C, int ldc, int rows, int cols
         micro_8x48(C, ldc, rows, cols, a, r0, b, b_stride, nkt, alpha, acc);
 }
 
-static const ct__gemm_variant avx512bf16_variant = {
+const ct__gemm_variant ct__gemm_variant_avx512bf16 = {
     .name = "gemm_bf16_avx512bf16",
     .block_n = 16 * NV,
     /* k = 1536: BERT's K of 768 in one pass, 3072 in two. Each pass reads
@@ -100,24 +100,25 @@ ct_status ct__gemm_bf16_avx512bf16(float *C, const ct__bf16 *A,
                                    const ct__bf16 *B, const ct__gemm_desc *d,
                                    ct__pool *pool)
 {
-    return ct__gemm_bf16_blocked(&avx512bf16_variant, C, A, B, d, pool);
+    return ct__gemm_bf16_blocked(&ct__gemm_variant_avx512bf16, C, A, B, d, pool);
 }
 
 size_t ct__packb_bytes_avx512bf16(int K, int N)
 {
-    return ct__blocked_packb_bytes(&avx512bf16_variant, K, N);
+    return ct__blocked_packb_bytes(&ct__gemm_variant_avx512bf16, K, N);
 }
 
 ct_status ct__packb_avx512bf16(ct__packed_b *out, void *mem, const ct__bf16 *B, int K, int N,
                         int ldb, int flags, ct__pool *pool)
 {
-    return ct__blocked_packb(&avx512bf16_variant, out, mem, B, K, N, ldb, flags, pool);
+    return ct__blocked_packb(&ct__gemm_variant_avx512bf16, out, mem, B, K, N, ldb, flags, pool);
 }
 
 ct_status ct__gemm_bf16_packed_avx512bf16(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                    int M, int lda, int ldc, int flags, float alpha,
                                    ct__pool *pool)
 {
-    return ct__gemm_bf16_blocked_packed(&avx512bf16_variant, C, A, B, M, lda, ldc, flags, alpha, pool);
+    return ct__gemm_bf16_blocked_packed(&ct__gemm_variant_avx512bf16, C, A, B, M, lda, ldc,
+                                        flags, alpha, pool);
 }
 #endif

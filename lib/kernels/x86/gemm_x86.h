@@ -49,6 +49,12 @@ typedef struct ct__gemm_variant {
     void (*end)(void);
 } ct__gemm_variant;
 
+/* The variants of the AVX512-BF16 and AMX levels. tests/check_blocked.c
+ * runs the driver in their geometry with a portable microkernel, so that
+ * the packing and blocking AMX depends on is checked on any AVX-512 CPU. */
+extern const ct__gemm_variant ct__gemm_variant_avx512bf16;
+extern const ct__gemm_variant ct__gemm_variant_amx;
+
 /* What both blocked drivers (gemm_blocked.c, gemm_goto.c) decide alike. */
 
 /* Thread grid tm x tn = T over mblocks x nblocks with the least work per
