@@ -131,7 +131,9 @@ static void bench_case(const char *name, const int *lens, int padT, const ct__ke
     float *q = fill(n), *kk = fill(n), *v = fill(n), *dctx = fill(n), *ctx = fill(n);
     float *dq = fill(n), *dk = fill(n), *dv = fill(n), *lse = fill((size_t)NH * N);
     for (int bf = 0; bf < 2; bf++) {
-        ct__attn a = {k, pool, NSEQ, start, NH, HD, C, 0.125f, bf, 0.1f, 42, NULL, NULL};
+        ct__attn a = {.k = k, .pool = pool, .n_seq = NSEQ, .seq_start = start, .NH = NH,
+                      .HD = HD, .ld = C, .scale = 0.125f, .bf16 = bf, .dropout = 0.1f,
+                      .dropout_key = 42};
         double t[64];
         for (int r = 0; r < reps + 1; r++) {
             double t0 = now();

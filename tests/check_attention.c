@@ -2,7 +2,8 @@
  * materialises S and P per sequence and head in double: ragged packed
  * batches (lengths 0, 1 and past the tile), ld wider than the heads, fp32
  * and bf16, dropout with the mask regenerated here, every kernel level this
- * machine runs, thread-count invariance, and a finite-difference check. */
+ * machine runs, the outputs' bf16 copies and bias-gradient sums,
+ * thread-count invariance, and a finite-difference check. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -91,8 +92,10 @@ static void prob_free(prob *p)
 
 static ct__attn desc(const prob *p, const ct__kernels *k, ct__pool *pool, int bf16, float drop)
 {
-    ct__attn a = {k, pool, p->n_seq, p->seq_start, p->NH, p->HD, p->ld,
-                  1.0f / sqrtf((float)p->HD), bf16, drop, 0x1234abcdull, p->ids, NULL};
+    ct__attn a = {.k = k, .pool = pool, .n_seq = p->n_seq, .seq_start = p->seq_start,
+                  .NH = p->NH, .HD = p->HD, .ld = p->ld, .scale = 1.0f / sqrtf((float)p->HD),
+                  .bf16 = bf16, .dropout = drop, .dropout_key = 0x1234abcdull,
+                  .dropout_ids = p->ids};
     return a;
 }
 
@@ -283,6 +286,57 @@ static void check_ctx_b(const ct__attn *a, prob *p, const char *level)
     free(cb);
 }
 
+/* Backward asked for dq, dk and dv's bf16 copies and column sums too: the
+ * copies are the fp32 outputs' bits rounded, the padding columns untouched;
+ * the sums are added to what the arrays held, each equal to the column's
+ * sum over all rows (in double) within fp32 summation error. */
+static void check_grad_outputs(const ct__attn *a, prob *p, const char *level)
+{
+    size_t n = (size_t)p->N * p->ld, width = (size_t)p->NH * p->HD;
+    ct__attn with = *a;
+    ct__bf16 *out_b[3];
+    float *db[3], *before[3];
+    for (int i = 0; i < 3; i++) {
+        out_b[i] = malloc((n ? n : 1) * sizeof *out_b[i]);
+        db[i] = alloc_filled(width, 1.0f);
+        before[i] = malloc(width * sizeof *before[i]);
+        ck_assert(out_b[i] && before[i]);
+        memcpy(before[i], db[i], width * sizeof *before[i]);
+        for (size_t j = 0; j < n; j++)
+            out_b[i][j] = 0x7777;
+    }
+    with.dq_b = out_b[0];
+    with.dk_b = out_b[1];
+    with.dv_b = out_b[2];
+    with.db_q = db[0];
+    with.db_k = db[1];
+    with.db_v = db[2];
+    OK(ct__attn_backward(&with, p->dq, p->dk, p->dv, p->dctx, p->q, p->k, p->v, p->ctx, p->lse));
+    const float *grads[3] = {p->dq, p->dk, p->dv};
+    for (int i = 0; i < 3; i++) {
+        for (size_t j = 0; j < n; j++) {
+            int head = j % (size_t)p->ld < width;
+            ct__bf16 want = 0x7777;
+            if (head)
+                ct__f32_to_bf16_generic(&want, &grads[i][j], 1);
+            ck_assert_msg(out_b[i][j] == want, "d%c_b at %s, element %zu", "qkv"[i], level, j);
+        }
+        for (size_t c = 0; c < width; c++) {
+            double sum = before[i][c], mag = fabs(before[i][c]);
+            for (int r = 0; r < p->N; r++) {
+                sum += grads[i][(size_t)r * p->ld + c];
+                mag += fabs(grads[i][(size_t)r * p->ld + c]);
+            }
+            ck_assert_msg(fabs(db[i][c] - sum) <= 1e-6 * (p->N + 1) * mag + 1e-30,
+                          "db_%c[%zu] at %s: %.9g, want %.9g", "qkv"[i], c, level, db[i][c],
+                          sum);
+        }
+        free(out_b[i]);
+        free(db[i]);
+        free(before[i]);
+    }
+}
+
 static void check_levels_hd(int HD, int bf16, float drop, double tol, float amp)
 {
     for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
@@ -294,6 +348,7 @@ static void check_levels_hd(int HD, int bf16, float drop, double tol, float amp)
         ct__attn a = desc(&p, k, NULL, bf16, drop);
         run(&a, &p);
         check_ctx_b(&a, &p, k->name);
+        check_grad_outputs(&a, &p, k->name);
         ref r = reference(&a, &p);
         compare(&p, &r, tol, k->name);
         ref_free(&r);
@@ -363,8 +418,12 @@ START_TEST(thread_count_invariant)
         OK(ct__pool_create(1, &one));
         OK(ct__pool_create(2, &two));
         ct__attn a1 = desc(&p1, k, one, mode, 0.2f), a2 = desc(&p2, k, two, mode, 0.2f);
+        float db1[64] = {0}, db2[64] = {0}; /* the key bias gradient's sums too */
+        a1.db_k = db1;
+        a2.db_k = db2;
         run(&a1, &p1);
         run(&a2, &p2);
+        ck_assert(memcmp(db1, db2, sizeof db1) == 0);
         size_t n = (size_t)p1.N * p1.ld;
         ck_assert(memcmp(p1.ctx, p2.ctx, n * sizeof(float)) == 0);
         ck_assert(memcmp(p1.lse, p2.lse, (size_t)p1.NH * p1.N * sizeof(float)) == 0);

@@ -45,7 +45,8 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
     size_t X = keep == CT__KEEP_NONE ? 2 : (size_t)c->num_layers + 1;
     size_t rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B : NT;
     size_t nout = head_outputs(m);
-    size_t widest = C > FF ? C : FF;
+    /* dy_b holds dq, dk and dv's bf16 copies at once (forward.c) */
+    size_t widest = 3 * C > FF ? 3 * C : FF;
     int training = keep != CT__KEEP_NONE;
     if (nout > widest)
         widest = nout;

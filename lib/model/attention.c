@@ -6,6 +6,7 @@
 #include "model/attention.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -217,7 +218,7 @@ ct_status ct__attn_forward(const ct__attn *a, float *ctx, float *lse, const floa
     if (st != CT_OK || a->n_seq == 0)
         return st;
     ct__attn_job J = {a, ct__attn_tiles_for(a->k->isa), ctx, lse, NULL, NULL, NULL, q, k, v,
-             NULL, NULL, NULL, 0, 0};
+             NULL, NULL, NULL, 0, 0, NULL};
     J.bytes = ct__attn_scratch_bytes(a, max_len(a));
     ct__pool_run(a->pool, fwd_task, &J, a->n_seq * a->NH);
     if (J.failed)
@@ -227,6 +228,27 @@ ct_status ct__attn_forward(const ct__attn *a, float *ctx, float *lse, const floa
 }
 
 /* ---- backward ----------------------------------------------------------------- */
+
+/* The task's rows and head of dq, dk and dv, complete: into their bf16
+ * copies and column sums, if asked for, while they are in cache. */
+static void grad_outputs(const ct__attn_job *J, int s, int h, int T, size_t off)
+{
+    const ct__attn *a = J->a;
+    float *const grads[3] = {J->dq, J->dk, J->dv};
+    ct__bf16 *const out_b[3] = {a->dq_b, a->dk_b, a->dv_b};
+    size_t width = (size_t)a->NH * a->HD;
+    for (int i = 0; i < 3; i++) {
+        const float *g = grads[i] + off;
+        for (int r = 0; out_b[i] && r < T; r++)
+            a->k->f32_to_bf16(out_b[i] + off + (size_t)r * a->ld, g + (size_t)r * a->ld,
+                              (size_t)a->HD);
+        if (J->sums) {
+            float *sum = J->sums + ((size_t)i * a->n_seq + s) * width + (size_t)h * a->HD;
+            memset(sum, 0, (size_t)a->HD * sizeof *sum);
+            a->k->bias_backward(sum, g, T, a->HD, a->ld);
+        }
+    }
+}
 
 static void bwd_task(void *ctx, int task, int thread)
 {
@@ -248,6 +270,7 @@ static void bwd_task(void *ctx, int task, int thread)
         prefetch_head(a, ins[i], T);
     if (ct__attn_use_dot(a, t)) {
         ct__attn_dot_backward(J, w, s, h);
+        grad_outputs(J, s, h, T, off);
         return;
     }
     layout L = plan(a, T, 1);
@@ -309,6 +332,7 @@ static void bwd_task(void *ctx, int task, int thread)
         t->mm(dq + (size_t)i0 * ld, ld, dP, (int)Tp, 1, kb, ldk, R, HD, T, 0);
         t->mm(dk, ld, dP, 1, (int)Tp, qa, ldq, T, HD, R, acc);
     }
+    grad_outputs(J, s, h, T, off);
 }
 
 ct_status ct__attn_backward(const ct__attn *a, float *dq, float *dk, float *dv,
@@ -321,11 +345,27 @@ ct_status ct__attn_backward(const ct__attn *a, float *dq, float *dk, float *dv,
     if (st != CT_OK || a->n_seq == 0)
         return st;
     ct__attn_job J = {a, ct__attn_tiles_for(a->k->isa), NULL, NULL, dq, dk, dv, q, k, v,
-             dctx, ctx, lse, 0, 0};
+             dctx, ctx, lse, 0, 0, NULL};
+    size_t width = (size_t)a->NH * a->HD;
+    float *const db[3] = {a->db_q, a->db_k, a->db_v};
+    if ((db[0] || db[1] || db[2]) &&
+        !(J.sums = calloc(3 * (size_t)a->n_seq * width, sizeof *J.sums)))
+        return ct__error(CT_ERR_NOMEM, "attention backward: no memory for the bias gradients' "
+                                       "column sums (%d sequences)", a->n_seq);
     J.bytes = ct__attn_scratch_bytes(a, max_len(a));
     ct__pool_run(a->pool, bwd_task, &J, a->n_seq * a->NH);
-    if (J.failed)
+    if (J.failed) {
+        free(J.sums);
         return ct__error(CT_ERR_NOMEM, "attention backward: no %zu bytes of per-thread scratch",
                          J.bytes);
+    }
+    for (int i = 0; i < 3 && J.sums; i++)
+        for (size_t c = 0; db[i] && c < width; c++) {
+            float total = 0;
+            for (int s = 0; s < a->n_seq; s++)
+                total += J.sums[((size_t)i * a->n_seq + s) * width + c];
+            db[i][c] += total;
+        }
+    free(J.sums);
     return CT_OK;
 }

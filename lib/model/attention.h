@@ -64,6 +64,14 @@ typedef struct ct__attn {
     const uint64_t *dropout_ids; /* [n_seq] each sequence's example id, or NULL */
     ct__bf16 *ctx_b; /* forward: ctx rounded to bf16 too, [N, ld] (NULL: not made), each
                       * task its own rows and head while they are in cache */
+    /* backward, each task its rows and head while they are in cache: dq,
+     * dk, dv rounded to bf16 too, [N, ld] (NULL: not made), and their
+     * column sums over all rows added into db_q, db_k, db_v [NH * HD]
+     * (NULL: not made), the q, k and v products' bias gradients. A sum
+     * goes sequence by sequence, each in row order: the same bits at any
+     * thread count. */
+    ct__bf16 *dq_b, *dk_b, *dv_b;
+    float *db_q, *db_k, *db_v;
 } ct__attn;
 
 /* ctx = softmax(scale * q k^T) v per sequence and head (with dropout on the

@@ -26,6 +26,7 @@ typedef struct ct__attn_job {
     const float *q, *k, *v, *dctx, *ctx_in, *lse_in;
     size_t bytes;
     int failed; /* a task found no scratch; read after ct__pool_run */
+    float *sums; /* backward: [3][n_seq][NH * HD] per-sequence column sums of dq, dk, dv */
 } ct__attn_job;
 
 /* Backward's row terms of R query rows: D[r] = dctx_r . ctx_r, which equals

@@ -101,19 +101,19 @@ static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__b
 
 /* Given dy [N,OUT]: dx[N,IN] = dy W (or += with acc_dx; dx NULL skips it),
  * dW += dy^T x, db += column sums of dy. In bf16 mode the products read
- * dy's bf16 copy in a->dy_b. With chained, the chain that produced dy made
- * that copy and db (its .out_b, .db); else one pass over dy makes both. */
+ * dy's bf16 copy dyb. With chained, whatever produced dy made that copy
+ * and db (a chain's .out_b and .db, attention's dq_b and db_q); else one
+ * pass over dy makes both. */
 static ct_status linear_bwd_packed(const pass *p, float *dx, int acc_dx, float *dy,
-                                   int chained, const float *x, const ct__bf16 *xb,
-                                   const ct__packed_b *xpack, size_t w_off, size_t b_off,
-                                   int N, int IN, int OUT)
+                                   ct__bf16 *dyb, int chained, const float *x,
+                                   const ct__bf16 *xb, const ct__packed_b *xpack, size_t w_off,
+                                   size_t b_off, int N, int IN, int OUT)
 {
     ct_status st = CT_OK;
     int fl = acc_dx ? CT__GEMM_ACCUMULATE : 0;
     double flops = 2.0 * N * IN * OUT, t0;
-    const ct__bf16 *dyb = p->bf16 ? p->a->dy_b : NULL;
     if (!chained && (p->bf16 || b_off != CT__NO_TENSOR)) {
-        ct__chain_bwd c = {.dy = dy, .N = N, .C = OUT, .out_b = p->bf16 ? p->a->dy_b : NULL,
+        ct__chain_bwd c = {.dy = dy, .N = N, .C = OUT, .out_b = dyb,
                            .db = b_off != CT__NO_TENSOR ? G(p, b_off) : NULL};
         ct__p_chain_backward(p->pool, &c);
     }
@@ -143,8 +143,8 @@ static ct_status linear_bwd(const pass *p, float *dx, int acc_dx, float *dy, int
                             const float *x, const ct__bf16 *xb, size_t w_off, size_t b_off,
                             int N, int IN, int OUT)
 {
-    return linear_bwd_packed(p, dx, acc_dx, dy, chained, x, xb, NULL, w_off, b_off, N, IN,
-                             OUT);
+    return linear_bwd_packed(p, dx, acc_dx, dy, p->bf16 ? p->a->dy_b : NULL, chained, x, xb,
+                             NULL, w_off, b_off, N, IN, OUT);
 }
 
 static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
@@ -157,10 +157,12 @@ static void to_bf16(const pass *p, ct__bf16 *out, const float *in, size_t n)
 
 static ct__attn attn_desc(const pass *p, int l)
 {
-    ct__attn at = {p->k, p->pool, p->B, p->a->seq_start, p->NH, p->HD, p->C,
-                   1.0f / sqrtf((float)p->HD), p->bf16,
-                   p->training ? p->m->cfg.attention_dropout : 0.0f,
-                   site_key(p, SITE(l, SITE_ATT_PROBS)), p->batch->example_ids, NULL};
+    ct__attn at = {.k = p->k, .pool = p->pool, .n_seq = p->B, .seq_start = p->a->seq_start,
+                   .NH = p->NH, .HD = p->HD, .ld = p->C, .scale = 1.0f / sqrtf((float)p->HD),
+                   .bf16 = p->bf16,
+                   .dropout = p->training ? p->m->cfg.attention_dropout : 0.0f,
+                   .dropout_key = site_key(p, SITE(l, SITE_ATT_PROBS)),
+                   .dropout_ids = p->batch->example_ids};
     return at;
 }
 
@@ -192,13 +194,27 @@ static ct_status attention_fwd(const pass *p, int l)
     return st;
 }
 
-/* From dctx (in a->da) to dq, dk, dv (in a->dq/dk/dv). */
+/* From dctx (in a->da) to dq, dk, dv (in a->dq/dk/dv), their bf16 copies
+ * in bf16 mode (dy_b's first three [N, C] slices: qkv_grads_b) and the
+ * q, k, v biases' gradients. */
+static ct__bf16 *qkv_grads_b(const pass *p, int i)
+{
+    return p->bf16 ? p->a->dy_b + (size_t)i * p->N * p->C : NULL;
+}
+
 static ct_status attention_bwd(const pass *p, int l)
 {
     ct__acts *a = p->a;
+    const ct__layer_w *w = &p->m->w.layers[l];
     size_t NC = (size_t)p->N * p->C;
     ct__attn at = attn_desc(p, l);
     double t0 = ct__prof_begin();
+    at.dq_b = qkv_grads_b(p, 0);
+    at.dk_b = qkv_grads_b(p, 1);
+    at.dv_b = qkv_grads_b(p, 2);
+    at.db_q = w->bq != CT__NO_TENSOR ? G(p, w->bq) : NULL;
+    at.db_k = w->bk != CT__NO_TENSOR ? G(p, w->bk) : NULL;
+    at.db_v = w->bv != CT__NO_TENSOR ? G(p, w->bv) : NULL;
     ct_status st = ct__attn_backward(&at, a->dq, a->dk, a->dv, a->da, SLOT(p, a->q, l, NC),
                                     SLOT(p, a->k, l, NC), SLOT(p, a->v, l, NC),
                                     SLOT(p, a->ctx, l, NC),
@@ -370,13 +386,12 @@ static ct_status layer_bwd(pass *p, int l)
         ct__prof_end(CT__PROF_GEMM_WEIGHT_GRAD, t0, 0, 0);
         xpack = &xp;
     }
-    if ((st = linear_bwd_packed(p, dx_in, 1, a->dq, 0, x, xb, xpack, w->wq, w->bq, N, C, C)) !=
-            CT_OK ||
-        (st = linear_bwd_packed(p, dx_in, 1, a->dk, 0, x, xb, xpack, w->wk, w->bk, N, C, C)) !=
-            CT_OK ||
-        (st = linear_bwd_packed(p, dx_in, 1, a->dv, 0, x, xb, xpack, w->wv, w->bv, N, C, C)) !=
-            CT_OK)
-        return st;
+    float *grads[3] = {a->dq, a->dk, a->dv};
+    size_t ws[3] = {w->wq, w->wk, w->wv}, bs[3] = {w->bq, w->bk, w->bv};
+    for (int i = 0; i < 3; i++)
+        if ((st = linear_bwd_packed(p, dx_in, 1, grads[i], qkv_grads_b(p, i), 1, x, xb, xpack,
+                                    ws[i], bs[i], N, C, C)) != CT_OK)
+            return st;
     a->dx = dx_in;
     a->dx2 = dout;
     return CT_OK;
