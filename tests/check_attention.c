@@ -581,6 +581,73 @@ START_TEST(transpose32_moves_bits_on_every_level)
 }
 END_TEST
 
+/* mm_bf16 of every level that has one against a double-precision sum of
+ * the same bf16 pairs: A in rows (acs 1) and transposed (the backward's),
+ * ragged M, N and K2 around the 16- and 32-wide tiles AMX works in,
+ * overwrite and accumulate, and C's columns past N untouched. */
+START_TEST(mm_bf16_every_level)
+{
+    static const int Ms[] = {1, 15, 17, 33, 64, 70}, Ns[] = {1, 16, 17, 31, 48, 146};
+    static const int K2s[] = {1, 15, 16, 33, 73};
+    enum { PAD = 3 };
+    for (int isa = CT__ISA_AVX512BF16; isa < CT__ISA_COUNT; isa++) {
+        if (!ct__kernels_for((ct__isa)isa))
+            continue;
+        const ct__attn_tiles *t = ct__attn_tiles_for((ct__isa)isa);
+        for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                for (size_t ki = 0; ki < sizeof K2s / sizeof *K2s; ki++)
+                    for (int form = 0; form < 4; form++) {
+                        int M = Ms[mi], N = Ns[ni], K2 = K2s[ki], trans = form & 1;
+                        int acc = form >> 1, ldc = N + PAD, ldb = N + PAD;
+                        int ars = trans ? 1 : K2 + PAD, acs = trans ? M + PAD : 1;
+                        size_t na = trans ? (size_t)K2 * acs : (size_t)M * ars;
+                        uint32_t *A = malloc(na * 4), *B = malloc((size_t)K2 * ldb * 4);
+                        float *C = malloc((size_t)M * ldc * 4);
+                        ct__bf16 *ah = (ct__bf16 *)A, *bh = (ct__bf16 *)B;
+                        for (size_t i = 0; i < 2 * na; i++) {
+                            float x = urand();
+                            ct__f32_to_bf16_generic(&ah[i], &x, 1);
+                        }
+                        for (size_t i = 0; i < 2 * (size_t)K2 * ldb; i++) {
+                            float x = urand();
+                            ct__f32_to_bf16_generic(&bh[i], &x, 1);
+                        }
+                        for (size_t i = 0; i < (size_t)M * ldc; i++)
+                            C[i] = (int)(i % ldc) < N ? urand() : SENTINEL;
+                        float *C0 = malloc((size_t)M * ldc * 4);
+                        memcpy(C0, C, (size_t)M * ldc * 4);
+                        t->mm_bf16(C, ldc, A, ars, acs, B, ldb, M, N, K2, acc);
+                        for (int i = 0; i < M; i++)
+                            for (int n = 0; n < ldc; n++) {
+                                float got = C[(size_t)i * ldc + n];
+                                if (n >= N) {
+                                    ck_assert_msg(got == SENTINEL, "%s mm_bf16 %dx%dx%d: C[%d][%d] "
+                                                  "past N written", t->name, M, N, K2, i, n);
+                                    continue;
+                                }
+                                double want = acc ? C0[(size_t)i * ldc + n] : 0, mag = fabs(want);
+                                for (int p = 0; p < K2; p++)
+                                    for (int h = 0; h < 2; h++) {
+                                        size_t aw = (size_t)i * ars + (size_t)p * acs;
+                                        float a, b;
+                                        ct__bf16_to_f32_generic(&a, &ah[2 * aw + h], 1);
+                                        ct__bf16_to_f32_generic(
+                                            &b, &bh[2 * ((size_t)p * ldb + n) + h], 1);
+                                        want += (double)a * b;
+                                        mag += fabs((double)a * b);
+                                    }
+                                ck_assert_msg(fabs(got - want) <= 1e-6 * (2 * K2 + 1) * mag + 1e-30,
+                                              "%s mm_bf16 %dx%dx%d %s%s: C[%d][%d] = %.9g, want "
+                                              "%.9g", t->name, M, N, K2, trans ? "A^T" : "A",
+                                              acc ? " +=" : "", i, n, got, want);
+                            }
+                        free(A), free(B), free(C), free(C0);
+                    }
+    }
+}
+END_TEST
+
 /* The levels above generic have their own tile kernels, and bf16 dot
  * products where the CPU has them: otherwise the tests above would only
  * ever see the fallback. */
@@ -592,6 +659,8 @@ START_TEST(levels_use_their_kernels)
     ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_AVX2)->mm_bf16);
     ck_assert_str_eq(ct__attn_tiles_for(CT__ISA_AVX512)->name, "attn_avx512");
     ck_assert_ptr_null(ct__attn_tiles_for(CT__ISA_AVX512)->mm_bf16);
+    ck_assert_str_eq(ct__attn_tiles_for(CT__ISA_AVX512BF16)->name, "attn_avx512bf16");
+    ck_assert_str_eq(ct__attn_tiles_for(CT__ISA_AMX)->name, "attn_amx");
     for (int isa = CT__ISA_AVX512BF16; isa < CT__ISA_COUNT; isa++) {
         ck_assert_ptr_nonnull(ct__attn_tiles_for((ct__isa)isa)->mm_bf16);
         ck_assert_ptr_nonnull(ct__attn_tiles_for((ct__isa)isa)->pack_pairs);
@@ -645,6 +714,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, dropout_masks_follow_the_example);
     tcase_add_test(tc, finite_differences);
     tcase_add_test(tc, transpose32_moves_bits_on_every_level);
+    tcase_add_test(tc, mm_bf16_every_level);
     tcase_add_test(tc, levels_use_their_kernels);
     tcase_add_test(tc, bad_arguments_and_empty_batch);
     suite_add_tcase(s, tc);

@@ -56,6 +56,10 @@ void ct__attn_transpose32_generic(void *dst, int ldd, const void *src, int lds, 
 extern const ct__attn_tiles ct__attn_tiles_avx2;
 extern const ct__attn_tiles ct__attn_tiles_avx512;
 extern const ct__attn_tiles ct__attn_tiles_avx512bf16;
+extern const ct__attn_tiles ct__attn_tiles_amx;
+/* mm_bf16 on AMX tiles (x86/attn_amx.c) */
+void ct__attn_mm_bf16_amx(float *C, int ldc, const uint32_t *A, int ars, int acs,
+                          const uint32_t *B, int ldb, int M, int N, int K2, int acc);
 #endif
 
 #endif

@@ -120,8 +120,8 @@ const ct__attn_tiles ct__attn_tiles_generic = {
 const ct__attn_tiles *ct__attn_tiles_for(ct__isa isa)
 {
 #if defined(__x86_64__)
-    /* AMX too: these products are small and strided; tiles would need
-     * their own packing, and the vdpbf16ps kernel is fast on such CPUs */
+    if (isa >= CT__ISA_AMX)
+        return &ct__attn_tiles_amx;
     if (isa >= CT__ISA_AVX512BF16)
         return &ct__attn_tiles_avx512bf16;
     if (isa >= CT__ISA_AVX512)

@@ -292,4 +292,10 @@ const ct__attn_tiles ct__attn_tiles_avx512bf16 = {
     transpose32_avx512, mm_bf16_avx512bf16, pack_pairs_avx512bf16,
 };
 
+/* AMX: the same, with the bf16 products on tiles (attn_amx.c) */
+const ct__attn_tiles ct__attn_tiles_amx = {
+    "attn_amx", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    transpose32_avx512, ct__attn_mm_bf16_amx, pack_pairs_avx512bf16,
+};
+
 #endif

@@ -3,32 +3,13 @@
 #include "kernels/x86/gemm_x86.h"
 
 #if defined(__x86_64__)
-#include <string.h>
-
 #include "kernels/x86/x86.h"
 
 /* Tiles: 0-3 accumulate C (rows 0-15 / 16-31 x cols 0-15 / 16-31),
  * 4-5 hold A, 6-7 hold B; all 16 rows x 64 bytes. */
-typedef struct tile_config {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
 CT_AMX static void amx_begin(void)
 {
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette_id = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
-    /* not _tile_loadconfig: GCC 12's version tells the compiler it reads
-     * only 8 bytes, so the stores of colsb/rows above get dropped */
-    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+    ct__amx_tiles_16x64();
 }
 
 CT_AMX static void amx_end(void)

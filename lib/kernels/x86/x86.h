@@ -14,6 +14,24 @@
 #define CT_AMX \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2,avx512bf16,amx-tile,amx-bf16")))
 
+/* AMX: tiles 0-7 configured as 16 rows of 64 bytes each (palette 1),
+ * the shape every tile of the bf16 kernels has. Not _tile_loadconfig:
+ * GCC 12's version tells the compiler it reads only 8 bytes, so the
+ * stores that fill the configuration get dropped. */
+CT_AMX static inline void ct__amx_tiles_16x64(void)
+{
+    struct {
+        uint8_t palette_id, start_row, reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } cfg = {.palette_id = 1};
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
 /* For a microkernel: its loops start on a 64-byte boundary. Where the hot
  * loop of the AVX-512 GEMM fell across one by chance of link order, the
  * same object code ran 1.07x slower (measured on an Emerald Rapids Xeon). */
