@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -168,26 +166,6 @@ static void norm_task(void *ctx, int task, int thread)
 }
 
 /* AdamW on one chunk; 0 when it left the parameters as they were. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* The moments start as untouched anonymous pages (ct__optim_map_moments)
- * and AdamW reads them before it writes them: each page would be mapped
- * first as the shared zero page, then replaced at the write, and that
- * replacement flushes the page from every CPU's TLB, an interrupt to each
- * other thread of the process per 4 KiB. On a 2-vCPU VM that was seconds
- * of the first step of bert-base (perf: a third of it in the IPIs). Asked
- * for writable up front, each page faults once. Advice only: a kernel
- * older than 5.14 refuses it, and nothing else changes. */
-static void populate_for_write(void *p, size_t bytes)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)p & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
-    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-}
-
 static int update_chunk(const step_job *j, const chunk *c, int owned)
 {
     ct_optim *o = j->o;
@@ -205,12 +183,10 @@ static int update_chunk(const step_job *j, const chunk *c, int owned)
     /* torch.optim.AdamW, operation by operation in fp32:
      *   g *= clip; p *= 1 - lr * wd; m = b1 m + (1 - b1) g;
      *   v = b2 v + (1 - b2) g g; p += -step_size * m / (sqrt(v) / bc2 + eps) */
-    float *m1 = o->exp_avg + (off - o->shard_lo), *m2 = o->exp_avg_sq + (off - o->shard_lo);
-    if (o->step == 0) { /* the moments' first touch (a resumed run loaded them) */
-        populate_for_write(m1, n * sizeof *m1);
-        populate_for_write(m2, n * sizeof *m2);
-    }
-    m->k->adamw_update(p, g, m1, m2, n, &h);
+    if (o->step == 0) /* the moments' first touch (a resumed run loaded them) */
+        ct__optim_touch_moments(o, off, n);
+    m->k->adamw_update(p, g, o->exp_avg + (off - o->shard_lo), o->exp_avg_sq + (off - o->shard_lo),
+                       n, &h);
     return 1;
 }
 

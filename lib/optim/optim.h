@@ -114,6 +114,9 @@ size_t ct__optim_chunks(const ct_model *m, ct__optim_chunk **out);
 /* Moments of n floats each, zeroed, untouched until used. */
 ct_status ct__optim_map_moments(ct_optim *o, size_t n);
 void ct__optim_unmap_moments(ct_optim *o);
+/* Before the first update: the moments of parameters [off, off + n)
+ * faulted in writable (advice; see adamw_shard.c). */
+void ct__optim_touch_moments(ct_optim *o, size_t off, size_t n);
 
 /* Warmup steps in force for the current total. */
 int64_t ct__optim_warmup(const ct_optim *o);

@@ -37,16 +37,17 @@ CT_AVX512 static void copy_tile(uint32_t *dst, const uint32_t *X, int rs, int cs
     int nr = rows - r0, np = pairs - p0;
     __m512i x[16];
     if (cs == 1 || rs != 1) {
-        __m512i idx = _mm512_mullo_epi32(_mm512_set1_epi32(cs),
-                                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                                           11, 12, 13, 14, 15));
+        __m512i idx = _mm512_setzero_si512();
+        if (cs != 1)
+            idx = _mm512_mullo_epi32(_mm512_set1_epi32(cs),
+                                     _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                       12, 13, 14, 15));
         for (int r = 0; r < 16; r++) {
-            const uint32_t *src = X + (size_t)(r0 + r) * rs + (size_t)p0 * cs;
             __m512i v = _mm512_setzero_si512();
-            if (r < nr && cs == 1)
-                v = _mm512_maskz_loadu_epi32(lanes(np), src);
-            else if (r < nr)
-                v = _mm512_mask_i32gather_epi32(v, lanes(np), idx, src, 4);
+            const uint32_t *src = X + (size_t)(r0 + r) * rs + (size_t)p0 * cs;
+            if (r < nr)
+                v = cs == 1 ? _mm512_maskz_loadu_epi32(lanes(np), src)
+                            : _mm512_mask_i32gather_epi32(v, lanes(np), idx, src, 4);
             _mm512_store_si512(dst + r * 16, v);
         }
         return;
