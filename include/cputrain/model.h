@@ -235,9 +235,10 @@ CT_API const char *ct_model_memory_category(size_t index);
  * against: *gflops the matrix-product rate (BERT's FFN product, N 3072 x
  * K 768, on up to 1024 rows: as many as take a measurable time, at
  * `precision`, the level's GEMM as a model multiplies its activations by
- * its weights), *gbs the memory bandwidth of a stream over 256 MiB (read
- * plus write), best of a few runs each, on `threads` threads (0: as a model
- * would get, OMP_NUM_THREADS else the cores). Either output may be NULL.
+ * its weights), *gbs the memory bandwidth of an in-place stream over 256
+ * MiB (x += y: bytes read plus written), best of a few runs each, on
+ * `threads` threads (0: as a model would get, OMP_NUM_THREADS else the
+ * cores). Either output may be NULL.
  * Takes one to two seconds: each peak is the best of runs that together
  * last half a second, so that a burst of other load cannot set it. */
 CT_API ct_status ct_kernel_peak(ct_precision precision, int threads, double *gflops,
