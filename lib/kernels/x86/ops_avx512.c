@@ -676,6 +676,19 @@ OPS_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const
 #define MUL(a, b) _mm512_mul_round_ps((a), (b), RN)
 #define ADD(a, b) _mm512_add_round_ps((a), (b), RN)
 
+/* The optimizer's streams run from memory (bert-base: 1.7 GB of
+ * parameters, gradients and moments per step). Asking for the line 1 KiB
+ * ahead in each keeps more lines in flight than the hardware's prefetcher
+ * does across four streams and their stores: the gradient norm and AdamW
+ * together 85-89 -> 78-83 ms a step on an AMX Xeon at 2 threads (2 KiB
+ * and 4 KiB ahead gave the same). The AVX2 kernels are left as they are:
+ * no change measured there (their divisions bound them). */
+#define AHEAD_FLOATS 256
+OPS_AVX512 static inline void ahead(const float *x)
+{
+    _mm_prefetch((const char *)(x + AHEAD_FLOATS), _MM_HINT_T0);
+}
+
 OPS_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, size_t n,
                                         const ct__adamw_hyper *h)
 {
@@ -685,6 +698,10 @@ OPS_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, 
     __m512 step = splat(h->step_size);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
+        ahead(p + i);
+        ahead(g + i);
+        ahead(m + i);
+        ahead(v + i);
         __m512 gi = MUL(_mm512_maskz_loadu_ps(k, g + i), clip);
         __m512 pi = MUL(_mm512_maskz_loadu_ps(k, p + i), decay);
         __m512 mi = ADD(MUL(_mm512_maskz_loadu_ps(k, m + i), b1), MUL(omb1, gi));
@@ -704,7 +721,9 @@ OPS_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
     __m512d s[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
                     _mm512_setzero_pd()};
     double t[8];
-    for (size_t i = 0; i < n; i += 32)
+    for (size_t i = 0; i < n; i += 32) {
+        ahead(x + i);
+        ahead(x + i + 16);
         for (int a = 0; a < 4; a++) {
             size_t at = i + 8 * (size_t)a;
             __mmask8 k = at < n ? (__mmask8)lanes(n - at) : 0;
@@ -713,6 +732,7 @@ OPS_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
             __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, x + at));
             s[a] = _mm512_fmadd_pd(d, d, s[a]);
         }
+    }
     _mm512_storeu_pd(t, _mm512_add_pd(_mm512_add_pd(s[0], s[1]), _mm512_add_pd(s[2], s[3])));
     return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
