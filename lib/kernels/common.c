@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/bigalloc.h"
 #include "core/error.h"
 #include "kernels/kernels.h"
 
@@ -141,7 +142,7 @@ void *ct__scratch(int slot, size_t bytes)
          * on every call; contents are not kept */
         size_t cap = bytes + bytes / 2;
         cap = (cap + 4095) & ~(size_t)4095;
-        if (posix_memalign(&p, 64, cap) != 0)
+        if (!(p = ct__alloc_large(cap)))
             return NULL;
         free(s->ptr[slot]);
         __atomic_fetch_add(&scratch_held, cap - s->cap[slot], __ATOMIC_RELAXED);

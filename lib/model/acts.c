@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bigalloc.h"
 #include "core/error.h"
 #include "machine/topology.h"
 
@@ -161,7 +162,7 @@ ct_status ct__acts_prepare(ct_model *m, int B, int T, int N, ct__keep keep)
     a->block = NULL;
     a->bytes = 0;
     m->logits = NULL;
-    if (posix_memalign(&block, 64, cv.used) != 0)
+    if (!(block = ct__alloc_large(cv.used)))
         return ct__error(CT_ERR_NOMEM,
                          "out of memory for activations of %d sequences, %d tokens (%.1f MiB)",
                          B, cap, cv.used / 1048576.0);

@@ -7,20 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/bigalloc.h"
 #include "core/error.h"
-
-static void *alloc_aligned(size_t bytes)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
-        return NULL;
-    return p;
-}
 
 ct_status ct__model_alloc(ct_model *m)
 {
-    m->params = alloc_aligned(m->n_floats * sizeof(float));
-    m->grads = alloc_aligned(m->n_floats * sizeof(float));
+    m->params = ct__alloc_large(m->n_floats * sizeof(float));
+    m->grads = ct__alloc_large(m->n_floats * sizeof(float));
     if (!m->params || !m->grads)
         return ct__error(CT_ERR_NOMEM, "out of memory for %zu parameters (%.1f MiB)",
                          m->n_params, m->n_floats * 8.0 / (1 << 20));

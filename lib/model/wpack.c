@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bigalloc.h"
 #include "core/error.h"
 #include "core/profile.h"
 #include "machine/topology.h"
@@ -112,7 +113,7 @@ ct_status ct__model_wpack_prepare(ct_model *m)
             bytes += k->packb_bytes(wp->e[i].out, wp->e[i].in);
     }
     free(offs);
-    if (posix_memalign((void **)&mem, 64, bytes ? bytes : 64) != 0) {
+    if (!(mem = ct__alloc_large(bytes))) {
         free(wp->e);
         free(wp);
         return ct__error(CT_ERR_NOMEM, "out of memory for the packed bf16 weights (%.1f MiB)",

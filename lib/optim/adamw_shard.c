@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/bigalloc.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/safetensors.h"
@@ -40,6 +41,8 @@ ct_status ct__optim_map_moments(ct_optim *o, size_t n)
             munmap(a, bytes);
         return ct__error(CT_ERR_NOMEM, "out of memory for AdamW state of %zu floats", n);
     }
+    ct__advise_huge(a, bytes);
+    ct__advise_huge(b, bytes);
     o->exp_avg = a;
     o->exp_avg_sq = b;
     o->moments_bytes = bytes;

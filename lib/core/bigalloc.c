@@ -1,0 +1,38 @@
+/* Large buffers on huge pages (bigalloc.h). A step of bert-base sweeps
+ * 2-3 GB of them, much of it by rows a few KB apart (a head's slice of
+ * q, k, v; the columns a transposed operand is packed from): with 4 KiB
+ * pages nearly every such row needs a page walk, and the first step
+ * faults half a million times. Advice only: where the kernel has THP off,
+ * or cannot find a free 2 MiB page, the pages stay 4 KiB and nothing else
+ * changes. */
+#include "core/bigalloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+enum { HUGE_BYTES = 2 << 20 };
+
+void ct__advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    uintptr_t lo = ((uintptr_t)p + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)(HUGE_BYTES - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+void *ct__alloc_large(size_t bytes)
+{
+    void *p = NULL;
+    size_t align = bytes >= HUGE_BYTES ? HUGE_BYTES : 64;
+    if (posix_memalign(&p, align, bytes ? bytes : 1) != 0)
+        return NULL;
+    if (align == HUGE_BYTES)
+        ct__advise_huge(p, bytes);
+    return p;
+}

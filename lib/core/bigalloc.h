@@ -1,0 +1,17 @@
+/* Internal: the large long-lived buffers (parameters, gradients, moments,
+ * packed weights, activations) on transparent huge pages where the kernel
+ * offers them on request (THP "madvise", Debian's default). */
+#ifndef CT_CORE_BIGALLOC_H
+#define CT_CORE_BIGALLOC_H
+
+#include <stddef.h>
+
+/* `bytes` (0 counts as 1), 64-byte aligned; from 2 MiB up, aligned to 2
+ * MiB and advised for huge pages. Released with free(); NULL when out of
+ * memory. */
+void *ct__alloc_large(size_t bytes);
+
+/* Advises the whole 2 MiB pages within [p, p + bytes) for huge pages. */
+void ct__advise_huge(void *p, size_t bytes);
+
+#endif
