@@ -1,6 +1,7 @@
 /* Internal: the large long-lived buffers (parameters, gradients, moments,
- * packed weights, activations) on transparent huge pages where the kernel
- * offers them on request (THP "madvise", Debian's default). */
+ * packed weights, activations, the kernels' scratch) on transparent huge
+ * pages where the kernel offers them on request (THP "madvise", Debian's
+ * default). */
 #ifndef CT_CORE_BIGALLOC_H
 #define CT_CORE_BIGALLOC_H
 
