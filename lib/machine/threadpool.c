@@ -1,5 +1,6 @@
 /* Persistent pthread pool: one generation counter per parallel-for, tasks
- * taken with an atomic counter, spin-then-futex waits on both sides. */
+ * taken from per-thread shares with atomic cursors, spin-then-futex waits
+ * on both sides. */
 #include "machine/threadpool.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@
 #define SPIN_ITERS 2000
 
 #define CACHELINE 64
+#define CURSOR_STRIDE (CACHELINE / (int)sizeof(int)) /* a line per cursor */
 
 struct ct__pool {
     int nthreads;
@@ -43,7 +45,8 @@ struct ct__pool {
     int ntasks;
     int started; /* workers that finished on_start */
 
-    _Alignas(CACHELINE) int next; /* next task to hand out */
+    /* per thread, the next of its share of the tasks: [v * CURSOR_STRIDE] */
+    int *cursor;
 
     _Alignas(CACHELINE) uint32_t pending; /* futex word: workers still in this run */
     uint32_t caller_sleeping;
@@ -76,13 +79,23 @@ static void futex_wake(uint32_t *addr, int n)
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+/* The thread's own share first, then the others' from the next thread
+ * on. Each cursor hands out each of its tasks once; a thread stops on a
+ * share when the cursor passes its end. With one shared counter the
+ * threads took rows in whatever order they woke: a bert-base step ran
+ * 1.6-3% slower (AMX Xeon, 2 threads, 8 x 128 and 12 x 384). */
 static void run_tasks(ct__pool *pool, ct__pool_fn fn, void *ctx, int ntasks,
                       int thread)
 {
-    int t;
+    int T = pool->nthreads;
     in_task = 1;
-    while ((t = __atomic_fetch_add(&pool->next, 1, __ATOMIC_RELAXED)) < ntasks)
-        fn(ctx, t, thread);
+    for (int k = 0; k < T; k++) {
+        int v = (thread + k) % T, t;
+        int hi = (int)((long)ntasks * (v + 1) / T);
+        while ((t = __atomic_fetch_add(&pool->cursor[v * CURSOR_STRIDE], 1,
+                                       __ATOMIC_RELAXED)) < hi)
+            fn(ctx, t, thread);
+    }
     in_task = 0;
 }
 
@@ -162,9 +175,13 @@ ct_status ct__pool_create_ex(int nthreads, ct__pool_start_fn on_start,
     pthread_mutex_init(&pool->run_lock, NULL);
     pool->threads = calloc(nworkers ? nworkers : 1, sizeof *pool->threads);
     args = calloc(nworkers ? nworkers : 1, sizeof *args);
-    if (!pool->threads || !args) {
+    if (posix_memalign((void **)&pool->cursor, CACHELINE,
+                       (size_t)nthreads * CACHELINE) != 0)
+        pool->cursor = NULL;
+    if (!pool->threads || !args || !pool->cursor) {
         free(args);
         free(pool->threads);
+        free(pool->cursor);
         free(pool);
         return ct__error(CT_ERR_NOMEM, "ct__pool_create: out of memory");
     }
@@ -184,6 +201,7 @@ ct_status ct__pool_create_ex(int nthreads, ct__pool_start_fn on_start,
         stop_workers(pool, i);
         pthread_mutex_destroy(&pool->run_lock);
         free(pool->threads);
+        free(pool->cursor);
         free(pool);
         return ct__error(CT_ERR_INTERNAL,
                          "ct__pool_create: starting thread %d of %d: %s", i + 1,
@@ -207,6 +225,7 @@ void ct__pool_free(ct__pool *pool)
     pthread_mutex_unlock(&pool->run_lock);
     pthread_mutex_destroy(&pool->run_lock);
     free(pool->threads);
+    free(pool->cursor);
     free(pool);
 }
 
@@ -231,7 +250,9 @@ void ct__pool_run(ct__pool *pool, ct__pool_fn fn, void *ctx, int ntasks)
     pool->fn = fn;
     pool->ctx = ctx;
     pool->ntasks = ntasks;
-    __atomic_store_n(&pool->next, 0, __ATOMIC_RELAXED);
+    for (int v = 0; v < pool->nthreads; v++)
+        __atomic_store_n(&pool->cursor[v * CURSOR_STRIDE], (int)((long)ntasks * v / pool->nthreads),
+                         __ATOMIC_RELAXED);
     __atomic_store_n(&pool->pending, (uint32_t)(pool->nthreads - 1), __ATOMIC_RELAXED);
     start_generation(pool); /* seq_cst: orders the stores above before it */
 

@@ -33,7 +33,12 @@ int ct__pool_default_threads(void);
 int ct__pool_nthreads(const ct__pool *pool);
 
 /* Runs fn(ctx, task, thread) for every task in [0, ntasks) and returns when
- * all have finished. Tasks are handed out dynamically in increasing order.
+ * all have finished. Thread v of T first takes its own share, tasks
+ * [v ntasks / T, (v + 1) ntasks / T) in increasing order, then whatever
+ * is left of the others' shares, so a slow thread's tasks still go to the
+ * rest. Consecutive runs split alike (a product's rows, then the chain
+ * over the same rows) thus meet their data in the cache of the thread
+ * that wrote it.
  * A NULL pool, ntasks <= 1, or a call made from inside a task runs the tasks
  * on the calling thread. Calls from several application threads at once are
  * serialised. No allocation, no system call when the workers are spinning. */
