@@ -92,8 +92,12 @@ static void run_tasks(ct__pool *pool, ct__pool_fn fn, void *ctx, int ntasks,
     for (int k = 0; k < T; k++) {
         int v = (thread + k) % T, t;
         int hi = (int)((long)ntasks * (v + 1) / T);
-        while ((t = __atomic_fetch_add(&pool->cursor[v * CURSOR_STRIDE], 1,
-                                       __ATOMIC_RELAXED)) < hi)
+        int *cursor = &pool->cursor[v * CURSOR_STRIDE];
+        /* a finished share is passed with a read, not a write to another
+         * core's line: T threads would otherwise make T^2 of those a run */
+        if (k > 0 && __atomic_load_n(cursor, __ATOMIC_RELAXED) >= hi)
+            continue;
+        while ((t = __atomic_fetch_add(cursor, 1, __ATOMIC_RELAXED)) < hi)
             fn(ctx, t, thread);
     }
     in_task = 0;
