@@ -49,29 +49,17 @@ ct_status ct__optim_map_moments(ct_optim *o, size_t n)
     return CT_OK;
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
 /* The moments start as untouched anonymous pages and AdamW reads them
  * before it writes them: each page would be mapped first as the shared
- * zero page, then replaced at the write, and that replacement flushes the page from every CPU's TLB, an interrupt to each
- * other thread of the process per 4 KiB. On a 2-vCPU VM that was seconds
- * of the first step of bert-base (perf: a third of it in the IPIs). Asked
- * for writable up front, each page faults once. Advice only: a kernel
- * older than 5.14 refuses it, and nothing else changes. */
-static void populate_for_write(void *p, size_t bytes)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)p & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
-    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-}
-
+ * zero page, then replaced at the write, and that replacement flushes the
+ * page from every CPU's TLB, an interrupt to each other thread of the
+ * process per 4 KiB. On a 2-vCPU VM that was seconds of the first step of
+ * bert-base (perf: a third of it in the IPIs). Asked for writable up
+ * front, each page faults once. */
 void ct__optim_touch_moments(ct_optim *o, size_t off, size_t n)
 {
-    populate_for_write(o->exp_avg + (off - o->shard_lo), n * sizeof(float));
-    populate_for_write(o->exp_avg_sq + (off - o->shard_lo), n * sizeof(float));
+    ct__advise_populate_write(o->exp_avg + (off - o->shard_lo), n * sizeof(float));
+    ct__advise_populate_write(o->exp_avg_sq + (off - o->shard_lo), n * sizeof(float));
 }
 
 void ct__optim_unmap_moments(ct_optim *o)
