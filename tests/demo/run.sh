@@ -1,7 +1,9 @@
 #!/bin/sh
-# The demo really learns: a shortened `make demo` (3 epochs instead of 5)
-# must reach exact match >= 60 on the validation people, where the trivial
-# baselines the generator prints stay below 10. Also checks the files
+# The demo really learns: `make demo`'s 5 epochs must reach exact match >=
+# 60 on the validation people, where the trivial baselines the generator
+# prints stay below 10. (After 3 epochs the run is mid-climb and where it
+# stands hangs on the last bits of the sums: 56-93 across kernel levels
+# and seeds, 57.9 at the avx512 level with seed 42; after 5, 94.6-99.7.) Also checks the files
 # run_qa.py writes, and that cputrain-plot draws the run as `make demo` does
 # (one curve per series, a point per logged value). Expects B and PYTHON.
 set -eu
@@ -11,7 +13,7 @@ rm -rf "$dir"
 "$PYTHON" data/demo/generate.py "$dir/data"
 "$B/bin/cputrain-qa" --config_name "$dir/data/config.json" --tokenizer_name "$dir/data" \
     --train_file "$dir/data/train.json" --validation_file "$dir/data/validation.json" \
-    --do_train --do_eval --num_train_epochs 3 --per_device_train_batch_size 32 \
+    --do_train --do_eval --num_train_epochs 5 --per_device_train_batch_size 32 \
     --learning_rate 1e-3 --warmup_ratio 0.1 --max_seq_length 96 --doc_stride 32 --bf16 \
     --use_cpu --logging_steps 50 --save_strategy no --seed 42 --disable_tqdm \
     --output_dir "$dir/out" > "$dir/log.txt" 2>&1 || { cat "$dir/log.txt"; exit 1; }
