@@ -3,9 +3,10 @@
 # 60 on the validation people, where the trivial baselines the generator
 # prints stay below 10. (After 3 epochs the run is mid-climb and where it
 # stands hangs on the last bits of the sums: 56-93 across kernel levels
-# and seeds, 57.9 at the avx512 level with seed 42; after 5, 94.6-99.7.) Also checks the files
-# run_qa.py writes, and that cputrain-plot draws the run as `make demo` does
-# (one curve per series, a point per logged value). Expects B and PYTHON.
+# and seeds, 57.9 at the avx512 level with seed 42; after 5, 94.6-99.7.)
+# Also checks the files run_qa.py writes, and that cputrain-plot draws the
+# run as `make demo` does (one curve per series, a point per logged value).
+# Expects B and PYTHON.
 set -eu
 : "${B:=build}" "${PYTHON:=/usr/bin/python3}"
 dir=$B/demo-test
