@@ -300,7 +300,7 @@ static ct_status run(const ct__gemm_variant *v, float *C, const ct__bf16 *A,
             ct__pool_run(pool, pack_task, &j, cdiv(j.pr.nblk16, j.pack_chunk));
         }
         ct__gemm_grid(T, cdiv(d->M, MB), cdiv(d->N, v->block_n),
-                      a_is_packed(v, d) && d->M >= d->N, &j.tm, &j.tn);
+                      a_is_packed(v, d) && d->M >= d->N, 0, &j.tm, &j.tn);
         ct__pool_run(pool, region_task, &j, j.tm * j.tn);
     }
 done:

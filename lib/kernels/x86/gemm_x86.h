@@ -58,24 +58,26 @@ extern const ct__gemm_variant ct__gemm_variant_amx;
 /* What both blocked drivers (gemm_blocked.c, gemm_goto.c) decide alike. */
 
 /* Thread grid tm x tn = T over mblocks x nblocks with the least work per
- * thread. Ties split M when `split_m` is set, else N, so that each thread's
- * share of packed B is the smaller set it sweeps again for every block of
- * rows. The blocked driver splits M on ties only for a packed A with at
- * least as many rows as columns (threads then share B's packing, not A's);
- * the Goto driver always. Measured at 2 threads on Zen 4: products of K =
- * 3072 with A read in place, N 1.01-1.05x over M; weight gradients (A
- * packed, K = 1024), N 1.08x at 768 x 3072 (1.03x after the packing got
- * cheaper), M 1.02x at 3072 x 768, M 1.05x at 768 x 768 (medians of 5 to
- * 12 alternated runs). */
-static inline void ct__gemm_grid(int T, int mblocks, int nblocks, int split_m, int *tm,
-                                 int *tn)
+ * thread: its tiles, plus `a_pack` tiles' worth for packing each of its
+ * blocks of A's rows (a thread packs every block of rows it meets, so
+ * splitting N packs A once per column of the grid). Ties split M when
+ * `split_m` is set, else N, so that each thread's share of packed B is the
+ * smaller set it sweeps again for every block of rows. The blocked driver
+ * splits M on ties only for a packed A with at least as many rows as
+ * columns (threads then share B's packing, not A's); the Goto driver
+ * always. Measured at 2 threads on Zen 4: products of K = 3072 with A read
+ * in place, N 1.01-1.05x over M; weight gradients (A packed, K = 1024), N
+ * 1.08x at 768 x 3072 (1.03x after the packing got cheaper), M 1.02x at
+ * 3072 x 768, M 1.05x at 768 x 768 (medians of 5 to 12 alternated runs). */
+static inline void ct__gemm_grid(int T, int mblocks, int nblocks, int split_m, int a_pack,
+                                 int *tm, int *tn)
 {
     long best = -1;
     for (int i = 0; i < T; i++) {
         int a = split_m ? T - i : 1 + i;
         if (T % a)
             continue;
-        long w = (long)((mblocks + a - 1) / a) * ((nblocks + T / a - 1) / (T / a));
+        long w = (long)((mblocks + a - 1) / a) * ((nblocks + T / a - 1) / (T / a) + a_pack);
         if (best < 0 || w < best) {
             best = w;
             *tm = a;
