@@ -1,12 +1,14 @@
 /* GEMM throughput of every kernel variant this machine runs, per shape and
  * layout: median GFLOP/s over repeats, one line each, for compare_gemm.sh.
  *
- *   gemm_bench [-t threads] [-r repeats] [-s MxNxK]... [-v variant]... [-g]
+ *   gemm_bench [-t threads] [-r repeats] [-s MxNxK]... [-v variant]... [-g] [-p]
  *
  * Layouts as torch.matmul sees them, C[M,N] = op(A)[M,K] op(B)[K,N]:
  *   NN  A [M,K],  B [K,N]
  *   NT  A [M,K],  B stored [N,K]  (x W^T, a Linear forward)
  *   TN  A stored [K,M], B [K,N]   (dy^T x, a weight gradient)
+ *   NTp NT with B packed beforehand (-p; bf16 only): a Linear forward on a
+ *       weight the optimizer step packed, as training runs it
  * Variants: bf16 of every level, fp32 of the best, and OpenBLAS's sgemm
  * ("openblas", on its own threads: OPENBLAS_NUM_THREADS).
  * Output: "gemm <layout> <M> <N> <K> <variant> <dtype> <GFLOP/s> <ms>". */
@@ -39,6 +41,7 @@ typedef struct run {
     float *C;
     const float *af, *bf;
     const ct__bf16 *a, *b;
+    const ct__packed_b *packed; /* NTp: B's pack */
     ct__gemm_desc d;
     ct__pool *pool;
 } run;
@@ -48,6 +51,9 @@ static ct_status run_once(const run *x)
     const ct__gemm_desc *d = &x->d;
     if (x->is_blas)
         return ct__gemm_f32_blas(x->C, x->af, x->bf, d, x->pool);
+    if (x->packed)
+        return x->k->gemm_bf16_packed(x->C, x->a, x->packed, d->M, d->lda, d->ldc, 0, 1.0f,
+                                      x->pool);
     if (x->is_f32)
         return ct__gemm_f32(x->k, x->C, x->af, x->bf, d->M, d->N, d->K, d->lda, d->ldb,
                             d->ldc, d->flags, 1.0f, x->pool);
@@ -55,12 +61,12 @@ static ct_status run_once(const run *x)
                          d->flags, 1.0f, x->pool);
 }
 
-static const char *layout_name[] = {"NN", "NT", "TN"};
-static const int layout_flags[] = {0, CT__GEMM_TRANS_B, CT__GEMM_TRANS_A};
+static const char *layout_name[] = {"NN", "NT", "TN", "NTp"};
+static const int layout_flags[] = {0, CT__GEMM_TRANS_B, CT__GEMM_TRANS_A, CT__GEMM_TRANS_B};
 
 int main(int argc, char **argv)
 {
-    int threads = 2, repeats = 21, include_generic = 0, nshapes = 0, nvar = 0;
+    int threads = 2, repeats = 21, include_generic = 0, packed = 0, nshapes = 0, nvar = 0;
     int shapes[32][3];
     const char *only[8];
     for (int i = 1; i < argc; i++) {
@@ -76,9 +82,11 @@ int main(int argc, char **argv)
             only[nvar++] = argv[++i];
         } else if (!strcmp(argv[i], "-g")) {
             include_generic = 1;
+        } else if (!strcmp(argv[i], "-p")) {
+            packed = 1;
         } else {
             fprintf(stderr, "usage: %s [-t threads] [-r repeats] [-s MxNxK]... "
-                    "[-v variant]... [-g]\n", argv[0]);
+                    "[-v variant]... [-g] [-p]\n", argv[0]);
             return 2;
         }
     }
@@ -112,7 +120,7 @@ int main(int argc, char **argv)
         ct__f32_to_bf16_generic(b, bf, nb);
         double flops = 2.0 * M * N * K;
 
-        for (int l = 0; l < 3; l++) {
+        for (int l = 0; l < 3 + packed; l++) {
             int flags = layout_flags[l];
             int lda = (flags & CT__GEMM_TRANS_A) ? M : K;
             int ldb = (flags & CT__GEMM_TRANS_B) ? K : N;
@@ -121,7 +129,7 @@ int main(int argc, char **argv)
                 int is_f32 = v >= CT__ISA_COUNT, is_blas = v == CT__ISA_COUNT + 1;
                 const ct__kernels *k = is_f32 ? ct__kernels_get() : ct__kernels_for((ct__isa)v);
                 const char *name = is_blas ? "openblas" : k ? k->name : "";
-                if (!k || (v == CT__ISA_GENERIC && !include_generic))
+                if (!k || (v == CT__ISA_GENERIC && !include_generic) || (l == 3 && is_f32))
                     continue;
                 if (nvar) {
                     int want = 0;
@@ -130,7 +138,17 @@ int main(int argc, char **argv)
                     if (!want)
                         continue;
                 }
-                run x = {k, is_f32, is_blas, C, af, bf, a, b,
+                ct__packed_b pack;
+                void *mem = NULL;
+                if (l == 3) {
+                    mem = aligned_alloc(64, k->packb_bytes(K, N));
+                    if (!mem || k->packb(&pack, mem, b, K, N, ldb, flags, pool) != CT_OK) {
+                        fprintf(stderr, "gemm_bench: packing B: %s\n",
+                                mem ? ct_last_error() : "out of memory");
+                        return 1;
+                    }
+                }
+                run x = {k, is_f32, is_blas, C, af, bf, a, b, l == 3 ? &pack : NULL,
                          {M, N, K, lda, ldb, N, flags, 1.0f, {1, 1}, {0, 0}, {0, 0}, {0, 0}},
                          pool};
                 /* Warm-up: two runs and at least 0.2 s. A pool's threads
@@ -156,6 +174,7 @@ int main(int argc, char **argv)
                 printf("gemm %s %d %d %d %s %s %.1f %.3f\n", layout_name[l], M, N, K,
                        name, is_f32 ? "fp32" : "bf16", flops / med * 1e-9, med * 1e3);
                 fflush(stdout);
+                free(mem);
             }
         }
         free(af);
