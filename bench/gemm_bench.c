@@ -1,7 +1,8 @@
 /* GEMM throughput of every kernel variant this machine runs, per shape and
  * layout: median GFLOP/s over repeats, one line each, for compare_gemm.sh.
  *
- *   gemm_bench [-t threads] [-r repeats] [-s MxNxK]... [-v variant]... [-g] [-p]
+ *   gemm_bench [-t threads] [-r repeats] [-s MxNxK]... [-v variant]... [-g]
+ *              [-p]
  *
  * Layouts as torch.matmul sees them, C[M,N] = op(A)[M,K] op(B)[K,N]:
  *   NN  A [M,K],  B [K,N]
