@@ -41,8 +41,10 @@
 #        PARAGRAPHS (80: x5 questions)  CONFIGS ("384:128:4 384:128:12 128:32:8")
 #        LARGE (1: run the bert-large row)  LARGE_STEPS (3)
 #        MODEL (bert-base-uncased; a built-in name, for quick trials bert-tiny)
-#        TORCH_PRECISION (bf16: autocast, as --bf16 runs it; fp32 on CPUs without
-#        bf16 instructions, where PyTorch's bf16 is its slow path and fp32 its best)
+#        TORCH_PRECISION (bf16: autocast, as --bf16 runs it, the default on CPUs
+#        with bf16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo); fp32,
+#        the default elsewhere, where PyTorch's bf16 is its slow path and fp32
+#        its best)
 #        ISA_AVX512 (0; 1 adds a second set of our runs with CPUTRAIN_ISA=avx512,
 #        bf16 emulated on fp32 FMAs, against the same torch figures)
 #        VOCAB (bert-base-uncased's vocab.txt; default BUILD_DIR/tokenizer-oracle/
@@ -61,7 +63,13 @@ large_steps=${LARGE_STEPS:-3}
 isa_avx512=${ISA_AVX512:-0}
 vocab=${VOCAB:-$build/tokenizer-oracle/vocab.txt}
 model=${MODEL:-bert-base-uncased}
-torch_precision=${TORCH_PRECISION:-bf16}
+if [ -n "${TORCH_PRECISION:-}" ]; then
+    torch_precision=$TORCH_PRECISION
+elif grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then
+    torch_precision=bf16
+else
+    torch_precision=fp32 # PyTorch's best where it has no bf16 instructions
+fi
 ours_env=
 qa=$build/bin/cputrain-qa
 
