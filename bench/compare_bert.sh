@@ -16,7 +16,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT INT TERM
 if [ -n "${TORCH_PRECISION:-}" ]; then
     torch_precision=$TORCH_PRECISION
-elif grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then
+elif sh "$here/cpu_has_bf16.sh"; then
     torch_precision="bf16 fp32"
 else
     torch_precision=fp32

@@ -65,7 +65,7 @@ vocab=${VOCAB:-$build/tokenizer-oracle/vocab.txt}
 model=${MODEL:-bert-base-uncased}
 if [ -n "${TORCH_PRECISION:-}" ]; then
     torch_precision=$TORCH_PRECISION
-elif grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then
+elif sh "$here/cpu_has_bf16.sh"; then
     torch_precision=bf16
 else
     torch_precision=fp32 # PyTorch's best where it has no bf16 instructions

@@ -17,9 +17,7 @@ set -u
 
 here=$(dirname "$0")
 work="$B/tokenizer-oracle"
-npm_dir="$work/npm"
-modules="$npm_dir/node_modules"
-mkdir -p "$work" || exit 1
+modules="$work/npm/node_modules" # vocab.sh installs them
 
 if [ ! -f "$B/lib/libcputrain.a" ]; then
     echo "tokenizer oracle: $B/lib/libcputrain.a missing; run make B=$B first"
