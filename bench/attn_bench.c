@@ -5,14 +5,16 @@
  * pool. Best of repeats: on a shared machine the fastest run is the one
  * least disturbed by others, and the kernels' own speed is what is compared.
  *
- *   attn_bench [-l generic|avx512|avx512bf16|amx] [-t threads] [-r repeats] [-c 1]
+ *   attn_bench [-l generic|avx512|avx512bf16|amx] [-t threads] [-r repeats] [-c 1] [-s 1]
  *
+ * -s 1 runs the streamed implementation alone (to profile it).
  * -c 1 times with the process's CPU clock instead of the wall clock: on a
  * machine shared with other jobs it leaves out the time slices they take.
  * Meaningful with -t 1 and OPENBLAS_NUM_THREADS=1 only (a pool's spinning
  * workers and BLAS threads would count too).
  *
- * Output: "attn <case> <impl> <fp32|bf16> <ms fwd+bwd> <GFLOP/s>", where
+ * Output: "attn <case> <impl> <fp32|bf16> <ms fwd+bwd> <GFLOP/s>" (streamed rows
+ * add the forward's ms), where
  * GFLOP/s counts the real tokens' useful products only: 12 T^2 HD per head
  * and sequence (QK^T and PV forward, four products backward), not padding
  * nor the streamed backward's recomputation of QK^T. */
@@ -31,6 +33,7 @@
 enum { NH = 12, HD = 64, C = NH * HD, NSEQ = 12 };
 
 static clockid_t clock_id = CLOCK_MONOTONIC;
+static int streamed_only;
 
 static double now(void)
 {
@@ -134,16 +137,20 @@ static void bench_case(const char *name, const int *lens, int padT, const ct__ke
         ct__attn a = {.k = k, .pool = pool, .n_seq = NSEQ, .seq_start = start, .NH = NH,
                       .HD = HD, .ld = C, .scale = 0.125f, .bf16 = bf, .dropout = 0.1f,
                       .dropout_key = 42};
-        double t[64];
+        double t[64], tf[64];
         for (int r = 0; r < reps + 1; r++) {
             double t0 = now();
             ct__attn_forward(&a, ctx, lse, q, kk, v);
+            double t1 = now();
             ct__attn_backward(&a, dq, dk, dv, dctx, q, kk, v, ctx, lse);
             t[r] = now() - t0;
+            tf[r] = t1 - t0;
         }
         double ms = best(t + 1, reps) * 1e3;
-        printf("attn %s streamed %s %.2f %.1f\n", name, bf ? "bf16" : "fp32", ms,
-               flops / ms * 1e-6);
+        printf("attn %s streamed %s %.2f %.1f  (forward %.2f)\n", name, bf ? "bf16" : "fp32",
+               ms, flops / ms * 1e-6, best(tf + 1, reps) * 1e3);
+        if (streamed_only)
+            continue;
 
         padded p;
         memset(&p, 0, sizeof p);
@@ -185,6 +192,8 @@ int main(int argc, char **argv)
             clock_id = atoi(argv[i + 1]) ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
         else if (!strcmp(argv[i], "-r"))
             reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-s"))
+            streamed_only = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "-l")) {
             char w[200];
             isa = ct__isa_resolve(argv[i + 1], ct__cpu_max_isa(ct__cpu_features_get()), w,
