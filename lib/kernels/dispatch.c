@@ -66,6 +66,7 @@ static void build_tables(void)
     t->add_inplace = ct__add_inplace_avx2;
     t->dropout_forward = ct__dropout_forward_avx2;
     t->dropout_backward = ct__dropout_backward_avx2;
+    t->dropout_backward_kept = ct__dropout_backward_kept_avx2;
     t->adamw_update = ct__adamw_update_avx2;
     t->sum_squares = ct__sum_squares_avx2;
     t->gemm_bf16 = ct__gemm_bf16_avx2;

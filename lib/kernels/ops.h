@@ -188,6 +188,8 @@ void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, float p, u
                               size_t first);
 void ct__dropout_backward_avx2(float *dinp, const float *dout, size_t n, float p,
                                uint64_t key, size_t first);
+void ct__dropout_backward_kept_avx2(float *dinp, const float *dout, const float *kept,
+                                    size_t n, float p);
 void ct__adamw_update_avx2(float *p, float *g, float *m, float *v, size_t n,
                            const ct__adamw_hyper *h);
 double ct__sum_squares_avx2(const float *x, size_t n);

@@ -314,16 +314,18 @@ static void bwd_task(void *ctx, int task, int thread)
                                       ((size_t)h * T + i0 + r) * T);
             else if (bf)
                 memcpy(pdr, pr, (size_t)T * sizeof *pdr);
-            if (bf)
-                ct__round_bf16(a->k, pdr, pdr, (size_t)T);
         }
-        /* dPd = dctx V^T; dV += Pd^T dctx */
+        /* dPd = dctx V^T, then through dropout's backward with the mask
+         * read off Pd before it is rounded (rounding may flush a denormal
+         * to 0); D from the unrounded dctx rows (da may be their bf16 copy) */
         t->mm(dP, (int)Tp, da, ldd, 1, vt, (int)Tp, R, T, HD, 0);
+        ct__attn_row_terms(a, D, dP, Tp, Pd, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R,
+                           T);
+        if (bf)
+            for (int r = 0; r < R; r++)
+                ct__round_bf16(a->k, Pd + (size_t)r * Tp, Pd + (size_t)r * Tp, (size_t)T);
+        /* dV += Pd^T dctx */
         t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, acc);
-        /* D from the unrounded dctx rows (da may be their bf16 copy); the
-         * mask hashed again, as Pd may be rounded (to 0 from a denormal) */
-        ct__attn_row_terms(a, D, dP, Tp, NULL, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R,
-                           T, key, ((size_t)h * T + i0) * T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         if (bf)
             for (int r = 0; r < R; r++)

@@ -169,8 +169,7 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
         t->mm_bf16(dP, (int)Tp, db, H2, 1, vt, (int)Tp, R, T, H2, 0);
         t->pack_pairs(tv, (int)Tp, Pd, (int)Tp, R, T);
         t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, acc);
-        ct__attn_row_terms(a, D, dP, Tp, drop ? Pd : NULL, da, ctxo + (size_t)i0 * ld, R, T,
-                           key, ((size_t)h * T + i0) * T);
+        ct__attn_row_terms(a, D, dP, Tp, Pd, da, ctxo + (size_t)i0 * ld, R, T);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         /* dQ = dS K; dK += dS^T Q */
         rows_bf16(a, pb, Tp, dP, Tp, R, T);

@@ -31,14 +31,13 @@ typedef struct ct__attn_job {
 
 /* Backward's row terms of R query rows: D[r] = dctx_r . ctx_r, which equals
  * rowsum(dP * P) with or without dropout and needs no pass over the T
- * columns; then dP's rows through dropout's backward. Its mask is read off
- * Pd (the dropped probabilities, ldp apart) when given: a probability is
- * kept exactly where Pd is not 0, and where P is 0 the softmax backward
- * multiplies dP by 0 anyway. Otherwise it is hashed again (`key`: the
- * sequence's, `first`: the counter of row 0's first key). */
+ * columns; then, with dropout, dP's rows through its backward, the mask
+ * read off Pd (the dropped probabilities before any rounding, ldp apart):
+ * a probability is kept exactly where Pd is not 0, and where P is 0 the
+ * softmax backward multiplies dP by 0 anyway. */
 static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, size_t ldp,
                                       const float *Pd, const float *dctx, const float *ctx,
-                                      int R, int T, uint64_t key, size_t first)
+                                      int R, int T)
 {
     for (int r = 0; r < R; r++) {
         const float *x = dctx + (size_t)r * a->ld, *y = ctx + (size_t)r * a->ld;
@@ -53,13 +52,9 @@ static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, si
         for (int i = 0; i < 8; i++)
             sum += s8[i];
         D[r] = sum;
-        if (a->dropout > 0 && Pd) {
+        if (a->dropout > 0)
             a->k->dropout_backward_kept(dP + (size_t)r * ldp, dP + (size_t)r * ldp,
                                         Pd + (size_t)r * ldp, (size_t)T, a->dropout);
-        } else if (a->dropout > 0) {
-            a->k->dropout_backward(dP + (size_t)r * ldp, dP + (size_t)r * ldp, (size_t)T,
-                                   a->dropout, key, first + (size_t)r * T);
-        }
     }
 }
 

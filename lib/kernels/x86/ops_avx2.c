@@ -369,6 +369,17 @@ CT_AVX2 void ct__dropout_backward_avx2(float *dinp, const float *dout, size_t n,
     ct__dropout_forward_avx2(dinp, dout, n, p, key, first); /* same mask, same scale */
 }
 
+CT_AVX2 void ct__dropout_backward_kept_avx2(float *dinp, const float *dout, const float *kept,
+                                            size_t n, float p)
+{
+    __m256 vscale = splat(1.0f / (1.0f - p)), zero = _mm256_setzero_ps();
+    for (size_t i = 0; i < n; i += 8) {
+        /* unordered: a NaN kept value is not 0, so it keeps, as in the generic */
+        __m256 keep = _mm256_cmp_ps(load8(kept + i, n - i), zero, _CMP_NEQ_UQ);
+        store8(dinp + i, n - i, _mm256_and_ps(keep, _mm256_mul_ps(load8(dout + i, n - i), vscale)));
+    }
+}
+
 /* ---- the optimizer (bit-identical) -------------------------------------------------- */
 
 /* Each product that meets an add goes through rounded(), so no FMA forms
