@@ -626,6 +626,15 @@ START_TEST(dropout_bit_identical)
         dropped += o[i] == 0.0f;
     ck_assert_msg(fabs((double)dropped / big - 0.1) < 0.003, "drop rate %g",
                   (double)dropped / big);
+    /* and neighbours are independent, those that share a hash (2m, 2m + 1)
+     * and those that do not (2m + 1, 2m + 2): both dropped at rate p^2 */
+    for (size_t odd = 0; odd < 2; odd++) {
+        size_t both = 0, pairs = 0;
+        for (size_t i = odd; i + 1 < big; i += 2, pairs++)
+            both += o[i] == 0.0f && o[i + 1] == 0.0f;
+        ck_assert_msg(fabs((double)both / pairs - 0.01) < 0.0015,
+                      "pairs at %zu: both dropped at rate %g", odd, (double)both / pairs);
+    }
     free(ones);
     free(o);
     free(x);

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hash.h"
+
 /* ---- LayerNorm over the last dimension ---------------------------------
  * inp, out [N,C]; w, b [C]; mean, rstd [N] (saved for backward).
  * Backward comes in two halves so threads can split rows for one and
@@ -74,9 +76,21 @@ typedef void (*ct__softmax_backward_fn)(float *dscores, const float *dprobs, con
  * storing it and any thread split gives the same result. `first` is the
  * index of element 0 of this chunk within the whole tensor. out may alias
  * inp; dinp may alias dout. Every variant makes the same decisions and the
- * same products, bit for bit. */
+ * same products, bit for bit.
+ *
+ * The draws: one SplitMix64 finaliser of key + (i / 2) * golden gives the
+ * 24-bit draws of elements i and i + 1 (i even): its top 24 bits and the
+ * 24 below the top 48. Element i is dropped when its draw is below
+ * p * 2^24. Two draws a hash halve the cost of the step's dropout (AVX2
+ * has no 64-bit multiply: a hash is 6 of its 32-bit ones per lane). */
 typedef void (*ct__dropout_fn)(float *out, const float *inp, size_t n, float p, uint64_t key,
                                size_t first);
+/* Element i's draw (above), in the generic's terms: the levels vectorise it. */
+static inline uint32_t ct__dropout_draw(uint64_t key, size_t i)
+{
+    uint64_t h = ct__mix64(key + (uint64_t)(i >> 1) * 0x9e3779b97f4a7c15ull);
+    return (uint32_t)((i & 1) ? h >> 16 : h >> 40) & 0xffffffu;
+}
 void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
                          size_t first);
 /* Backward read off the forward's output `kept` instead of the hash:

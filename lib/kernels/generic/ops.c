@@ -202,19 +202,13 @@ uint64_t ct__dropout_seq_key(uint64_t site_key, uint64_t seq)
     return ct__mix64(site_key ^ ct__mix64(seq + 0xd1b54a32d192ed03ull));
 }
 
-/* Keep element i when its 24-bit uniform draw is >= p. */
-static inline int dropped(uint64_t key, size_t i, uint32_t threshold)
-{
-    return (uint32_t)(ct__mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull) >> 40) < threshold;
-}
-
 void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p, uint64_t key,
                                  size_t first)
 {
     uint32_t threshold = (uint32_t)(p * 16777216.0f);
     float scale = 1.0f / (1.0f - p);
     for (size_t i = 0; i < n; i++)
-        out[i] = dropped(key, first + i, threshold) ? 0.0f : inp[i] * scale;
+        out[i] = ct__dropout_draw(key, first + i) < threshold ? 0.0f : inp[i] * scale;
 }
 
 void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, float p, uint64_t key,

@@ -330,36 +330,38 @@ CT_AVX2 static inline __m256i mix64x4(__m256i z)
     return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
 }
 
-/* Bit-identical with the generic: element i is dropped when the top 24 bits
- * of mix64(key + i * golden) are below p * 2^24 (compared as signed 64-bit
- * integers, exact for values below 2^24), kept ones are multiplied by the
+/* Bit-identical with the generic (the draws: kernels/ops.h): lane j of a
+ * 4-lane hash holds the draws of elements 2j and 2j + 1 of an even-aligned
+ * run of 8, moved into the low and high halves of its 64 bits, which are
+ * then the 32-bit lanes in element order. Kept ones are multiplied by the
  * same float scale. */
 CT_AVX2 void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, float p,
                                       uint64_t key, size_t first)
 {
     const uint64_t golden = 0x9e3779b97f4a7c15ull;
     uint32_t threshold = (uint32_t)(p * 16777216.0f);
-    __m256 vscale = splat(1.0f / (1.0f - p));
-    uint64_t h0[8];
-    for (int j = 0; j < 8; j++)
-        h0[j] = key + (uint64_t)(first + (size_t)j) * golden;
-    __m256i lo = _mm256_loadu_si256((const __m256i *)h0);
-    __m256i hi = _mm256_loadu_si256((const __m256i *)(h0 + 4));
-    const __m256i step = _mm256_set1_epi64x((long long)(8 * golden));
-    const __m256i thr = _mm256_set1_epi64x(threshold);
+    float scale = 1.0f / (1.0f - p);
+    if (n > 0 && (first & 1)) { /* the odd element ahead of the first pair */
+        out[0] = ct__dropout_draw(key, first) < threshold ? 0.0f : inp[0] * scale;
+        out++, inp++, n--, first++;
+    }
+    uint64_t h0[4];
+    for (int j = 0; j < 4; j++)
+        h0[j] = key + (uint64_t)(first / 2 + (size_t)j) * golden;
+    __m256i z = _mm256_loadu_si256((const __m256i *)h0);
+    const __m256i step = _mm256_set1_epi64x((long long)(4 * golden));
+    const __m256i low24_high = _mm256_set1_epi64x(0x00ffffff00000000ll);
+    const __m256i thr = _mm256_set1_epi32((int)threshold);
+    const __m256 vscale = splat(scale);
     for (size_t i = 0; i < n; i += 8) {
-        /* 64-bit lane j keeps when thr > draw is false; its low and high
-         * halves' masks are the same, so packing the low halves gives the
-         * 32-bit lanes in order */
-        __m256i drop_lo = _mm256_cmpgt_epi64(thr, _mm256_srli_epi64(mix64x4(lo), 40));
-        __m256i drop_hi = _mm256_cmpgt_epi64(thr, _mm256_srli_epi64(mix64x4(hi), 40));
-        __m256i drop = _mm256_permutevar8x32_epi32(
-            _mm256_blend_epi32(drop_lo, _mm256_slli_epi64(drop_hi, 32), 0xaa),
-            _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+        __m256i h = mix64x4(z);
+        __m256i draws = _mm256_or_si256(_mm256_srli_epi64(h, 40),
+                                        _mm256_and_si256(_mm256_slli_epi64(h, 16), low24_high));
+        /* draws < 2^24 and thr <= 2^24: the signed compare is exact */
+        __m256i drop = _mm256_cmpgt_epi32(thr, draws);
         __m256 x = _mm256_mul_ps(load8(inp + i, n - i), vscale);
         store8(out + i, n - i, _mm256_andnot_ps(_mm256_castsi256_ps(drop), x));
-        lo = _mm256_add_epi64(lo, step);
-        hi = _mm256_add_epi64(hi, step);
+        z = _mm256_add_epi64(z, step);
     }
 }
 
