@@ -338,6 +338,20 @@ static void check_conversion(const ct__kernels *k, const float *in, size_t n)
     k->bf16_to_f32(back, got, n);
     for (size_t i = 0; i < n; i++)
         ck_assert_uint_eq(bits_of_f32(back[i]), (uint32_t)got[i] << 16);
+    /* rounding kept in fp32, in one pass: the same bits, out of place and
+     * in place, nothing written past n */
+    back[n] = 42.0f;
+    k->round_bf16(back, in, n);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(bits_of_f32(back[i]) == (uint32_t)want[i] << 16,
+                          "%s: round_bf16%s 0x%08x -> 0x%08x, want 0x%04x0000", k->name,
+                          inplace ? " in place" : "", bits_of_f32(in[i]),
+                          bits_of_f32(back[i]), want[i]);
+        ck_assert(back[n] == 42.0f);
+        memcpy(back, in, n * sizeof *back);
+        k->round_bf16(back, back, n);
+    }
     free(want);
     free(got);
     free(back);

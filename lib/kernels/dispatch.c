@@ -17,6 +17,7 @@ static void build_tables(void)
     ct__kernels *t = &tables[CT__ISA_GENERIC];
     t->f32_to_bf16 = ct__f32_to_bf16_generic;
     t->bf16_to_f32 = ct__bf16_to_f32_generic;
+    t->round_bf16 = ct__round_bf16_generic;
     t->gemm_bf16 = ct__gemm_bf16_generic;
     t->gemm_f32 = ct__gemm_f32_generic;
     t->packb_bytes = ct__packb_bytes_generic;
@@ -56,6 +57,7 @@ static void build_tables(void)
     *t = tables[CT__ISA_GENERIC];
     t->f32_to_bf16 = ct__f32_to_bf16_avx2;
     t->bf16_to_f32 = ct__bf16_to_f32_avx2;
+    t->round_bf16 = ct__round_bf16_avx2;
     t->layernorm_forward = ct__layernorm_forward_avx2;
     t->layernorm_backward_input = ct__layernorm_backward_input_avx2;
     t->layernorm_backward_params = ct__layernorm_backward_params_avx2;
@@ -81,6 +83,7 @@ static void build_tables(void)
     *t = tables[CT__ISA_AVX2];
     t->f32_to_bf16 = ct__f32_to_bf16_avx512;
     t->bf16_to_f32 = ct__bf16_to_f32_avx512;
+    t->round_bf16 = ct__round_bf16_avx512;
     t->layernorm_forward = ct__layernorm_forward_avx512;
     t->layernorm_backward_input = ct__layernorm_backward_input_avx512;
     t->layernorm_backward_params = ct__layernorm_backward_params_avx512;

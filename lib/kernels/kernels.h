@@ -118,12 +118,16 @@ typedef void (*ct__packw_rows_fn)(const ct__packed_b *fwd, const ct__packed_b *b
  * it rounds denormals and returns 0x7fc0 for every NaN.) bf16 -> fp32 is exact. */
 typedef void (*ct__f32_to_bf16_fn)(ct__bf16 *out, const float *inp, size_t n);
 typedef void (*ct__bf16_to_f32_fn)(float *out, const ct__bf16 *inp, size_t n);
+/* out = inp rounded to bf16 values and kept fp32, in one pass: the bits of
+ * bf16_to_f32(f32_to_bf16(inp)). out may alias inp. */
+typedef void (*ct__round_bf16_fn)(float *out, const float *inp, size_t n);
 
 typedef struct ct__kernels {
     ct__isa isa;
     const char *name;
     ct__f32_to_bf16_fn f32_to_bf16;
     ct__bf16_to_f32_fn bf16_to_f32;
+    ct__round_bf16_fn round_bf16;
     ct__gemm_bf16_fn gemm_bf16;
     ct__gemm_f32_fn gemm_f32;
     ct__packb_bytes_fn packb_bytes;
@@ -236,6 +240,7 @@ size_t ct__scratch_bytes(void);
 
 void ct__f32_to_bf16_generic(ct__bf16 *out, const float *inp, size_t n);
 void ct__bf16_to_f32_generic(float *out, const ct__bf16 *inp, size_t n);
+void ct__round_bf16_generic(float *out, const float *inp, size_t n);
 ct_status ct__gemm_bf16_generic(float *C, const ct__bf16 *A, const ct__bf16 *B,
                                 const ct__gemm_desc *d, ct__pool *pool);
 ct_status ct__gemm_f32_generic(float *C, const float *A, const float *B,
@@ -255,8 +260,10 @@ void ct__packw_rows_generic(const ct__packed_b *fwd, const ct__packed_b *bwd,
 #if defined(__x86_64__)
 void ct__f32_to_bf16_avx2(ct__bf16 *out, const float *inp, size_t n);
 void ct__bf16_to_f32_avx2(float *out, const ct__bf16 *inp, size_t n);
+void ct__round_bf16_avx2(float *out, const float *inp, size_t n);
 void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n);
 void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n);
+void ct__round_bf16_avx512(float *out, const float *inp, size_t n);
 void ct__f32_to_bf16_avx512bf16(ct__bf16 *out, const float *inp, size_t n);
 /* The AVX2 and AVX-512 levels' own GEMM (x86/gemm_goto.h): fp32 FMA,
  * operands widened while packed; their packed B is bf16 panels of op(B). */

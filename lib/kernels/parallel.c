@@ -100,16 +100,6 @@ void ct__p_map2(ct__pool *pool, ct__map2_fn fn, float *out, const float *a, cons
     ct__prof_end(CT__PROF_ACTIVATION, t0, 0, 12.0 * (double)n);
 }
 
-void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n)
-{
-    ct__bf16 tmp[256]; /* stays in L1 */
-    for (size_t o = 0; o < n; o += 256) {
-        size_t m = n - o < 256 ? n - o : 256;
-        k->f32_to_bf16(tmp, in + o, m);
-        k->bf16_to_f32(out + o, tmp, m);
-    }
-}
-
 typedef struct bf16_job {
     const ct__kernels *k;
     ct__bf16 *out;

@@ -22,8 +22,6 @@ void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const fl
  * copies; a weight's rounding is part of its weight_pack). */
 void ct__p_to_bf16_profiled(ct__pool *pool, const ct__kernels *k, ct__bf16 *out,
                             const float *in, size_t n);
-/* out = in rounded to bf16 values, kept fp32 (in place allowed); one thread. */
-void ct__round_bf16(const ct__kernels *k, float *out, const float *in, size_t n);
 /* Dropout on rows of `width` floats grouped into n_seq sequences:
  * sequence s holds rows [seq_start[s], seq_start[s + 1]) (seq_start NULL:
  * row s alone). Element (row, c) of sequence s draws counter

@@ -64,7 +64,7 @@ size_t ct__attn_scratch_bytes(const ct__attn *a, int T)
 static void copy_rounded(const ct__attn *a, float *dst, const float *src, int rows, int cols)
 {
     for (int r = 0; r < rows; r++)
-        ct__round_bf16(a->k, dst + (size_t)r * cols, src + (size_t)r * a->ld, (size_t)cols);
+        a->k->round_bf16(dst + (size_t)r * cols, src + (size_t)r * a->ld, (size_t)cols);
 }
 
 /* dst[HD][Tp] = src^T for T rows of HD columns, rounded when bf16. */
@@ -74,7 +74,7 @@ static void transpose(const ct__attn *a, const ct__attn_tiles *t, float *dst, co
     t->transpose32(dst, (int)Tp, src, a->ld, T, a->HD);
     if (a->bf16)
         for (int d = 0; d < a->HD; d++)
-            ct__round_bf16(a->k, dst + (size_t)d * Tp, dst + (size_t)d * Tp, (size_t)T);
+            a->k->round_bf16(dst + (size_t)d * Tp, dst + (size_t)d * Tp, (size_t)T);
 }
 
 static ct_status check(const ct__attn *a, const char *who, const void *p1, const void *p2,
@@ -204,7 +204,7 @@ static void fwd_task(void *ctx, int task, int thread)
                 a->k->dropout_forward(row, row, (size_t)T, a->dropout, key,
                                       ((size_t)h * T + i0 + r) * T);
             if (a->bf16)
-                ct__round_bf16(a->k, row, row, (size_t)T);
+                a->k->round_bf16(row, row, (size_t)T);
         }
         t->mm(out + (size_t)i0 * ld, ld, S, (int)Tp, 1, vb, ldv, R, HD, T, 0);
     }
@@ -323,13 +323,13 @@ static void bwd_task(void *ctx, int task, int thread)
                            T);
         if (bf)
             for (int r = 0; r < R; r++)
-                ct__round_bf16(a->k, Pd + (size_t)r * Tp, Pd + (size_t)r * Tp, (size_t)T);
+                a->k->round_bf16(Pd + (size_t)r * Tp, Pd + (size_t)r * Tp, (size_t)T);
         /* dV += Pd^T dctx */
         t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, acc);
         t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
         if (bf)
             for (int r = 0; r < R; r++)
-                ct__round_bf16(a->k, dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T);
+                a->k->round_bf16(dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T);
         /* dQ = dS K (this tile's rows, complete); dK += dS^T Q */
         t->mm(dq + (size_t)i0 * ld, ld, dP, (int)Tp, 1, kb, ldk, R, HD, T, 0);
         t->mm(dk, ld, dP, 1, (int)Tp, qa, ldq, T, HD, R, acc);

@@ -31,3 +31,11 @@ void ct__bf16_to_f32_generic(float *out, const ct__bf16 *inp, size_t n)
         memcpy(&out[i], &x, sizeof x);
     }
 }
+
+void ct__round_bf16_generic(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)bf16_from_f32(inp[i]) << 16;
+        memcpy(&out[i], &x, sizeof x);
+    }
+}

@@ -36,6 +36,31 @@ CT_AVX512 void ct__f32_to_bf16_avx512(ct__bf16 *out, const float *inp, size_t n)
     }
 }
 
+/* cvt16_emulated's rounding with the result left in the top halves (the
+ * fp32 bits of the bf16 value): no narrowing and widening again. */
+CT_AVX512 static inline __m512i round16_emulated(__m512i x)
+{
+    const __m512i top = _mm512_set1_epi32((int)0xffff0000u);
+    const __m512i mag = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7f800000));
+    __mmask16 tiny = _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x00800000));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    r = _mm512_and_si512(r, top);
+    r = _mm512_mask_and_epi32(r, nan, _mm512_or_si512(x, _mm512_set1_epi32(0x00400000)), top);
+    r = _mm512_mask_and_epi32(r, tiny, x, _mm512_set1_epi32((int)0x80000000u));
+    return r;
+}
+
+CT_AVX512 void ct__round_bf16_avx512(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_epi32(out + i, m,
+                                 round16_emulated(_mm512_maskz_loadu_epi32(m, inp + i)));
+    }
+}
+
 CT_AVX512 void ct__bf16_to_f32_avx512(float *out, const ct__bf16 *inp, size_t n)
 {
     size_t i = 0;
@@ -79,6 +104,36 @@ CT_AVX2 void ct__f32_to_bf16_avx2(ct__bf16 *out, const float *inp, size_t n)
         memcpy(in8, inp + i, (n - i) * sizeof(float));
         _mm_storeu_si128((__m128i *)out8, cvt8_emulated(_mm256_loadu_si256((const __m256i *)in8)));
         memcpy(out + i, out8, (n - i) * sizeof(ct__bf16));
+    }
+}
+
+/* cvt8_emulated's rounding with the result left in the top halves (the
+ * fp32 bits of the bf16 value). */
+CT_AVX2 static inline __m256i round8_emulated(__m256i x)
+{
+    const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
+    const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+    __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f800000));
+    __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x00800000), mag);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    r = _mm256_and_si256(r, top);
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(_mm256_or_si256(x, _mm256_set1_epi32(0x00400000)), top), nan);
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(x, _mm256_set1_epi32((int)0x80000000u)), tiny);
+    return r;
+}
+
+CT_AVX2 void ct__round_bf16_avx2(float *out, const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_si256((__m256i *)(out + i),
+                            round8_emulated(_mm256_loadu_si256((const __m256i *)(inp + i))));
+    if (i < n) { /* the same vector code for the tail (masked moves are slow on AMD) */
+        uint32_t t[8] = {0};
+        memcpy(t, inp + i, (n - i) * sizeof(float));
+        _mm256_storeu_si256((__m256i *)t, round8_emulated(_mm256_loadu_si256((const __m256i *)t)));
+        memcpy(out + i, t, (n - i) * sizeof(float));
     }
 }
 
