@@ -87,6 +87,36 @@ CT_AVX2 static void pack_a(float *dst, const ct__goto_operand *a, int m0, int m1
     }
 }
 
+/* The pair words (lo[i], hi[i]) for i = 0..7: of columns i and NR/2 + i
+ * when lo and hi are a panel's row split in halves. */
+CT_AVX2 static inline __m256i pair16(__m128i lo, __m128i hi)
+{
+    return _mm256_set_m128i(_mm_unpackhi_epi16(lo, hi), _mm_unpacklo_epi16(lo, hi));
+}
+
+/* bf16 operand to bf16 pairs (a weight's packs, every optimizer step), for
+ * a whole panel and 8 values of k: the bf16 bits move as they are, by 16-bit
+ * interleaves and, when op(B) is B^T, one 8 x 8 transpose of the pair words,
+ * instead of being widened, transposed as fp32 and narrowed again. */
+CT_AVX2 static void pair_block8(char *panel, const ct__goto_operand *b, int k, int n0)
+{
+    __m256 w[8]; /* pair words, moved as floats by the transpose */
+    if (b->trans) { /* stored rows n0 + i and n0 + 8 + i: words (i, k + j), j = 0..7 */
+        for (int i = 0; i < 8; i++)
+            w[i] = _mm256_castsi256_ps(
+                pair16(_mm_loadu_si128((const __m128i *)ct__goto_at(b, k, n0 + i)),
+                       _mm_loadu_si128((const __m128i *)ct__goto_at(b, k, n0 + 8 + i))));
+        ct__transpose8x8(w);
+    } else {
+        for (int j = 0; j < 8; j++) {
+            const __m128i *row = (const __m128i *)ct__goto_at(b, k + j, n0);
+            w[j] = _mm256_castsi256_ps(pair16(_mm_loadu_si128(row), _mm_loadu_si128(row + 1)));
+        }
+    }
+    for (int j = 0; j < 8; j++)
+        _mm256_store_ps((float *)(panel + (size_t)(k + j) * NR * 2), w[j]);
+}
+
 CT_AVX2 static void pack_b(void *dst, const ct__goto_operand *b, int b16, int K, int N, int p0,
                            int p1)
 {
@@ -96,6 +126,10 @@ CT_AVX2 static void pack_b(void *dst, const ct__goto_operand *b, int b16, int K,
         for (int k = 0; k < K; k += 8) {
             __m256 half[2][8];
             int kn = imin(8, K - k);
+            if (b16 && b->bf16 && kn == 8 && N - n0 >= NR) {
+                pair_block8(panel, b, k, n0);
+                continue;
+            }
             for (int h = 0; h < 2; h++) {
                 int n = n0 + 8 * h, width = N - n;
                 if (b->trans)
