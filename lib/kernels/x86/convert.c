@@ -118,7 +118,8 @@ CT_AVX2 static inline __m256i round8_emulated(__m256i x)
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
     r = _mm256_and_si256(r, top);
-    r = _mm256_blendv_epi8(r, _mm256_and_si256(_mm256_or_si256(x, _mm256_set1_epi32(0x00400000)), top), nan);
+    __m256i quiet = _mm256_or_si256(x, _mm256_set1_epi32(0x00400000));
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(quiet, top), nan);
     r = _mm256_blendv_epi8(r, _mm256_and_si256(x, _mm256_set1_epi32((int)0x80000000u)), tiny);
     return r;
 }
