@@ -335,12 +335,16 @@ def main():
         one = pairs_by_task_name(1, *extra)
         two = pairs_by_task_name(2, *extra)
         if one and two:
-            # fp32: reduction-order rounding only; bf16 rounds the weights,
-            # where such a difference can flip a bit and grow over six
-            # epochs: measured 5e-4 to 1.3e-3 relative at the generic,
-            # avx512 and avx512bf16 levels, 5.0e-3 with AMX's tiles (the
-            # loss is small by then, ~0.006)
-            tol = 2e-2 if extra else 1e-6
+            # fp32: reduction-order rounding only, grown over six epochs
+            # on a small loss (~0.007): 4.2e-6 relative at the avx2 level
+            # with the paired dropout draws (under 1e-6 with the masks
+            # before them); bf16 rounds the weights, where such a
+            # difference can flip a bit and grow: measured 5e-4 to 1.3e-3
+            # relative at the generic, avx512 and avx512bf16 levels, 5.0e-3
+            # with AMX's tiles. Another model is far above either bound
+            # (the same run with --seed 4: 7.4e-2 apart); the strict fp32
+            # check of ranks is ner_cli's, on the weights after 25 steps.
+            tol = 2e-2 if extra else 1e-4
             check("%s2 ranks x batch 4 = 1 rank x batch 8, dropout on (eval_loss within %g "
                   "relative, same accuracy)" % (" ".join(extra) + " " if extra else "", tol),
                   abs(one["eval_loss"] - two["eval_loss"]) <= tol * one["eval_loss"] and
