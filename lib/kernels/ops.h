@@ -91,6 +91,13 @@ static inline uint32_t ct__dropout_draw(uint64_t key, size_t i)
     uint64_t h = ct__mix64(key + (uint64_t)(i >> 1) * 0x9e3779b97f4a7c15ull);
     return (uint32_t)((i & 1) ? h >> 16 : h >> 40) & 0xffffffu;
 }
+/* Element i of value x through dropout (threshold p * 2^24, scale
+ * 1 / (1 - p)): the rule every variant applies, here one element at a time. */
+static inline float ct__dropout_one(float x, uint64_t key, size_t i, uint32_t threshold,
+                                    float scale)
+{
+    return ct__dropout_draw(key, i) < threshold ? 0.0f : x * scale;
+}
 void ct__dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t key,
                          size_t first);
 /* Backward read off the forward's output `kept` instead of the hash:

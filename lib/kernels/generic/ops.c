@@ -208,7 +208,7 @@ void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p
     uint32_t threshold = (uint32_t)(p * 16777216.0f);
     float scale = 1.0f / (1.0f - p);
     for (size_t i = 0; i < n; i++)
-        out[i] = ct__dropout_draw(key, first + i) < threshold ? 0.0f : inp[i] * scale;
+        out[i] = ct__dropout_one(inp[i], key, first + i, threshold, scale);
 }
 
 void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, float p, uint64_t key,

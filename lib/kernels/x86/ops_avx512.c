@@ -558,7 +558,7 @@ OPS_AVX512 void ct__dropout_forward_avx512(float *out, const float *inp, size_t 
     uint32_t threshold = (uint32_t)(p * 16777216.0f);
     float scale = 1.0f / (1.0f - p);
     if (n > 0 && (first & 1)) { /* the odd element ahead of the first pair */
-        out[0] = ct__dropout_draw(key, first) < threshold ? 0.0f : inp[0] * scale;
+        out[0] = ct__dropout_one(inp[0], key, first, threshold, scale);
         out++, inp++, n--, first++;
     }
     uint64_t h0[8];
