@@ -190,13 +190,18 @@ CT_AVX2 static void transpose32_avx2(void *dst, int ldd, const void *src, int ld
         for (int c0 = 0; c0 < cols; c0 += 8) {
             int nc = cols - c0 < 8 ? cols - c0 : 8;
             __m256 x[8];
+            __m256i mc = ct__lanes8(nc), mr = ct__lanes8(nr);
+            /* unrolled whole with the bounds tested inside, so that x[]
+             * has constant indices and stays in registers */
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++)
-                x[i] = i < nr ? load((const float *)src + (size_t)(r0 + i) * lds + c0, nc == 8,
-                                     ct__lanes8(nc))
+                x[i] = i < nr ? load((const float *)src + (size_t)(r0 + i) * lds + c0, nc == 8, mc)
                               : _mm256_setzero_ps();
             ct__transpose8x8(x);
-            for (int i = 0; i < nc; i++)
-                store((float *)dst + (size_t)(c0 + i) * ldd + r0, nr == 8, ct__lanes8(nr), x[i]);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                if (i < nc)
+                    store((float *)dst + (size_t)(c0 + i) * ldd + r0, nr == 8, mr, x[i]);
         }
     }
 }

@@ -49,11 +49,15 @@ CT_AVX2 static inline __m256 load8(const void *p, int bf16, int n)
 }
 
 /* out[c] = column c of the rows x cols block at src (row stride ld elements),
- * zero past rows and cols: an 8 x 8 transpose. */
-CT_AVX2 static void tile8(__m256 out[8], const void *src, int bf16, size_t ld, int rows,
-                          int cols)
+ * zero past rows and cols: an 8 x 8 transpose. Inlined, and every loop
+ * over out[] here and in the callers unrolled whole with its bound tested
+ * inside, so that out[] stays in registers (ct__transpose8x8). */
+CT_AVX2 static inline __attribute__((always_inline)) void tile8(__m256 out[8], const void *src,
+                                                                int bf16, size_t ld, int rows,
+                                                                int cols)
 {
     size_t esz = bf16 ? 2 : 4;
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
         out[i] = i < rows ? load8((const char *)src + i * ld * esz, bf16, cols)
                           : _mm256_setzero_ps();
@@ -81,8 +85,10 @@ CT_AVX2 static void pack_a(float *dst, const ct__goto_operand *a, int m0, int m1
             __m256 col[8];
             int cols = imin(8, kc - k);
             tile8(col, ct__goto_at(a, m, k0 + k), a->bf16, a->ld, rows, cols);
-            for (int c = 0; c < cols; c++)
-                _mm256_storeu_ps(dst + (size_t)(k + c) * MR, col[c]);
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++)
+                if (c < cols)
+                    _mm256_storeu_ps(dst + (size_t)(k + c) * MR, col[c]);
         }
     }
 }
@@ -102,19 +108,37 @@ CT_AVX2 static void pair_block8(char *panel, const ct__goto_operand *b, int k, i
 {
     __m256 w[8]; /* pair words, moved as floats by the transpose */
     if (b->trans) { /* stored rows n0 + i and n0 + 8 + i: words (i, k + j), j = 0..7 */
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++)
             w[i] = _mm256_castsi256_ps(
                 pair16(_mm_loadu_si128((const __m128i *)ct__goto_at(b, k, n0 + i)),
                        _mm_loadu_si128((const __m128i *)ct__goto_at(b, k, n0 + 8 + i))));
         ct__transpose8x8(w);
     } else {
+#pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             const __m128i *row = (const __m128i *)ct__goto_at(b, k + j, n0);
             w[j] = _mm256_castsi256_ps(pair16(_mm_loadu_si128(row), _mm_loadu_si128(row + 1)));
         }
     }
+#pragma GCC unroll 8
     for (int j = 0; j < 8; j++)
         _mm256_store_ps((float *)(panel + (size_t)(k + j) * NR * 2), w[j]);
+}
+
+/* Rows k .. k + kn of op(B)'s 8 columns from n, as fp32: x[i] is row k + i,
+ * zero past N and past kn. */
+CT_AVX2 static inline __attribute__((always_inline)) void rows8(__m256 x[8],
+                                                                const ct__goto_operand *b,
+                                                                int k, int kn, int n, int N)
+{
+    if (b->trans) {
+        tile8(x, ct__goto_at(b, k, n), b->bf16, b->ld, N - n, kn);
+        return;
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        x[i] = i < kn ? load8(ct__goto_at(b, k + i, n), b->bf16, N - n) : _mm256_setzero_ps();
 }
 
 CT_AVX2 static void pack_b(void *dst, const ct__goto_operand *b, int b16, int K, int N, int p0,
@@ -124,31 +148,33 @@ CT_AVX2 static void pack_b(void *dst, const ct__goto_operand *b, int b16, int K,
         int n0 = p * NR;
         char *panel = (char *)dst + (size_t)p * K * NR * (b16 ? 2 : 4);
         for (int k = 0; k < K; k += 8) {
-            __m256 half[2][8];
             int kn = imin(8, K - k);
             if (b16 && b->bf16 && kn == 8 && N - n0 >= NR) {
                 pair_block8(panel, b, k, n0);
                 continue;
             }
-            for (int h = 0; h < 2; h++) {
-                int n = n0 + 8 * h, width = N - n;
-                if (b->trans)
-                    tile8(half[h], ct__goto_at(b, k, n), b->bf16, b->ld, width, kn);
-                else
-                    for (int i = 0; i < kn; i++)
-                        half[h][i] = load8(ct__goto_at(b, k + i, n), b->bf16, width);
-            }
-            for (int i = 0; i < kn; i++) {
-                size_t row = (size_t)(k + i) * NR;
-                if (b16) {
-                    /* bf16 values widened exactly: the top halves are the bits */
-                    __m256i lo = _mm256_srli_epi32(_mm256_castps_si256(half[0][i]), 16);
-                    __m256i hi = _mm256_castps_si256(half[1][i]);
-                    _mm256_store_si256((__m256i *)(panel + row * 2), _mm256_or_si256(lo, hi));
-                } else {
-                    _mm256_store_ps((float *)panel + row, half[0][i]);
-                    _mm256_store_ps((float *)panel + row + 8, half[1][i]);
+            if (!b16) { /* fp32 panels: each half of NR stored as it is read */
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) {
+                    __m256 x[8];
+                    rows8(x, b, k, kn, n0 + 8 * h, N);
+#pragma GCC unroll 8
+                    for (int i = 0; i < 8; i++)
+                        if (i < kn)
+                            _mm256_store_ps((float *)panel + (size_t)(k + i) * NR + 8 * h, x[i]);
                 }
+                continue;
+            }
+            __m256 lo[8], hi[8];
+            rows8(lo, b, k, kn, n0, N);
+            rows8(hi, b, k, kn, n0 + 8, N);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) {
+                /* bf16 values widened exactly: the top halves are the bits */
+                __m256i w = _mm256_or_si256(_mm256_srli_epi32(_mm256_castps_si256(lo[i]), 16),
+                                            _mm256_castps_si256(hi[i]));
+                if (i < kn)
+                    _mm256_store_si256((__m256i *)(panel + (size_t)(k + i) * NR * 2), w);
             }
         }
     }
