@@ -228,7 +228,8 @@ CT_AVX2 void ct__layernorm_backward_params_avx2(float *dw, float *db, const floa
 {
     int c = 0;
     for (; c + 32 <= width; c += 32) {
-        __m256 wv[4], bv[4];
+        __m256 wv[4], bv[4]; /* every loop over them unrolled: registers, not stack */
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             wv[j] = _mm256_loadu_ps(dw + c + 8 * j);
             bv[j] = _mm256_loadu_ps(db + c + 8 * j);
@@ -236,6 +237,7 @@ CT_AVX2 void ct__layernorm_backward_params_avx2(float *dw, float *db, const floa
         for (int i = 0; i < N; i++) {
             const float *x = inp + (size_t)i * ld + c, *dy = dout + (size_t)i * ld + c;
             __m256 vm = splat(mean[i]), vs = splat(rstd[i]);
+#pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m256 y = _mm256_loadu_ps(dy + 8 * j);
                 __m256 h = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * j), vm), vs);
@@ -243,6 +245,7 @@ CT_AVX2 void ct__layernorm_backward_params_avx2(float *dw, float *db, const floa
                 bv[j] = _mm256_add_ps(bv[j], y);
             }
         }
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             _mm256_storeu_ps(dw + c + 8 * j, wv[j]);
             _mm256_storeu_ps(db + c + 8 * j, bv[j]);
@@ -283,14 +286,17 @@ CT_AVX2 void ct__bias_backward_avx2(float *db, const float *dout, int N, int wid
 {
     int c = 0;
     for (; c + 64 <= width; c += 64) {
-        __m256 s[8];
+        __m256 s[8]; /* every loop over s[] unrolled: registers, not stack */
+#pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
             s[j] = _mm256_loadu_ps(db + c + 8 * j);
         for (int i = 0; i < N; i++) {
             const float *d = dout + (size_t)i * ld + c;
+#pragma GCC unroll 8
             for (int j = 0; j < 8; j++)
                 s[j] = _mm256_add_ps(s[j], _mm256_loadu_ps(d + 8 * j));
         }
+#pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
             _mm256_storeu_ps(db + c + 8 * j, s[j]);
     }
@@ -419,7 +425,17 @@ CT_AVX2 double ct__sum_squares_avx2(const float *x, size_t n)
     double t[8];
     for (int a = 0; a < 8; a++)
         s[a] = _mm256_setzero_pd();
-    for (size_t i = 0; i < n; i += 32)
+    size_t i = 0;
+    /* whole blocks without bounds tests; every loop over s[] unrolled, so
+     * that s[] stays in registers */
+    for (; i + 32 <= n; i += 32)
+#pragma GCC unroll 8
+        for (int a = 0; a < 8; a++) {
+            __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * (size_t)a));
+            s[a] = _mm256_fmadd_pd(d, d, s[a]);
+        }
+    for (; i < n; i += 32)
+#pragma GCC unroll 8
         for (int a = 0; a < 8; a++) {
             size_t at = i + 4 * (size_t)a;
             __m128 q;

@@ -731,6 +731,7 @@ OPS_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
     for (size_t i = 0; i < n; i += 32) {
         ahead(x + i);
         ahead(x + i + 16);
+#pragma GCC unroll 4 /* constant indices: s[] in registers, not on the stack */
         for (int a = 0; a < 4; a++) {
             size_t at = i + 8 * (size_t)a;
             __mmask8 k = at < n ? (__mmask8)lanes(n - at) : 0;
