@@ -42,16 +42,22 @@ CT_AVX512 static inline __m512 load16(const void *p, int bf16, int n)
 }
 
 /* out[c] = column c of the rows x cols block at src (row stride ld elements),
- * zero past rows and cols: a 16 x 16 transpose. */
-CT_AVX512 static void tile16(__m512 out[16], const void *src, int bf16, size_t ld, int rows,
-                             int cols)
+ * zero past rows and cols: a 16 x 16 transpose. Inlined, and every loop
+ * over the rows here and in pack_a unrolled whole with its bound tested
+ * inside, so that they stay in registers (as the AVX2 level's tile8). */
+CT_AVX512 static inline __attribute__((always_inline)) void tile16(__m512 out[16],
+                                                                   const void *src, int bf16,
+                                                                   size_t ld, int rows,
+                                                                   int cols)
 {
     size_t esz = bf16 ? 2 : 4;
     __m512i r[16];
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i++)
         r[i] = _mm512_castps_si512(i < rows ? load16((const char *)src + i * ld * esz, bf16, cols)
                                             : _mm512_setzero_ps());
     ct__transpose16x16(r);
+#pragma GCC unroll 16
     for (int c = 0; c < 16; c++)
         out[c] = _mm512_castsi512_ps(r[c]);
 }
@@ -72,8 +78,10 @@ CT_AVX512 static void pack_a(float *dst, const ct__goto_operand *a, int m0, int 
             __m512 col[16];
             int cols = imin(16, kc - k);
             tile16(col, ct__goto_at(a, m, k0 + k), a->bf16, a->ld, rows, cols);
-            for (int c = 0; c < cols; c++)
-                _mm512_mask_storeu_ps(dst + (size_t)(k + c) * MR, first(MR), col[c]);
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++)
+                if (c < cols)
+                    _mm512_mask_storeu_ps(dst + (size_t)(k + c) * MR, first(MR), col[c]);
         }
     }
 }
@@ -126,6 +134,11 @@ CT_AVX512 CT_ALIGN_LOOPS static void micro(float *C, int ldc, int rows, int cols
         _mm_prefetch((const char *)(C + (size_t)i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(C + (size_t)i * ldc + 16), _MM_HINT_T0);
     }
+    /* constant indices only (every loop over c[][] unrolled), so c[][]
+     * stays in registers from the first k to the stores: with the rows'
+     * loop below rolled, GCC 12 zeroed it and read it back through the
+     * stack at every call */
+#pragma GCC unroll 12
     for (int i = 0; i < MR; i++)
         c[i][0] = c[i][1] = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++) {
@@ -141,8 +154,12 @@ CT_AVX512 CT_ALIGN_LOOPS static void micro(float *C, int ldc, int rows, int cols
         }
     }
     __m512 va = _mm512_set1_ps(alpha);
-    for (int i = 0; i < rows; i++) {
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        if (i >= rows)
+            break;
         float *cr = C + (size_t)i * ldc;
+#pragma GCC unroll 2
         for (int j = 0; j < 2; j++) {
             __mmask16 m = first(cols - 16 * j);
             __m512 x = _mm512_mul_ps(va, c[i][j]);

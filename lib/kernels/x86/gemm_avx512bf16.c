@@ -27,7 +27,12 @@ CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *C, int ldc, int rows,
     for (int i = 0; i < MR && r0 + i < rows; i++)
         for (int j = 0; j < NV && 16 * j < cols; j++)
             _mm_prefetch((const char *)(C + (size_t)(r0 + i) * ldc + 16 * j), _MM_HINT_T0);
+    /* every loop over c[][] unrolled, so that its indices are constants
+     * and it stays in registers from here to the stores (rolled, GCC 12
+     * zeroed it and read it back through the stack at every call) */
+#pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
+#pragma GCC unroll 3
         for (int j = 0; j < NV; j++)
             c[i][j] = _mm512_setzero_ps();
     int nfull = a->tail[0] ? nkt - 1 : nkt;
@@ -55,9 +60,15 @@ CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *C, int ldc, int rows,
         }
     }
     __m512 va = _mm512_set1_ps(alpha);
-    for (int i = 0; i < MR && r0 + i < rows; i++) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (r0 + i >= rows)
+            break;
         float *cr = C + (size_t)(r0 + i) * ldc;
-        for (int j = 0; j < NV && 16 * j < cols; j++) {
+#pragma GCC unroll 3
+        for (int j = 0; j < NV; j++) {
+            if (16 * j >= cols)
+                break;
             int left = cols - 16 * j;
             __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
             __m512 x = _mm512_mul_ps(va, c[i][j]);
