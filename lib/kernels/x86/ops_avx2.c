@@ -434,7 +434,7 @@ CT_AVX2 double ct__sum_squares_avx2(const float *x, size_t n)
             __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * (size_t)a));
             s[a] = _mm256_fmadd_pd(d, d, s[a]);
         }
-    for (; i < n; i += 32)
+    if (i < n) /* the last, partial block */
 #pragma GCC unroll 8
         for (int a = 0; a < 8; a++) {
             size_t at = i + 4 * (size_t)a;
