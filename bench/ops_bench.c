@@ -116,18 +116,6 @@ static void add_ip(const ct__kernels *k, const bufs *b)
     k->add_inplace(b->c, b->a, (size_t)BT * C);
 }
 
-static void sm_f(const ct__kernels *k, const bufs *b)
-{
-    for (int i = 0; i < 8; i++) /* one key mask per batch item */
-        k->softmax_forward(b->c + (size_t)i * NH * T * T, b->a + (size_t)i * NH * T * T,
-                           b->mask + i * T, NH * T, T);
-}
-
-static void sm_b(const ct__kernels *k, const bufs *b)
-{
-    k->softmax_backward(b->c, b->b, b->d, 8 * NH * T, T, 0.125f);
-}
-
 static void drop_f(const ct__kernels *k, const bufs *b)
 {
     k->dropout_forward(b->c, b->a, (size_t)8 * NH * T * T, 0.1f, 12345, 0);
@@ -161,8 +149,6 @@ static const bench_case cases[] = {
     {"bias_add", (size_t)BT * FF, 8, bias_f},
     {"bias_backward", (size_t)BT * FF, 4, bias_b},
     {"add_inplace", (size_t)BT * C, 12, add_ip},
-    {"softmax_forward", (size_t)8 * NH * T * T, 8, sm_f},
-    {"softmax_backward", (size_t)8 * NH * T * T, 12, sm_b},
     {"dropout_forward", (size_t)8 * NH * T * T, 8, drop_f},
     {"cross_entropy_forward", (size_t)CE_N * CE_V, 4, ce_f},
     {"cross_entropy_backward", (size_t)CE_N * CE_V, 8, ce_b},

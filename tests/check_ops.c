@@ -452,124 +452,6 @@ START_TEST(layernorm_backward_matches_generic)
 }
 END_TEST
 
-/* ---- softmax ----------------------------------------------------------------------- */
-
-enum { MASK_ALL, MASK_RANDOM, MASK_FIRST, MASK_LAST, MASK_NONE, MASK_KINDS };
-
-static void make_mask(int32_t *m, int T, int kind)
-{
-    for (int j = 0; j < T; j++) {
-        switch (kind) {
-        case MASK_ALL: m[j] = 1; break;
-        case MASK_RANDOM: m[j] = (int32_t)(rnd32() & 1) * (int32_t)(1 + (rnd32() & 3)); break;
-        case MASK_FIRST: m[j] = j == 0; break;
-        case MASK_LAST: m[j] = j == T - 1; break;
-        default: m[j] = 0; break;
-        }
-    }
-}
-
-/* probs within 4 ulp (exp <= 1 ulp each side, reciprocal rounding); masked
- * keys exactly 0, all-masked rows exactly 1/T; in place the same bits. Masked
- * scores hold NaN and inf, which must not leak in. */
-START_TEST(softmax_forward_matches_generic)
-{
-    const ct__kernels *vs[CT__ISA_COUNT];
-    int nv = variants(vs);
-    static const int Ts[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 36, 37, 64, 128, 133};
-    static const float scales[] = {1.0f, 10.0f, 40.0f};
-    for (int v = 0; v < nv; v++) {
-        const ct__kernels *k = vs[v];
-        for (int ti = 0; ti < 14; ti++)
-            for (int kind = 0; kind < MASK_KINDS; kind++)
-                for (int si = 0; si < 3; si++) {
-                    int R = 3, T = Ts[ti];
-                    size_t n = (size_t)R * T;
-                    int32_t *mask = malloc((size_t)T * sizeof *mask);
-                    make_mask(mask, T, kind);
-                    float *s = rand_f(n, scales[si], 0.0f);
-                    for (int r = 0; r < R; r++)
-                        for (int j = 0; j < T; j++)
-                            if (!mask[j] && (j % 3) != 2)
-                                s[(size_t)r * T + j] = j % 3 ? NAN : INFINITY;
-                    if (kind == MASK_ALL && T > 2)
-                        s[1] = -INFINITY; /* a kept key with probability 0 */
-                    int kept = 0;
-                    for (int j = 0; j < T; j++)
-                        kept += mask[j] != 0;
-                    float *p0 = alloc_f(n), *p1 = alloc_f(n), *p2 = alloc_f(n);
-                    generic()->softmax_forward(p0, s, mask, R, T);
-                    k->softmax_forward(p1, s, mask, R, T);
-                    for (size_t i = 0; i < n; i++) {
-                        int j = (int)(i % (size_t)T);
-                        if (kept == 0)
-                            ck_assert_float_eq(p1[i], 1.0f / T);
-                        else if (!mask[j])
-                            ck_assert_msg(p1[i] == 0.0f, "%s masked key %d: %g", k->name, j,
-                                          (double)p1[i]);
-                        else
-                            CHECK_CLOSE(p1[i], p0[i], 8 * EPS32 * fabs(p0[i]) + 1e-44,
-                                        "softmax_forward", k, i);
-                    }
-                    memcpy(p2, s, n * sizeof *s);
-                    k->softmax_forward(p2, p2, mask, R, T);
-                    CHECK_BITS(p2, p1, n, "softmax_forward in place", k);
-                    free(mask);
-                    free(s);
-                    free(p0);
-                    free(p1);
-                    free(p2);
-                }
-    }
-}
-END_TEST
-
-/* dscores within 4 * 2^-24 |scale p| (|dp| + |dot|): the generic's
- * operations with the dot product in double in another order; in place the
- * same bits. */
-START_TEST(softmax_backward_matches_generic)
-{
-    const ct__kernels *vs[CT__ISA_COUNT];
-    int nv = variants(vs);
-    static const int Ts[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 37, 64, 128, 133};
-    for (int v = 0; v < nv; v++) {
-        const ct__kernels *k = vs[v];
-        for (int ti = 0; ti < 13; ti++) {
-            int R = 4, T = Ts[ti];
-            size_t n = (size_t)R * T;
-            int32_t *mask = malloc((size_t)T * sizeof *mask);
-            make_mask(mask, T, MASK_RANDOM);
-            float *s = rand_f(n, 5.0f, 0.0f), *p = alloc_f(n), *dp = rand_f(n, 1.0f, 0.0f);
-            float *d0 = alloc_f(n), *d1 = alloc_f(n), *d2 = alloc_f(n);
-            generic()->softmax_forward(p, s, mask, R, T);
-            generic()->softmax_backward(d0, dp, p, R, T, 0.125f);
-            k->softmax_backward(d1, dp, p, R, T, 0.125f);
-            for (int r = 0; r < R; r++) {
-                double dot = 0;
-                for (int j = 0; j < T; j++)
-                    dot += (double)dp[(size_t)r * T + j] * p[(size_t)r * T + j];
-                for (int j = 0; j < T; j++) {
-                    size_t i = (size_t)r * T + j;
-                    CHECK_CLOSE(d1[i], d0[i],
-                                4 * EPS32 * 0.125 * p[i] * (fabs(dp[i]) + fabs(dot)) + 1e-44,
-                                "softmax_backward", k, i);
-                }
-            }
-            memcpy(d2, dp, n * sizeof *dp);
-            k->softmax_backward(d2, d2, p, R, T, 0.125f);
-            CHECK_BITS(d2, d1, n, "softmax_backward in place", k);
-            free(mask);
-            free(s);
-            free(p);
-            free(dp);
-            free(d0);
-            free(d1);
-            free(d2);
-        }
-    }
-}
-END_TEST
-
 /* ---- dropout: the same bits on every level --------------------------------------- */
 
 START_TEST(dropout_bit_identical)
@@ -803,13 +685,12 @@ END_TEST
 /* ---- thread-pool wrappers: the same bits for 1, 2 and 5 threads ------------------------ */
 
 typedef struct par_out {
-    float *act, *act2, *drop, *ln, *mean, *rstd, *dln, *dw, *db, *bias, *dbias, *sm, *dsm,
-        *dce;
+    float *act, *act2, *drop, *ln, *mean, *rstd, *dln, *dw, *db, *bias, *dbias, *dce;
     double loss;
     int count;
 } par_out;
 
-enum { PB = 5, PRPB = 97, PT = 131, PN = 257, PC = 771, PV = 517, PNV = 300 };
+enum { PN = 257, PC = 771, PV = 517, PNV = 300 };
 
 /* Dropout's sequences over the PN rows: an empty one, a one-row one. */
 static const int DSEQ[] = {0, 0, 100, 101, 200, PN};
@@ -817,8 +698,7 @@ static const uint64_t DIDS[] = {9, 8, 7, 6, 5};
 enum { DN = 5 };
 
 static void par_run(ct__pool *pool, par_out *o, const float *x, const float *dy,
-                    const float *w, const float *b, const float *s, const int32_t *mask,
-                    const float *z, const int32_t *t)
+                    const float *w, const float *b, const float *z, const int32_t *t)
 {
     size_t nc = (size_t)PN * PC;
     ct__p_map(pool, ct__gelu_forward, o->act, x, nc);
@@ -832,15 +712,13 @@ static void par_run(ct__pool *pool, par_out *o, const float *x, const float *dy,
     memcpy(o->bias, x, nc * sizeof *x);
     ct__p_bias_add(pool, o->bias, b, PN, PC);
     ct__p_bias_backward(pool, o->dbias, dy, PN, PC);
-    ct__p_softmax_forward(pool, o->sm, s, mask, PB, PRPB, PT);
-    ct__p_softmax_backward(pool, o->dsm, s, o->sm, PB * PRPB, PT, 0.125f);
     o->loss = ct__p_cross_entropy_forward(pool, z, t, PNV, PV, -100, &o->count);
     ct__p_cross_entropy_backward(pool, o->dce, z, t, PNV, PV, -100, 0.01f);
 }
 
 static void par_alloc(par_out *o)
 {
-    size_t nc = (size_t)PN * PC, ns = (size_t)PB * PRPB * PT;
+    size_t nc = (size_t)PN * PC;
     o->act = alloc_f(nc);
     o->act2 = alloc_f(nc);
     o->drop = alloc_f(nc);
@@ -852,28 +730,24 @@ static void par_alloc(par_out *o)
     o->db = alloc_f(PC);
     o->bias = alloc_f(nc);
     o->dbias = alloc_f(PC);
-    o->sm = alloc_f(ns);
-    o->dsm = alloc_f(ns);
     o->dce = alloc_f((size_t)PNV * PV);
 }
 
 static void par_free(par_out *o)
 {
     float *all[] = {o->act, o->act2, o->drop, o->ln, o->mean, o->rstd, o->dln, o->dw,
-                    o->db, o->bias, o->dbias, o->sm, o->dsm, o->dce};
+                    o->db, o->bias, o->dbias, o->dce};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
 }
 
 START_TEST(parallel_wrappers_thread_count_invariant)
 {
-    size_t nc = (size_t)PN * PC, ns = (size_t)PB * PRPB * PT;
+    size_t nc = (size_t)PN * PC;
     float *x = rand_f(nc, 2.0f, 0.3f), *dy = rand_f(nc, 1.0f, 0.0f);
     float *w = rand_f(PC, 1.0f, 1.0f), *b = rand_f(PC, 1.0f, 0.0f);
-    float *s = rand_f(ns, 4.0f, 0.0f), *z = rand_f((size_t)PNV * PV, 5.0f, 0.0f);
-    int32_t *mask = malloc((size_t)PB * PT * sizeof *mask), *t = malloc(PNV * sizeof *t);
-    for (int i = 0; i < PB; i++)
-        make_mask(mask + (size_t)i * PT, PT, i == 2 ? MASK_NONE : MASK_RANDOM);
+    float *z = rand_f((size_t)PNV * PV, 5.0f, 0.0f);
+    int32_t *t = malloc(PNV * sizeof *t);
     for (int i = 0; i < PNV; i++)
         t[i] = i % 7 == 3 ? -100 : (int32_t)(rnd32() % PV);
 
@@ -884,7 +758,7 @@ START_TEST(parallel_wrappers_thread_count_invariant)
     for (int ti = 0; ti < 3; ti++) {
         ct__pool *pool;
         ck_assert_int_eq(ct__pool_create(threads[ti], &pool), CT_OK);
-        par_run(pool, ti == 0 ? &ref : &o, x, dy, w, b, s, mask, z, t);
+        par_run(pool, ti == 0 ? &ref : &o, x, dy, w, b, z, t);
         ct__pool_free(pool);
         if (ti == 0)
             continue;
@@ -900,8 +774,6 @@ START_TEST(parallel_wrappers_thread_count_invariant)
         CHECK_BITS(o.db, ref.db, PC, "p_layernorm_backward db", k);
         CHECK_BITS(o.bias, ref.bias, nc, "p_bias_add", k);
         CHECK_BITS(o.dbias, ref.dbias, PC, "p_bias_backward", k);
-        CHECK_BITS(o.sm, ref.sm, ns, "p_softmax_forward", k);
-        CHECK_BITS(o.dsm, ref.dsm, ns, "p_softmax_backward", k);
         CHECK_BITS(o.dce, ref.dce, (size_t)PNV * PV, "p_cross_entropy_backward", k);
         ck_assert_int_eq(o.count, ref.count);
         ck_assert_msg(memcmp(&o.loss, &ref.loss, sizeof o.loss) == 0, "loss %.17g vs %.17g",
@@ -932,9 +804,7 @@ START_TEST(parallel_wrappers_thread_count_invariant)
     free(dy);
     free(w);
     free(b);
-    free(s);
     free(z);
-    free(mask);
     free(t);
 }
 END_TEST
@@ -950,8 +820,6 @@ Suite *ops_suite(void)
     tcase_add_test(tc, bias_and_add_bit_identical);
     tcase_add_test(tc, layernorm_forward_matches_generic);
     tcase_add_test(tc, layernorm_backward_matches_generic);
-    tcase_add_test(tc, softmax_forward_matches_generic);
-    tcase_add_test(tc, softmax_backward_matches_generic);
     tcase_add_test(tc, dropout_bit_identical);
     tcase_add_test(tc, cross_entropy_matches_generic);
     tcase_add_test(tc, adamw_and_sum_squares_bit_identical);

@@ -39,8 +39,6 @@ static void build_tables(void)
     t->bias_add = ct__bias_add_generic;
     t->bias_backward = ct__bias_backward_generic;
     t->add_inplace = ct__add_inplace_generic;
-    t->softmax_forward = ct__softmax_forward_generic;
-    t->softmax_backward = ct__softmax_backward_generic;
     t->dropout_forward = ct__dropout_forward_generic;
     t->dropout_backward = ct__dropout_backward_generic;
     t->dropout_backward_kept = ct__dropout_backward_kept_generic;
@@ -98,8 +96,6 @@ static void build_tables(void)
     t->bias_add = ct__bias_add_avx512;
     t->bias_backward = ct__bias_backward_avx512;
     t->add_inplace = ct__add_inplace_avx512;
-    t->softmax_forward = ct__softmax_forward_avx512;
-    t->softmax_backward = ct__softmax_backward_avx512;
     t->dropout_forward = ct__dropout_forward_avx512;
     t->dropout_backward = ct__dropout_backward_avx512;
     t->dropout_backward_kept = ct__dropout_backward_kept_avx512;

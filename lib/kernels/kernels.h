@@ -158,8 +158,6 @@ typedef struct ct__kernels {
     ct__bias_add_fn bias_add;
     ct__bias_backward_fn bias_backward;
     ct__add_inplace_fn add_inplace;
-    ct__softmax_forward_fn softmax_forward;
-    ct__softmax_backward_fn softmax_backward;
     ct__dropout_fn dropout_forward;
     ct__dropout_fn dropout_backward;
     ct__dropout_kept_fn dropout_backward_kept;

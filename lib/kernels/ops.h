@@ -1,5 +1,5 @@
 /* Element-wise and row-wise kernels of the transformer (everything but the
- * matrix products): embeddings, LayerNorm, activations, softmax, dropout,
+ * matrix products): embeddings, LayerNorm, activations, dropout,
  * losses. Forward and backward, llm.c style: outputs first, gradients
  * prefixed d, shapes stated once. All fp32; rows are independent, so callers
  * split work by rows across threads.
@@ -57,18 +57,6 @@ typedef void (*ct__bias_add_fn)(float *out, const float *b, int N, int C);
 typedef void (*ct__bias_backward_fn)(float *db, const float *dout, int N, int width, int ld);
 typedef void (*ct__add_inplace_fn)(float *out, const float *inp, size_t n);
 void ct__add_inplace(float *out, const float *inp, size_t n);
-
-/* ---- masked softmax over rows of attention scores -----------------------
- * scores and probs [R,T] (R rows, T keys); key_mask [T] (1 keep, 0 masked)
- * shared by the rows. probs may alias scores. Masked keys get probability 0;
- * a row with every key masked is uniform over all T, as Transformers' additive
- * finfo.min mask makes it.
- * backward: dscores = probs * (dprobs - sum_j dprobs_j probs_j), times scale
- * (the 1/sqrt(head_dim) of the scores folded in). dscores may alias dprobs. */
-typedef void (*ct__softmax_forward_fn)(float *probs, const float *scores,
-                                       const int32_t *key_mask, int R, int T);
-typedef void (*ct__softmax_backward_fn)(float *dscores, const float *dprobs, const float *probs,
-                                        int R, int T, float scale);
 
 /* ---- dropout ------------------------------------------------------------------
  * Inverted dropout with probability p, the keep/drop decision for element i
@@ -170,10 +158,6 @@ void ct__tanh_backward_generic(float *dinp, const float *dout, const float *out,
 void ct__bias_add_generic(float *out, const float *b, int N, int C);
 void ct__bias_backward_generic(float *db, const float *dout, int N, int width, int ld);
 void ct__add_inplace_generic(float *out, const float *inp, size_t n);
-void ct__softmax_forward_generic(float *probs, const float *scores, const int32_t *key_mask,
-                                 int R, int T);
-void ct__softmax_backward_generic(float *dscores, const float *dprobs, const float *probs,
-                                  int R, int T, float scale);
 void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p, uint64_t key,
                                  size_t first);
 void ct__dropout_backward_generic(float *dinp, const float *dout, size_t n, float p,
@@ -240,10 +224,6 @@ void ct__tanh_backward_avx512(float *dinp, const float *dout, const float *out, 
 void ct__bias_add_avx512(float *out, const float *b, int N, int C);
 void ct__bias_backward_avx512(float *db, const float *dout, int N, int width, int ld);
 void ct__add_inplace_avx512(float *out, const float *inp, size_t n);
-void ct__softmax_forward_avx512(float *probs, const float *scores, const int32_t *key_mask,
-                                int R, int T);
-void ct__softmax_backward_avx512(float *dscores, const float *dprobs, const float *probs, int R,
-                                 int T, float scale);
 void ct__dropout_forward_avx512(float *out, const float *inp, size_t n, float p, uint64_t key,
                                 size_t first);
 void ct__dropout_backward_avx512(float *dinp, const float *dout, size_t n, float p,

@@ -200,9 +200,8 @@ typedef struct rows_job {
     const ct__kernels *k;
     float *out, *mean, *rstd, *dw, *db;
     const float *inp, *dout, *w, *b, *cmean, *crstd;
-    const int32_t *mask;
-    int N, C, T, rows_per_batch;
-    float eps, scale;
+    int N, C;
+    float eps;
     int ntasks;
 } rows_job;
 
@@ -346,50 +345,6 @@ void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, in
     j.ntasks = column_tasks(pool, N, C);
     ct__pool_run(pool, bias_bwd_task, &j, j.ntasks);
     ct__prof_end(CT__PROF_BIAS, t0, 0, 4.0 * N * C);
-}
-
-static void softmax_fwd_task(void *ctx, int t, int thread)
-{
-    rows_job *j = ctx;
-    size_t lo, hi, T = (size_t)j->T, rpb = (size_t)j->rows_per_batch;
-    (void)thread;
-    span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    /* Split at batch boundaries: each piece shares one key mask. */
-    while (lo < hi) {
-        size_t b = lo / rpb, end = (b + 1) * rpb < hi ? (b + 1) * rpb : hi;
-        j->k->softmax_forward(j->out + lo * T, j->inp + lo * T, j->mask + b * T, (int)(end - lo),
-                              j->T);
-        lo = end;
-    }
-}
-
-void ct__p_softmax_forward(ct__pool *pool, float *probs, const float *scores,
-                           const int32_t *key_mask, int B, int rows_per_batch, int T)
-{
-    rows_job j = {.k = ct__kernels_get(), .out = probs, .inp = scores, .mask = key_mask,
-                  .T = T, .rows_per_batch = rows_per_batch};
-    j.N = B * rows_per_batch;
-    j.ntasks = task_count(pool, (size_t)j.N * T, (size_t)j.N);
-    ct__pool_run(pool, softmax_fwd_task, &j, j.ntasks);
-}
-
-static void softmax_bwd_task(void *ctx, int t, int thread)
-{
-    rows_job *j = ctx;
-    size_t lo, hi, T = (size_t)j->T;
-    (void)thread;
-    span((size_t)j->N, t, j->ntasks, &lo, &hi);
-    j->k->softmax_backward(j->out + lo * T, j->dout + lo * T, j->inp + lo * T, (int)(hi - lo),
-                           j->T, j->scale);
-}
-
-void ct__p_softmax_backward(ct__pool *pool, float *dscores, const float *dprobs,
-                            const float *probs, int R, int T, float scale)
-{
-    rows_job j = {.k = ct__kernels_get(), .out = dscores, .dout = dprobs, .inp = probs, .N = R,
-                  .T = T, .scale = scale};
-    j.ntasks = task_count(pool, (size_t)R * T, (size_t)R);
-    ct__pool_run(pool, softmax_bwd_task, &j, j.ntasks);
 }
 
 /* ---- cross-entropy ------------------------------------------------------------ */

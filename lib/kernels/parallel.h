@@ -71,12 +71,6 @@ void ct__p_layernorm_backward_params(ct__pool *pool, float *dw, float *db, const
 void ct__p_bias_add(ct__pool *pool, float *out, const float *b, int N, int C);
 void ct__p_bias_backward(ct__pool *pool, float *db, const float *dout, int N, int C);
 
-/* Attention softmax over [B, rows_per_batch, T] with the key mask of each
- * batch item ([B, T]). */
-void ct__p_softmax_forward(ct__pool *pool, float *probs, const float *scores,
-                           const int32_t *key_mask, int B, int rows_per_batch, int T);
-void ct__p_softmax_backward(ct__pool *pool, float *dscores, const float *dprobs,
-                            const float *probs, int R, int T, float scale);
 
 /* Cross-entropy over N rows of V logits (row stride V): the loss sum and
  * count as ct__cross_entropy_forward, summed in row order. */

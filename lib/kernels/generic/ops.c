@@ -146,49 +146,6 @@ void ct__add_inplace_generic(float *out, const float *inp, size_t n)
         out[i] += inp[i];
 }
 
-void ct__softmax_forward_generic(float *probs, const float *scores, const int32_t *key_mask, int R,
-                                 int T)
-{
-    int kept = 0;
-    for (int j = 0; j < T; j++)
-        kept += key_mask[j] != 0;
-    for (int r = 0; r < R; r++) {
-        const float *s = scores + (size_t)r * T;
-        float *p = probs + (size_t)r * T;
-        if (kept == 0) {
-            for (int j = 0; j < T; j++)
-                p[j] = 1.0f / T;
-            continue;
-        }
-        float mx = -INFINITY;
-        for (int j = 0; j < T; j++)
-            if (key_mask[j] && s[j] > mx)
-                mx = s[j];
-        double sum = 0;
-        for (int j = 0; j < T; j++) {
-            p[j] = key_mask[j] ? expf(s[j] - mx) : 0.0f;
-            sum += p[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j < T; j++)
-            p[j] *= inv;
-    }
-}
-
-void ct__softmax_backward_generic(float *dscores, const float *dprobs, const float *probs, int R,
-                                  int T, float scale)
-{
-    for (int r = 0; r < R; r++) {
-        const float *dp = dprobs + (size_t)r * T, *p = probs + (size_t)r * T;
-        float *ds = dscores + (size_t)r * T;
-        double dot = 0;
-        for (int j = 0; j < T; j++)
-            dot += dp[j] * p[j];
-        for (int j = 0; j < T; j++)
-            ds[j] = scale * p[j] * (dp[j] - (float)dot);
-    }
-}
-
 /* ---- dropout ------------------------------------------------------------ */
 
 uint64_t ct__dropout_key(uint64_t seed, uint64_t step, uint32_t site)
