@@ -49,8 +49,7 @@ static void build_tables(void)
 
 #if defined(__x86_64__)
     /* AVX2 + FMA: our own FMA GEMM (bf16 widened as it is packed), the
-     * conversions and the element-wise work of a training step vectorised,
-     * the rarer kernels generic. */
+     * conversions and every element-wise kernel vectorised. */
     t = &tables[CT__ISA_AVX2];
     *t = tables[CT__ISA_GENERIC];
     t->f32_to_bf16 = ct__f32_to_bf16_avx2;
@@ -61,12 +60,20 @@ static void build_tables(void)
     t->layernorm_backward_params = ct__layernorm_backward_params_avx2;
     t->gelu_forward = ct__gelu_forward_avx2;
     t->gelu_backward = ct__gelu_backward_avx2;
+    t->gelu_tanh_forward = ct__gelu_tanh_forward_avx2;
+    t->gelu_tanh_backward = ct__gelu_tanh_backward_avx2;
+    t->relu_forward = ct__relu_forward_avx2;
+    t->relu_backward = ct__relu_backward_avx2;
+    t->tanh_forward = ct__tanh_forward_avx2;
+    t->tanh_backward = ct__tanh_backward_avx2;
     t->bias_add = ct__bias_add_avx2;
     t->bias_backward = ct__bias_backward_avx2;
     t->add_inplace = ct__add_inplace_avx2;
     t->dropout_forward = ct__dropout_forward_avx2;
     t->dropout_backward = ct__dropout_backward_avx2;
     t->dropout_backward_kept = ct__dropout_backward_kept_avx2;
+    t->cross_entropy_forward = ct__cross_entropy_forward_avx2;
+    t->cross_entropy_backward = ct__cross_entropy_backward_avx2;
     t->adamw_update = ct__adamw_update_avx2;
     t->sum_squares = ct__sum_squares_avx2;
     t->gemm_bf16 = ct__gemm_bf16_avx2;

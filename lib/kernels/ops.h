@@ -186,6 +186,12 @@ void ct__layernorm_backward_params_avx2(float *dw, float *db, const float *dout,
                                         const float *rstd, int N, int width, int ld);
 void ct__gelu_forward_avx2(float *out, const float *inp, size_t n);
 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__gelu_tanh_forward_avx2(float *out, const float *inp, size_t n);
+void ct__gelu_tanh_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__relu_forward_avx2(float *out, const float *inp, size_t n);
+void ct__relu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__tanh_forward_avx2(float *out, const float *inp, size_t n);
+void ct__tanh_backward_avx2(float *dinp, const float *dout, const float *out, size_t n);
 void ct__bias_add_avx2(float *out, const float *b, int N, int C);
 void ct__bias_backward_avx2(float *db, const float *dout, int N, int width, int ld);
 void ct__add_inplace_avx2(float *out, const float *inp, size_t n);
@@ -195,6 +201,11 @@ void ct__dropout_backward_avx2(float *dinp, const float *dout, size_t n, float p
                                uint64_t key, size_t first);
 void ct__dropout_backward_kept_avx2(float *dinp, const float *dout, const float *kept,
                                     size_t n, float p);
+double ct__cross_entropy_forward_avx2(const float *logits, int ld, const int32_t *target, int N,
+                                      int V, int32_t ignore, int *count);
+void ct__cross_entropy_backward_avx2(float *dlogits, int ldd, const float *logits, int ld,
+                                     const int32_t *target, int N, int V, int32_t ignore,
+                                     float scale);
 void ct__adamw_update_avx2(float *p, float *g, float *m, float *v, size_t n,
                            const ct__adamw_hyper *h);
 double ct__sum_squares_avx2(const float *x, size_t n);

@@ -1,15 +1,15 @@
-/* AVX2 + FMA versions of the element-wise kernels of ops.h that a training
- * step spends its time in: GELU (erf form), LayerNorm, bias and residual,
- * dropout, AdamW and the gradient norm. The same operations as the AVX-512
- * versions (ops_avx512.c), 8 lanes at a time, with the same distance from
- * the generic oracle (bit-identical where those are); the rarer kernels
- * (tanh GELU, softmax, cross-entropy) stay generic at this level. */
+/* AVX2 + FMA versions of every element-wise kernel of ops.h: the
+ * activations, LayerNorm, bias and residual, dropout, cross-entropy, AdamW
+ * and the gradient norm. The same operations as the AVX-512 versions
+ * (ops_avx512.c), 8 lanes at a time, with the same distance from the
+ * generic oracle (bit-identical where those are). */
 #include "kernels/ops.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/x86/erfc_fit.h"
 #include "kernels/x86/exp_avx2.h"
@@ -117,6 +117,103 @@ CT_AVX2 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float 
         __m256 cdf = phi_of8(z, erfc_e8(a, e));
         __m256 pdf = _mm256_mul_ps(splat(0.3989422804014327f), e);
         __m256 d = _mm256_fmadd_ps(x, pdf, cdf);
+        store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));
+    }
+}
+
+/* tanh(x) (ops_avx512.c's tanh16, with a true division for 1/(e^2a + 1)). */
+CT_AVX2 static inline __m256 tanh8(__m256 x)
+{
+    __m256 a = _mm256_andnot_ps(splat(-0.0f), x);
+    __m256 s = _mm256_mul_ps(a, a);
+    __m256 p = splat(-5.697722547e-03f);
+    p = _mm256_fmadd_ps(p, s, splat(2.063211612e-02f));
+    p = _mm256_fmadd_ps(p, s, splat(-5.373740196e-02f));
+    p = _mm256_fmadd_ps(p, s, splat(1.333141178e-01f));
+    p = _mm256_fmadd_ps(p, s, splat(-3.333328068e-01f));
+    p = _mm256_mul_ps(s, p);
+    __m256 small = _mm256_fmadd_ps(a, p, a);
+    __m256 ac = _mm256_min_ps(splat(9.1f), a);
+    __m256 e = ct__exp8_avx2(_mm256_add_ps(ac, ac));
+    __m256 y = _mm256_div_ps(splat(1.0f), _mm256_add_ps(e, splat(1.0f)));
+    __m256 large = _mm256_fnmadd_ps(splat(2.0f), y, splat(1.0f));
+    __m256 is_small = _mm256_cmp_ps(a, splat(0.625f), _CMP_LT_OQ);
+    __m256 r = _mm256_blendv_ps(large, small, is_small);
+    return _mm256_or_ps(r, _mm256_and_ps(x, splat(-0.0f)));
+}
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+/* u = sqrt(2/pi) (x + 0.044715 x^3), rounded step by step as the generic. */
+CT_AVX2 static inline __m256 gelu_tanh_arg8(__m256 x)
+{
+    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(splat(GELU_C), x), x), x);
+    return _mm256_mul_ps(splat(GELU_K), _mm256_add_ps(x, rounded(x3)));
+}
+
+/* x / (1 + e^-2u) (ops_avx512.c's, with its bound). */
+CT_AVX2 void ct__gelu_tanh_forward_avx2(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 x = load8(inp + i, n - i);
+        __m256 e = ct__exp8_avx2(_mm256_mul_ps(splat(-2.0f), gelu_tanh_arg8(x)));
+        __m256 s = _mm256_div_ps(splat(1.0f), _mm256_add_ps(splat(1.0f), e));
+        store8(out + i, n - i, _mm256_mul_ps(x, s));
+    }
+}
+
+/* dout (s + 2 x s (1 - s) du), 1 - s as e s where e < 1
+ * (ct__gelu_tanh_backward_avx512, with its bound). */
+CT_AVX2 void ct__gelu_tanh_backward_avx2(float *dinp, const float *dout, const float *inp,
+                                         size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 x = load8(inp + i, n - i);
+        __m256 e = ct__exp8_avx2(_mm256_mul_ps(splat(-2.0f), gelu_tanh_arg8(x)));
+        __m256 s = _mm256_div_ps(splat(1.0f), _mm256_add_ps(splat(1.0f), e));
+        __m256 e_small = _mm256_cmp_ps(e, splat(1.0f), _CMP_LT_OQ);
+        __m256 oms = _mm256_blendv_ps(_mm256_sub_ps(splat(1.0f), s), _mm256_mul_ps(e, s), e_small);
+        __m256 du = _mm256_mul_ps(splat(GELU_K),
+                                  _mm256_fmadd_ps(_mm256_mul_ps(splat(3.0f * GELU_C), x), x,
+                                                  splat(1.0f)));
+        __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_add_ps(x, x), _mm256_mul_ps(s, oms)), du,
+                                   s);
+        store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));
+    }
+}
+
+/* Bit-identical: NaN and -0 give +0 as the generic's comparison does. */
+CT_AVX2 void ct__relu_forward_avx2(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 x = load8(inp + i, n - i);
+        __m256 pos = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ);
+        store8(out + i, n - i, _mm256_and_ps(pos, x));
+    }
+}
+
+CT_AVX2 void ct__relu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 pos = _mm256_cmp_ps(load8(inp + i, n - i), _mm256_setzero_ps(), _CMP_GT_OQ);
+        store8(dinp + i, n - i, _mm256_and_ps(pos, load8(dout + i, n - i)));
+    }
+}
+
+/* Within 6 * 2^-24 relative of tanhf (tanh16's bound). */
+CT_AVX2 void ct__tanh_forward_avx2(float *out, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8)
+        store8(out + i, n - i, tanh8(load8(inp + i, n - i)));
+}
+
+/* Bit-identical: out * out rounded, then 1 - it, then times dout. */
+CT_AVX2 void ct__tanh_backward_avx2(float *dinp, const float *dout, const float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 y = load8(out + i, n - i);
+        __m256 d = _mm256_sub_ps(splat(1.0f), rounded(_mm256_mul_ps(y, y)));
         store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));
     }
 }
@@ -385,6 +482,81 @@ CT_AVX2 void ct__dropout_backward_kept_avx2(float *dinp, const float *dout, cons
         /* unordered: a NaN kept value is not 0, so it keeps, as in the generic */
         __m256 keep = _mm256_cmp_ps(load8(kept + i, n - i), zero, _CMP_NEQ_UQ);
         store8(dinp + i, n - i, _mm256_and_ps(keep, _mm256_mul_ps(load8(dout + i, n - i), vscale)));
+    }
+}
+
+/* ---- cross-entropy (ops_avx512.c's, with its bounds) ---------------------------------- */
+
+static int counted(int32_t t, int V, int32_t ignore)
+{
+    return t != ignore && t >= 0 && t < V;
+}
+
+/* Row max (NaN skipped: vmaxps returns its second operand, the running
+ * max, when the first is NaN, as the generic's comparison skips it) and
+ * the sum of e^(z - max) in double. Lanes past the row count -inf in the
+ * max and 0 in the sum. */
+CT_AVX2 static inline double row_sum_exp8(const float *z, int V, float *max_out)
+{
+    __m256 vmx = splat(-INFINITY);
+    for (int j = 0; j < V; j += 8) {
+        __m256 x = load8(z + j, (size_t)(V - j));
+        if (V - j < 8)
+            x = _mm256_blendv_ps(splat(-INFINITY), x, _mm256_castsi256_ps(lanes((size_t)(V - j))));
+        vmx = _mm256_max_ps(x, vmx);
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmx), _mm256_extractf128_ps(vmx, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    float mx = _mm_cvtss_f32(m);
+    vmx = splat(mx);
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    for (int j = 0; j < V; j += 8) {
+        __m256 e = ct__exp8_avx2(_mm256_sub_ps(load8(z + j, (size_t)(V - j)), vmx));
+        if (V - j < 8)
+            e = _mm256_and_ps(e, _mm256_castsi256_ps(lanes((size_t)(V - j))));
+        sum_pd(&lo, &hi, e);
+    }
+    *max_out = mx;
+    return reduce_pd(lo, hi);
+}
+
+CT_AVX2 double ct__cross_entropy_forward_avx2(const float *logits, int ld, const int32_t *target,
+                                              int N, int V, int32_t ignore, int *count)
+{
+    double total = 0;
+    *count = 0;
+    for (int i = 0; i < N; i++) {
+        const float *z = logits + (size_t)i * ld;
+        if (!counted(target[i], V, ignore))
+            continue;
+        float mx;
+        double sum = row_sum_exp8(z, V, &mx);
+        total += log(sum) + mx - z[target[i]];
+        (*count)++;
+    }
+    return total;
+}
+
+CT_AVX2 void ct__cross_entropy_backward_avx2(float *dlogits, int ldd, const float *logits, int ld,
+                                             const int32_t *target, int N, int V,
+                                             int32_t ignore, float scale)
+{
+    for (int i = 0; i < N; i++) {
+        const float *z = logits + (size_t)i * ld;
+        float *dz = dlogits + (size_t)i * ldd;
+        if (!counted(target[i], V, ignore)) {
+            memset(dz, 0, (size_t)V * sizeof *dz);
+            continue;
+        }
+        float mx;
+        double sum = row_sum_exp8(z, V, &mx);
+        __m256 vmx = splat(mx), c = splat((float)(scale / sum));
+        for (int j = 0; j < V; j += 8) {
+            __m256 e = ct__exp8_avx2(_mm256_sub_ps(load8(z + j, (size_t)(V - j)), vmx));
+            store8(dz + j, (size_t)(V - j), _mm256_mul_ps(e, c));
+        }
+        dz[target[i]] -= scale;
     }
 }
 
