@@ -38,8 +38,10 @@ static void usage(void)
 }
 
 /* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
- * Linear (the tied decoder included) and of the two attention products. */
-static double forward_flops(const ct_model *m, int B, int T)
+ * Linear (the tied decoder included) and of the two attention products.
+ * A masked LM's head runs on head_rows tokens: all of them in evaluation,
+ * the labelled ones in training (what the library computes, ct_model.h). */
+static double forward_flops(const ct_model *m, int B, int T, int head_rows)
 {
     int64_t C, L, FF, V, NL;
     ct_model_config_int(m, "hidden_size", &C);
@@ -53,7 +55,9 @@ static double forward_flops(const ct_model *m, int B, int T)
     switch (ct_model_get_task(m)) {
     case CT_TASK_QUESTION_ANSWERING: head = BT * 2.0 * C; break;
     case CT_TASK_SEQUENCE_CLASSIFICATION: head = B * ((double)C * C + (double)C * NL); break;
-    default: head = BT * ((double)C * C + (double)C * V); break;
+    case CT_TASK_TOKEN_CLASSIFICATION: head = BT * (double)C * NL; break;
+    case CT_TASK_MASKED_LM: head = head_rows * ((double)C * C + (double)C * V); break;
+    default: head = 0; break;
     }
     return 2.0 * (L * layer + head);
 }
@@ -240,7 +244,10 @@ int main(int argc, char **argv)
         st = ct_batch_set_labels(batch, labels,
                                  task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B
                                                                           : (size_t)B * T);
-    flops = forward_flops(m, B, T) * (eval ? 1.0 : 3.0);
+    int labelled = 0;
+    for (int i = 0; i < B * T; i++)
+        labelled += labels[i] != -100;
+    flops = forward_flops(m, B, T, eval || labelled == 0 ? B * T : labelled) * (eval ? 1.0 : 3.0);
 
     printf("kernels: %s\n", ct_kernel_isa());
     printf("model %s (%s), %zu parameters, batch %d x seq %d, %s, %s, %d threads\n", model_name,

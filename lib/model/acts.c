@@ -56,6 +56,7 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
     a->seq_start = (int *)take(cv, (size_t)B + 1, sizeof(int));
     a->tok = (int32_t *)take(cv, NT, sizeof(int32_t));
     a->targets = (int32_t *)take(cv, NT > 2 * (size_t)B ? NT : 2 * (size_t)B, sizeof(int32_t));
+    a->head_rows = (int32_t *)take(cv, NT, sizeof(int32_t));
     a->emb = F(NT * C);
     a->emb_mean = F(NT);
     a->emb_rstd = F(NT);
@@ -204,9 +205,11 @@ ct_status ct__acts_padded_logits(ct_model *m, const float **out)
             a->padded_cap = need;
         }
         memset(a->padded_logits, 0, need * sizeof *a->padded_logits);
-        for (int i = 0; i < a->N; i++)
-            memcpy(a->padded_logits + (size_t)a->tok[i] * nout, a->logits + (size_t)i * nout,
+        for (int j = 0; j < a->head_n; j++) {
+            int i = a->head_n < a->N ? a->head_rows[j] : j;
+            memcpy(a->padded_logits + (size_t)a->tok[i] * nout, a->logits + (size_t)j * nout,
                    nout * sizeof *a->logits);
+        }
         a->padded_fresh = 1;
     }
     *out = a->padded_logits;

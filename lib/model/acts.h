@@ -33,6 +33,11 @@ struct ct__acts {
     int32_t *targets;         /* [N] MLM labels of the packed tokens, or [2B] QA
                                * start/end as positions within their sequence
                                * (-1: ignored) */
+    /* The per-token head runs over head_n rows: all N, or in a masked LM's
+     * training pass the head_rows whose label counts (their targets then
+     * first in `targets`, and the head's arrays hold those rows only). */
+    int head_n;
+    int32_t *head_rows; /* [N] */
 
     /* Per layer l (L layers, or one slot when not kept); x has L + 1 entries
      * (or two): x[0] the embeddings' output, x[l + 1] layer l's output. */

@@ -565,13 +565,27 @@ static ct_status head_fwd(pass *p)
         break;
     }
     default: { /* masked LM: dense, activation, LayerNorm, decoder tied to wte */
-        if ((st = linear_fwd(p, a->head_pre, xL, xLb, w->pre_w, w->pre_b, N, C, C)) != CT_OK)
+        int R = a->head_n;
+        size_t RC = (size_t)R * C;
+        const float *in = xL;
+        const ct__bf16 *inb = xLb;
+        if (R < N) { /* training: the rows whose label counts */
+            for (int j = 0; j < R; j++) {
+                size_t from = (size_t)a->head_rows[j] * C, to = (size_t)j * C;
+                memcpy(a->head_in + to, xL + from, (size_t)C * sizeof *xL);
+                if (xLb)
+                    memcpy(a->head_in_b + to, xLb + from, (size_t)C * sizeof *xLb);
+            }
+            in = a->head_in;
+            inb = a->head_in_b;
+        }
+        if ((st = linear_fwd(p, a->head_pre, in, inb, w->pre_w, w->pre_b, R, C, C)) != CT_OK)
             return st;
-        activation_fwd(p, a->head_act, a->head_pre, NC);
+        activation_fwd(p, a->head_act, a->head_pre, RC);
         ct__p_layernorm_forward(p->pool, a->head_out, a->head_mean, a->head_rstd, a->head_act,
-                              P(p, w->head_ln_w), P(p, w->head_ln_b), N, C, head_ln_eps(m));
-        to_bf16(p, a->head_out_b, a->head_out, NC);
-        st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->wte, w->out_b, N, C,
+                              P(p, w->head_ln_w), P(p, w->head_ln_b), R, C, head_ln_eps(m));
+        to_bf16(p, a->head_out_b, a->head_out, RC);
+        st = linear_fwd(p, a->logits, a->head_out, a->head_out_b, w->wte, w->out_b, R, C,
                         m->cfg.vocab_size);
         m->logits_ndim = 3;
         m->logits_shape[0] = B;
@@ -691,7 +705,7 @@ static float head_loss_of(pass *p, float scale, float *dlogits)
         /* Cross-entropy over classes (per sequence or per token) or the
          * vocabulary; -100 is ignored. */
         int per_seq = m->task == CT_TASK_SEQUENCE_CLASSIFICATION, count;
-        int rows = per_seq ? B : p->N;
+        int rows = per_seq ? B : p->a->head_n;
         int V = m->task == CT_TASK_MASKED_LM ? m->cfg.vocab_size : m->cfg.num_labels;
         const int32_t *labels = per_seq ? b->labels : a->targets;
         double sum =
@@ -760,15 +774,27 @@ static ct_status head_bwd(pass *p)
                    (size_t)C * sizeof *a->dx);
         return CT_OK;
     }
-    default:
+    default: {
+        int R = a->head_n;
         if ((st = linear_bwd(p, a->dhead, 0, a->dlogits, 0, a->head_out, a->head_out_b, w->wte,
-                             w->out_b, N, C, m->cfg.vocab_size)) != CT_OK)
+                             w->out_b, R, C, m->cfg.vocab_size)) != CT_OK)
             return st;
         ct__p_layernorm_backward(p->pool, a->dhead2, G(p, w->head_ln_w), G(p, w->head_ln_b),
                                  a->dhead, a->head_act, P(p, w->head_ln_w), a->head_mean,
-                                 a->head_rstd, N, C);
-        activation_bwd(p, a->dhead, a->dhead2, a->head_pre, NC);
-        return linear_bwd(p, a->dx, 0, a->dhead, 0, xL, xLb, w->pre_w, w->pre_b, N, C, C);
+                                 a->head_rstd, R, C);
+        activation_bwd(p, a->dhead, a->dhead2, a->head_pre, (size_t)R * C);
+        if (R == N)
+            return linear_bwd(p, a->dx, 0, a->dhead, 0, xL, xLb, w->pre_w, w->pre_b, N, C, C);
+        /* the rows left out get no gradient from the head */
+        if ((st = linear_bwd(p, a->dhead2, 0, a->dhead, 0, a->head_in, a->head_in_b, w->pre_w,
+                             w->pre_b, R, C, C)) != CT_OK)
+            return st;
+        memset(a->dx, 0, NC * sizeof *a->dx);
+        for (int j = 0; j < R; j++)
+            memcpy(a->dx + (size_t)a->head_rows[j] * C, a->dhead2 + (size_t)j * C,
+                   (size_t)C * sizeof *a->dx);
+        return CT_OK;
+    }
     }
 }
 
@@ -941,6 +967,28 @@ static void pack_batch(ct__acts *a, const ct_model *m, const ct_batch *b, int la
     }
 }
 
+/* A masked LM's training pass runs its head only on the rows whose label
+ * counts: the loss and every gradient are those of all rows (a row labelled
+ * -100 contributes exact zeros), for a fraction of the [N, vocab] decoder
+ * product (run_mlm masks 15% of the tokens). ct_model_forward computes
+ * every row: its logits are what a caller reads. */
+static void select_head_rows(const pass *p, int backward)
+{
+    ct__acts *a = p->a;
+    int n = 0;
+    a->head_n = p->N;
+    if (!backward || p->m->task != CT_TASK_MASKED_LM)
+        return;
+    for (int i = 0; i < p->N; i++)
+        if (a->targets[i] != -100)
+            a->head_rows[n++] = i;
+    if (n == 0) /* nothing to score: the loss is 0 / 0 over all rows, as torch's */
+        return;
+    for (int j = 0; j < n; j++) /* in place: head_rows[j] >= j */
+        a->targets[j] = a->targets[a->head_rows[j]];
+    a->head_n = n;
+}
+
 /* Tell a listener which gradients backward has finished: all from layer
  * `from`'s first tensor on (from = L: the head's; -1: all of them). The
  * head's and the layers' tensors follow the embeddings in the flat buffer,
@@ -995,6 +1043,7 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
     p.L = c->num_layers;
     p.step = m->dropout_step;
     pack_batch(p.a, m, b, want_loss);
+    select_head_rows(&p, backward);
 
     embeddings_fwd(&p);
     for (int l = 0; l < p.L && st == CT_OK; l++)

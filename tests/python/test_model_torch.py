@@ -50,7 +50,7 @@ if torch is not None:
     sys.path.insert(0, os.path.normpath(REF_DIR))
     import torch_bert as ref  # noqa: E402
 
-from cputrain import CputrainError, Model, Precision  # noqa: E402
+from cputrain import CputrainError, Model, Precision, Task  # noqa: E402
 
 needs_torch = unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING or "")
 
@@ -214,7 +214,25 @@ def c_run(model, batch, backward=True):
         loss = model.forward(**batch)
     logits = np.array(model.logits(), copy=True)
     grads = {name: np.array(g, copy=True) for name, g in model.grads().items()}
+    if backward and model.task == Task.MASKED_LM and not model.training:
+        logits = mlm_training_logits(model, batch, logits)
     return loss, logits, grads
+
+
+def mlm_training_logits(model, batch, logits):
+    """A masked LM's training pass scores the labelled tokens only: its
+    logits are 0 at the others and at those what forward() computes. Checks
+    both and gives forward()'s full logits (in eval mode, where the two
+    passes are the same computation)."""
+    scored = np.asarray(batch["labels"]) != -100
+    if np.any(logits[~scored] != 0):
+        raise AssertionError("a masked LM's training logits are not 0 where the label is -100")
+    model.forward(**batch)
+    full = np.array(model.logits(), copy=True)
+    if scored.any() and rel_max(logits[scored], full[scored]) > 1e-6:
+        raise AssertionError("training logits differ from forward()'s on the labelled tokens: "
+                             "%.1e" % rel_max(logits[scored], full[scored]))
+    return full
 
 
 def created_pair(config, task, seed=42):
