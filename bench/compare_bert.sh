@@ -3,6 +3,7 @@
 # with the library and with PyTorch on the same machine in the same run,
 # alternating twice (the machine is shared and noisy), then the ratios of the
 # medians. usage: bench/compare_bert.sh [BUILD_DIR]   (env: PYTHON, STEPS, THREADS;
+# TASK=mlm: the masked-LM head instead, one token in seven labelled;
 # CPUTRAIN_ISA=avx512 on a bf16 CPU measures bf16 emulated against fp32;
 # TORCH_PRECISION: "bf16 fp32", or fp32 alone by default on a CPU without
 # bf16 instructions, where PyTorch's bf16 autocast takes minutes a step)
@@ -11,6 +12,11 @@ here=$(dirname "$0")
 build=${1:-build}
 python=${PYTHON:-/usr/bin/python3}
 steps=${STEPS:-5}
+case ${TASK:-qa} in
+qa) ours_task=qa torch_task=question-answering ;;
+mlm) ours_task=mlm torch_task=masked-lm ;;
+*) echo "compare_bert.sh: TASK must be qa or mlm" >&2; exit 2 ;;
+esac
 threads=${THREADS:-2}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT INT TERM
@@ -25,11 +31,13 @@ fi
 
 for round in 1 2; do
     for prec in bf16 fp32; do
-        "$build/bin/cputrain-bench" --precision "$prec" --steps "$steps" --threads "$threads" |
+        "$build/bin/cputrain-bench" --task "$ours_task" --precision "$prec" --steps "$steps" \
+            --threads "$threads" |
             awk -v p="$prec" '/^step time/ { print "ours", p, $4 }' | tee -a "$out"
     done
     # shellcheck disable=SC2086 # one argument per precision
-    "$python" "$here/torch_bert_step.py" --steps "$steps" --threads "$threads" \
+    "$python" "$here/torch_bert_step.py" --task "$torch_task" --steps "$steps" \
+        --threads "$threads" \
         --precision $torch_precision |
         awk '{ print $1, $2, $4 }' | tee -a "$out"
 done

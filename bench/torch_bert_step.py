@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Times training steps (forward + backward) of the PyTorch reference BERT in
-tests/ref/torch_bert.py — the same architecture and head as the library —
+tests/ref/torch_bert.py — the same architecture and head as the library;
+question answering, or with --task masked-lm the masked-LM head with one
+token in seven labelled (as cputrain-bench --task mlm labels them) —
 in fp32 and under CPU autocast bf16 (what Trainer does with --bf16 --use_cpu),
 and prints one line per precision: "torch <precision> median <seconds>".
 A benchmark: it prints figures and judges nothing.
@@ -10,10 +12,11 @@ forward under autocast, backward, clip_grad_norm_(max_grad_norm 1.0),
 torch.optim.AdamW and the linear schedule; the line then adds samples/s
 over the timed steps and the process's peak RSS (getrusage).
 
-usage: torch_bert_step.py [--model NAME] [--batch B] [--seq T] [--steps N]
-                          [--warmup W] [--threads N] [--precision fp32|bf16 ...]
-                          [--optimizer]"""
+usage: torch_bert_step.py [--model NAME] [--task question-answering|masked-lm]
+                          [--batch B] [--seq T] [--steps N] [--warmup W]
+                          [--threads N] [--precision fp32|bf16 ...] [--optimizer]"""
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -29,6 +32,8 @@ import torch_bert  # noqa: E402
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="bert-base-uncased")
+    p.add_argument("--task", choices=["question-answering", "masked-lm"],
+                   default="question-answering")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=5)
@@ -38,7 +43,7 @@ def main():
     p.add_argument("--optimizer", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    model = torch_bert.build_model(a.model, "question-answering", seed=0)
+    model = torch_bert.build_model(a.model, a.task, seed=0)
     model.train()
     g = torch.Generator().manual_seed(1)
     vocab = torch_bert.Config.resolve(a.model).vocab_size
@@ -46,24 +51,36 @@ def main():
     mask = torch.ones_like(ids)
     start = torch.randint(0, a.seq, (a.batch,), generator=g)
     end = torch.clamp(start + 3, max=a.seq - 1)
+    labels = None
+    if a.task == "masked-lm":
+        labels = torch.where(torch.randint(0, 7, ids.shape, generator=g) == 0, ids, -100)
+        start = end = None
     if a.optimizer:
         for prec in a.precision:
-            optimizer_steps(a, model, prec, ids, mask, start, end)
+            optimizer_steps(a, model, prec, ids, mask, start, end, labels)
         return
     for prec in a.precision:
-        mode = {"bf16": "bf16-autocast", "fp32": "fp32"}[prec]
         times = []
         for i in range(a.warmup + a.steps):
             t0 = time.perf_counter()
-            torch_bert.run_batch(model, ids, attention_mask=mask, start_positions=start,
-                                 end_positions=end, precision=mode, backward=True)
+            model.zero_grad(set_to_none=True)
+            forward_backward(model, prec, ids, mask, start, end, labels)
             if i >= a.warmup:
                 times.append(time.perf_counter() - t0)
         print("torch %s median %.4f s (min %.4f) over %d steps, %d threads"
               % (prec, statistics.median(times), min(times), a.steps, a.threads), flush=True)
 
 
-def optimizer_steps(a, model, prec, ids, mask, start, end):
+def forward_backward(model, prec, ids, mask, start, end, labels):
+    """The loss and its backward, in fp32 or under CPU autocast bf16; nothing
+    is copied out of the model (the step is what is timed)."""
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if prec == "bf16" else None
+    with autocast or contextlib.nullcontext():
+        loss, _ = model(ids, None, mask, start, end, labels)
+    loss.backward()
+
+
+def optimizer_steps(a, model, prec, ids, mask, start, end, labels):
     """Trainer's training_step + optimizer step, as run_qa.py's Trainer does
     it with --bf16 --use_cpu (Trainer defaults: AdamW, lr 5e-5, weight
     decay 0, linear schedule, max_grad_norm 1.0)."""
@@ -75,12 +92,7 @@ def optimizer_steps(a, model, prec, ids, mask, start, end):
     for i in range(total):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        if prec == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss, _ = model(ids, None, mask, start, end)
-        else:
-            loss, _ = model(ids, None, mask, start, end)
-        loss.backward()
+        forward_backward(model, prec, ids, mask, start, end, labels)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
