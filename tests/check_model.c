@@ -13,6 +13,7 @@
 #include <cputrain/cputrain.h>
 
 #include "kernels/kernels.h"
+#include "model/model.h"
 #include "scratch.h"
 #include "suites.h"
 
@@ -193,6 +194,65 @@ END_TEST
 START_TEST(gradients_distilbert_token)
 {
     check_gradients("distilbert-test", CT_TASK_TOKEN_CLASSIFICATION);
+}
+END_TEST
+
+/* A masked LM scores only its labelled tokens in training, and in an
+ * evaluation that asks for them only (score_labelled_only, the trainer's):
+ * the same loss as the full forward, the same logits at the labelled
+ * tokens, 0 at the others. fp32 and bf16, both architectures. */
+START_TEST(mlm_scores_labelled_tokens_only)
+{
+    static const char *configs[] = {"bert-test", "distilbert-test"};
+    for (int c = 0; c < 2; c++)
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            ct_model *m;
+            ct_batch *b;
+            const float *out;
+            int64_t shape[3], V;
+            float full_loss, loss;
+            OK(ct_model_create(configs[c], CT_TASK_MASKED_LM, 5, &m));
+            OK(ct_model_set_training(m, 0));
+            OK(ct_model_set_precision(m, bf16 ? CT_PRECISION_BF16 : CT_PRECISION_FP32));
+            OK(ct_model_config_int(m, "vocab_size", &V));
+            b = make_batch(m);
+            OK(ct_model_forward(m, b, &full_loss));
+            OK(ct_model_logits(m, &out, NULL, shape));
+            size_t n = (size_t)B * T * (size_t)V;
+            float *full = malloc(n * sizeof *full);
+            ck_assert_ptr_nonnull(full);
+            memcpy(full, out, n * sizeof *full);
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass == 0) {
+                    OK(ct_model_zero_grad(m));
+                    OK(ct_model_forward_backward(m, b, 1.0f, &loss));
+                } else {
+                    m->score_labelled_only = 1;
+                    OK(ct_model_forward(m, b, &loss));
+                    m->score_labelled_only = 0;
+                }
+                ck_assert_msg(fabsf(loss - full_loss) <= 1e-6f * fabsf(full_loss),
+                              "%s %s pass %d: loss %.9g, full forward %.9g", configs[c],
+                              bf16 ? "bf16" : "fp32", pass, loss, full_loss);
+                OK(ct_model_logits(m, &out, NULL, shape));
+                for (size_t i = 0; i < (size_t)B * T; i++) {
+                    /* make_batch labels every third token its mask keeps */
+                    int scored = i % 3 == 0 && (int)(i % T) < T - 2 * (int)(i / T);
+                    for (size_t v = 0; v < (size_t)V; v++) {
+                        float want = scored ? full[i * V + v] : 0.0f;
+                        ck_assert_msg(fabsf(out[i * V + v] - want) <= 1e-6f * (1 + fabsf(want)),
+                                      "%s pass %d token %zu class %zu: %.9g, want %.9g",
+                                      configs[c], pass, i, v, out[i * V + v], want);
+                    }
+                }
+            }
+            OK(ct_model_forward(m, b, &loss)); /* and every token again after */
+            OK(ct_model_logits(m, &out, NULL, shape));
+            ck_assert(memcmp(out, full, n * sizeof *full) == 0);
+            free(full);
+            ct_batch_free(b);
+            ct_model_free(m);
+        }
 }
 END_TEST
 
@@ -850,6 +910,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, gradients_distilbert_mlm);
     tcase_add_test(tc, gradients_bert_token);
     tcase_add_test(tc, gradients_distilbert_token);
+    tcase_add_test(tc, mlm_scores_labelled_tokens_only);
     tcase_add_test(tc, bf16_close_to_fp32_and_logits_shape);
     tcase_add_test(tc, dropout_is_reproducible);
     tcase_add_test(tc, dropout_follows_example_ids);

@@ -971,13 +971,15 @@ static void pack_batch(ct__acts *a, const ct_model *m, const ct_batch *b, int la
  * counts: the loss and every gradient are those of all rows (a row labelled
  * -100 contributes exact zeros), for a fraction of the [N, vocab] decoder
  * product (run_mlm masks 15% of the tokens). ct_model_forward computes
- * every row: its logits are what a caller reads. */
-static void select_head_rows(const pass *p, int backward)
+ * every row, its logits being what a caller reads, unless the trainer's
+ * evaluation asked for the labelled ones only (score_labelled_only). */
+static void select_head_rows(const pass *p, int backward, int want_loss)
 {
     ct__acts *a = p->a;
     int n = 0;
     a->head_n = p->N;
-    if (!backward || p->m->task != CT_TASK_MASKED_LM)
+    if (p->m->task != CT_TASK_MASKED_LM || !want_loss ||
+        !(backward || p->m->score_labelled_only))
         return;
     for (int i = 0; i < p->N; i++)
         if (a->targets[i] != -100)
@@ -1043,7 +1045,7 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
     p.L = c->num_layers;
     p.step = m->dropout_step;
     pack_batch(p.a, m, b, want_loss);
-    select_head_rows(&p, backward);
+    select_head_rows(&p, backward, want_loss);
 
     embeddings_fwd(&p);
     for (int l = 0; l < p.L && st == CT_OK; l++)

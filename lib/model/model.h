@@ -59,6 +59,10 @@ struct ct_model {
     int training;
     int gradient_checkpointing;
     float label_smoothing; /* epsilon of the labels' cross-entropy, 0: none */
+    /* A masked LM's forward with a loss scores only the labelled tokens, as
+     * its training step does (forward.c): set by an evaluation that reads
+     * no logits but theirs. */
+    int score_labelled_only;
     uint64_t dropout_seed, dropout_step;
 
     ct__tensor *tensors;

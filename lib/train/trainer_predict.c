@@ -112,6 +112,8 @@ static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, dou
         return ct__error(CT_ERR_NOMEM, "out of memory evaluating %zu examples", d->n);
     }
     ct_model_set_training(t->model, 0);
+    /* without `logits` only the labelled positions' are read (count_correct) */
+    t->model->score_labelled_only = !logits;
     if ((st = ct__trainer_apply_model_args(t->args, t->model, t->rank)) == CT_OK &&
         A_BOOL(bf16_full_eval))
         st = ct_model_set_precision(t->model, CT_PRECISION_BF16);
@@ -146,6 +148,7 @@ static ct_status eval_pass(ct_trainer *t, const ct_dataset *d, double *loss, dou
     }
     ct_model_set_training(t->model, was_training);
     ct_model_set_precision(t->model, was_precision);
+    t->model->score_labelled_only = 0;
     ct_batch_free(batch);
     free(idx);
     if (st == CT_OK && (loss || accuracy) && (st = sum_over_ranks(t, sums, 4)) == CT_OK) {
