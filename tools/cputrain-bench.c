@@ -51,7 +51,7 @@ static double forward_flops(const ct_model *m, int B, int T, int head_rows)
     ct_model_config_int(m, "num_labels", &NL);
     double BT = (double)B * T;
     double layer = BT * (4.0 * C * C + 2.0 * C * FF) + 2.0 * B * (double)T * T * C;
-    double head;
+    double head, layer_rest = 0;
     switch (ct_model_get_task(m)) {
     case CT_TASK_QUESTION_ANSWERING: head = BT * 2.0 * C; break;
     case CT_TASK_SEQUENCE_CLASSIFICATION: head = B * ((double)C * C + (double)C * NL); break;
@@ -59,7 +59,11 @@ static double forward_flops(const ct_model *m, int B, int T, int head_rows)
     case CT_TASK_MASKED_LM: head = head_rows * ((double)C * C + (double)C * V); break;
     default: head = 0; break;
     }
-    return 2.0 * (L * layer + head);
+    /* sequence classification's last layer computes past attention for
+     * the [CLS] tokens only (the library's forward.c) */
+    if (ct_model_get_task(m) == CT_TASK_SEQUENCE_CLASSIFICATION && L > 0)
+        layer_rest = (BT - B) * ((double)C * C + 2.0 * C * FF);
+    return 2.0 * (L * layer - layer_rest + head);
 }
 
 /* The library's own account of what it holds, by category. */

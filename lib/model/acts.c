@@ -84,6 +84,12 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
         a->head_in_b = MM(rows * C);
         a->head_out_b = MM(rows * C);
     }
+    if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION) {
+        a->tail_ctx = F((size_t)B * C);
+        a->tail_x = F((size_t)B * C);
+        if (bf16)
+            a->tail_ctx_b = MM((size_t)B * C);
+    }
     a->head_in = F(rows * C);
     a->head_pre = F(rows * C);
     a->head_act = F(rows * C);

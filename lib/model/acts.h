@@ -55,6 +55,12 @@ struct ct__acts {
     float *res2;                /* [L][N,C] LayerNorm 2 input */
     float *ln2_mean, *ln2_rstd; /* [L][N] */
 
+    /* Sequence classification's compact last layer (forward.c): the
+     * attention output and the layer input at each sequence's first token,
+     * [B, C], what the rows after attention start from. */
+    float *tail_ctx, *tail_x;
+    ct__bf16 *tail_ctx_b;
+
     /* bf16 copies of what bf16 matmuls read (NULL in fp32 mode); attention
      * rounds its own inputs. */
     ct__bf16 *x_b, *ctx_b, *h1_b, *ff_act_b; /* as above */

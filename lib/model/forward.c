@@ -53,12 +53,46 @@ static uint64_t site_key(const pass *p, uint32_t site)
                            site);
 }
 
-/* The dropout of one site over the batch's tokens (none when not training). */
-static ct__seq_dropout token_dropout(const pass *p, float prob, uint32_t site)
+/* The hidden dropout of one site over R rows: the batch's tokens (R = N),
+ * or a compact tail's (R = B: row s is sequence s's first token, with the
+ * counters a pass over every token gives it). None when not training. */
+static ct__seq_dropout hidden_dropout(const pass *p, int R, uint32_t site)
 {
-    ct__seq_dropout d = {p->training ? prob : 0.0f, site_key(p, site), p->B,
-                         p->a->seq_start, p->batch->example_ids};
+    ct__seq_dropout d = {p->training ? p->m->cfg.hidden_dropout : 0.0f, site_key(p, site),
+                         p->B, R == p->N ? p->a->seq_start : NULL, p->batch->example_ids};
     return d;
+}
+
+/* Sequence classification reads one token of the encoder's output per
+ * sequence, its first ([CLS]). So the last layer computes its keys and
+ * values for every token (attention reads them all) and everything after
+ * attention for those B tokens only, held as rows 0..B-1: "the compact
+ * tail". Nothing the loss depends on is left out: the same loss and
+ * gradients, for a sixth fewer products in a 12-layer model. */
+static int compact_tail(const pass *p, int l)
+{
+    return p->m->task == CT_TASK_SEQUENCE_CLASSIFICATION && p->L > 0 && l == p->L - 1;
+}
+
+/* Rows seq_start[b] of src [N, row_bytes] as rows b of dst [B, row_bytes]. */
+static void gather_first_tokens(const pass *p, void *dst, const void *src, size_t row_bytes)
+{
+    for (int b = 0; b < p->B; b++)
+        memcpy((char *)dst + (size_t)b * row_bytes,
+               (const char *)src + (size_t)p->a->seq_start[b] * row_bytes, row_bytes);
+}
+
+/* The inverse in place on x [N, C]: row b moves to row seq_start[b] and
+ * every other row becomes 0. seq_start[b] >= b, so moving from the last row
+ * down overwrites no row before it has moved. */
+static void scatter_first_tokens(const pass *p, float *x)
+{
+    const int *s = p->a->seq_start;
+    size_t C = (size_t)p->C;
+    for (int b = p->B - 1; b >= 0; b--)
+        memmove(x + (size_t)s[b] * C, x + (size_t)b * C, C * sizeof *x);
+    for (int b = 0; b < p->B; b++)
+        memset(x + ((size_t)s[b] + 1) * C, 0, (size_t)(s[b + 1] - s[b] - 1) * C * sizeof *x);
 }
 
 /* x: one row of C per token (per_token) or per sequence (a head's [B, C]). */
@@ -254,15 +288,16 @@ static ct__act_backward_fn act_backward(const pass *p)
     return fns[p->m->cfg.act];
 }
 
-/* The chain after a sublayer's output product, y = that product (no bias
- * yet): out = LayerNorm(dropout(y + bias) + residual), and out's bf16 copy. */
-static ct_status add_norm_fwd(const pass *p, float *y, size_t b_off, const float *residual,
-                              size_t ln_w, size_t ln_b, float *out, float *mean, float *rstd,
-                              ct__bf16 *out_b, uint32_t site)
+/* The chain after a sublayer's output product over R rows, y = that
+ * product (no bias yet): out = LayerNorm(dropout(y + bias) + residual), and
+ * out's bf16 copy. */
+static ct_status add_norm_fwd(const pass *p, int R, float *y, size_t b_off,
+                              const float *residual, size_t ln_w, size_t ln_b, float *out,
+                              float *mean, float *rstd, ct__bf16 *out_b, uint32_t site)
 {
-    ct__chain_fwd c = {.y = y, .N = p->N, .C = p->C,
+    ct__chain_fwd c = {.y = y, .N = R, .C = p->C,
                        .bias = b_off != CT__NO_TENSOR ? P(p, b_off) : NULL,
-                       .drop = token_dropout(p, p->m->cfg.hidden_dropout, site),
+                       .drop = hidden_dropout(p, R, site),
                        .residual = residual, .ln_w = P(p, ln_w), .ln_b = P(p, ln_b),
                        .ln_out = out, .mean = mean, .rstd = rstd,
                        .eps = p->m->cfg.layer_norm_eps, .out_b = out_b};
@@ -273,14 +308,14 @@ static ct_status add_norm_fwd(const pass *p, float *y, size_t b_off, const float
  * a->dy_b in bf16 mode; dresidual = the gradient reaching the residual;
  * the LayerNorm's parameter gradients and the product's bias gradient
  * (b_off) accumulated. */
-static void add_norm_bwd(const pass *p, float *dresidual, const float *dout, const float *y,
-                         size_t b_off, size_t ln_w, size_t ln_b, const float *mean,
-                         const float *rstd, uint32_t site)
+static void add_norm_bwd(const pass *p, int R, float *dresidual, const float *dout,
+                         const float *y, size_t b_off, size_t ln_w, size_t ln_b,
+                         const float *mean, const float *rstd, uint32_t site)
 {
-    ct__chain_bwd c = {.dy = p->a->db, .N = p->N, .C = p->C, .ln_dout = dout, .ln_inp = y,
+    ct__chain_bwd c = {.dy = p->a->db, .N = R, .C = p->C, .ln_dout = dout, .ln_inp = y,
                        .ln_w = P(p, ln_w), .ln_mean = mean, .ln_rstd = rstd,
                        .ln_dw = G(p, ln_w), .ln_db = G(p, ln_b), .copy = dresidual,
-                       .drop = token_dropout(p, p->m->cfg.hidden_dropout, site),
+                       .drop = hidden_dropout(p, R, site),
                        .out_b = p->bf16 ? p->a->dy_b : NULL,
                        .db = b_off != CT__NO_TENSOR ? G(p, b_off) : NULL};
     ct__p_chain_backward(p->pool, &c);
@@ -298,7 +333,7 @@ static ct_status layer_fwd(const pass *p, int l)
     float *ff_act = p->bf16 ? NULL : SLOT(p, a->ff_act, l, NF);
     float *res2 = SLOT(p, a->res2, l, NC), *out = XS(p, a->x, l + 1, NC);
     ct__bf16 *ctx_b = NULL, *h1_b = NULL, *ff_act_b = NULL, *out_b = NULL;
-    int N = p->N, C = p->C, FF = p->FF;
+    int N = p->N, C = p->C, FF = p->FF, tail = compact_tail(p, l), R = tail ? p->B : N;
     ct_status st;
 
     if (p->bf16) {
@@ -312,24 +347,36 @@ static ct_status layer_fwd(const pass *p, int l)
         (st = linear_fwd(p, SLOT(p, a->v, l, NC), x, xb, w->wv, w->bv, N, C, C)) != CT_OK ||
         (st = attention_fwd(p, l)) != CT_OK)
         return st;
+    /* from here on R rows: every token's, or the compact tail's */
+    const float *ctx_in = ctx, *residual = x;
+    const ct__bf16 *ctx_in_b = ctx_b;
+    if (tail) {
+        gather_first_tokens(p, a->tail_ctx, ctx, (size_t)C * sizeof *ctx);
+        gather_first_tokens(p, a->tail_x, x, (size_t)C * sizeof *x);
+        if (ctx_b)
+            gather_first_tokens(p, a->tail_ctx_b, ctx_b, (size_t)C * sizeof *ctx_b);
+        ctx_in = a->tail_ctx;
+        ctx_in_b = ctx_b ? a->tail_ctx_b : NULL;
+        residual = a->tail_x;
+    }
     /* h1 = LayerNorm(dropout(ctx Wo^T + bo) + x) */
-    if ((st = linear_fwd(p, res1, ctx, ctx_b, w->wo, CT__NO_TENSOR, N, C, C)) != CT_OK ||
-        (st = add_norm_fwd(p, res1, w->bo, x, w->ln1_w, w->ln1_b, h1,
+    if ((st = linear_fwd(p, res1, ctx_in, ctx_in_b, w->wo, CT__NO_TENSOR, R, C, C)) != CT_OK ||
+        (st = add_norm_fwd(p, R, res1, w->bo, residual, w->ln1_w, w->ln1_b, h1,
                            SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N), h1_b,
                            SITE(l, SITE_ATT_OUT))) != CT_OK)
         return st;
     /* feed-forward: act(h1 W1^T + b1), kept in fp32 only when the product
      * after it reads fp32 */
-    if ((st = linear_fwd(p, ff_pre, h1, h1_b, w->w1, CT__NO_TENSOR, N, C, FF)) != CT_OK)
+    if ((st = linear_fwd(p, ff_pre, h1, h1_b, w->w1, CT__NO_TENSOR, R, C, FF)) != CT_OK)
         return st;
-    ct__chain_fwd ffn = {.y = ff_pre, .N = N, .C = FF,
+    ct__chain_fwd ffn = {.y = ff_pre, .N = R, .C = FF,
                          .bias = w->b1 != CT__NO_TENSOR ? P(p, w->b1) : NULL,
                          .act = act_forward(p), .act_out = ff_act, .out_b = ff_act_b};
     if ((st = ct__p_chain_forward(p->pool, &ffn)) != CT_OK ||
-        (st = linear_fwd(p, res2, ff_act, ff_act_b, w->w2, CT__NO_TENSOR, N, FF, C)) != CT_OK)
+        (st = linear_fwd(p, res2, ff_act, ff_act_b, w->w2, CT__NO_TENSOR, R, FF, C)) != CT_OK)
         return st;
     /* out = LayerNorm(dropout(ffn W2^T + b2) + h1) */
-    return add_norm_fwd(p, res2, w->b2, h1, w->ln2_w, w->ln2_b, out,
+    return add_norm_fwd(p, R, res2, w->b2, h1, w->ln2_w, w->ln2_b, out,
                         SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N), out_b,
                         SITE(l, SITE_FFN_OUT));
 }
@@ -343,7 +390,8 @@ static ct_status layer_bwd(pass *p, int l)
     ct__acts *a = p->a;
     const ct__layer_w *w = &p->m->w.layers[l];
     size_t NC = (size_t)p->N * p->C, NF = (size_t)p->N * p->FF;
-    int N = p->N, C = p->C, FF = p->FF, bf = p->bf16;
+    int N = p->N, C = p->C, FF = p->FF, bf = p->bf16, tail = compact_tail(p, l);
+    int R = tail ? p->B : N;
     const float *x = XS(p, a->x, l, NC);
     const ct__bf16 *xb = bf ? XS(p, a->x_b, l, NC) : NULL;
     float *dout = a->dx, *dx_in = a->dx2, *dres = a->db, *dh1 = a->da;
@@ -354,26 +402,31 @@ static ct_status layer_bwd(pass *p, int l)
     if (!p->per_layer && (st = layer_fwd(p, l)) != CT_OK)
         return st;
     /* out = LN2(dropout(ffn + b2) + h1): dres, and dh1 from the residual */
-    add_norm_bwd(p, dh1, dout, SLOT(p, a->res2, l, NC), w->b2, w->ln2_w, w->ln2_b,
+    add_norm_bwd(p, R, dh1, dout, SLOT(p, a->res2, l, NC), w->b2, w->ln2_w, w->ln2_b,
                  SLOT(p, a->ln2_mean, l, N), SLOT(p, a->ln2_rstd, l, N), SITE(l, SITE_FFN_OUT));
     if ((st = linear_bwd(p, a->dff, 0, dres, 1, bf ? NULL : SLOT(p, a->ff_act, l, NF),
-                         bf ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, N, FF, C)) !=
+                         bf ? SLOT(p, a->ff_act_b, l, NF) : NULL, w->w2, w->b2, R, FF, C)) !=
         CT_OK)
         return st;
-    ct__chain_bwd ffn = {.dy = a->dff, .N = N, .C = FF, .act = act_backward(p),
+    ct__chain_bwd ffn = {.dy = a->dff, .N = R, .C = FF, .act = act_backward(p),
                          .act_inp = SLOT(p, a->ff_pre, l, NF), .out_b = bf ? a->dy_b : NULL,
                          .db = w->b1 != CT__NO_TENSOR ? G(p, w->b1) : NULL};
     ct__p_chain_backward(p->pool, &ffn);
     if ((st = linear_bwd(p, dh1, 1, a->dff, 1, SLOT(p, a->h1, l, NC),
-                         bf ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, N, C, FF)) != CT_OK)
+                         bf ? SLOT(p, a->h1_b, l, NC) : NULL, w->w1, w->b1, R, C, FF)) != CT_OK)
         return st;
     /* h1 = LN1(dropout(ctx Wo^T + bo) + x): dres, and dx_in from the residual */
-    add_norm_bwd(p, dx_in, dh1, SLOT(p, a->res1, l, NC), w->bo, w->ln1_w, w->ln1_b,
+    add_norm_bwd(p, R, dx_in, dh1, SLOT(p, a->res1, l, NC), w->bo, w->ln1_w, w->ln1_b,
                  SLOT(p, a->ln1_mean, l, N), SLOT(p, a->ln1_rstd, l, N), SITE(l, SITE_ATT_OUT));
     /* dctx into a->da (dh1 is no longer needed) */
-    if ((st = linear_bwd(p, a->da, 0, dres, 1, SLOT(p, a->ctx, l, NC),
-                         bf ? SLOT(p, a->ctx_b, l, NC) : NULL, w->wo, w->bo, N, C, C)) != CT_OK)
+    if ((st = linear_bwd(p, a->da, 0, dres, 1, tail ? a->tail_ctx : SLOT(p, a->ctx, l, NC),
+                         !bf ? NULL : tail ? a->tail_ctx_b : SLOT(p, a->ctx_b, l, NC), w->wo,
+                         w->bo, R, C, C)) != CT_OK)
         return st;
+    if (tail) { /* attention and the residual take every token's rows */
+        scatter_first_tokens(p, a->da);
+        scatter_first_tokens(p, dx_in);
+    }
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
     /* q, k and v's weight gradients share x: its pack is made once (where
@@ -544,9 +597,11 @@ static ct_status head_fwd(pass *p)
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
         int NL = m->cfg.num_labels;
-        for (int b = 0; b < B; b++) /* the [CLS] token of each sequence */
-            memcpy(a->head_in + (size_t)b * C, xL + (size_t)a->seq_start[b] * C,
-                   (size_t)C * sizeof *xL);
+        /* the [CLS] token of each sequence: the compact tail's rows */
+        if (compact_tail(p, p->L - 1))
+            memcpy(a->head_in, xL, (size_t)B * C * sizeof *xL);
+        else
+            gather_first_tokens(p, a->head_in, xL, (size_t)C * sizeof *xL);
         to_bf16(p, a->head_in_b, a->head_in, (size_t)B * C);
         if ((st = linear_fwd(p, a->head_pre, a->head_in, a->head_in_b, w->pre_w, w->pre_b, B, C,
                              C)) != CT_OK)
@@ -768,10 +823,10 @@ static ct_status head_bwd(pass *p)
         if ((st = linear_bwd(p, a->dhead, 0, a->dhead2, 0, a->head_in, a->head_in_b, w->pre_w,
                              w->pre_b, B, C, C)) != CT_OK)
             return st;
-        memset(a->dx, 0, NC * sizeof *a->dx);
-        for (int b = 0; b < B; b++)
-            memcpy(a->dx + (size_t)a->seq_start[b] * C, a->dhead + (size_t)b * C,
-                   (size_t)C * sizeof *a->dx);
+        /* rows 0..B-1 are the compact tail's; else each its sequence's first */
+        memcpy(a->dx, a->dhead, BC * sizeof *a->dx);
+        if (!compact_tail(p, p->L - 1))
+            scatter_first_tokens(p, a->dx);
         return CT_OK;
     }
     default: {
