@@ -56,7 +56,7 @@ typedef struct arrays {
 
 static ct__seq_dropout drop(const arrays *a)
 {
-    ct__seq_dropout d = {0.1f, 12345, SEQS, a->seq_start, NULL};
+    ct__seq_dropout d = {0.1f, 12345, SEQS, a->seq_start, NULL, NULL, 0};
     return d;
 }
 

@@ -56,7 +56,7 @@ static ct__bf16 *alloc_b(size_t n)
 
 static ct__seq_dropout dropout_of(float p)
 {
-    ct__seq_dropout d = {p, 0x1234, SEQS, seq_start, ids};
+    ct__seq_dropout d = {p, 0x1234, SEQS, seq_start, ids, NULL, 0};
     return d;
 }
 

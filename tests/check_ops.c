@@ -527,6 +527,41 @@ START_TEST(dropout_bit_identical)
 }
 END_TEST
 
+/* Gathered rows (a compact layer's: ct__seq_dropout.tokens) draw the mask
+ * their tokens draw in a pass over every row, across sequence boundaries,
+ * with and without example ids. */
+START_TEST(dropout_of_gathered_rows_is_their_tokens)
+{
+    enum { W = 37, NSEQ = 4 };
+    static const int seq_start[NSEQ + 1] = {0, 5, 6, 17, 30};
+    static const int32_t picked[] = {0, 4, 5, 6, 16, 21, 29};
+    static const uint64_t ids[NSEQ] = {11, 7, 123456789, 3};
+    enum { NPICK = sizeof picked / sizeof picked[0] };
+    float *full = rand_f((size_t)30 * W, 2.0f, 0.5f), *some = alloc_f((size_t)NPICK * W);
+    for (int with_ids = 0; with_ids < 2; with_ids++) {
+        ct__seq_dropout all = {0.3f, 0xfeed, NSEQ, seq_start, with_ids ? ids : NULL, NULL, 0};
+        ct__seq_dropout sub = all;
+        sub.tokens = picked;
+        sub.n_rows = NPICK;
+        ck_assert_uint_eq(ct__seq_dropout_rows(&sub), NPICK);
+        for (int r = 0; r < NPICK; r++)
+            memcpy(some + (size_t)r * W, full + (size_t)picked[r] * W, W * sizeof *full);
+        float *ref = alloc_f((size_t)30 * W);
+        memcpy(ref, full, (size_t)30 * W * sizeof *full);
+        ct__dropout_rows(generic()->dropout_forward, &all, ref, W, 0, 30);
+        /* in two calls, split inside the gathered rows */
+        ct__dropout_rows(generic()->dropout_forward, &sub, some, W, 0, 3);
+        ct__dropout_rows(generic()->dropout_forward, &sub, some + 3 * W, W, 3, NPICK);
+        for (int r = 0; r < NPICK; r++)
+            CHECK_BITS(some + (size_t)r * W, ref + (size_t)picked[r] * W, W, "gathered dropout",
+                       generic());
+        free(ref);
+    }
+    free(full);
+    free(some);
+}
+END_TEST
+
 /* ---- cross-entropy ------------------------------------------------------------------ */
 
 /* Per row: loss within 4e-7 (1 + |loss|) (the variant rounds z - max to
@@ -821,6 +856,7 @@ Suite *ops_suite(void)
     tcase_add_test(tc, layernorm_forward_matches_generic);
     tcase_add_test(tc, layernorm_backward_matches_generic);
     tcase_add_test(tc, dropout_bit_identical);
+    tcase_add_test(tc, dropout_of_gathered_rows_is_their_tokens);
     tcase_add_test(tc, cross_entropy_matches_generic);
     tcase_add_test(tc, adamw_and_sum_squares_bit_identical);
     suite_add_tcase(s, tc);

@@ -145,17 +145,36 @@ static size_t seq_first_row(const ct__seq_dropout *d, int s)
     return d->seq_start ? (size_t)d->seq_start[s] : (size_t)s;
 }
 
-void ct__dropout_rows(ct__dropout_fn fn, const ct__seq_dropout *d, float *x, size_t width,
-                      size_t lo, size_t hi)
+/* The sequence holding token t: the last one starting at or before it. */
+static int seq_of(const ct__seq_dropout *d, size_t t)
 {
     int s = 0, top = d->n_seq;
-    while (s + 1 < top) { /* the last sequence starting at or before lo */
+    while (s + 1 < top) {
         int mid = (s + top) / 2;
-        if (seq_first_row(d, mid) <= lo)
+        if (seq_first_row(d, mid) <= t)
             s = mid;
         else
             top = mid;
     }
+    return s;
+}
+
+void ct__dropout_rows(ct__dropout_fn fn, const ct__seq_dropout *d, float *x, size_t width,
+                      size_t lo, size_t hi)
+{
+    int s;
+    if (d->tokens) { /* gathered rows: each row its token's mask */
+        for (size_t row = lo; row < hi; row++) {
+            size_t t = (size_t)d->tokens[row];
+            float *at = x + (row - lo) * width;
+            s = seq_of(d, t);
+            fn(at, at, width, d->p,
+               ct__dropout_seq_key(d->key, d->ids ? d->ids[s] : (uint64_t)s),
+               (t - seq_first_row(d, s)) * width);
+        }
+        return;
+    }
+    s = seq_of(d, lo);
     for (size_t row = lo; row < hi;) {
         size_t first = seq_first_row(d, s), end = seq_first_row(d, s + 1);
         if (end <= row) {
@@ -184,7 +203,7 @@ void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, si
                    const uint64_t *ids, float p, uint64_t key)
 {
     double t0 = ct__prof_begin();
-    ct__seq_dropout d = {p, key, n_seq, seq_start, ids};
+    ct__seq_dropout d = {p, key, n_seq, seq_start, ids, NULL, 0};
     size_t rows = ct__seq_dropout_rows(&d);
     dropout_job j = {ct__kernels_get()->dropout_forward, &d, x, width, rows,
                      task_count(pool, rows * width, rows)};

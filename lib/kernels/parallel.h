@@ -22,23 +22,30 @@ void ct__p_to_bf16(ct__pool *pool, const ct__kernels *k, ct__bf16 *out, const fl
  * copies; a weight's rounding is part of its weight_pack). */
 void ct__p_to_bf16_profiled(ct__pool *pool, const ct__kernels *k, ct__bf16 *out,
                             const float *in, size_t n);
-/* Dropout on rows of `width` floats grouped into n_seq sequences:
- * sequence s holds rows [seq_start[s], seq_start[s + 1]) (seq_start NULL:
- * row s alone). Element (row, c) of sequence s draws counter
- * (row - seq_start[s]) * width + c under ct__dropout_seq_key(key, ids[s])
- * (ids NULL: s), so a sequence's mask is the same wherever it sits. */
+/* Dropout on rows of `width` floats, the tokens of n_seq sequences:
+ * sequence s holds tokens [seq_start[s], seq_start[s + 1]) (seq_start
+ * NULL: token s alone). Element (token, c) of sequence s draws counter
+ * (token - seq_start[s]) * width + c under ct__dropout_seq_key(key, ids[s])
+ * (ids NULL: s), so a sequence's mask is the same wherever it sits. Row r
+ * is token r, or with `tokens` (increasing; seq_start needed) token
+ * tokens[r] of n_rows: a subset of the rows gathered, with their masks. */
 typedef struct ct__seq_dropout {
     float p; /* 0: none */
     uint64_t key;
     int n_seq;
     const int *seq_start;
     const uint64_t *ids;
+    const int32_t *tokens;
+    int n_rows;
 } ct__seq_dropout;
 
 /* The rows the sequences hold. */
 static inline size_t ct__seq_dropout_rows(const ct__seq_dropout *d)
 {
-    return d->n_seq < 1 ? 0 : d->seq_start ? (size_t)d->seq_start[d->n_seq] : (size_t)d->n_seq;
+    return d->tokens ? (size_t)d->n_rows
+           : d->n_seq < 1 ? 0
+           : d->seq_start ? (size_t)d->seq_start[d->n_seq]
+                          : (size_t)d->n_seq;
 }
 
 /* Rows [lo, hi) in place through fn (a ct__dropout_fn), on the calling

@@ -45,6 +45,9 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
     size_t L = keep == CT__KEEP_ALL ? (size_t)c->num_layers : 1;
     size_t X = keep == CT__KEEP_NONE ? 2 : (size_t)c->num_layers + 1;
     size_t rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B : NT;
+    /* the compact last layer's rows (forward.c): the head's */
+    size_t tail = m->task == CT_TASK_SEQUENCE_CLASSIFICATION || m->task == CT_TASK_MASKED_LM
+                      ? rows : 0;
     size_t nout = head_outputs(m);
     /* dy_b holds dq, dk and dv's bf16 copies at once (forward.c) */
     size_t widest = 3 * C > FF ? 3 * C : FF;
@@ -84,11 +87,11 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
         a->head_in_b = MM(rows * C);
         a->head_out_b = MM(rows * C);
     }
-    if (m->task == CT_TASK_SEQUENCE_CLASSIFICATION) {
-        a->tail_ctx = F((size_t)B * C);
-        a->tail_x = F((size_t)B * C);
+    if (tail) {
+        a->tail_ctx = F(tail * C);
+        a->tail_x = F(tail * C);
         if (bf16)
-            a->tail_ctx_b = MM((size_t)B * C);
+            a->tail_ctx_b = MM(tail * C);
     }
     a->head_in = F(rows * C);
     a->head_pre = F(rows * C);

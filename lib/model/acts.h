@@ -33,9 +33,11 @@ struct ct__acts {
     int32_t *targets;         /* [N] MLM labels of the packed tokens, or [2B] QA
                                * start/end as positions within their sequence
                                * (-1: ignored) */
-    /* The per-token head runs over head_n rows: all N, or in a masked LM's
-     * training pass the head_rows whose label counts (their targets then
-     * first in `targets`, and the head's arrays hold those rows only). */
+    /* The head reads head_n rows of the encoder's output: all N, or the
+     * head_rows (forward.c's select_head_rows): each sequence's first token
+     * for classification, in a masked LM's training pass the tokens whose
+     * label counts (their targets then first in `targets`, and the head's
+     * arrays hold those rows only). */
     int head_n;
     int32_t *head_rows; /* [N] */
 
@@ -55,9 +57,9 @@ struct ct__acts {
     float *res2;                /* [L][N,C] LayerNorm 2 input */
     float *ln2_mean, *ln2_rstd; /* [L][N] */
 
-    /* Sequence classification's compact last layer (forward.c): the
-     * attention output and the layer input at each sequence's first token,
-     * [B, C], what the rows after attention start from. */
+    /* The compact last layer (forward.c): the attention output and the
+     * layer input at the head's rows, [head_n, C], what the rows after
+     * attention start from. */
     float *tail_ctx, *tail_x;
     ct__bf16 *tail_ctx_b;
 

@@ -54,45 +54,50 @@ static uint64_t site_key(const pass *p, uint32_t site)
 }
 
 /* The hidden dropout of one site over R rows: the batch's tokens (R = N),
- * or a compact tail's (R = B: row s is sequence s's first token, with the
- * counters a pass over every token gives it). None when not training. */
+ * or the compact tail's (R = head_n: row j is token head_rows[j], with the
+ * mask a pass over every token gives it). None when not training. */
 static ct__seq_dropout hidden_dropout(const pass *p, int R, uint32_t site)
 {
     ct__seq_dropout d = {p->training ? p->m->cfg.hidden_dropout : 0.0f, site_key(p, site),
-                         p->B, R == p->N ? p->a->seq_start : NULL, p->batch->example_ids};
+                         p->B, p->a->seq_start, p->batch->example_ids,
+                         R < p->N ? p->a->head_rows : NULL, R};
     return d;
 }
 
-/* Sequence classification reads one token of the encoder's output per
- * sequence, its first ([CLS]). So the last layer computes its keys and
- * values for every token (attention reads them all) and everything after
- * attention for those B tokens only, held as rows 0..B-1: "the compact
- * tail". Nothing the loss depends on is left out: the same loss and
- * gradients, for a sixth fewer products in a 12-layer model. */
+/* The head reads the encoder's output at head_rows only (select_head_rows:
+ * each sequence's first token for classification, the labelled tokens of a
+ * masked LM's training). So the last layer computes its queries, keys and
+ * values and attention for every token (attention reads them all) and
+ * everything after attention for those head_n tokens only, held as rows
+ * 0..head_n-1: "the compact tail". Nothing the loss depends on is left
+ * out, so the loss and gradients are the same. */
 static int compact_tail(const pass *p, int l)
 {
-    return p->m->task == CT_TASK_SEQUENCE_CLASSIFICATION && p->L > 0 && l == p->L - 1;
+    return p->L > 0 && l == p->L - 1 && p->a->head_n < p->N;
 }
 
-/* Rows seq_start[b] of src [N, row_bytes] as rows b of dst [B, row_bytes]. */
-static void gather_first_tokens(const pass *p, void *dst, const void *src, size_t row_bytes)
+/* Rows head_rows[j] of src [N, row_bytes] as rows j of dst. */
+static void gather_head_rows(const pass *p, void *dst, const void *src, size_t row_bytes)
 {
-    for (int b = 0; b < p->B; b++)
-        memcpy((char *)dst + (size_t)b * row_bytes,
-               (const char *)src + (size_t)p->a->seq_start[b] * row_bytes, row_bytes);
+    for (int j = 0; j < p->a->head_n; j++)
+        memcpy((char *)dst + (size_t)j * row_bytes,
+               (const char *)src + (size_t)p->a->head_rows[j] * row_bytes, row_bytes);
 }
 
-/* The inverse in place on x [N, C]: row b moves to row seq_start[b] and
- * every other row becomes 0. seq_start[b] >= b, so moving from the last row
- * down overwrites no row before it has moved. */
-static void scatter_first_tokens(const pass *p, float *x)
+/* The inverse in place on x [N, C]: row j moves to row head_rows[j] and
+ * every other row becomes 0. head_rows[j] >= j, so moving from the last
+ * row down overwrites no row before it has moved. */
+static void scatter_head_rows(const pass *p, float *x)
 {
-    const int *s = p->a->seq_start;
-    size_t C = (size_t)p->C;
-    for (int b = p->B - 1; b >= 0; b--)
-        memmove(x + (size_t)s[b] * C, x + (size_t)b * C, C * sizeof *x);
-    for (int b = 0; b < p->B; b++)
-        memset(x + ((size_t)s[b] + 1) * C, 0, (size_t)(s[b + 1] - s[b] - 1) * C * sizeof *x);
+    const int32_t *rows = p->a->head_rows;
+    size_t C = (size_t)p->C, above = (size_t)p->N; /* the rows from here up are placed */
+    for (int j = p->a->head_n - 1; j >= 0; j--) {
+        size_t r = (size_t)rows[j];
+        memmove(x + r * C, x + (size_t)j * C, C * sizeof *x);
+        memset(x + (r + 1) * C, 0, (above - r - 1) * C * sizeof *x);
+        above = r;
+    }
+    memset(x, 0, above * C * sizeof *x);
 }
 
 /* x: one row of C per token (per_token) or per sequence (a head's [B, C]). */
@@ -333,7 +338,7 @@ static ct_status layer_fwd(const pass *p, int l)
     float *ff_act = p->bf16 ? NULL : SLOT(p, a->ff_act, l, NF);
     float *res2 = SLOT(p, a->res2, l, NC), *out = XS(p, a->x, l + 1, NC);
     ct__bf16 *ctx_b = NULL, *h1_b = NULL, *ff_act_b = NULL, *out_b = NULL;
-    int N = p->N, C = p->C, FF = p->FF, tail = compact_tail(p, l), R = tail ? p->B : N;
+    int N = p->N, C = p->C, FF = p->FF, tail = compact_tail(p, l), R = tail ? a->head_n : N;
     ct_status st;
 
     if (p->bf16) {
@@ -351,10 +356,10 @@ static ct_status layer_fwd(const pass *p, int l)
     const float *ctx_in = ctx, *residual = x;
     const ct__bf16 *ctx_in_b = ctx_b;
     if (tail) {
-        gather_first_tokens(p, a->tail_ctx, ctx, (size_t)C * sizeof *ctx);
-        gather_first_tokens(p, a->tail_x, x, (size_t)C * sizeof *x);
+        gather_head_rows(p, a->tail_ctx, ctx, (size_t)C * sizeof *ctx);
+        gather_head_rows(p, a->tail_x, x, (size_t)C * sizeof *x);
         if (ctx_b)
-            gather_first_tokens(p, a->tail_ctx_b, ctx_b, (size_t)C * sizeof *ctx_b);
+            gather_head_rows(p, a->tail_ctx_b, ctx_b, (size_t)C * sizeof *ctx_b);
         ctx_in = a->tail_ctx;
         ctx_in_b = ctx_b ? a->tail_ctx_b : NULL;
         residual = a->tail_x;
@@ -391,7 +396,7 @@ static ct_status layer_bwd(pass *p, int l)
     const ct__layer_w *w = &p->m->w.layers[l];
     size_t NC = (size_t)p->N * p->C, NF = (size_t)p->N * p->FF;
     int N = p->N, C = p->C, FF = p->FF, bf = p->bf16, tail = compact_tail(p, l);
-    int R = tail ? p->B : N;
+    int R = tail ? a->head_n : N;
     const float *x = XS(p, a->x, l, NC);
     const ct__bf16 *xb = bf ? XS(p, a->x_b, l, NC) : NULL;
     float *dout = a->dx, *dx_in = a->dx2, *dres = a->db, *dh1 = a->da;
@@ -424,8 +429,8 @@ static ct_status layer_bwd(pass *p, int l)
                          w->bo, R, C, C)) != CT_OK)
         return st;
     if (tail) { /* attention and the residual take every token's rows */
-        scatter_first_tokens(p, a->da);
-        scatter_first_tokens(p, dx_in);
+        scatter_head_rows(p, a->da);
+        scatter_head_rows(p, dx_in);
     }
     if ((st = attention_bwd(p, l)) != CT_OK)
         return st;
@@ -597,11 +602,11 @@ static ct_status head_fwd(pass *p)
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
         int NL = m->cfg.num_labels;
-        /* the [CLS] token of each sequence: the compact tail's rows */
+        /* the first token of each sequence: the compact tail's rows */
         if (compact_tail(p, p->L - 1))
             memcpy(a->head_in, xL, (size_t)B * C * sizeof *xL);
         else
-            gather_first_tokens(p, a->head_in, xL, (size_t)C * sizeof *xL);
+            gather_head_rows(p, a->head_in, xL, (size_t)C * sizeof *xL);
         to_bf16(p, a->head_in_b, a->head_in, (size_t)B * C);
         if ((st = linear_fwd(p, a->head_pre, a->head_in, a->head_in_b, w->pre_w, w->pre_b, B, C,
                              C)) != CT_OK)
@@ -624,13 +629,10 @@ static ct_status head_fwd(pass *p)
         size_t RC = (size_t)R * C;
         const float *in = xL;
         const ct__bf16 *inb = xLb;
-        if (R < N) { /* training: the rows whose label counts */
-            for (int j = 0; j < R; j++) {
-                size_t from = (size_t)a->head_rows[j] * C, to = (size_t)j * C;
-                memcpy(a->head_in + to, xL + from, (size_t)C * sizeof *xL);
-                if (xLb)
-                    memcpy(a->head_in_b + to, xLb + from, (size_t)C * sizeof *xLb);
-            }
+        if (R < N && !compact_tail(p, p->L - 1)) { /* the labelled rows, gathered */
+            gather_head_rows(p, a->head_in, xL, (size_t)C * sizeof *xL);
+            if (xLb)
+                gather_head_rows(p, a->head_in_b, xLb, (size_t)C * sizeof *xLb);
             in = a->head_in;
             inb = a->head_in_b;
         }
@@ -826,7 +828,7 @@ static ct_status head_bwd(pass *p)
         /* rows 0..B-1 are the compact tail's; else each its sequence's first */
         memcpy(a->dx, a->dhead, BC * sizeof *a->dx);
         if (!compact_tail(p, p->L - 1))
-            scatter_first_tokens(p, a->dx);
+            scatter_head_rows(p, a->dx);
         return CT_OK;
     }
     default: {
@@ -838,16 +840,15 @@ static ct_status head_bwd(pass *p)
                                  a->dhead, a->head_act, P(p, w->head_ln_w), a->head_mean,
                                  a->head_rstd, R, C);
         activation_bwd(p, a->dhead, a->dhead2, a->head_pre, (size_t)R * C);
-        if (R == N)
-            return linear_bwd(p, a->dx, 0, a->dhead, 0, xL, xLb, w->pre_w, w->pre_b, N, C, C);
-        /* the rows left out get no gradient from the head */
-        if ((st = linear_bwd(p, a->dhead2, 0, a->dhead, 0, a->head_in, a->head_in_b, w->pre_w,
-                             w->pre_b, R, C, C)) != CT_OK)
+        int tail = compact_tail(p, p->L - 1), gathered = R < N && !tail;
+        /* the rows' gradient in rows 0..R-1 of dx: the compact tail's, or
+         * spread to the tokens (the others get none from the head) */
+        if ((st = linear_bwd(p, a->dx, 0, a->dhead, 0, gathered ? a->head_in : xL,
+                             gathered ? a->head_in_b : xLb, w->pre_w, w->pre_b, R, C, C)) !=
+            CT_OK)
             return st;
-        memset(a->dx, 0, NC * sizeof *a->dx);
-        for (int j = 0; j < R; j++)
-            memcpy(a->dx + (size_t)a->head_rows[j] * C, a->dhead2 + (size_t)j * C,
-                   (size_t)C * sizeof *a->dx);
+        if (gathered)
+            scatter_head_rows(p, a->dx);
         return CT_OK;
     }
     }
@@ -1022,17 +1023,25 @@ static void pack_batch(ct__acts *a, const ct_model *m, const ct_batch *b, int la
     }
 }
 
-/* A masked LM's training pass runs its head only on the rows whose label
- * counts: the loss and every gradient are those of all rows (a row labelled
- * -100 contributes exact zeros), for a fraction of the [N, vocab] decoder
- * product (run_mlm masks 15% of the tokens). ct_model_forward computes
- * every row, its logits being what a caller reads, unless the trainer's
- * evaluation asked for the labelled ones only (score_labelled_only). */
+/* The rows the head reads (head_rows, head_n < N; else all N). Sequence
+ * classification: each sequence's first token. A masked LM's training
+ * pass: the rows whose label counts, so the loss and every gradient are
+ * those of all rows (a row labelled -100 contributes exact zeros) for a
+ * fraction of the [N, vocab] decoder product (run_mlm masks 15% of the
+ * tokens). ct_model_forward computes every row, its logits being what a
+ * caller reads, unless the trainer's evaluation asked for the labelled
+ * ones only (score_labelled_only). */
 static void select_head_rows(const pass *p, int backward, int want_loss)
 {
     ct__acts *a = p->a;
     int n = 0;
     a->head_n = p->N;
+    if (p->m->task == CT_TASK_SEQUENCE_CLASSIFICATION) {
+        for (int b = 0; b < p->B; b++)
+            a->head_rows[b] = a->seq_start[b];
+        a->head_n = p->B;
+        return;
+    }
     if (p->m->task != CT_TASK_MASKED_LM || !want_loss ||
         !(backward || p->m->score_labelled_only))
         return;
