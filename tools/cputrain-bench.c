@@ -38,9 +38,11 @@ static void usage(void)
 }
 
 /* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
- * Linear (the tied decoder included) and of the two attention products.
- * A masked LM's head runs on head_rows tokens: all of them in evaluation,
- * the labelled ones in training (what the library computes, ct_model.h). */
+ * Linear (the tied decoder included) and of the two attention products,
+ * as the library computes them: the head, and the last layer past
+ * attention, on the rows the head reads (each sequence's first token for
+ * classification; for a masked LM head_rows, all tokens in evaluation and
+ * the labelled ones in training: the library's forward.c). */
 static double forward_flops(const ct_model *m, int B, int T, int head_rows)
 {
     int64_t C, L, FF, V, NL;
@@ -49,21 +51,24 @@ static double forward_flops(const ct_model *m, int B, int T, int head_rows)
     ct_model_config_int(m, "intermediate_size", &FF);
     ct_model_config_int(m, "vocab_size", &V);
     ct_model_config_int(m, "num_labels", &NL);
-    double BT = (double)B * T;
+    double BT = (double)B * T, read = BT;
     double layer = BT * (4.0 * C * C + 2.0 * C * FF) + 2.0 * B * (double)T * T * C;
-    double head, layer_rest = 0;
+    double head;
     switch (ct_model_get_task(m)) {
     case CT_TASK_QUESTION_ANSWERING: head = BT * 2.0 * C; break;
-    case CT_TASK_SEQUENCE_CLASSIFICATION: head = B * ((double)C * C + (double)C * NL); break;
+    case CT_TASK_SEQUENCE_CLASSIFICATION:
+        head = B * ((double)C * C + (double)C * NL);
+        read = B;
+        break;
     case CT_TASK_TOKEN_CLASSIFICATION: head = BT * (double)C * NL; break;
-    case CT_TASK_MASKED_LM: head = head_rows * ((double)C * C + (double)C * V); break;
+    case CT_TASK_MASKED_LM:
+        head = head_rows * ((double)C * C + (double)C * V);
+        read = head_rows;
+        break;
     default: head = 0; break;
     }
-    /* sequence classification's last layer computes past attention for
-     * the [CLS] tokens only (the library's forward.c) */
-    if (ct_model_get_task(m) == CT_TASK_SEQUENCE_CLASSIFICATION && L > 0)
-        layer_rest = (BT - B) * ((double)C * C + 2.0 * C * FF);
-    return 2.0 * (L * layer - layer_rest + head);
+    double unread = L > 0 ? (BT - read) * ((double)C * C + 2.0 * C * FF) : 0;
+    return 2.0 * (L * layer - unread + head);
 }
 
 /* The library's own account of what it holds, by category. */
