@@ -3,7 +3,8 @@
 # with the library and with PyTorch on the same machine in the same run,
 # alternating twice (the machine is shared and noisy), then the ratios of the
 # medians. usage: bench/compare_bert.sh [BUILD_DIR]   (env: PYTHON, STEPS, THREADS;
-# TASK=mlm: the masked-LM head instead, one token in seven labelled;
+# TASK=mlm|cls|ner: the masked-LM, sequence- or token-classification head
+# instead, labelled alike on both sides (cputrain-bench's labels);
 # CPUTRAIN_ISA=avx512 on a bf16 CPU measures bf16 emulated against fp32;
 # TORCH_PRECISION: "bf16 fp32", or fp32 alone by default on a CPU without
 # bf16 instructions, where PyTorch's bf16 autocast takes minutes a step)
@@ -15,7 +16,9 @@ steps=${STEPS:-5}
 case ${TASK:-qa} in
 qa) ours_task=qa torch_task=question-answering ;;
 mlm) ours_task=mlm torch_task=masked-lm ;;
-*) echo "compare_bert.sh: TASK must be qa or mlm" >&2; exit 2 ;;
+cls) ours_task=cls torch_task=sequence-classification ;;
+ner) ours_task=ner torch_task=token-classification ;;
+*) echo "compare_bert.sh: TASK must be qa, mlm, cls or ner" >&2; exit 2 ;;
 esac
 threads=${THREADS:-2}
 out=$(mktemp)

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Times training steps (forward + backward) of the PyTorch reference BERT in
 tests/ref/torch_bert.py — the same architecture and head as the library;
-question answering, or with --task masked-lm the masked-LM head with one
-token in seven labelled (as cputrain-bench --task mlm labels them) —
+question answering, or with --task the other heads, labelled as
+cputrain-bench labels them (masked LM: one token in seven; sequence and
+token classification: two classes, every sequence or token) —
 in fp32 and under CPU autocast bf16 (what Trainer does with --bf16 --use_cpu),
 and prints one line per precision: "torch <precision> median <seconds>".
 A benchmark: it prints figures and judges nothing.
@@ -12,7 +13,8 @@ forward under autocast, backward, clip_grad_norm_(max_grad_norm 1.0),
 torch.optim.AdamW and the linear schedule; the line then adds samples/s
 over the timed steps and the process's peak RSS (getrusage).
 
-usage: torch_bert_step.py [--model NAME] [--task question-answering|masked-lm]
+usage: torch_bert_step.py [--model NAME] [--task question-answering|masked-lm|
+                          sequence-classification|token-classification]
                           [--batch B] [--seq T] [--steps N] [--warmup W]
                           [--threads N] [--precision fp32|bf16 ...] [--optimizer]"""
 import argparse
@@ -32,7 +34,8 @@ import torch_bert  # noqa: E402
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="bert-base-uncased")
-    p.add_argument("--task", choices=["question-answering", "masked-lm"],
+    p.add_argument("--task", choices=["question-answering", "masked-lm",
+                                      "sequence-classification", "token-classification"],
                    default="question-answering")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
@@ -54,6 +57,11 @@ def main():
     labels = None
     if a.task == "masked-lm":
         labels = torch.where(torch.randint(0, 7, ids.shape, generator=g) == 0, ids, -100)
+    elif a.task == "sequence-classification":
+        labels = torch.randint(0, 2, (a.batch,), generator=g)
+    elif a.task == "token-classification":
+        labels = torch.randint(0, 2, ids.shape, generator=g)
+    if labels is not None:
         start = end = None
     if a.optimizer:
         for prec in a.precision:
