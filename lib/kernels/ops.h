@@ -113,6 +113,11 @@ typedef double (*ct__cross_entropy_forward_fn)(const float *logits, int ld,
 typedef void (*ct__cross_entropy_backward_fn)(float *dlogits, int ldd, const float *logits,
                                               int ld, const int32_t *target, int N, int V,
                                               int32_t ignore, float scale);
+/* Whether a row with target t counts (every level's rule). */
+static inline int ct__ce_counted(int32_t t, int V, int32_t ignore)
+{
+    return t != ignore && t >= 0 && t < V;
+}
 double ct__cross_entropy_forward(const float *logits, int ld, const int32_t *target, int N,
                                  int V, int32_t ignore, int *count);
 void ct__cross_entropy_backward(float *dlogits, int ldd, const float *logits, int ld,

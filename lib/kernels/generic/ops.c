@@ -184,11 +184,6 @@ void ct__dropout_backward_kept_generic(float *dinp, const float *dout, const flo
 
 /* ---- cross-entropy ------------------------------------------------------ */
 
-static int counted(int32_t t, int V, int32_t ignore)
-{
-    return t != ignore && t >= 0 && t < V;
-}
-
 double ct__cross_entropy_forward_generic(const float *logits, int ld, const int32_t *target, int N,
                                          int V, int32_t ignore, int *count)
 {
@@ -196,7 +191,7 @@ double ct__cross_entropy_forward_generic(const float *logits, int ld, const int3
     *count = 0;
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;
-        if (!counted(target[i], V, ignore))
+        if (!ct__ce_counted(target[i], V, ignore))
             continue;
         float mx = -INFINITY;
         for (int j = 0; j < V; j++)
@@ -217,7 +212,7 @@ void ct__cross_entropy_backward_generic(float *dlogits, int ldd, const float *lo
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;
         float *dz = dlogits + (size_t)i * ldd;
-        if (!counted(target[i], V, ignore)) {
+        if (!ct__ce_counted(target[i], V, ignore)) {
             memset(dz, 0, (size_t)V * sizeof *dz);
             continue;
         }

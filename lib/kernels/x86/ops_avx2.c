@@ -487,11 +487,6 @@ CT_AVX2 void ct__dropout_backward_kept_avx2(float *dinp, const float *dout, cons
 
 /* ---- cross-entropy (ops_avx512.c's, with its bounds) ---------------------------------- */
 
-static int counted(int32_t t, int V, int32_t ignore)
-{
-    return t != ignore && t >= 0 && t < V;
-}
-
 /* Row max (NaN skipped: vmaxps returns its second operand, the running
  * max, when the first is NaN, as the generic's comparison skips it) and
  * the sum of e^(z - max) in double. Lanes past the row count -inf in the
@@ -528,7 +523,7 @@ CT_AVX2 double ct__cross_entropy_forward_avx2(const float *logits, int ld, const
     *count = 0;
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;
-        if (!counted(target[i], V, ignore))
+        if (!ct__ce_counted(target[i], V, ignore))
             continue;
         float mx;
         double sum = row_sum_exp8(z, V, &mx);
@@ -545,7 +540,7 @@ CT_AVX2 void ct__cross_entropy_backward_avx2(float *dlogits, int ldd, const floa
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;
         float *dz = dlogits + (size_t)i * ldd;
-        if (!counted(target[i], V, ignore)) {
+        if (!ct__ce_counted(target[i], V, ignore)) {
             memset(dz, 0, (size_t)V * sizeof *dz);
             continue;
         }

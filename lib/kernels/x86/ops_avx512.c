@@ -528,11 +528,6 @@ OPS_AVX512 void ct__dropout_backward_kept_avx512(float *dinp, const float *dout,
 
 /* ---- cross-entropy -------------------------------------------------------------------- */
 
-static int counted(int32_t t, int V, int32_t ignore)
-{
-    return t != ignore && t >= 0 && t < V;
-}
-
 /* Row max (NaN skipped as in the generic) and sum of e^(z - max) in double. */
 OPS_AVX512 static inline double row_sum_exp(const float *z, int V, float *max_out)
 {
@@ -565,7 +560,7 @@ OPS_AVX512 double ct__cross_entropy_forward_avx512(const float *logits, int ld,
     *count = 0;
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;
-        if (!counted(target[i], V, ignore))
+        if (!ct__ce_counted(target[i], V, ignore))
             continue;
         float mx;
         double sum = row_sum_exp(z, V, &mx);
@@ -586,7 +581,7 @@ OPS_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const
     for (int i = 0; i < N; i++) {
         const float *z = logits + (size_t)i * ld;
         float *dz = dlogits + (size_t)i * ldd;
-        if (!counted(target[i], V, ignore)) {
+        if (!ct__ce_counted(target[i], V, ignore)) {
             memset(dz, 0, (size_t)V * sizeof *dz);
             continue;
         }
