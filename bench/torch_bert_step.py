@@ -2,8 +2,10 @@
 """Times training steps (forward + backward) of the PyTorch reference BERT in
 tests/ref/torch_bert.py — the same architecture and head as the library;
 question answering, or with --task the other heads, labelled as
-cputrain-bench labels them (masked LM: one token in seven; sequence and
-token classification: two classes, every sequence or token) —
+cputrain-bench labels them (masked LM: one token in seven; sequence
+classification: two classes; token classification: two classes, none on
+each sequence's first and last token and on one token in four, as run_ner
+leaves [CLS], [SEP] and words' later pieces) —
 in fp32 and under CPU autocast bf16 (what Trainer does with --bf16 --use_cpu),
 and prints one line per precision: "torch <precision> median <seconds>".
 A benchmark: it prints figures and judges nothing.
@@ -61,6 +63,8 @@ def main():
         labels = torch.randint(0, 2, (a.batch,), generator=g)
     elif a.task == "token-classification":
         labels = torch.randint(0, 2, ids.shape, generator=g)
+        labels[:, 0] = labels[:, -1] = -100
+        labels[torch.randint(0, 4, ids.shape, generator=g) == 0] = -100
     if labels is not None:
         start = end = None
     if a.optimizer:

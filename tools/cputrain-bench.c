@@ -41,8 +41,9 @@ static void usage(void)
  * Linear (the tied decoder included) and of the two attention products,
  * as the library computes them: the head, and the last layer past
  * attention, on the rows the head reads (each sequence's first token for
- * classification; for a masked LM head_rows, all tokens in evaluation and
- * the labelled ones in training: the library's forward.c). */
+ * classification; for a masked LM or a token classifier head_rows, all
+ * tokens in evaluation and the labelled ones in training: the library's
+ * forward.c). */
 static double forward_flops(const ct_model *m, int B, int T, int head_rows)
 {
     int64_t C, L, FF, V, NL;
@@ -60,7 +61,10 @@ static double forward_flops(const ct_model *m, int B, int T, int head_rows)
         head = B * ((double)C * C + (double)C * NL);
         read = B;
         break;
-    case CT_TASK_TOKEN_CLASSIFICATION: head = BT * (double)C * NL; break;
+    case CT_TASK_TOKEN_CLASSIFICATION:
+        head = head_rows * (double)C * NL;
+        read = head_rows;
+        break;
     case CT_TASK_MASKED_LM:
         head = head_rows * ((double)C * C + (double)C * V);
         read = head_rows;
@@ -240,6 +244,11 @@ int main(int argc, char **argv)
         ids[i] = 1 + rand() % (int)(V - 1);
         mask[i] = 1;
         labels[i] = task == CT_TASK_MASKED_LM ? (rand() % 7 == 0 ? ids[i] : -100) : rand() % 2;
+        /* run_ner's: no label on [CLS], [SEP] and a word's later pieces (one
+         * token in four here) */
+        if (task == CT_TASK_TOKEN_CLASSIFICATION &&
+            (i % T == 0 || i % T == T - 1 || rand() % 4 == 0))
+            labels[i] = -100;
     }
     for (int b = 0; b < B; b++) {
         start[b] = rand() % T;

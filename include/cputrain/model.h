@@ -180,9 +180,9 @@ CT_API ct_status ct_model_forward(ct_model *model, const ct_batch *batch, float 
  * [B, num_labels], masked LM [B, T, vocab_size], token classification
  * [B, T, num_labels]; positions the attention mask excludes hold zeros
  * (they are not computed). So do, after ct_model_forward_backward of a
- * masked LM, the positions labelled -100: training computes the vocabulary
- * scores only where a label is scored (ct_model_forward computes them all).
- * shape has room for 3. */
+ * masked LM or a token classifier, the positions labelled -100: training
+ * computes the head only where a label is scored (ct_model_forward
+ * computes every position). shape has room for 3. */
 CT_API ct_status ct_model_logits(const ct_model *model, const float **data, int *ndim,
                                  int64_t *shape);
 /* Set every gradient to zero (one memset over the flat buffer). */

@@ -199,18 +199,23 @@ static void dropout_task(void *ctx, int t, int thread)
     ct__dropout_rows(j->fn, j->d, j->x + lo * j->width, j->width, lo, hi);
 }
 
-void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
-                   const uint64_t *ids, float p, uint64_t key)
+void ct__p_dropout_rows(ct__pool *pool, const ct__seq_dropout *d, float *x, size_t width)
 {
     double t0 = ct__prof_begin();
-    ct__seq_dropout d = {p, key, n_seq, seq_start, ids, NULL, 0};
-    size_t rows = ct__seq_dropout_rows(&d);
-    dropout_job j = {ct__kernels_get()->dropout_forward, &d, x, width, rows,
+    size_t rows = ct__seq_dropout_rows(d);
+    dropout_job j = {ct__kernels_get()->dropout_forward, d, x, width, rows,
                      task_count(pool, rows * width, rows)};
-    if (rows == 0)
+    if (rows == 0 || d->p <= 0)
         return;
     ct__pool_run(pool, dropout_task, &j, j.ntasks);
     ct__prof_end(CT__PROF_DROPOUT, t0, 0, 8.0 * (double)(rows * width));
+}
+
+void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
+                   const uint64_t *ids, float p, uint64_t key)
+{
+    ct__seq_dropout d = {p, key, n_seq, seq_start, ids, NULL, 0};
+    ct__p_dropout_rows(pool, &d, x, width);
 }
 
 /* ---- row and column kernels ------------------------------------------------ */

@@ -52,7 +52,9 @@ static inline size_t ct__seq_dropout_rows(const ct__seq_dropout *d)
  * thread; x points at row lo. */
 void ct__dropout_rows(ct__dropout_fn fn, const ct__seq_dropout *d, float *x, size_t width,
                       size_t lo, size_t hi);
-/* All the rows, in place, split across the pool. */
+/* All of d's rows, in place, split across the pool. */
+void ct__p_dropout_rows(ct__pool *pool, const ct__seq_dropout *d, float *x, size_t width);
+/* The same over every row of the sequences (no gathered tokens). */
 void ct__p_dropout(ct__pool *pool, float *x, int n_seq, const int *seq_start, size_t width,
                    const uint64_t *ids, float p, uint64_t key);
 

@@ -46,8 +46,7 @@ static void carve(ct__acts *a, carver *cv, const ct_model *m, int B, int N, int 
     size_t X = keep == CT__KEEP_NONE ? 2 : (size_t)c->num_layers + 1;
     size_t rows = m->task == CT_TASK_SEQUENCE_CLASSIFICATION ? (size_t)B : NT;
     /* the compact last layer's rows (forward.c): the head's */
-    size_t tail = m->task == CT_TASK_SEQUENCE_CLASSIFICATION || m->task == CT_TASK_MASKED_LM
-                      ? rows : 0;
+    size_t tail = m->task == CT_TASK_QUESTION_ANSWERING ? 0 : rows;
     size_t nout = head_outputs(m);
     /* dy_b holds dq, dk and dv's bf16 copies at once (forward.c) */
     size_t widest = 3 * C > FF ? 3 * C : FF;

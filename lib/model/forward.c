@@ -53,14 +53,13 @@ static uint64_t site_key(const pass *p, uint32_t site)
                            site);
 }
 
-/* The hidden dropout of one site over R rows: the batch's tokens (R = N),
- * or the compact tail's (R = head_n: row j is token head_rows[j], with the
- * mask a pass over every token gives it). None when not training. */
-static ct__seq_dropout hidden_dropout(const pass *p, int R, uint32_t site)
+/* A per-token dropout of one site over R rows: the batch's tokens (R = N),
+ * or the head's (R = head_n: row j is token head_rows[j], with the mask a
+ * pass over every token gives it). None when not training. */
+static ct__seq_dropout rows_dropout(const pass *p, float prob, int R, uint32_t site)
 {
-    ct__seq_dropout d = {p->training ? p->m->cfg.hidden_dropout : 0.0f, site_key(p, site),
-                         p->B, p->a->seq_start, p->batch->example_ids,
-                         R < p->N ? p->a->head_rows : NULL, R};
+    ct__seq_dropout d = {p->training ? prob : 0.0f, site_key(p, site), p->B, p->a->seq_start,
+                         p->batch->example_ids, R < p->N ? p->a->head_rows : NULL, R};
     return d;
 }
 
@@ -302,7 +301,7 @@ static ct_status add_norm_fwd(const pass *p, int R, float *y, size_t b_off,
 {
     ct__chain_fwd c = {.y = y, .N = R, .C = p->C,
                        .bias = b_off != CT__NO_TENSOR ? P(p, b_off) : NULL,
-                       .drop = hidden_dropout(p, R, site),
+                       .drop = rows_dropout(p, p->m->cfg.hidden_dropout, R, site),
                        .residual = residual, .ln_w = P(p, ln_w), .ln_b = P(p, ln_b),
                        .ln_out = out, .mean = mean, .rstd = rstd,
                        .eps = p->m->cfg.layer_norm_eps, .out_b = out_b};
@@ -320,7 +319,7 @@ static void add_norm_bwd(const pass *p, int R, float *dresidual, const float *do
     ct__chain_bwd c = {.dy = p->a->db, .N = R, .C = p->C, .ln_dout = dout, .ln_inp = y,
                        .ln_w = P(p, ln_w), .ln_mean = mean, .ln_rstd = rstd,
                        .ln_dw = G(p, ln_w), .ln_db = G(p, ln_b), .copy = dresidual,
-                       .drop = hidden_dropout(p, R, site),
+                       .drop = rows_dropout(p, p->m->cfg.hidden_dropout, R, site),
                        .out_b = p->bf16 ? p->a->dy_b : NULL,
                        .db = b_off != CT__NO_TENSOR ? G(p, b_off) : NULL};
     ct__p_chain_backward(p->pool, &c);
@@ -582,18 +581,29 @@ static ct_status head_fwd(pass *p)
     switch (m->task) {
     case CT_TASK_QUESTION_ANSWERING:
     case CT_TASK_TOKEN_CLASSIFICATION: { /* [optional dropout,] one linear per token */
+        /* every token, or the labelled ones (select_head_rows): the compact
+         * tail's rows, else gathered */
+        int R = a->head_n, outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
+        size_t RC = (size_t)R * C;
         const float *in = xL;
         const ct__bf16 *inb = xLb;
-        int outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
-        float drop = token_head_dropout(m);
-        if (p->training && drop > 0) {
-            memcpy(a->head_in, xL, NC * sizeof *xL);
-            dropout(p, a->head_in, 1, drop, SITE_HEAD(p));
-            to_bf16(p, a->head_in_b, a->head_in, NC);
+        ct__seq_dropout drop = rows_dropout(p, token_head_dropout(m), R, SITE_HEAD(p));
+        if (R < N && !compact_tail(p, p->L - 1)) {
+            gather_head_rows(p, a->head_in, xL, (size_t)C * sizeof *xL);
+            if (xLb && drop.p <= 0)
+                gather_head_rows(p, a->head_in_b, xLb, (size_t)C * sizeof *xLb);
             in = a->head_in;
             inb = a->head_in_b;
         }
-        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, N, C, outs);
+        if (drop.p > 0) {
+            if (in != a->head_in)
+                memcpy(a->head_in, in, RC * sizeof *in);
+            ct__p_dropout_rows(p->pool, &drop, a->head_in, (size_t)C);
+            to_bf16(p, a->head_in_b, a->head_in, RC);
+            in = a->head_in;
+            inb = a->head_in_b;
+        }
+        st = linear_fwd(p, a->logits, in, inb, w->out_w, w->out_b, R, C, outs);
         m->logits_ndim = 3;
         m->logits_shape[0] = B;
         m->logits_shape[1] = p->T;
@@ -803,14 +813,20 @@ static ct_status head_bwd(pass *p)
     switch (m->task) {
     case CT_TASK_QUESTION_ANSWERING:
     case CT_TASK_TOKEN_CLASSIFICATION: {
-        float drop = token_head_dropout(m);
-        int dropped = p->training && drop > 0;
-        int outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
-        st = linear_bwd(p, a->dx, 0, a->dlogits, 0, dropped ? a->head_in : xL,
-                        dropped ? a->head_in_b : xLb, w->out_w, w->out_b, N, C, outs);
-        if (st == CT_OK && dropped)
-            dropout_back(p, a->dx, 1, drop, SITE_HEAD(p));
-        return st;
+        int R = a->head_n, outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
+        ct__seq_dropout drop = rows_dropout(p, token_head_dropout(m), R, SITE_HEAD(p));
+        int gathered = R < N && !compact_tail(p, p->L - 1), own_input = gathered || drop.p > 0;
+        st = linear_bwd(p, a->dx, 0, a->dlogits, 0, own_input ? a->head_in : xL,
+                        own_input ? a->head_in_b : xLb, w->out_w, w->out_b, R, C, outs);
+        if (st != CT_OK)
+            return st;
+        if (drop.p > 0)
+            ct__p_dropout_rows(p->pool, &drop, a->dx, (size_t)C);
+        /* as the masked LM's head below: rows 0..R-1 are the compact tail's,
+         * or spread to their tokens */
+        if (gathered)
+            scatter_head_rows(p, a->dx);
+        return CT_OK;
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
         size_t BC = (size_t)B * C;
@@ -1024,13 +1040,15 @@ static void pack_batch(ct__acts *a, const ct_model *m, const ct_batch *b, int la
 }
 
 /* The rows the head reads (head_rows, head_n < N; else all N). Sequence
- * classification: each sequence's first token. A masked LM's training
- * pass: the rows whose label counts, so the loss and every gradient are
- * those of all rows (a row labelled -100 contributes exact zeros) for a
- * fraction of the [N, vocab] decoder product (run_mlm masks 15% of the
- * tokens). ct_model_forward computes every row, its logits being what a
- * caller reads, unless the trainer's evaluation asked for the labelled
- * ones only (score_labelled_only). */
+ * classification: each sequence's first token. A training pass of a
+ * masked LM or a token classifier: the rows whose label counts, so the
+ * loss and every gradient are those of all rows (a row labelled -100
+ * contributes exact zeros) for a fraction of the head's products and of
+ * the last layer's (run_mlm masks 15% of the tokens; run_ner leaves
+ * [CLS], [SEP] and each word's later pieces unlabelled). ct_model_forward
+ * computes every row, its logits being what a caller reads, unless the
+ * trainer's evaluation asked for the labelled ones only
+ * (score_labelled_only). */
 static void select_head_rows(const pass *p, int backward, int want_loss)
 {
     ct__acts *a = p->a;
@@ -1042,8 +1060,8 @@ static void select_head_rows(const pass *p, int backward, int want_loss)
         a->head_n = p->B;
         return;
     }
-    if (p->m->task != CT_TASK_MASKED_LM || !want_loss ||
-        !(backward || p->m->score_labelled_only))
+    if ((p->m->task != CT_TASK_MASKED_LM && p->m->task != CT_TASK_TOKEN_CLASSIFICATION) ||
+        !want_loss || !(backward || p->m->score_labelled_only))
         return;
     for (int i = 0; i < p->N; i++)
         if (a->targets[i] != -100)

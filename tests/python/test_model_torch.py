@@ -214,19 +214,23 @@ def c_run(model, batch, backward=True):
         loss = model.forward(**batch)
     logits = np.array(model.logits(), copy=True)
     grads = {name: np.array(g, copy=True) for name, g in model.grads().items()}
-    if backward and model.task == Task.MASKED_LM and not model.training:
-        logits = mlm_training_logits(model, batch, logits)
+    if backward and model.task in LABELLED_ONLY and not model.training:
+        logits = labelled_training_logits(model, batch, logits)
     return loss, logits, grads
 
 
-def mlm_training_logits(model, batch, logits):
-    """A masked LM's training pass scores the labelled tokens only: its
-    logits are 0 at the others and at those what forward() computes. Checks
-    both and gives forward()'s full logits (in eval mode, where the two
-    passes are the same computation)."""
+# Tasks whose training pass runs the head on the labelled tokens only.
+LABELLED_ONLY = (Task.MASKED_LM, Task.TOKEN_CLASSIFICATION)
+
+
+def labelled_training_logits(model, batch, logits):
+    """A masked LM's or a token classifier's training pass scores the
+    labelled tokens only: its logits are 0 at the others and at those what
+    forward() computes. Checks both and gives forward()'s full logits (in
+    eval mode, where the two passes are the same computation)."""
     scored = np.asarray(batch["labels"]) != -100
     if np.any(logits[~scored] != 0):
-        raise AssertionError("a masked LM's training logits are not 0 where the label is -100")
+        raise AssertionError("training logits are not 0 where the label is -100")
     model.forward(**batch)
     full = np.array(model.logits(), copy=True)
     if scored.any() and rel_max(logits[scored], full[scored]) > 1e-6:

@@ -815,8 +815,9 @@ class Model(OwnedHandle):
         """Logits of the last forward pass: question answering [B, T, 2]
         (start, end), classification [B, num_labels], masked LM [B, T, V],
         token classification [B, T, num_labels]; 0 where the attention mask
-        excludes a position, and after a masked LM's forward_backward where
-        the label is -100 (training scores only the labelled tokens).
+        excludes a position, and after the forward_backward of a masked LM
+        or a token classifier where the label is -100 (training scores only
+        the labelled tokens).
         A read-only view valid until the next pass, unless copy=True."""
         data = ctypes.POINTER(ctypes.c_float)()
         ndim = ctypes.c_int()
