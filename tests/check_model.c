@@ -197,24 +197,28 @@ START_TEST(gradients_distilbert_token)
 }
 END_TEST
 
-/* A masked LM scores only its labelled tokens in training, and in an
- * evaluation that asks for them only (score_labelled_only, the trainer's):
- * the same loss as the full forward, the same logits at the labelled
- * tokens, 0 at the others. fp32 and bf16, both architectures. */
-START_TEST(mlm_scores_labelled_tokens_only)
+/* A masked LM and a token classifier score only their labelled tokens in
+ * training, and in an evaluation that asks for them only
+ * (score_labelled_only, the trainer's): the same loss as the full forward,
+ * the same logits at the labelled tokens, 0 at the others. fp32 and bf16,
+ * both architectures. */
+START_TEST(heads_score_labelled_tokens_only)
 {
     static const char *configs[] = {"bert-test", "distilbert-test"};
-    for (int c = 0; c < 2; c++)
+    static const ct_task tasks[] = {CT_TASK_MASKED_LM, CT_TASK_TOKEN_CLASSIFICATION};
+    for (int c = 0; c < 4; c++)
         for (int bf16 = 0; bf16 < 2; bf16++) {
             ct_model *m;
             ct_batch *b;
             const float *out;
             int64_t shape[3], V;
             float full_loss, loss;
-            OK(ct_model_create(configs[c], CT_TASK_MASKED_LM, 5, &m));
+            ct_task task = tasks[c / 2];
+            OK(ct_model_create(configs[c % 2], task, 5, &m));
             OK(ct_model_set_training(m, 0));
             OK(ct_model_set_precision(m, bf16 ? CT_PRECISION_BF16 : CT_PRECISION_FP32));
-            OK(ct_model_config_int(m, "vocab_size", &V));
+            OK(ct_model_config_int(m, task == CT_TASK_MASKED_LM ? "vocab_size" : "num_labels",
+                                   &V));
             b = make_batch(m);
             OK(ct_model_forward(m, b, &full_loss));
             OK(ct_model_logits(m, &out, NULL, shape));
@@ -232,17 +236,21 @@ START_TEST(mlm_scores_labelled_tokens_only)
                     m->score_labelled_only = 0;
                 }
                 ck_assert_msg(fabsf(loss - full_loss) <= 1e-6f * fabsf(full_loss),
-                              "%s %s pass %d: loss %.9g, full forward %.9g", configs[c],
-                              bf16 ? "bf16" : "fp32", pass, loss, full_loss);
+                              "%s task %d %s pass %d: loss %.9g, full forward %.9g",
+                              configs[c % 2], (int)task, bf16 ? "bf16" : "fp32", pass, loss,
+                              full_loss);
                 OK(ct_model_logits(m, &out, NULL, shape));
                 for (size_t i = 0; i < (size_t)B * T; i++) {
-                    /* make_batch labels every third token its mask keeps */
-                    int scored = i % 3 == 0 && (int)(i % T) < T - 2 * (int)(i / T);
+                    /* make_batch labels every third token its mask keeps
+                     * (masked LM), or all but every fourth (tokens) */
+                    int kept = (int)(i % T) < T - 2 * (int)(i / T);
+                    int scored = kept && (task == CT_TASK_MASKED_LM ? i % 3 == 0 : i % 4 != 0);
                     for (size_t v = 0; v < (size_t)V; v++) {
                         float want = scored ? full[i * V + v] : 0.0f;
                         ck_assert_msg(fabsf(out[i * V + v] - want) <= 1e-6f * (1 + fabsf(want)),
-                                      "%s pass %d token %zu class %zu: %.9g, want %.9g",
-                                      configs[c], pass, i, v, out[i * V + v], want);
+                                      "%s task %d pass %d token %zu class %zu: %.9g, want %.9g",
+                                      configs[c % 2], (int)task, pass, i, v, out[i * V + v],
+                                      want);
                     }
                 }
             }
@@ -910,7 +918,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, gradients_distilbert_mlm);
     tcase_add_test(tc, gradients_bert_token);
     tcase_add_test(tc, gradients_distilbert_token);
-    tcase_add_test(tc, mlm_scores_labelled_tokens_only);
+    tcase_add_test(tc, heads_score_labelled_tokens_only);
     tcase_add_test(tc, bf16_close_to_fp32_and_logits_shape);
     tcase_add_test(tc, dropout_is_reproducible);
     tcase_add_test(tc, dropout_follows_example_ids);
