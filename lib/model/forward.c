@@ -83,6 +83,22 @@ static void gather_head_rows(const pass *p, void *dst, const void *src, size_t r
                (const char *)src + (size_t)p->a->head_rows[j] * row_bytes, row_bytes);
 }
 
+/* Whether the head reads its rows gathered into head_in (and head_in_b):
+ * a subset of the tokens (head_n < N) that the last layer has not already
+ * left compact as rows 0..head_n-1 of its output. */
+static int head_gathered(const pass *p)
+{
+    return p->a->head_n < p->N && !compact_tail(p, p->L - 1);
+}
+
+/* The head's rows of x into head_in, and of xb (when given) into head_in_b. */
+static void gather_head_input(const pass *p, const float *x, const ct__bf16 *xb)
+{
+    gather_head_rows(p, p->a->head_in, x, (size_t)p->C * sizeof *x);
+    if (xb)
+        gather_head_rows(p, p->a->head_in_b, xb, (size_t)p->C * sizeof *xb);
+}
+
 /* The inverse in place on x [N, C]: row j moves to row head_rows[j] and
  * every other row becomes 0. head_rows[j] >= j, so moving from the last
  * row down overwrites no row before it has moved. */
@@ -575,7 +591,7 @@ static ct_status head_fwd(pass *p)
     size_t NC = (size_t)p->N * p->C;
     float *xL = XS(p, a->x, p->L, NC);
     ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, NC) : NULL;
-    int C = p->C, B = p->B, N = p->N;
+    int C = p->C, B = p->B;
     ct_status st;
 
     switch (m->task) {
@@ -588,10 +604,8 @@ static ct_status head_fwd(pass *p)
         const float *in = xL;
         const ct__bf16 *inb = xLb;
         ct__seq_dropout drop = rows_dropout(p, token_head_dropout(m), R, SITE_HEAD(p));
-        if (R < N && !compact_tail(p, p->L - 1)) {
-            gather_head_rows(p, a->head_in, xL, (size_t)C * sizeof *xL);
-            if (xLb && drop.p <= 0)
-                gather_head_rows(p, a->head_in_b, xLb, (size_t)C * sizeof *xLb);
+        if (head_gathered(p)) { /* bf16 rows made below when dropped */
+            gather_head_input(p, xL, drop.p > 0 ? NULL : xLb);
             in = a->head_in;
             inb = a->head_in_b;
         }
@@ -612,11 +626,11 @@ static ct_status head_fwd(pass *p)
     }
     case CT_TASK_SEQUENCE_CLASSIFICATION: {
         int NL = m->cfg.num_labels;
-        /* the first token of each sequence: the compact tail's rows */
-        if (compact_tail(p, p->L - 1))
-            memcpy(a->head_in, xL, (size_t)B * C * sizeof *xL);
+        /* the first token of each sequence, or the compact tail's rows */
+        if (head_gathered(p))
+            gather_head_input(p, xL, NULL);
         else
-            gather_head_rows(p, a->head_in, xL, (size_t)C * sizeof *xL);
+            memcpy(a->head_in, xL, (size_t)B * C * sizeof *xL);
         to_bf16(p, a->head_in_b, a->head_in, (size_t)B * C);
         if ((st = linear_fwd(p, a->head_pre, a->head_in, a->head_in_b, w->pre_w, w->pre_b, B, C,
                              C)) != CT_OK)
@@ -639,10 +653,8 @@ static ct_status head_fwd(pass *p)
         size_t RC = (size_t)R * C;
         const float *in = xL;
         const ct__bf16 *inb = xLb;
-        if (R < N && !compact_tail(p, p->L - 1)) { /* the labelled rows, gathered */
-            gather_head_rows(p, a->head_in, xL, (size_t)C * sizeof *xL);
-            if (xLb)
-                gather_head_rows(p, a->head_in_b, xLb, (size_t)C * sizeof *xLb);
+        if (head_gathered(p)) { /* the labelled rows */
+            gather_head_input(p, xL, xLb);
             in = a->head_in;
             inb = a->head_in_b;
         }
@@ -807,7 +819,7 @@ static ct_status head_bwd(pass *p)
     size_t NC = (size_t)p->N * p->C;
     float *xL = XS(p, a->x, p->L, NC);
     ct__bf16 *xLb = p->bf16 ? XS(p, a->x_b, p->L, NC) : NULL;
-    int C = p->C, B = p->B, N = p->N;
+    int C = p->C, B = p->B;
     ct_status st;
 
     switch (m->task) {
@@ -815,7 +827,7 @@ static ct_status head_bwd(pass *p)
     case CT_TASK_TOKEN_CLASSIFICATION: {
         int R = a->head_n, outs = m->task == CT_TASK_QUESTION_ANSWERING ? 2 : m->cfg.num_labels;
         ct__seq_dropout drop = rows_dropout(p, token_head_dropout(m), R, SITE_HEAD(p));
-        int gathered = R < N && !compact_tail(p, p->L - 1), own_input = gathered || drop.p > 0;
+        int gathered = head_gathered(p), own_input = gathered || drop.p > 0;
         st = linear_bwd(p, a->dx, 0, a->dlogits, 0, own_input ? a->head_in : xL,
                         own_input ? a->head_in_b : xLb, w->out_w, w->out_b, R, C, outs);
         if (st != CT_OK)
@@ -843,7 +855,7 @@ static ct_status head_bwd(pass *p)
             return st;
         /* rows 0..B-1 are the compact tail's; else each its sequence's first */
         memcpy(a->dx, a->dhead, BC * sizeof *a->dx);
-        if (!compact_tail(p, p->L - 1))
+        if (head_gathered(p))
             scatter_head_rows(p, a->dx);
         return CT_OK;
     }
@@ -856,7 +868,7 @@ static ct_status head_bwd(pass *p)
                                  a->dhead, a->head_act, P(p, w->head_ln_w), a->head_mean,
                                  a->head_rstd, R, C);
         activation_bwd(p, a->dhead, a->dhead2, a->head_pre, (size_t)R * C);
-        int tail = compact_tail(p, p->L - 1), gathered = R < N && !tail;
+        int gathered = head_gathered(p);
         /* the rows' gradient in rows 0..R-1 of dx: the compact tail's, or
          * spread to the tokens (the others get none from the head) */
         if ((st = linear_bwd(p, a->dx, 0, a->dhead, 0, gathered ? a->head_in : xL,
