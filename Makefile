@@ -1,6 +1,7 @@
 # libcputrain — GNU make, no configure step.
 #   make [all]        shared + static library, tools, examples
 #   make check        build and run every test (needs scripts/install-deps.sh)
+#   make check-emulated  the AVX-512 and AMX levels' suites on a CPU without them
 #   make demo         the main job on its built-in default
 #   make bench-squad  SQuAD training throughput and memory against PyTorch
 #   make install      PREFIX, DESTDIR, LIBDIR, INCLUDEDIR, BINDIR honoured
@@ -55,7 +56,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 # shared library (found next door in the build tree and after install alike).
 TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 
-.PHONY: all check check-asan demo bench bench-squad install uninstall clean abi-check abi-baseline deps
+.PHONY: all check check-asan check-emulated demo bench bench-squad install uninstall clean abi-check abi-baseline deps
 all: $(SHARED) $(B)/lib/$(SONAME) $(B)/lib/libcputrain.so $(STATIC) $(EXAMPLES) $(TOOLS)
 
 deps:
@@ -157,6 +158,16 @@ check-asan:
 	    LDFLAGS="$(SANITIZE)" $(B)-asan/tests/check_all
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(B)-asan/tests/check_all
+
+# The avx512, avx512bf16 and amx levels on a CPU without them: the library
+# again in its own build folder, those levels compiled for AVX2 with their
+# intrinsics emulated (tests/emu/x86_emulated.h), and their suites run
+# there (make check runs this too). Slow code, never installed.
+EMULATE_CFLAGS := -DCT_EMULATE_X86 -include tests/emu/x86_emulated.h -Wno-psabi
+check-emulated:
+	$(MAKE) --no-print-directory B=$(B)-emu CFLAGS="$(CFLAGS) $(EMULATE_CFLAGS)" \
+	    $(B)-emu/tests/check_all $(B)-emu/lib/libcputrain.so
+	PYTHON="$(PYTHON)" sh tests/emu/run.sh $(B)-emu
 
 # libFuzzer harnesses (tests/fuzz/): the library again, built with clang,
 # ASan and UBSan in its own folder, and one binary per fuzz_*.c. `make fuzz`
@@ -349,6 +360,6 @@ uninstall:
 	rm -f $(patsubst $(B)/bin/%,$(DESTDIR)$(BINDIR)/%,$(TOOLS))
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) $(B)-asan $(B)-emu $(B)-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d)

@@ -86,6 +86,10 @@ other_levels() {
 }
 run "C model, kernel and trainer suites at the other kernel levels (default: $default_level)" \
     other_levels
+# The levels above this CPU's (avx512, avx512bf16, amx) built for AVX2 with
+# their intrinsics emulated, so their kernels' code is tested on any CPU.
+run "C kernel, model and trainer suites and the PyTorch oracle at the emulated levels" \
+    "$MAKE" --no-print-directory -s check-emulated B="$B" PYTHON="$PYTHON"
 run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
     "$MAKE" --no-print-directory -s check-asan B="$B"
 # The libFuzzer harnesses of tests/fuzz/: built with clang (ASan, UBSan) in

@@ -97,6 +97,15 @@ static void detect(void)
     }
     if (f->amx_tile)
         f->amx_permitted = request_amx_permission();
+#ifdef CT_EMULATE_X86
+    /* `make check-emulated` (lib/kernels/x86/x86.h): every level above
+     * avx2 runs on AVX2 code, so it is there wherever AVX2 is. */
+    if (f->avx2 && f->fma) {
+        f->os_avx512 = f->avx512f = f->avx512dq = f->avx512bw = f->avx512vl = 1;
+        f->avx512_bf16 = 1;
+        f->os_amx = f->amx_tile = f->amx_bf16 = f->amx_permitted = 1;
+    }
+#endif
 #endif
 }
 

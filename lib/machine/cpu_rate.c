@@ -6,7 +6,8 @@
  * twice FMA's rate. */
 #include "machine/cpu.h"
 
-#if defined(__x86_64__)
+/* (Not in an emulated build, whose avx512bf16 level is only claimed.) */
+#if defined(__x86_64__) && !defined(CT_EMULATE_X86)
 #include <immintrin.h>
 #include <time.h>
 

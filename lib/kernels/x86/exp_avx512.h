@@ -1,10 +1,10 @@
 /* Internal: e^x on 16 floats with AVX-512, shared by the element-wise and
- * the attention kernels. Its target is a subset of both files' own, so it
- * inlines into either. */
+ * the attention kernels. Its target is the avx512 level's, which every
+ * level above contains, so it inlines into either. */
 #ifndef CT_KERNELS_X86_EXP_AVX512_H
 #define CT_KERNELS_X86_EXP_AVX512_H
 
-#include <immintrin.h>
+#include "kernels/x86/x86.h"
 
 /* e^x, <= 1 ulp from the correctly rounded result (0.9 ulp measured).
  * x = k ln2 + r with |r| <= ln2/2: ln2_hi has 13 significant bits, so
@@ -14,7 +14,7 @@
  * inf above 88.72 (the clamp only keeps infinite inputs out of the
  * reduction). NaN propagates: max/min return their second operand when one
  * is NaN. */
-__attribute__((target("avx512f,fma"))) static inline __m512 ct__exp16_avx512(__m512 x)
+CT_AVX512 static inline __m512 ct__exp16_avx512(__m512 x)
 {
     x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
     __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)),

@@ -4,15 +4,12 @@
 #include "kernels/ops.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "kernels/x86/erfc_fit.h"
 #include "kernels/x86/exp_avx512.h"
-
-/* The AVX-512 level exactly as cpu.c checks it. */
-#define OPS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#include "kernels/x86/x86.h"
 
 /* The first min(left, 16) lanes. Tails go through the same vector code as
  * full vectors (never a scalar loop with other rounding), so an element's
@@ -25,19 +22,19 @@ static inline __mmask16 lanes(size_t left)
 /* An empty asm the compiler cannot see through: keeps a product from being
  * contracted with the add that follows into an FMA, so sums round as the
  * generic code's do and the results stay bit-identical. */
-OPS_AVX512 static inline __m512 rounded(__m512 x)
+CT_AVX512 static inline __m512 rounded(__m512 x)
 {
-    __asm__("" : "+v"(x));
+    __asm__("" : CT_VEC_OPERAND(x));
     return x;
 }
 
-OPS_AVX512 static inline __m512 splat(float x)
+CT_AVX512 static inline __m512 splat(float x)
 {
     return _mm512_set1_ps(x);
 }
 
 /* 16 floats widened and added into two 8-double accumulators. */
-OPS_AVX512 static inline void sum_pd(__m512d *lo, __m512d *hi, __m512 x)
+CT_AVX512 static inline void sum_pd(__m512d *lo, __m512d *hi, __m512 x)
 {
     *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(x)));
     *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
@@ -51,7 +48,7 @@ OPS_AVX512 static inline void sum_pd(__m512d *lo, __m512d *hi, __m512 x)
 
 
 /* 1/d to ~1 ulp for normal finite d: rcp14 (2^-14) and one Newton step. */
-OPS_AVX512 static inline __m512 recip16(__m512 d)
+CT_AVX512 static inline __m512 recip16(__m512 d)
 {
     __m512 y = _mm512_rcp14_ps(d);
     return _mm512_fmadd_ps(y, _mm512_fnmadd_ps(d, y, splat(1.0f)), y);
@@ -60,7 +57,7 @@ OPS_AVX512 static inline __m512 recip16(__m512 d)
 /* e^(-a^2), a^2 kept as hi + lo so that exp sees it exactly: what uses it
  * keeps a relative error that does not grow with a^2 (rounding a^2 would
  * add a^2 2^-24). */
-OPS_AVX512 static inline __m512 exp_neg_sq16(__m512 a)
+CT_AVX512 static inline __m512 exp_neg_sq16(__m512 a)
 {
     __m512 hi = _mm512_mul_ps(a, a), lo = _mm512_fmsub_ps(a, a, hi);
     __m512 e = ct__exp16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), hi));
@@ -74,7 +71,7 @@ OPS_AVX512 static inline __m512 exp_neg_sq16(__m512 a)
  * with the roundings of t and e, is what keeps GELU accurate for negative
  * x, where 1 + erf(z) would cancel. Above 10.06 the result underflows to 0;
  * callers clamp a at 10.5 so that inf gives 0 rather than inf * 0. */
-OPS_AVX512 static inline __m512 erfc_e16(__m512 a, __m512 e)
+CT_AVX512 static inline __m512 erfc_e16(__m512 a, __m512 e)
 {
     __m512 t = recip16(_mm512_fmadd_ps(a, splat(0.5f), splat(1.0f)));
     __m512 p = splat(ct__erfc_fit[0]);
@@ -84,7 +81,7 @@ OPS_AVX512 static inline __m512 erfc_e16(__m512 a, __m512 e)
 }
 
 /* |z| clamped at 10.5 (NaN stays NaN: min returns its second operand). */
-OPS_AVX512 static inline __m512 erfc_arg16(__m512 z)
+CT_AVX512 static inline __m512 erfc_arg16(__m512 z)
 {
     return _mm512_min_ps(splat(10.5f), _mm512_abs_ps(z));
 }
@@ -92,14 +89,14 @@ OPS_AVX512 static inline __m512 erfc_arg16(__m512 z)
 /* Phi(x) = erfc(-z)/2 for z = x/sqrt2 (rounded by the caller as the
  * generic rounds it), from erfc(|z|): erfc(|z|)/2 below 0, 1 - erfc(|z|)/2
  * above, so that one evaluation keeps its relative accuracy on both sides. */
-OPS_AVX512 static inline __m512 phi_of16(__m512 z, __m512 erfc_a)
+CT_AVX512 static inline __m512 phi_of16(__m512 z, __m512 erfc_a)
 {
     __m512 h = _mm512_mul_ps(splat(0.5f), erfc_a);
     __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
     return _mm512_mask_blend_ps(neg, _mm512_sub_ps(splat(1.0f), h), h);
 }
 
-OPS_AVX512 static inline __m512 phi16(__m512 z)
+CT_AVX512 static inline __m512 phi16(__m512 z)
 {
     __m512 a = erfc_arg16(z);
     return phi_of16(z, erfc_e16(a, exp_neg_sq16(a)));
@@ -108,7 +105,7 @@ OPS_AVX512 static inline __m512 phi16(__m512 z)
 /* tanh(x), <= 2 ulp (1.4 measured): a P(a^2) below 0.625 (4.5e-9 relative),
  * else 1 - 2/(e^2a + 1), a clamped at 9.1 where tanh rounds to 1. The sign
  * is put back last, so tanh(-0) = -0 and NaN stays NaN. */
-OPS_AVX512 static inline __m512 tanh16(__m512 x)
+CT_AVX512 static inline __m512 tanh16(__m512 x)
 {
     __m512 a = _mm512_abs_ps(x);
     __m512 s = _mm512_mul_ps(a, a);
@@ -135,7 +132,7 @@ OPS_AVX512 static inline __m512 tanh16(__m512 x)
  * practice. The output repeats the generic's operations, (float)(x - mean)
  * in double, then * rstd * w + b unfused: bit-identical whenever mean and
  * rstd are. Tested to 4 * 2^-24 (|xhat w| + |b|). */
-OPS_AVX512 void ct__layernorm_forward_avx512(float *out, float *mean, float *rstd,
+CT_AVX512 void ct__layernorm_forward_avx512(float *out, float *mean, float *rstd,
                                              const float *inp, const float *w, const float *b,
                                              int N, int C, float eps)
 {
@@ -183,7 +180,7 @@ OPS_AVX512 void ct__layernorm_forward_avx512(float *out, float *mean, float *rst
 /* The generic's operations, unfused, with the two row sums in double in
  * another order: bit-identical whenever (float)(sum / C) comes out the same,
  * which is all but always. Tested to 6 * 2^-24 rstd (|g| + |mg| + |xhat mgx|). */
-OPS_AVX512 void ct__layernorm_backward_input_avx512(float *dinp, const float *dout,
+CT_AVX512 void ct__layernorm_backward_input_avx512(float *dinp, const float *dout,
                                                     const float *inp, const float *w,
                                                     const float *mean, const float *rstd, int N,
                                                     int C)
@@ -220,7 +217,7 @@ OPS_AVX512 void ct__layernorm_backward_input_avx512(float *dinp, const float *do
  * while the rows stream past, then 16 at a time, then a masked tail. Each
  * column adds its rows in row order with the generic's operations (product
  * rounded, then added), so the result is bit-identical. */
-OPS_AVX512 void ct__layernorm_backward_params_avx512(float *dw, float *db, const float *dout,
+CT_AVX512 void ct__layernorm_backward_params_avx512(float *dw, float *db, const float *dout,
                                                      const float *inp, const float *mean,
                                                      const float *rstd, int N, int width, int ld)
 {
@@ -280,7 +277,7 @@ OPS_AVX512 void ct__layernorm_backward_params_avx512(float *dw, float *db, const
  * the exact GELU of the same float z everywhere, neither cancelling in
  * 1 + erf(z) for negative x (this one: 4.2e-7 at most over every 7th float
  * of [-15, 15], normal results, against long double: bench/gelu_accuracy). */
-OPS_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
+CT_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
@@ -295,7 +292,7 @@ OPS_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
  * it by z^2 2^-23 relative, far inside the bound). Within 1e-6 |dinp| +
  * 2^-23 |dout| (1 + |x|) of the generic: its cancellation in Phi as in the
  * forward, a few ulp of x phi(x). */
-OPS_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const float *inp,
+CT_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const float *inp,
                                          size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
@@ -316,7 +313,7 @@ OPS_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const f
 
 /* u = sqrt(2/pi) (x + 0.044715 x^3), rounded step by step as the generic
  * computes it (the same u, so differences come from what follows). */
-OPS_AVX512 static inline __m512 gelu_tanh_arg(__m512 x)
+CT_AVX512 static inline __m512 gelu_tanh_arg(__m512 x)
 {
     __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(splat(GELU_C), x), x), x);
     return _mm512_mul_ps(splat(GELU_K), _mm512_add_ps(x, rounded(x3)));
@@ -326,7 +323,7 @@ OPS_AVX512 static inline __m512 gelu_tanh_arg(__m512 x)
  * cancellation for negative x (as the generic computes it). Bound as
  * gelu_forward: 1e-6 |out| + 2^-24 |x|. The true division keeps 1 + inf
  * working for very negative u. */
-OPS_AVX512 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_t n)
+CT_AVX512 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
@@ -342,7 +339,7 @@ OPS_AVX512 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_
  * e = e^-2u < 1 (else 1 - s does not cancel). dinp = dout (s + 2 x s (1-s) du).
  * Differs from the generic by 1e-6 |dinp| + 2^-23 |dout| (1 + |x du|), the
  * second term again the generic's cancellation in 1 - tanh^2. */
-OPS_AVX512 void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, const float *inp,
+CT_AVX512 void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, const float *inp,
                                               size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
@@ -363,7 +360,7 @@ OPS_AVX512 void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, co
 }
 
 /* Bit-identical: NaN and -0 give +0 as the generic's comparison does. */
-OPS_AVX512 void ct__relu_forward_avx512(float *out, const float *inp, size_t n)
+CT_AVX512 void ct__relu_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
@@ -373,7 +370,7 @@ OPS_AVX512 void ct__relu_forward_avx512(float *out, const float *inp, size_t n)
     }
 }
 
-OPS_AVX512 void ct__relu_backward_avx512(float *dinp, const float *dout, const float *inp,
+CT_AVX512 void ct__relu_backward_avx512(float *dinp, const float *dout, const float *inp,
                                          size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
@@ -386,7 +383,7 @@ OPS_AVX512 void ct__relu_backward_avx512(float *dinp, const float *dout, const f
 
 /* Within 6 * 2^-24 relative of tanhf (tanh16 is 1.4 ulp from the exact
  * tanh, tanhf about 1). */
-OPS_AVX512 void ct__tanh_forward_avx512(float *out, const float *inp, size_t n)
+CT_AVX512 void ct__tanh_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
@@ -395,7 +392,7 @@ OPS_AVX512 void ct__tanh_forward_avx512(float *out, const float *inp, size_t n)
 }
 
 /* Bit-identical: out * out rounded, then 1 - it, then times dout. */
-OPS_AVX512 void ct__tanh_backward_avx512(float *dinp, const float *dout, const float *out,
+CT_AVX512 void ct__tanh_backward_avx512(float *dinp, const float *dout, const float *out,
                                          size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
@@ -408,7 +405,7 @@ OPS_AVX512 void ct__tanh_backward_avx512(float *dinp, const float *dout, const f
 
 /* ---- bias and residual (bit-identical: one add per element) ------------------- */
 
-OPS_AVX512 void ct__bias_add_avx512(float *out, const float *b, int N, int C)
+CT_AVX512 void ct__bias_add_avx512(float *out, const float *b, int N, int C)
 {
     for (int i = 0; i < N; i++) {
         float *y = out + (size_t)i * C;
@@ -422,7 +419,7 @@ OPS_AVX512 void ct__bias_add_avx512(float *out, const float *b, int N, int C)
 
 /* Columns in registers, rows streaming past, each column summed in row
  * order as the generic sums it. */
-OPS_AVX512 void ct__bias_backward_avx512(float *db, const float *dout, int N, int width, int ld)
+CT_AVX512 void ct__bias_backward_avx512(float *db, const float *dout, int N, int width, int ld)
 {
     int c = 0;
     for (; c + 64 <= width; c += 64) {
@@ -449,7 +446,7 @@ OPS_AVX512 void ct__bias_backward_avx512(float *db, const float *dout, int N, in
     }
 }
 
-OPS_AVX512 void ct__add_inplace_avx512(float *out, const float *inp, size_t n)
+CT_AVX512 void ct__add_inplace_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
@@ -462,7 +459,7 @@ OPS_AVX512 void ct__add_inplace_avx512(float *out, const float *inp, size_t n)
 
 /* SplitMix64's finaliser on 8 lanes, the same function as the generic's
  * mix64: 64-bit shifts, xors and vpmullq products wrap as uint64_t does. */
-OPS_AVX512 static inline __m512i mix64x8(__m512i z)
+CT_AVX512 static inline __m512i mix64x8(__m512i z)
 {
     z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
     z = _mm512_mullo_epi64(z, _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ull));
@@ -477,7 +474,7 @@ OPS_AVX512 static inline __m512i mix64x8(__m512i z)
  * then the 32-bit lanes in element order. Kept ones are multiplied by the
  * same float scale. The hash inputs advance by 8 golden per vector (mod
  * 2^64, as the generic's product wraps). */
-OPS_AVX512 void ct__dropout_forward_avx512(float *out, const float *inp, size_t n, float p,
+CT_AVX512 void ct__dropout_forward_avx512(float *out, const float *inp, size_t n, float p,
                                            uint64_t key, size_t first)
 {
     const uint64_t golden = 0x9e3779b97f4a7c15ull;
@@ -507,13 +504,13 @@ OPS_AVX512 void ct__dropout_forward_avx512(float *out, const float *inp, size_t 
     }
 }
 
-OPS_AVX512 void ct__dropout_backward_avx512(float *dinp, const float *dout, size_t n, float p,
+CT_AVX512 void ct__dropout_backward_avx512(float *dinp, const float *dout, size_t n, float p,
                                             uint64_t key, size_t first)
 {
     ct__dropout_forward_avx512(dinp, dout, n, p, key, first); /* same mask, same scale */
 }
 
-OPS_AVX512 void ct__dropout_backward_kept_avx512(float *dinp, const float *dout,
+CT_AVX512 void ct__dropout_backward_kept_avx512(float *dinp, const float *dout,
                                                  const float *kept, size_t n, float p)
 {
     const __m512 vscale = splat(1.0f / (1.0f - p));
@@ -529,7 +526,7 @@ OPS_AVX512 void ct__dropout_backward_kept_avx512(float *dinp, const float *dout,
 /* ---- cross-entropy -------------------------------------------------------------------- */
 
 /* Row max (NaN skipped as in the generic) and sum of e^(z - max) in double. */
-OPS_AVX512 static inline double row_sum_exp(const float *z, int V, float *max_out)
+CT_AVX512 static inline double row_sum_exp(const float *z, int V, float *max_out)
 {
     __m512 vmx = splat(-INFINITY);
     for (int j = 0; j < V; j += 16) {
@@ -552,7 +549,7 @@ OPS_AVX512 static inline double row_sum_exp(const float *z, int V, float *max_ou
  * float first, which moves e^(z-max) by |z - max| 2^-24 relative: for the
  * terms that count that is below 2^-24 of the largest, so each row's loss is
  * within 4e-7 (1 + |loss|) of the generic's. */
-OPS_AVX512 double ct__cross_entropy_forward_avx512(const float *logits, int ld,
+CT_AVX512 double ct__cross_entropy_forward_avx512(const float *logits, int ld,
                                                    const int32_t *target, int N, int V,
                                                    int32_t ignore, int *count)
 {
@@ -574,7 +571,7 @@ OPS_AVX512 double ct__cross_entropy_forward_avx512(const float *logits, int ld,
  * 4 * 2^-24 |scale| of the generic's. Rounding z - max moves a term by
  * |z - max| 2^-24 relative (at most 2^-24 |scale| / e), and scale p - scale
  * cancels at the target in both versions. */
-OPS_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const float *logits,
+CT_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const float *logits,
                                                   int ld, const int32_t *target, int N, int V,
                                                   int32_t ignore, float scale)
 {
@@ -612,12 +609,12 @@ OPS_AVX512 void ct__cross_entropy_backward_avx512(float *dlogits, int ldd, const
  * and 4 KiB ahead gave the same). The AVX2 kernels are left as they are:
  * no change measured there (their divisions bound them). */
 #define AHEAD_FLOATS 256
-OPS_AVX512 static inline void ahead(const float *x)
+CT_AVX512 static inline void ahead(const float *x)
 {
     _mm_prefetch((const char *)(x + AHEAD_FLOATS), _MM_HINT_T0);
 }
 
-OPS_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, size_t n,
+CT_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, size_t n,
                                         const ct__adamw_hyper *h)
 {
     __m512 clip = splat(h->clip), decay = splat(h->decay), b1 = splat(h->beta1);
@@ -644,7 +641,7 @@ OPS_AVX512 void ct__adamw_update_avx512(float *p, float *g, float *m, float *v, 
 
 /* Four accumulators, so that the FMA latency does not bound a stream that
  * memory could feed faster. */
-OPS_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
+CT_AVX512 double ct__sum_squares_avx512(const float *x, size_t n)
 {
     __m512d s[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
                     _mm512_setzero_pd()};

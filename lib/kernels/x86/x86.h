@@ -8,11 +8,24 @@
 #include <stdint.h>
 
 #define CT_AVX2 __attribute__((target("avx2,fma,bmi2")))
+#ifndef CT_EMULATE_X86
 #define CT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2")))
 #define CT_AVX512BF16 \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2,avx512bf16")))
 #define CT_AMX \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,bmi2,avx512bf16,amx-tile,amx-bf16")))
+/* An asm operand that pins a vector in a register, so the compiler cannot
+ * see through it (ops_*.c's rounded()). */
+#define CT_VEC_OPERAND(x) "+v"(x)
+#else
+/* `make check-emulated`: the AVX-512 and AMX levels built for AVX2, their
+ * intrinsics replaced by tests/emu/x86_emulated.h, so their code runs (and
+ * its suites pass) on any x86-64 with AVX2. Slow; never a release build. */
+#define CT_AVX512 CT_AVX2
+#define CT_AVX512BF16 CT_AVX2
+#define CT_AMX CT_AVX2
+#define CT_VEC_OPERAND(x) "+m"(x)
+#endif
 
 /* AMX: tiles 0-7 configured as 16 rows of 64 bytes each (palette 1),
  * the shape every tile of the bf16 kernels has. Not _tile_loadconfig:
@@ -29,7 +42,11 @@ CT_AMX static inline void ct__amx_tiles_16x64(void)
         cfg.colsb[i] = 64;
         cfg.rows[i] = 16;
     }
+#ifndef CT_EMULATE_X86
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+#else
+    (void)cfg; /* the emulated tiles have this shape */
+#endif
 }
 
 /* For a microkernel: its loops start on a 64-byte boundary. Where the hot
