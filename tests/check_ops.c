@@ -277,6 +277,61 @@ START_TEST(activations_backward_match_generic)
 }
 END_TEST
 
+/* The forward that also stores the derivative (the feed-forward of a pass
+ * with backward) gives, at every level, the forward's bits, and backward
+ * from the stored derivative the backward's bits: in place over the input
+ * as the model runs it, and in pieces of odd lengths. */
+START_TEST(activations_with_stored_derivative_same_bits)
+{
+    static const struct {
+        const char *name;
+        size_t fwd, bwd, fwd_grad;
+    } cases[] = {
+        {"gelu", offsetof(ct__kernels, gelu_forward), offsetof(ct__kernels, gelu_backward),
+         offsetof(ct__kernels, gelu_forward_grad)},
+        {"gelu_tanh", offsetof(ct__kernels, gelu_tanh_forward),
+         offsetof(ct__kernels, gelu_tanh_backward), offsetof(ct__kernels, gelu_tanh_forward_grad)},
+    };
+    const ct__kernels *vs[CT__ISA_COUNT];
+    int nv = variants(vs);
+    vs[nv++] = generic();
+    size_t n;
+    float *x = act_inputs(&n), *dout = rand_f(n, 2.0f, 0.0f);
+    float *ref_out = alloc_f(n), *ref_din = alloc_f(n), *out = alloc_f(n), *grad = alloc_f(n);
+    float *din = alloc_f(n), *part_out = alloc_f(n), *part_grad = alloc_f(n);
+    for (int v = 0; v < nv; v++)
+        for (int c = 0; c < 2; c++) {
+            const ct__kernels *k = vs[v];
+            ACT_FN(k, cases[c].fwd)(ref_out, x, n);
+            ACT2_FN(k, cases[c].bwd)(ref_din, dout, x, n);
+            ct__act_forward_grad_fn fwd_grad =
+                *(ct__act_forward_grad_fn *)((const char *)k + cases[c].fwd_grad);
+            memcpy(grad, x, n * sizeof *x);
+            fwd_grad(out, grad, grad, n);
+            CHECK_BITS(out, ref_out, n, cases[c].name, k);
+            k->act_grad_backward(din, dout, grad, n);
+            CHECK_BITS(din, ref_din, n, cases[c].name, k);
+            for (size_t len = 1; len <= 37; len++) {
+                size_t at = N_EDGES + 2000 + len * 3 + len % 5;
+                fwd_grad(part_out, part_grad, x + at, len);
+                CHECK_BITS(part_out, ref_out + at, len, cases[c].name, k);
+                CHECK_BITS(part_grad, grad + at, len, cases[c].name, k);
+                k->act_grad_backward(part_out, dout + at, part_grad, len);
+                CHECK_BITS(part_out, ref_din + at, len, cases[c].name, k);
+            }
+        }
+    free(x);
+    free(dout);
+    free(ref_out);
+    free(ref_din);
+    free(out);
+    free(grad);
+    free(din);
+    free(part_out);
+    free(part_grad);
+}
+END_TEST
+
 /* ---- bias and residual: bit-identical (one add per element) ------------------ */
 
 START_TEST(bias_and_add_bit_identical)
@@ -852,6 +907,7 @@ Suite *ops_suite(void)
     tcase_add_test(tc, table_complete_and_entry_points_dispatch);
     tcase_add_test(tc, activations_forward_match_generic);
     tcase_add_test(tc, activations_backward_match_generic);
+    tcase_add_test(tc, activations_with_stored_derivative_same_bits);
     tcase_add_test(tc, bias_and_add_bit_identical);
     tcase_add_test(tc, layernorm_forward_matches_generic);
     tcase_add_test(tc, layernorm_backward_matches_generic);

@@ -64,9 +64,12 @@ static void forward_block(const job *j, stopwatch *w, float *tmp, size_t r0, siz
         k->bias_add(v, f->bias, rows, j->C);
         lap(w, S_BIAS);
     }
-    if (f->act) {
+    if (f->act || f->act_grad) {
         float *out = f->act_out ? f->act_out + r0 * C : tmp;
-        f->act(out, v, n);
+        if (f->act_grad)
+            f->act_grad(out, v, v, n);
+        else
+            f->act(out, v, n);
         v = out;
         lap(w, S_ACT);
     }
@@ -149,7 +152,7 @@ static void chain_task(void *ctx, int t, int thread)
     if (b1 > j->blocks)
         b1 = j->blocks;
     /* scratch slot 0 is the GEMM's, idle between products */
-    if (f && f->act && !f->act_out &&
+    if (f && (f->act || f->act_grad) && !f->act_out &&
         !(tmp = ct__scratch(0, (size_t)j->rows_per_block * j->C * sizeof *tmp))) {
         j->nomem = 1;
         return;

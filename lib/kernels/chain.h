@@ -24,7 +24,9 @@
  * field is NULL (drop.p 0) are skipped; the rest run in this order:
  *   1. y += bias [C]
  *   2. the value = act(value), stored in act_out [N, C] (act_out NULL: held
- *      only while its block is, for the steps after it)
+ *      only while its block is, for the steps after it); with act_grad in
+ *      place of act, y is then overwritten with act'(y), for backward's
+ *      step 3 to multiply by (the kernels' act_grad_backward)
  *   3. the value = dropout(value), in place
  *   4. the value += residual [N, C], in place
  *   5. ln_out = LayerNorm(value) with ln_w, ln_b, eps, mean and rstd [N]
@@ -35,6 +37,7 @@ typedef struct ct__chain_fwd {
     int N, C;
     const float *bias;
     ct__act_forward_fn act;
+    ct__act_forward_grad_fn act_grad;
     float *act_out;
     ct__seq_dropout drop;
     const float *residual;

@@ -32,6 +32,9 @@ static void build_tables(void)
     t->gelu_backward = ct__gelu_backward_generic;
     t->gelu_tanh_forward = ct__gelu_tanh_forward_generic;
     t->gelu_tanh_backward = ct__gelu_tanh_backward_generic;
+    t->gelu_forward_grad = ct__gelu_forward_grad_generic;
+    t->gelu_tanh_forward_grad = ct__gelu_tanh_forward_grad_generic;
+    t->act_grad_backward = ct__act_grad_backward_generic;
     t->relu_forward = ct__relu_forward_generic;
     t->relu_backward = ct__relu_backward_generic;
     t->tanh_forward = ct__tanh_forward_generic;
@@ -62,6 +65,9 @@ static void build_tables(void)
     t->gelu_backward = ct__gelu_backward_avx2;
     t->gelu_tanh_forward = ct__gelu_tanh_forward_avx2;
     t->gelu_tanh_backward = ct__gelu_tanh_backward_avx2;
+    t->gelu_forward_grad = ct__gelu_forward_grad_avx2;
+    t->gelu_tanh_forward_grad = ct__gelu_tanh_forward_grad_avx2;
+    t->act_grad_backward = ct__act_grad_backward_avx2;
     t->relu_forward = ct__relu_forward_avx2;
     t->relu_backward = ct__relu_backward_avx2;
     t->tanh_forward = ct__tanh_forward_avx2;
@@ -96,6 +102,9 @@ static void build_tables(void)
     t->gelu_backward = ct__gelu_backward_avx512;
     t->gelu_tanh_forward = ct__gelu_tanh_forward_avx512;
     t->gelu_tanh_backward = ct__gelu_tanh_backward_avx512;
+    t->gelu_forward_grad = ct__gelu_forward_grad_avx512;
+    t->gelu_tanh_forward_grad = ct__gelu_tanh_forward_grad_avx512;
+    t->act_grad_backward = ct__act_grad_backward_avx512;
     t->relu_forward = ct__relu_forward_avx512;
     t->relu_backward = ct__relu_backward_avx512;
     t->tanh_forward = ct__tanh_forward_avx512;

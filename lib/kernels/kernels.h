@@ -151,6 +151,9 @@ typedef struct ct__kernels {
     ct__act_backward_fn gelu_backward;
     ct__act_forward_fn gelu_tanh_forward;
     ct__act_backward_fn gelu_tanh_backward;
+    ct__act_forward_grad_fn gelu_forward_grad;
+    ct__act_forward_grad_fn gelu_tanh_forward_grad;
+    ct__act_backward_fn act_grad_backward;
     ct__act_forward_fn relu_forward;
     ct__act_backward_fn relu_backward;
     ct__act_forward_fn tanh_forward;

@@ -40,6 +40,11 @@ typedef void (*ct__layernorm_backward_params_fn)(float *dw, float *db, const flo
  * approximation. backward: dinp = dout * act'(inp) (overwrites). */
 typedef void (*ct__act_forward_fn)(float *out, const float *inp, size_t n);
 typedef void (*ct__act_backward_fn)(float *dinp, const float *dout, const float *inp, size_t n);
+/* forward_grad: out = act(inp) with forward's bits, and grad = act'(inp),
+ * the factor backward multiplies dout by (grad may be inp: in place);
+ * act_grad_backward (an act_backward_fn of grad): dinp = dout * grad, so
+ * backward's bits from the stored factor. */
+typedef void (*ct__act_forward_grad_fn)(float *out, float *grad, const float *inp, size_t n);
 void ct__gelu_forward(float *out, const float *inp, size_t n);
 void ct__gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__gelu_tanh_forward(float *out, const float *inp, size_t n);
@@ -156,6 +161,9 @@ void ct__gelu_forward_generic(float *out, const float *inp, size_t n);
 void ct__gelu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__gelu_tanh_forward_generic(float *out, const float *inp, size_t n);
 void ct__gelu_tanh_backward_generic(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__gelu_forward_grad_generic(float *out, float *grad, const float *inp, size_t n);
+void ct__gelu_tanh_forward_grad_generic(float *out, float *grad, const float *inp, size_t n);
+void ct__act_grad_backward_generic(float *dinp, const float *dout, const float *grad, size_t n);
 void ct__relu_forward_generic(float *out, const float *inp, size_t n);
 void ct__relu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__tanh_forward_generic(float *out, const float *inp, size_t n);
@@ -193,6 +201,9 @@ void ct__gelu_forward_avx2(float *out, const float *inp, size_t n);
 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__gelu_tanh_forward_avx2(float *out, const float *inp, size_t n);
 void ct__gelu_tanh_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__gelu_forward_grad_avx2(float *out, float *grad, const float *inp, size_t n);
+void ct__gelu_tanh_forward_grad_avx2(float *out, float *grad, const float *inp, size_t n);
+void ct__act_grad_backward_avx2(float *dinp, const float *dout, const float *grad, size_t n);
 void ct__relu_forward_avx2(float *out, const float *inp, size_t n);
 void ct__relu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__tanh_forward_avx2(float *out, const float *inp, size_t n);
@@ -233,6 +244,9 @@ void ct__gelu_forward_avx512(float *out, const float *inp, size_t n);
 void ct__gelu_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_t n);
 void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
+void ct__gelu_forward_grad_avx512(float *out, float *grad, const float *inp, size_t n);
+void ct__gelu_tanh_forward_grad_avx512(float *out, float *grad, const float *inp, size_t n);
+void ct__act_grad_backward_avx512(float *dinp, const float *dout, const float *grad, size_t n);
 void ct__relu_forward_avx512(float *out, const float *inp, size_t n);
 void ct__relu_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
 void ct__tanh_forward_avx512(float *out, const float *inp, size_t n);

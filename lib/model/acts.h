@@ -52,7 +52,8 @@ struct ct__acts {
     float *res1;                /* [L][N,C] LayerNorm 1 input */
     float *ln1_mean, *ln1_rstd; /* [L][N] */
     float *h1;                  /* [L][N,C] LayerNorm 1 output */
-    float *ff_pre;              /* [L][N,FF] before the activation */
+    float *ff_pre;              /* [L][N,FF] before the activation; in a
+                                 * pass with backward, its derivative */
     float *ff_act;              /* [L][N,FF] after it */
     float *res2;                /* [L][N,C] LayerNorm 2 input */
     float *ln2_mean, *ln2_rstd; /* [L][N] */

@@ -27,6 +27,7 @@ typedef struct pass {
     ct__pool *pool;
     int bf16;
     int training;  /* dropout on */
+    int backward;  /* a backward pass follows */
     int per_layer; /* activations have one slot per layer */
     int all_x;     /* every layer's input is kept (x has L + 1 slots) */
     int B, T, N, C, NH, HD, FF, L;
@@ -301,11 +302,22 @@ static ct__act_forward_fn act_forward(const pass *p)
     return fns[p->m->cfg.act];
 }
 
+/* Where a backward pass follows, GELU's forward in the feed-forward also
+ * leaves its derivative in place of its input (ff_pre), which backward then
+ * only multiplies by: the erf (or tanh) once per element, not twice. NULL
+ * for ReLU, whose backward is a comparison already. */
+static ct__act_forward_grad_fn act_forward_grad(const pass *p)
+{
+    const ct__act_forward_grad_fn fns[] = {p->k->gelu_forward_grad,
+                                           p->k->gelu_tanh_forward_grad, NULL};
+    return p->backward ? fns[p->m->cfg.act] : NULL;
+}
+
 static ct__act_backward_fn act_backward(const pass *p)
 {
     const ct__act_backward_fn fns[] = {p->k->gelu_backward, p->k->gelu_tanh_backward,
                                        p->k->relu_backward};
-    return fns[p->m->cfg.act];
+    return act_forward_grad(p) ? p->k->act_grad_backward : fns[p->m->cfg.act];
 }
 
 /* The chain after a sublayer's output product over R rows, y = that
@@ -391,7 +403,8 @@ static ct_status layer_fwd(const pass *p, int l)
         return st;
     ct__chain_fwd ffn = {.y = ff_pre, .N = R, .C = FF,
                          .bias = w->b1 != CT__NO_TENSOR ? P(p, w->b1) : NULL,
-                         .act = act_forward(p), .act_out = ff_act, .out_b = ff_act_b};
+                         .act = act_forward_grad(p) ? NULL : act_forward(p),
+                         .act_grad = act_forward_grad(p), .act_out = ff_act, .out_b = ff_act_b};
     if ((st = ct__p_chain_forward(p->pool, &ffn)) != CT_OK ||
         (st = linear_fwd(p, res2, ff_act, ff_act_b, w->w2, CT__NO_TENSOR, R, FF, C)) != CT_OK)
         return st;
@@ -1127,6 +1140,7 @@ static ct_status run(ct_model *m, const ct_batch *b, int backward, float scale, 
     p.pool = m->pool;
     p.bf16 = m->precision == CT_PRECISION_BF16;
     p.training = m->training;
+    p.backward = backward;
     p.per_layer = keep == CT__KEEP_ALL;
     p.all_x = keep != CT__KEEP_NONE;
     p.B = b->B;

@@ -61,45 +61,84 @@ void ct__layernorm_backward_params_generic(float *dw, float *db, const float *do
     }
 }
 
+/* GELU and its derivative Phi(x) + x phi(x) at one x, for the three
+ * entry points below (each takes the part it needs, with the same bits). */
+static inline void gelu_one(float x, float *out, float *d)
+{
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    /* 1 + erf(z) as erfc(-z): no cancellation where x is negative */
+    float erfc_z = erfcf(-x * (float)M_SQRT1_2);
+    float pdf = inv_sqrt_2pi * expf(-(0.5f * x * x));
+    *out = 0.5f * x * erfc_z;
+    *d = 0.5f * erfc_z + x * pdf;
+}
+
 void ct__gelu_forward_generic(float *out, const float *inp, size_t n)
 {
+    float d;
     for (size_t i = 0; i < n; i++)
-        /* 1 + erf(z) as erfc(-z): no cancellation where x is negative */
-        out[i] = 0.5f * inp[i] * erfcf(-inp[i] * (float)M_SQRT1_2);
+        gelu_one(inp[i], &out[i], &d);
 }
 
 void ct__gelu_backward_generic(float *dinp, const float *dout, const float *inp, size_t n)
 {
-    const float inv_sqrt_2pi = 0.3989422804014327f;
+    float out, d;
+    for (size_t i = 0; i < n; i++) {
+        gelu_one(inp[i], &out, &d);
+        dinp[i] = dout[i] * d;
+    }
+}
+
+void ct__gelu_forward_grad_generic(float *out, float *grad, const float *inp, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        float cdf = 0.5f * erfcf(-x * (float)M_SQRT1_2);
-        float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
-        dinp[i] = dout[i] * (cdf + x * pdf);
+        gelu_one(x, &out[i], &grad[i]);
     }
 }
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_C 0.044715f
 
+/* The tanh form and its derivative, likewise. */
+static inline void gelu_tanh_one(float x, float *out, float *d)
+{
+    float u = GELU_K * (x + GELU_C * x * x * x);
+    /* 0.5 (1 + tanh u) as 1 / (1 + e^(-2u)): no cancellation for u < 0 */
+    *out = x / (1.0f + expf(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
+    float t = tanhf(u);
+    float du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+    *d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
 void ct__gelu_tanh_forward_generic(float *out, const float *inp, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        /* 0.5 (1 + tanh u) as 1 / (1 + e^(-2u)): no cancellation for u < 0 */
-        out[i] = x / (1.0f + expf(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
-    }
+    float d;
+    for (size_t i = 0; i < n; i++)
+        gelu_tanh_one(inp[i], &out[i], &d);
 }
 
 void ct__gelu_tanh_backward_generic(float *dinp, const float *dout, const float *inp, size_t n)
 {
+    float out, d;
+    for (size_t i = 0; i < n; i++) {
+        gelu_tanh_one(inp[i], &out, &d);
+        dinp[i] = dout[i] * d;
+    }
+}
+
+void ct__gelu_tanh_forward_grad_generic(float *out, float *grad, const float *inp, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        float u = GELU_K * (x + GELU_C * x * x * x);
-        float t = tanhf(u);
-        float du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-        dinp[i] = dout[i] * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+        gelu_tanh_one(x, &out[i], &grad[i]);
     }
+}
+
+void ct__act_grad_backward_generic(float *dinp, const float *dout, const float *grad, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dinp[i] = dout[i] * grad[i];
 }
 
 void ct__relu_forward_generic(float *out, const float *inp, size_t n)

@@ -88,19 +88,25 @@ CT_AVX2 static inline __m256 phi_of8(__m256 z, __m256 erfc_a)
     return _mm256_blendv_ps(_mm256_sub_ps(splat(1.0f), h), h, neg);
 }
 
-CT_AVX2 static inline __m256 phi8(__m256 z)
+/* x Phi(x) and its derivative Phi(x) + x phi(x), one exponential for both
+ * (ops_avx512.c's gelu16); each entry point below takes what it needs. */
+CT_AVX2 static inline __m256 gelu8(__m256 x, __m256 *d)
 {
+    __m256 z = _mm256_mul_ps(x, splat((float)M_SQRT1_2));
     __m256 a = erfc_arg8(z);
-    return phi_of8(z, erfc_e8(a, exp_neg_sq8(a)));
+    __m256 e = exp_neg_sq8(a);
+    __m256 cdf = phi_of8(z, erfc_e8(a, e));
+    __m256 pdf = _mm256_mul_ps(splat(0.3989422804014327f), e);
+    *d = _mm256_fmadd_ps(x, pdf, cdf);
+    return _mm256_mul_ps(x, cdf);
 }
 
 /* x Phi(x), within 1e-6 relative of the exact GELU of the same float z. */
 CT_AVX2 void ct__gelu_forward_avx2(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 8) {
-        __m256 x = load8(inp + i, n - i);
-        __m256 cdf = phi8(_mm256_mul_ps(x, splat((float)M_SQRT1_2)));
-        store8(out + i, n - i, _mm256_mul_ps(x, cdf));
+        __m256 d;
+        store8(out + i, n - i, gelu8(load8(inp + i, n - i), &d));
     }
 }
 
@@ -109,16 +115,26 @@ CT_AVX2 void ct__gelu_forward_avx2(float *out, const float *inp, size_t n)
 CT_AVX2 void ct__gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 8) {
-        __m256 x = load8(inp + i, n - i);
-        __m256 z = _mm256_mul_ps(x, splat((float)M_SQRT1_2));
-        /* one exponential for both, as ct__gelu_backward_avx512 */
-        __m256 a = erfc_arg8(z);
-        __m256 e = exp_neg_sq8(a);
-        __m256 cdf = phi_of8(z, erfc_e8(a, e));
-        __m256 pdf = _mm256_mul_ps(splat(0.3989422804014327f), e);
-        __m256 d = _mm256_fmadd_ps(x, pdf, cdf);
+        __m256 d;
+        gelu8(load8(inp + i, n - i), &d);
         store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));
     }
+}
+
+CT_AVX2 void ct__gelu_forward_grad_avx2(float *out, float *grad, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 d, y = gelu8(load8(inp + i, n - i), &d);
+        store8(out + i, n - i, y);
+        store8(grad + i, n - i, d);
+    }
+}
+
+CT_AVX2 void ct__act_grad_backward_avx2(float *dinp, const float *dout, const float *grad,
+                                        size_t n)
+{
+    for (size_t i = 0; i < n; i += 8)
+        store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), load8(grad + i, n - i)));
 }
 
 /* tanh(x) (ops_avx512.c's tanh16, with a true division for 1/(e^2a + 1)). */
@@ -152,34 +168,46 @@ CT_AVX2 static inline __m256 gelu_tanh_arg8(__m256 x)
     return _mm256_mul_ps(splat(GELU_K), _mm256_add_ps(x, rounded(x3)));
 }
 
-/* x / (1 + e^-2u) (ops_avx512.c's, with its bound). */
+/* x / (1 + e^-2u), and its derivative s + 2 x s (1 - s) du with 1 - s as
+ * e s where e < 1 (ops_avx512.c's gelu_tanh16, with its bounds). */
+CT_AVX2 static inline __m256 gelu_tanh8(__m256 x, __m256 *d)
+{
+    __m256 e = ct__exp8_avx2(_mm256_mul_ps(splat(-2.0f), gelu_tanh_arg8(x)));
+    __m256 s = _mm256_div_ps(splat(1.0f), _mm256_add_ps(splat(1.0f), e));
+    __m256 e_small = _mm256_cmp_ps(e, splat(1.0f), _CMP_LT_OQ);
+    __m256 oms = _mm256_blendv_ps(_mm256_sub_ps(splat(1.0f), s), _mm256_mul_ps(e, s), e_small);
+    __m256 du = _mm256_mul_ps(splat(GELU_K),
+                              _mm256_fmadd_ps(_mm256_mul_ps(splat(3.0f * GELU_C), x), x,
+                                              splat(1.0f)));
+    *d = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_add_ps(x, x), _mm256_mul_ps(s, oms)), du, s);
+    return _mm256_mul_ps(x, s);
+}
+
 CT_AVX2 void ct__gelu_tanh_forward_avx2(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 8) {
-        __m256 x = load8(inp + i, n - i);
-        __m256 e = ct__exp8_avx2(_mm256_mul_ps(splat(-2.0f), gelu_tanh_arg8(x)));
-        __m256 s = _mm256_div_ps(splat(1.0f), _mm256_add_ps(splat(1.0f), e));
-        store8(out + i, n - i, _mm256_mul_ps(x, s));
+        __m256 d;
+        store8(out + i, n - i, gelu_tanh8(load8(inp + i, n - i), &d));
     }
 }
 
-/* dout (s + 2 x s (1 - s) du), 1 - s as e s where e < 1
- * (ct__gelu_tanh_backward_avx512, with its bound). */
 CT_AVX2 void ct__gelu_tanh_backward_avx2(float *dinp, const float *dout, const float *inp,
                                          size_t n)
 {
     for (size_t i = 0; i < n; i += 8) {
-        __m256 x = load8(inp + i, n - i);
-        __m256 e = ct__exp8_avx2(_mm256_mul_ps(splat(-2.0f), gelu_tanh_arg8(x)));
-        __m256 s = _mm256_div_ps(splat(1.0f), _mm256_add_ps(splat(1.0f), e));
-        __m256 e_small = _mm256_cmp_ps(e, splat(1.0f), _CMP_LT_OQ);
-        __m256 oms = _mm256_blendv_ps(_mm256_sub_ps(splat(1.0f), s), _mm256_mul_ps(e, s), e_small);
-        __m256 du = _mm256_mul_ps(splat(GELU_K),
-                                  _mm256_fmadd_ps(_mm256_mul_ps(splat(3.0f * GELU_C), x), x,
-                                                  splat(1.0f)));
-        __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_add_ps(x, x), _mm256_mul_ps(s, oms)), du,
-                                   s);
+        __m256 d;
+        gelu_tanh8(load8(inp + i, n - i), &d);
         store8(dinp + i, n - i, _mm256_mul_ps(load8(dout + i, n - i), d));
+    }
+}
+
+CT_AVX2 void ct__gelu_tanh_forward_grad_avx2(float *out, float *grad, const float *inp,
+                                             size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 d, y = gelu_tanh8(load8(inp + i, n - i), &d);
+        store8(out + i, n - i, y);
+        store8(grad + i, n - i, d);
     }
 }
 

@@ -96,12 +96,6 @@ CT_AVX512 static inline __m512 phi_of16(__m512 z, __m512 erfc_a)
     return _mm512_mask_blend_ps(neg, _mm512_sub_ps(splat(1.0f), h), h);
 }
 
-CT_AVX512 static inline __m512 phi16(__m512 z)
-{
-    __m512 a = erfc_arg16(z);
-    return phi_of16(z, erfc_e16(a, exp_neg_sq16(a)));
-}
-
 /* tanh(x), <= 2 ulp (1.4 measured): a P(a^2) below 0.625 (4.5e-9 relative),
  * else 1 - 2/(e^2a + 1), a clamped at 9.1 where tanh rounds to 1. The sign
  * is put back last, so tanh(-0) = -0 and NaN stays NaN. */
@@ -272,39 +266,66 @@ CT_AVX512 void ct__layernorm_backward_params_avx512(float *dw, float *db, const 
 
 /* ---- activations ----------------------------------------------------------------- */
 
-/* x Phi(x). Differs from the generic by at most 1e-6 |out| + 2^-24 |x|
+/* x Phi(x), and its derivative Phi(x) + x phi(x); each entry point below
+ * takes what it needs.
+ * x Phi(x) differs from the generic by at most 1e-6 |out| + 2^-24 |x|
  * (its own erfc, and the rounding of z); both stay within 1e-6 relative of
  * the exact GELU of the same float z everywhere, neither cancelling in
  * 1 + erf(z) for negative x (this one: 4.2e-7 at most over every 7th float
- * of [-15, 15], normal results, against long double: bench/gelu_accuracy). */
+ * of [-15, 15], normal results, against long double: bench/gelu_accuracy).
+ * The derivative: one exponential serves both, phi(x) = e^(-z^2) /
+ * sqrt(2 pi), the e^(-z^2) of Phi's tail (z's rounding moves it by z^2
+ * 2^-23 relative, far inside the bound). dout times it is within 1e-6
+ * |dinp| + 2^-23 |dout| (1 + |x|) of the generic's: its cancellation in
+ * Phi as in the forward, a few ulp of x phi(x). */
+CT_AVX512 static inline __m512 gelu16(__m512 x, __m512 *d)
+{
+    __m512 z = _mm512_mul_ps(x, splat((float)M_SQRT1_2));
+    __m512 a = erfc_arg16(z);
+    __m512 e = exp_neg_sq16(a);
+    __m512 cdf = phi_of16(z, erfc_e16(a, e));
+    __m512 pdf = _mm512_mul_ps(splat(0.3989422804014327f), e);
+    *d = _mm512_fmadd_ps(x, pdf, cdf);
+    return _mm512_mul_ps(x, cdf);
+}
+
 CT_AVX512 void ct__gelu_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
-        __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
-        __m512 cdf = phi16(_mm512_mul_ps(x, splat((float)M_SQRT1_2)));
-        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, cdf));
+        __m512 d;
+        _mm512_mask_storeu_ps(out + i, k, gelu16(_mm512_maskz_loadu_ps(k, inp + i), &d));
     }
 }
 
-/* dout (Phi(x) + x phi(x)). One exponential serves both: phi(x) =
- * e^(-z^2) / sqrt(2 pi), the e^(-z^2) of Phi's tail (z's rounding moves
- * it by z^2 2^-23 relative, far inside the bound). Within 1e-6 |dinp| +
- * 2^-23 |dout| (1 + |x|) of the generic: its cancellation in Phi as in the
- * forward, a few ulp of x phi(x). */
 CT_AVX512 void ct__gelu_backward_avx512(float *dinp, const float *dout, const float *inp,
                                          size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
-        __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
-        __m512 z = _mm512_mul_ps(x, splat((float)M_SQRT1_2));
-        __m512 a = erfc_arg16(z);
-        __m512 e = exp_neg_sq16(a);
-        __m512 cdf = phi_of16(z, erfc_e16(a, e));
-        __m512 pdf = _mm512_mul_ps(splat(0.3989422804014327f), e);
-        __m512 d = _mm512_fmadd_ps(x, pdf, cdf);
+        __m512 d;
+        gelu16(_mm512_maskz_loadu_ps(k, inp + i), &d);
         _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), d));
+    }
+}
+
+CT_AVX512 void ct__gelu_forward_grad_avx512(float *out, float *grad, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = lanes(n - i);
+        __m512 d, y = gelu16(_mm512_maskz_loadu_ps(k, inp + i), &d);
+        _mm512_mask_storeu_ps(out + i, k, y);
+        _mm512_mask_storeu_ps(grad + i, k, d);
+    }
+}
+
+CT_AVX512 void ct__act_grad_backward_avx512(float *dinp, const float *dout, const float *grad,
+                                             size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = lanes(n - i);
+        _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i),
+                                                          _mm512_maskz_loadu_ps(k, grad + i)));
     }
 }
 
@@ -321,41 +342,55 @@ CT_AVX512 static inline __m512 gelu_tanh_arg(__m512 x)
 
 /* (1 + tanh u)/2 is the logistic function of 2u: x / (1 + e^-2u), with no
  * cancellation for negative x (as the generic computes it). Bound as
- * gelu_forward: 1e-6 |out| + 2^-24 |x|. The true division keeps 1 + inf
- * working for very negative u. */
+ * gelu16's: 1e-6 |out| + 2^-24 |x|. The true division keeps 1 + inf
+ * working for very negative u.
+ * The derivative, with s = (1 + tanh u)/2: 1 - tanh^2 u = 4 s (1 - s), and
+ * 1 - s = e s when e = e^-2u < 1 (else 1 - s does not cancel), so d = s + 2
+ * x s (1-s) du. dout d differs from the generic's by 1e-6 |dinp| + 2^-23
+ * |dout| (1 + |x du|), the second term again the generic's cancellation in
+ * 1 - tanh^2. */
+CT_AVX512 static inline __m512 gelu_tanh16(__m512 x, __m512 *d)
+{
+    __m512 u = gelu_tanh_arg(x);
+    __m512 e = ct__exp16_avx512(_mm512_mul_ps(splat(-2.0f), u));
+    __m512 s = _mm512_div_ps(splat(1.0f), _mm512_add_ps(splat(1.0f), e));
+    __mmask16 e_small = _mm512_cmp_ps_mask(e, splat(1.0f), _CMP_LT_OQ);
+    __m512 oms = _mm512_mask_mul_ps(_mm512_sub_ps(splat(1.0f), s), e_small, e, s);
+    __m512 du = _mm512_mul_ps(splat(GELU_K),
+                              _mm512_fmadd_ps(_mm512_mul_ps(splat(3.0f * GELU_C), x), x,
+                                              splat(1.0f)));
+    *d = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_add_ps(x, x), _mm512_mul_ps(s, oms)), du, s);
+    return _mm512_mul_ps(x, s);
+}
+
 CT_AVX512 void ct__gelu_tanh_forward_avx512(float *out, const float *inp, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
-        __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
-        __m512 u = gelu_tanh_arg(x);
-        __m512 e = ct__exp16_avx512(_mm512_mul_ps(splat(-2.0f), u));
-        __m512 s = _mm512_div_ps(splat(1.0f), _mm512_add_ps(splat(1.0f), e));
-        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, s));
+        __m512 d;
+        _mm512_mask_storeu_ps(out + i, k, gelu_tanh16(_mm512_maskz_loadu_ps(k, inp + i), &d));
     }
 }
 
-/* With s = (1 + tanh u)/2: 1 - tanh^2 u = 4 s (1 - s), and 1 - s = e s when
- * e = e^-2u < 1 (else 1 - s does not cancel). dinp = dout (s + 2 x s (1-s) du).
- * Differs from the generic by 1e-6 |dinp| + 2^-23 |dout| (1 + |x du|), the
- * second term again the generic's cancellation in 1 - tanh^2. */
 CT_AVX512 void ct__gelu_tanh_backward_avx512(float *dinp, const float *dout, const float *inp,
                                               size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
-        __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
-        __m512 u = gelu_tanh_arg(x);
-        __m512 e = ct__exp16_avx512(_mm512_mul_ps(splat(-2.0f), u));
-        __m512 s = _mm512_div_ps(splat(1.0f), _mm512_add_ps(splat(1.0f), e));
-        __mmask16 e_small = _mm512_cmp_ps_mask(e, splat(1.0f), _CMP_LT_OQ);
-        __m512 oms = _mm512_mask_mul_ps(_mm512_sub_ps(splat(1.0f), s), e_small, e, s);
-        __m512 du = _mm512_mul_ps(splat(GELU_K),
-                                  _mm512_fmadd_ps(_mm512_mul_ps(splat(3.0f * GELU_C), x), x,
-                                                  splat(1.0f)));
-        __m512 d = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_add_ps(x, x), _mm512_mul_ps(s, oms)), du,
-                                   s);
+        __m512 d;
+        gelu_tanh16(_mm512_maskz_loadu_ps(k, inp + i), &d);
         _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), d));
+    }
+}
+
+CT_AVX512 void ct__gelu_tanh_forward_grad_avx512(float *out, float *grad, const float *inp,
+                                                  size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = lanes(n - i);
+        __m512 d, y = gelu_tanh16(_mm512_maskz_loadu_ps(k, inp + i), &d);
+        _mm512_mask_storeu_ps(out + i, k, y);
+        _mm512_mask_storeu_ps(grad + i, k, d);
     }
 }
 
