@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "suites.h"
 #include "machine/cpu.h"
 #include "machine/threadpool.h"
 #include "kernels/kernels.h"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "suites.h"
 #include "machine/cpu.h"
 #include "machine/threadpool.h"
 #include "kernels/kernels.h"

@@ -23,6 +23,7 @@
 
 #include <cputrain/cputrain.h>
 
+#include "suites.h"
 #include "core/sha256.h"
 #include "dist/tcp.h"
 #include "dist/tcp_auth.h"

@@ -548,6 +548,12 @@ static inline float emu_flush_denormal(float f)
     memcpy(&f, &u, 4);
     return f;
 }
+EMU __m512 emu_flush_denormals16(__m512 v)
+{
+    emu_u32x16 u = (emu_u32x16)v;
+    emu_u32x16 tiny = (u & 0x7f800000u) == 0; /* all ones where denormal or zero */
+    return (__m512)(u & ~(tiny & 0x7fffffffu));
+}
 static inline float emu_bf16_to_f32(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16;
@@ -613,22 +619,34 @@ EMU void emu_tile_stored(int t, void *base, long stride)
         memcpy((char *)base + r * stride, emu_tiles[t][r], 64);
 }
 EMU void emu_tile_zero(int t) { memset(emu_tiles[t], 0, sizeof emu_tiles[t]); }
-/* C[m][n] += A[m][2k] B[k][2n] then + A[m][2k+1] B[k][2n+1], k in order */
+/* C[m][n] += A[m][2k] B[k][2n] then + A[m][2k+1] B[k][2n+1], k in order,
+ * each add rounded and flushed; the 16 n of a row at once (a product of
+ * two bf16 is exact in fp32, so whether the compiler fuses it with the add
+ * changes nothing) */
 EMU void emu_tile_dpbf16ps(int c, int a, int b)
 {
-    for (int m = 0; m < 16; m++)
-        for (int n = 0; n < 16; n++) {
-            float s;
-            memcpy(&s, &emu_tiles[c][m][4 * n], 4);
-            for (int k = 0; k < 16; k++)
-                for (int pair = 0; pair < 2; pair++) {
-                    uint16_t x, y;
-                    memcpy(&x, &emu_tiles[a][m][4 * k + 2 * pair], 2);
-                    memcpy(&y, &emu_tiles[b][k][4 * n + 2 * pair], 2);
-                    s = emu_flush_denormal(s + emu_bf16_to_f32(x) * emu_bf16_to_f32(y));
-                }
-            memcpy(&emu_tiles[c][m][4 * n], &s, 4);
+    float fa[16][32], fb[16][32];
+    for (int r = 0; r < 16; r++)
+        for (int i = 0; i < 32; i++) {
+            uint16_t x, y;
+            memcpy(&x, &emu_tiles[a][r][2 * i], 2);
+            memcpy(&y, &emu_tiles[b][r][2 * i], 2);
+            fa[r][i] = emu_bf16_to_f32(x);
+            fb[r][i] = emu_bf16_to_f32(y);
         }
+    for (int m = 0; m < 16; m++) {
+        __m512 s, even, odd;
+        memcpy(&s, emu_tiles[c][m], 64);
+        for (int k = 0; k < 16; k++) {
+            for (int n = 0; n < 16; n++) {
+                even[n] = fb[k][2 * n];
+                odd[n] = fb[k][2 * n + 1];
+            }
+            s = emu_flush_denormals16(s + fa[m][2 * k] * even);
+            s = emu_flush_denormals16(s + fa[m][2 * k + 1] * odd);
+        }
+        memcpy(emu_tiles[c][m], &s, 64);
+    }
 }
 
 /* ---- the intrinsics' names ---- */
