@@ -110,70 +110,32 @@ EMU void emu_storeu_ps(void *p, __m512 a) { memcpy(p, &a, 64); }
 EMU void emu_storeu_pd(void *p, __m512d a) { memcpy(p, &a, 64); }
 EMU void emu_storeu_si512(void *p, __m512i a) { memcpy(p, &a, 64); }
 
-EMU __m512 emu_maskz_loadu_ps(__mmask16 k, const void *p)
+/* The enabled ones of `lanes` elements of `size` bytes from src to dst:
+ * every masked load (into zeros) and masked store below. */
+static inline void emu_masked_copy(void *dst, const void *src, uint32_t k, int lanes, int size)
 {
-    __m512 r = {0};
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < lanes; i++)
         if (k >> i & 1)
-            memcpy((float *)&r + i, (const float *)p + i, 4);
-    return r;
+            memcpy((char *)dst + i * size, (const char *)src + i * size, (size_t)size);
 }
-EMU __m512i emu_maskz_loadu_epi32(__mmask16 k, const void *p)
-{
-    emu_i32x16 r = {0};
-    for (int i = 0; i < 16; i++)
-        if (k >> i & 1)
-            memcpy((int32_t *)&r + i, (const int32_t *)p + i, 4);
-    return (__m512i)r;
-}
-EMU __m512i emu_maskz_loadu_epi16(__mmask32 k, const void *p)
-{
-    emu_i16x32 r = {0};
-    for (int i = 0; i < 32; i++)
-        if (k >> i & 1)
-            memcpy((int16_t *)&r + i, (const int16_t *)p + i, 2);
-    return (__m512i)r;
-}
-EMU __m256i emu_mm256_maskz_loadu_epi16(__mmask16 k, const void *p)
-{
-    emu_i16x16 r = {0};
-    for (int i = 0; i < 16; i++)
-        if (k >> i & 1)
-            memcpy((int16_t *)&r + i, (const int16_t *)p + i, 2);
-    return (__m256i)r;
-}
-EMU __m256 emu_mm256_maskz_loadu_ps(__mmask8 k, const void *p)
-{
-    __m256 r = {0};
-    for (int i = 0; i < 8; i++)
-        if (k >> i & 1)
-            memcpy((float *)&r + i, (const float *)p + i, 4);
-    return r;
-}
-EMU void emu_mask_storeu_ps(void *p, __mmask16 k, __m512 a)
-{
-    for (int i = 0; i < 16; i++)
-        if (k >> i & 1)
-            memcpy((float *)p + i, (const float *)&a + i, 4);
-}
-EMU void emu_mask_storeu_epi32(void *p, __mmask16 k, __m512i a)
-{
-    for (int i = 0; i < 16; i++)
-        if (k >> i & 1)
-            memcpy((int32_t *)p + i, (const int32_t *)&a + i, 4);
-}
-EMU void emu_mm256_mask_storeu_epi16(void *p, __mmask16 k, __m256i a)
-{
-    for (int i = 0; i < 16; i++)
-        if (k >> i & 1)
-            memcpy((int16_t *)p + i, (const int16_t *)&a + i, 2);
-}
-EMU void emu_mm256_mask_storeu_ps(void *p, __mmask8 k, __m256 a)
-{
-    for (int i = 0; i < 8; i++)
-        if (k >> i & 1)
-            memcpy((float *)p + i, (const float *)&a + i, 4);
-}
+#define EMU_MASKZ_LOAD(name, type, mask_type, lanes, size)                                    \
+    EMU type name(mask_type k, const void *p)                                                 \
+    {                                                                                         \
+        type r = {0};                                                                         \
+        emu_masked_copy(&r, p, k, lanes, size);                                               \
+        return r;                                                                             \
+    }
+#define EMU_MASK_STORE(name, type, mask_type, lanes, size)                                    \
+    EMU void name(void *p, mask_type k, type a) { emu_masked_copy(p, &a, k, lanes, size); }
+EMU_MASKZ_LOAD(emu_maskz_loadu_ps, __m512, __mmask16, 16, 4)
+EMU_MASKZ_LOAD(emu_maskz_loadu_epi32, __m512i, __mmask16, 16, 4)
+EMU_MASKZ_LOAD(emu_maskz_loadu_epi16, __m512i, __mmask32, 32, 2)
+EMU_MASKZ_LOAD(emu_mm256_maskz_loadu_epi16, __m256i, __mmask16, 16, 2)
+EMU_MASKZ_LOAD(emu_mm256_maskz_loadu_ps, __m256, __mmask8, 8, 4)
+EMU_MASK_STORE(emu_mask_storeu_ps, __m512, __mmask16, 16, 4)
+EMU_MASK_STORE(emu_mask_storeu_epi32, __m512i, __mmask16, 16, 4)
+EMU_MASK_STORE(emu_mm256_mask_storeu_epi16, __m256i, __mmask16, 16, 2)
+EMU_MASK_STORE(emu_mm256_mask_storeu_ps, __m256, __mmask8, 8, 4)
 EMU __m512i emu_mask_i32gather_epi32(__m512i src, __mmask16 k, __m512i index, const void *base,
                                      int scale)
 {
