@@ -5,9 +5,20 @@
 #ifndef CT_KERNELS_ATTN_TILE_H
 #define CT_KERNELS_ATTN_TILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/kernels.h"
 #include "machine/cpu.h"
+
+/* Dropout on a tile's probabilities: kernels/ops.h's, with probability p
+ * under key, element (r, j) of the tile drawing counter
+ * first + r * row_step + j. */
+typedef struct ct__attn_drop {
+    float p;
+    uint64_t key;
+    size_t first, row_step;
+} ct__attn_drop;
 
 typedef struct ct__attn_tiles {
     const char *name;
@@ -16,19 +27,30 @@ typedef struct ct__attn_tiles {
      * B[k*ldb + n]; C rows ldc apart. With acc 0, C is not read. */
     void (*mm)(float *C, int ldc, const float *A, int ars, int acs, const float *B, int ldb,
                int M, int N, int K, int acc);
-    /* Rows r < R of S (T scores each, rows ld apart): lse[r] = log sum_j
-     * exp(scale S[r][j]) and P[r][j] = exp(scale S[r][j] - lse[r]).
-     * probs_rows computes the same P from a given lse, with the same
-     * operations, so forward and backward agree bit for bit. */
+    /* Rows r < R of S (T scores each, rows ld apart), in one pass after
+     * the max: lse[r] = log sum_j exp(scale S[r][j]), and the
+     * probabilities exp(scale S[r][j] - max) / sum through dropout (drop;
+     * NULL for none), written into b as bf16 rows ldb apart when b is not
+     * NULL (element T too, as 0, when T is odd: it ends a pair), else into
+     * P, rounded to bf16 values when round. S may be P; with b, P is
+     * scratch. */
     void (*softmax_rows)(float *P, float *lse, const float *S, int ld, int R, int T,
-                         float scale);
-    void (*probs_rows)(float *P, const float *lse, const float *S, int ld, int R, int T,
-                       float scale);
+                         float scale, const ct__attn_drop *drop, int round, ct__bf16 *b,
+                         int ldb);
+    /* Backward's P again from the forward's lse: P[r][j] = exp(scale
+     * S[r][j] - lse[r]), within a few ulp of the forward's. Pd, when not
+     * NULL: P through dropout (a copy when drop is NULL). Unrounded. */
+    void (*probs_rows)(float *P, float *Pd, const float *lse, const float *S, int ld, int R,
+                       int T, float scale, const ct__attn_drop *drop);
     /* The softmax backward in place, with the scores' scale folded in (so
-     * the products after it need no pass of their own):
-     * dP[r][j] = scale P[r][j] (dP[r][j] - D[r]). */
-    void (*dsoftmax_rows)(float *dP, const float *P, const float *D, int ld, int R, int T,
-                          float scale);
+     * the products after it need no pass of their own) and dropout's
+     * backward before it when p > 0, its mask read off Pd (kept where Pd is
+     * not 0, scaled by 1 / (1 - p)): dP[r][j] = scale P[r][j] (g - D[r]),
+     * g = dP[r][j] through that. round: dP, and Pd when not NULL (after
+     * its mask is read), rounded to bf16 values in place; b: dP also as
+     * bf16 rows ldb apart (element T 0 when T is odd). */
+    void (*dsoftmax_rows)(float *dP, float *Pd, const float *P, const float *D, int ld, int R,
+                          int T, float scale, float p, int round, ct__bf16 *b, int ldb);
     /* dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols: 32-bit
      * words moved bit for bit (fp32 values, or bf16 pairs). */
     void (*transpose32)(void *dst, int ldd, const void *src, int lds, int rows, int cols);

@@ -84,6 +84,11 @@ static inline uint32_t ct__dropout_draw(uint64_t key, size_t i)
     uint64_t h = ct__mix64(key + (uint64_t)(i >> 1) * 0x9e3779b97f4a7c15ull);
     return (uint32_t)((i & 1) ? h >> 16 : h >> 40) & 0xffffffu;
 }
+/* p * 2^24: an element is dropped when its draw is below it. */
+static inline uint32_t ct__dropout_threshold(float p)
+{
+    return (uint32_t)(p * 16777216.0f);
+}
 /* Element i of value x through dropout (threshold p * 2^24, scale
  * 1 / (1 - p)): the rule every variant applies, here one element at a time. */
 static inline float ct__dropout_one(float x, uint64_t key, size_t i, uint32_t threshold,

@@ -177,7 +177,6 @@ static void fwd_task(void *ctx, int task, int thread)
     size_t Tp = up16((size_t)T);
     const float *q = J->q + off, *k = J->k + off, *v = J->v + off;
     float *kt = w + L.kt, *S = w + L.p, *out = J->ctx + off, *lse = J->lse + (size_t)h * N + n0;
-    uint64_t key = ct__attn_seq_key(a, s);
 
     transpose(a, t, kt, k, T, Tp);
     const float *vb = v;
@@ -196,16 +195,10 @@ static void fwd_task(void *ctx, int task, int thread)
             qa = w + L.qt;
             ldq = HD;
         }
+        ct__attn_drop drop;
         t->mm(S, (int)Tp, qa, ldq, 1, kt, (int)Tp, R, T, HD, 0);
-        t->softmax_rows(S, lse + i0, S, (int)Tp, R, T, a->scale);
-        for (int r = 0; r < R; r++) {
-            float *row = S + (size_t)r * Tp;
-            if (a->dropout > 0)
-                a->k->dropout_forward(row, row, (size_t)T, a->dropout, key,
-                                      ((size_t)h * T + i0 + r) * T);
-            if (a->bf16)
-                a->k->round_bf16(row, row, (size_t)T);
-        }
+        t->softmax_rows(S, lse + i0, S, (int)Tp, R, T, a->scale,
+                        ct__attn_tile_drop(a, &drop, s, h, T, i0), a->bf16, NULL, 0);
         t->mm(out + (size_t)i0 * ld, ld, S, (int)Tp, 1, vb, ldv, R, HD, T, 0);
     }
     round_ctx(J, T, off);
@@ -257,7 +250,7 @@ static void bwd_task(void *ctx, int task, int thread)
     const ct__attn_tiles *t = J->t;
     int s = task / a->NH, h = task % a->NH, HD = a->HD, ld = a->ld;
     int n0 = a->seq_start[s], T = a->seq_start[s + 1] - n0, N = a->seq_start[a->n_seq];
-    int bf = a->bf16 != 0, drop = a->dropout > 0;
+    int bf = a->bf16 != 0;
     (void)thread;
     if (T <= 0)
         return;
@@ -280,8 +273,7 @@ static void bwd_task(void *ctx, int task, int thread)
     const float *lse = J->lse_in + (size_t)h * N + n0;
     float *dq = J->dq + off, *dk = J->dk + off, *dv = J->dv + off;
     float *kt = w + L.kt, *vt = w + L.vt, *P = w + L.p, *dP = w + L.dp, *D = w + L.d;
-    float *Pd = bf || drop ? w + L.pd : P;
-    uint64_t key = ct__attn_seq_key(a, s);
+    float *Pd = bf || a->dropout > 0 ? w + L.pd : NULL; /* P's dropped copy */
 
     transpose(a, t, kt, k, T, Tp);
     transpose(a, t, vt, v, T, Tp);
@@ -304,32 +296,20 @@ static void bwd_task(void *ctx, int task, int thread)
             da = w + L.dct;
             ldd = HD;
         }
-        /* P again, from the scores and the forward's lse */
+        /* P again, from the scores and the forward's lse, and Pd, kept
+         * fp32 until dS has read its mask (rounding flushes denormals to 0) */
+        ct__attn_drop drop;
         t->mm(P, (int)Tp, qa, ldq, 1, kt, (int)Tp, R, T, HD, 0);
-        t->probs_rows(P, lse + i0, P, (int)Tp, R, T, a->scale);
-        for (int r = 0; r < R; r++) {
-            float *pr = P + (size_t)r * Tp, *pdr = Pd + (size_t)r * Tp;
-            if (drop)
-                a->k->dropout_forward(pdr, pr, (size_t)T, a->dropout, key,
-                                      ((size_t)h * T + i0 + r) * T);
-            else if (bf)
-                memcpy(pdr, pr, (size_t)T * sizeof *pdr);
-        }
-        /* dPd = dctx V^T, then through dropout's backward with the mask
-         * read off Pd before it is rounded (rounding may flush a denormal
-         * to 0); D from the unrounded dctx rows (da may be their bf16 copy) */
+        t->probs_rows(P, Pd, lse + i0, P, (int)Tp, R, T, a->scale,
+                      ct__attn_tile_drop(a, &drop, s, h, T, i0));
+        /* dPd = dctx V^T; D from the unrounded dctx rows (da may be their
+         * bf16 copy); dS, scaled, with Pd rounded after */
         t->mm(dP, (int)Tp, da, ldd, 1, vt, (int)Tp, R, T, HD, 0);
-        ct__attn_row_terms(a, D, dP, Tp, Pd, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R,
-                           T);
-        if (bf)
-            for (int r = 0; r < R; r++)
-                a->k->round_bf16(Pd + (size_t)r * Tp, Pd + (size_t)r * Tp, (size_t)T);
+        ct__attn_row_terms(a, D, dctx + (size_t)i0 * ld, ctxo + (size_t)i0 * ld, R);
+        t->dsoftmax_rows(dP, Pd, P, D, (int)Tp, R, T, a->scale,
+                         a->dropout, bf, NULL, 0);
         /* dV += Pd^T dctx */
-        t->mm(dv, ld, Pd, 1, (int)Tp, da, ldd, T, HD, R, acc);
-        t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
-        if (bf)
-            for (int r = 0; r < R; r++)
-                a->k->round_bf16(dP + (size_t)r * Tp, dP + (size_t)r * Tp, (size_t)T);
+        t->mm(dv, ld, Pd ? Pd : P, 1, (int)Tp, da, ldd, T, HD, R, acc);
         /* dQ = dS K (this tile's rows, complete); dK += dS^T Q */
         t->mm(dq + (size_t)i0 * ld, ld, dP, (int)Tp, 1, kb, ldk, R, HD, T, 0);
         t->mm(dk, ld, dP, 1, (int)Tp, qa, ldq, T, HD, R, acc);

@@ -89,7 +89,6 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
     float *S = w + L.p, *out = J->ctx + off, *lse = J->lse + (size_t)h * N + n0;
     uint32_t *W = (uint32_t *)w, *kt = W + L.kt, *vv = W + L.vv, *qb = W + L.qb;
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
-    uint64_t key = ct__attn_seq_key(a, s);
 
     prefetch_rows(k, (size_t)ld, T, HD);
     prefetch_rows(v, (size_t)ld, T, HD);
@@ -103,13 +102,9 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
         prefetch_rows(q + (size_t)(i0 + R) * ld, (size_t)ld, next, HD);
         rows_bf16(a, (ct__bf16 *)qb, 2 * (size_t)H2, q + (size_t)i0 * ld, (size_t)ld, R, HD);
         t->mm_bf16(S, (int)Tp, qb, H2, 1, kt, (int)Tp, R, T, H2, 0);
-        t->softmax_rows(S, lse + i0, S, (int)Tp, R, T, a->scale);
-        if (a->dropout > 0)
-            for (int r = 0; r < R; r++)
-                a->k->dropout_forward(S + (size_t)r * Tp, S + (size_t)r * Tp, (size_t)T,
-                                      a->dropout, key,
-                                      ((size_t)h * T + i0 + r) * T);
-        rows_bf16(a, pb, Tp, S, Tp, R, T); /* Tp > T when T is odd */
+        ct__attn_drop drop;
+        t->softmax_rows(S, lse + i0, S, (int)Tp, R, T, a->scale,
+                        ct__attn_tile_drop(a, &drop, s, h, T, i0), 0, pb, (int)Tp);
         t->mm_bf16(out + (size_t)i0 * ld, ld, (const uint32_t *)pb, (int)Tp / 2, 1, vv, HD, R,
                    HD, T2, 0);
     }
@@ -120,7 +115,7 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
 {
     const ct__attn *a = J->a;
     const ct__attn_tiles *t = J->t;
-    int HD = a->HD, ld = a->ld, H2 = (HD + 1) / 2, drop = a->dropout > 0;
+    int HD = a->HD, ld = a->ld, H2 = (HD + 1) / 2;
     int n0 = a->seq_start[s], T = a->seq_start[s + 1] - n0, N = a->seq_start[a->n_seq];
     int T2 = (T + 1) / 2;
     dot_layout L = dot_plan(a, T, 1);
@@ -129,11 +124,10 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
     const float *dctx = J->dctx + off, *ctxo = J->ctx_in + off;
     const float *lse = J->lse_in + (size_t)h * N + n0;
     float *dq = J->dq + off, *dk = J->dk + off, *dv = J->dv + off;
-    float *P = w + L.p, *dP = w + L.dp, *D = w + L.d, *Pd = drop ? w + L.pd : P;
+    float *P = w + L.p, *dP = w + L.dp, *D = w + L.d, *Pd = a->dropout > 0 ? w + L.pd : NULL;
     uint32_t *W = (uint32_t *)w, *kt = W + L.kt, *vt = W + L.vt, *kv = W + L.kv;
     uint32_t *qb = W + L.qb, *db = W + L.db, *qv = W + L.qv, *dcv = W + L.dv, *tv = W + L.tv;
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
-    uint64_t key = ct__attn_seq_key(a, s);
 
     prefetch_rows(k, (size_t)ld, T, HD);
     prefetch_rows(v, (size_t)ld, T, HD);
@@ -157,22 +151,19 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
         rows_bf16(a, (ct__bf16 *)db, 2 * (size_t)H2, da, (size_t)ld, R, HD);
         t->pack_pairs(qv, HD, qa, ld, R, HD);
         t->pack_pairs(dcv, HD, da, ld, R, HD);
-        /* P again, from the scores and the forward's lse */
+        /* P again, from the scores and the forward's lse, and Pd */
+        ct__attn_drop drop;
         t->mm_bf16(P, (int)Tp, qb, H2, 1, kt, (int)Tp, R, T, H2, 0);
-        t->probs_rows(P, lse + i0, P, (int)Tp, R, T, a->scale);
-        if (drop)
-            for (int r = 0; r < R; r++)
-                a->k->dropout_forward(Pd + (size_t)r * Tp, P + (size_t)r * Tp, (size_t)T,
-                                      a->dropout, key,
-                                      ((size_t)h * T + i0 + r) * T);
+        t->probs_rows(P, Pd, lse + i0, P, (int)Tp, R, T, a->scale,
+                      ct__attn_tile_drop(a, &drop, s, h, T, i0));
         /* dPd = dctx V^T; dV += Pd^T dctx */
         t->mm_bf16(dP, (int)Tp, db, H2, 1, vt, (int)Tp, R, T, H2, 0);
-        t->pack_pairs(tv, (int)Tp, Pd, (int)Tp, R, T);
+        t->pack_pairs(tv, (int)Tp, Pd ? Pd : P, (int)Tp, R, T);
         t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, acc);
-        ct__attn_row_terms(a, D, dP, Tp, Pd, da, ctxo + (size_t)i0 * ld, R, T);
-        t->dsoftmax_rows(dP, P, D, (int)Tp, R, T, a->scale); /* dS, scaled */
+        /* dS, scaled, also as bf16 rows (pb: Tp > T when T is odd) */
+        ct__attn_row_terms(a, D, da, ctxo + (size_t)i0 * ld, R);
+        t->dsoftmax_rows(dP, Pd, P, D, (int)Tp, R, T, a->scale, a->dropout, 0, pb, (int)Tp);
         /* dQ = dS K; dK += dS^T Q */
-        rows_bf16(a, pb, Tp, dP, Tp, R, T);
         t->mm_bf16(dq + (size_t)i0 * ld, ld, (const uint32_t *)pb, (int)Tp / 2, 1, kv, HD, R,
                    HD, T2, 0);
         t->pack_pairs(tv, (int)Tp, dP, (int)Tp, R, T);

@@ -31,13 +31,9 @@ typedef struct ct__attn_job {
 
 /* Backward's row terms of R query rows: D[r] = dctx_r . ctx_r, which equals
  * rowsum(dP * P) with or without dropout and needs no pass over the T
- * columns; then, with dropout, dP's rows through its backward, the mask
- * read off Pd (the dropped probabilities before any rounding, ldp apart):
- * a probability is kept exactly where Pd is not 0, and where P is 0 the
- * softmax backward multiplies dP by 0 anyway. */
-static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, size_t ldp,
-                                      const float *Pd, const float *dctx, const float *ctx,
-                                      int R, int T)
+ * columns. */
+static inline void ct__attn_row_terms(const ct__attn *a, float *D, const float *dctx,
+                                      const float *ctx, int R)
 {
     for (int r = 0; r < R; r++) {
         const float *x = dctx + (size_t)r * a->ld, *y = ctx + (size_t)r * a->ld;
@@ -52,16 +48,24 @@ static inline void ct__attn_row_terms(const ct__attn *a, float *D, float *dP, si
         for (int i = 0; i < 8; i++)
             sum += s8[i];
         D[r] = sum;
-        if (a->dropout > 0)
-            a->k->dropout_backward_kept(dP + (size_t)r * ldp, dP + (size_t)r * ldp,
-                                        Pd + (size_t)r * ldp, (size_t)T, a->dropout);
     }
 }
 
-/* The dropout key of sequence s (attention.h). */
-static inline uint64_t ct__attn_seq_key(const ct__attn *a, int s)
+/* The dropout of the tile of query rows [i0, i0 + TILE) of head h in
+ * sequence s (T tokens), or NULL when there is none: row i of the head's
+ * [T x T] probabilities draws counters (h T + i) T onwards, under the
+ * sequence's key (attention.h). */
+static inline const ct__attn_drop *ct__attn_tile_drop(const ct__attn *a, ct__attn_drop *d,
+                                                      int s, int h, int T, int i0)
 {
-    return ct__dropout_seq_key(a->dropout_key, a->dropout_ids ? a->dropout_ids[s] : (uint64_t)s);
+    if (!(a->dropout > 0))
+        return NULL;
+    d->p = a->dropout;
+    d->key = ct__dropout_seq_key(a->dropout_key,
+                                 a->dropout_ids ? a->dropout_ids[s] : (uint64_t)s);
+    d->first = ((size_t)h * T + (size_t)i0) * T;
+    d->row_step = (size_t)T;
+    return d;
 }
 
 /* The bf16 dot-product path applies: bf16 on and the level has it. */

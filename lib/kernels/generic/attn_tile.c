@@ -62,41 +62,82 @@ static void mm_generic(float *restrict C, int ldc, const float *restrict A, int 
                   acc);
 }
 
-static void probs_generic(float *P, const float *lse, const float *S, int ld, int R, int T,
-                          float scale)
+/* Row element j of p through dropout, the counter of element 0 being c. */
+static void drop_row(float *out, const float *p, int T, const ct__attn_drop *d, size_t c)
+{
+    if (d)
+        ct__dropout_forward_generic(out, p, (size_t)T, d->p, d->key, c);
+    else if (out != p)
+        memcpy(out, p, (size_t)T * sizeof *out);
+}
+
+static size_t counter(const ct__attn_drop *d, int r)
+{
+    return d ? d->first + (size_t)r * d->row_step : 0;
+}
+
+/* The row into b as bf16 (and the pair's zero past an odd T), or rounded
+ * in place when round. */
+static void row_out(float *p, int T, int round, ct__bf16 *b)
+{
+    if (b) {
+        ct__f32_to_bf16_generic(b, p, (size_t)T);
+        if (T & 1)
+            b[T] = 0;
+    } else if (round) {
+        ct__round_bf16_generic(p, p, (size_t)T);
+    }
+}
+
+static void softmax_generic(float *P, float *lse, const float *S, int ld, int R, int T,
+                            float scale, const ct__attn_drop *drop, int round, ct__bf16 *b,
+                            int ldb)
+{
+    for (int r = 0; r < R; r++) {
+        const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld, mx = -INFINITY;
+        for (int j = 0; j < T; j++)
+            mx = scale * s[j] > mx ? scale * s[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < T; j++)
+            sum += p[j] = expf(scale * s[j] - mx);
+        lse[r] = mx + (float)log(sum);
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < T; j++)
+            p[j] *= inv;
+        drop_row(p, p, T, drop, counter(drop, r));
+        row_out(p, T, round, b ? b + (size_t)r * ldb : NULL);
+    }
+}
+
+static void probs_generic(float *P, float *Pd, const float *lse, const float *S, int ld, int R,
+                          int T, float scale, const ct__attn_drop *drop)
 {
     for (int r = 0; r < R; r++) {
         const float *s = S + (size_t)r * ld;
         float *p = P + (size_t)r * ld, l = lse[r];
         for (int j = 0; j < T; j++)
             p[j] = expf(scale * s[j] - l);
+        if (Pd)
+            drop_row(Pd + (size_t)r * ld, p, T, drop, counter(drop, r));
     }
 }
 
-static void softmax_generic(float *P, float *lse, const float *S, int ld, int R, int T,
-                            float scale)
+static void dsoftmax_generic(float *dP, float *Pd, const float *P, const float *D, int ld,
+                             int R, int T, float scale, float pdrop, int round, ct__bf16 *b,
+                             int ldb)
 {
     for (int r = 0; r < R; r++) {
-        const float *s = S + (size_t)r * ld;
-        float mx = -INFINITY;
-        for (int j = 0; j < T; j++)
-            mx = scale * s[j] > mx ? scale * s[j] : mx;
-        double sum = 0;
-        for (int j = 0; j < T; j++)
-            sum += expf(scale * s[j] - mx);
-        lse[r] = mx + (float)log(sum);
-    }
-    probs_generic(P, lse, S, ld, R, T, scale);
-}
-
-static void dsoftmax_generic(float *dP, const float *P, const float *D, int ld, int R, int T,
-                             float scale)
-{
-    for (int r = 0; r < R; r++) {
-        float *restrict d = dP + (size_t)r * ld;
+        float *restrict d = dP + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
         const float *restrict p = P + (size_t)r * ld;
+        if (pdrop > 0)
+            ct__dropout_backward_kept_generic(d, d, pd, (size_t)T, pdrop);
         for (int j = 0; j < T; j++)
             d[j] = scale * (p[j] * (d[j] - D[r]));
+        if (round && pd)
+            ct__round_bf16_generic(pd, pd, (size_t)T);
+        row_out(d, T, round, NULL);
+        row_out(d, T, 0, b ? b + (size_t)r * ldb : NULL);
     }
 }
 

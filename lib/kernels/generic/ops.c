@@ -201,7 +201,7 @@ uint64_t ct__dropout_seq_key(uint64_t site_key, uint64_t seq)
 void ct__dropout_forward_generic(float *out, const float *inp, size_t n, float p, uint64_t key,
                                  size_t first)
 {
-    uint32_t threshold = (uint32_t)(p * 16777216.0f);
+    uint32_t threshold = ct__dropout_threshold(p);
     float scale = 1.0f / (1.0f - p);
     for (size_t i = 0; i < n; i++)
         out[i] = ct__dropout_one(inp[i], key, first + i, threshold, scale);

@@ -6,6 +6,8 @@
 #if defined(__x86_64__)
 #include <math.h>
 
+#include "kernels/x86/bf16_x86.h"
+#include "kernels/x86/dropout_x86.h"
 #include "kernels/x86/exp_avx2.h"
 #include "kernels/x86/x86.h"
 
@@ -102,25 +104,6 @@ CT_AVX2 CT_ALIGN_LOOPS static void mm_avx2(float *C, int ldc, const float *A, in
     }
 }
 
-/* The exponent is one fused multiply-subtract, in both functions, so that
- * P recomputed by backward equals the forward's bit for bit. */
-CT_AVX2 static void probs_avx2(float *P, const float *lse, const float *S, int ld, int R, int T,
-                               float scale)
-{
-    __m256 vs = _mm256_set1_ps(scale);
-    for (int r = 0; r < R; r++) {
-        const float *s = S + (size_t)r * ld;
-        float *p = P + (size_t)r * ld;
-        __m256 l = _mm256_set1_ps(lse[r]);
-        for (int j = 0; j < T; j += 8) {
-            int full = T - j >= 8;
-            __m256i m = ct__lanes8(T - j);
-            __m256 x = _mm256_fmsub_ps(vs, load(s + j, full, m), l);
-            store(p + j, full, m, ct__exp8_avx2(x));
-        }
-    }
-}
-
 CT_AVX2 static float hmax(__m256 v)
 {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -137,12 +120,74 @@ CT_AVX2 static float hsum(__m256 v)
     return _mm_cvtss_f32(x);
 }
 
+/* Lanes of elements [j, T) of a row in the vector starting at element j,
+ * where j may be -1: the first vector of a row whose dropout counter is
+ * odd starts one element early, so that every vector's draws come from
+ * whole hashes (dropout_x86.h); its lane 0 is left out. */
+CT_AVX2 static INLINE __m256i row_lanes(int j, int T)
+{
+    __m256i m = ct__lanes8(T - j);
+    return j < 0 ? _mm256_blend_epi32(m, _mm256_setzero_si256(), 1) : m;
+}
+
+/* A row's dropout: the vector loop's first element (0, or -1 when the
+ * counter of element 0 is odd), the hash stream, threshold and scale. */
+typedef struct row_drop {
+    int j0;
+    __m256i z, thr;
+    __m256 scale;
+} row_drop;
+
+CT_AVX2 static INLINE row_drop drop_start(const ct__attn_drop *d, int r)
+{
+    row_drop x = {0, _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_ps()};
+    if (d) {
+        size_t c = d->first + (size_t)r * d->row_step;
+        x.j0 = -(int)(c & 1);
+        x.z = ct__drop_start8(d->key, c & ~(size_t)1);
+        x.thr = _mm256_set1_epi32((int)ct__dropout_threshold(d->p));
+        x.scale = _mm256_set1_ps(1.0f / (1.0f - d->p));
+    }
+    return x;
+}
+
+/* x through the row's dropout (the next 8 draws). */
+CT_AVX2 static INLINE __m256 drop8(row_drop *d, __m256 x)
+{
+    __m256i dropped = ct__drop_next8(&d->z, d->thr);
+    return _mm256_andnot_ps(_mm256_castsi256_ps(dropped), _mm256_mul_ps(x, d->scale));
+}
+
+CT_AVX2 static INLINE __m256 round8(__m256 x)
+{
+    return _mm256_castsi256_ps(ct__round8_avx2(_mm256_castps_si256(x)));
+}
+
+/* Lanes m (a row_lanes mask) of x as bf16 at b[0..7]: whole when all 8
+ * are in, else through a copy (AVX2 has no 16-bit masked store). */
+CT_AVX2 static INLINE void store_bf16(ct__bf16 *b, __m256i m, __m256 x)
+{
+    __m128i h = ct__bf16x8_avx2(_mm256_castps_si256(x));
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xff) {
+        _mm_storeu_si128((__m128i *)b, h);
+        return;
+    }
+    ct__bf16 t[8];
+    _mm_storeu_si128((__m128i *)t, h);
+    for (int i = 0; i < 8; i++)
+        if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) >> i & 1)
+            b[i] = t[i];
+}
+
 CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, int R, int T,
-                                 float scale)
+                                 float scale, const ct__attn_drop *drop, int round, ct__bf16 *b,
+                                 int ldb)
 {
     __m256 vs = _mm256_set1_ps(scale);
     for (int r = 0; r < R; r++) {
         const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld;
+        ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
         __m256 vmx = _mm256_set1_ps(-INFINITY);
         for (int j = 0; j < T; j += 8) {
             __m256i m = ct__lanes8(T - j);
@@ -153,29 +198,84 @@ CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, i
         float mxs = hmax(vmx);
         __m256 mx = _mm256_set1_ps(mxs), sum = _mm256_setzero_ps();
         for (int j = 0; j < T; j += 8) {
+            int full = T - j >= 8;
             __m256i m = ct__lanes8(T - j);
-            __m256 x = _mm256_fmsub_ps(vs, load(s + j, T - j >= 8, m), mx);
-            sum = _mm256_add_ps(sum, _mm256_and_ps(ct__exp8_avx2(x), _mm256_castsi256_ps(m)));
+            __m256 e = ct__exp8_avx2(_mm256_fmsub_ps(vs, load(s + j, full, m), mx));
+            e = _mm256_and_ps(e, _mm256_castsi256_ps(m));
+            store(p + j, full, m, e);
+            sum = _mm256_add_ps(sum, e);
         }
-        lse[r] = mxs + logf(hsum(sum));
+        float total = hsum(sum);
+        lse[r] = mxs + logf(total);
+        __m256 inv = _mm256_set1_ps(1.0f / total);
+        row_drop d = drop_start(drop, r);
+        for (int j = d.j0; j < T; j += 8) {
+            __m256i m = row_lanes(j, T);
+            int full = j >= 0 && T - j >= 8;
+            __m256 x = _mm256_mul_ps(load(p + j, full, m), inv);
+            if (drop)
+                x = drop8(&d, x);
+            if (br)
+                store_bf16(br + j, m, x);
+            else
+                store(p + j, full, m, round ? round8(x) : x);
+        }
+        if (br && (T & 1))
+            br[T] = 0;
     }
-    probs_avx2(P, lse, S, ld, R, T, scale);
 }
 
-CT_AVX2 static void dsoftmax_avx2(float *dP, const float *P, const float *D, int ld, int R,
-                                  int T, float scale)
+CT_AVX2 static void probs_avx2(float *P, float *Pd, const float *lse, const float *S, int ld,
+                               int R, int T, float scale, const ct__attn_drop *drop)
 {
     __m256 vs = _mm256_set1_ps(scale);
     for (int r = 0; r < R; r++) {
-        float *d = dP + (size_t)r * ld;
+        const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
+        __m256 l = _mm256_set1_ps(lse[r]);
+        row_drop d = drop_start(Pd ? drop : NULL, r);
+        for (int j = d.j0; j < T; j += 8) {
+            __m256i m = row_lanes(j, T);
+            int full = j >= 0 && T - j >= 8;
+            __m256 x = ct__exp8_avx2(_mm256_fmsub_ps(vs, load(s + j, full, m), l));
+            store(p + j, full, m, x);
+            if (pd)
+                store(pd + j, full, m, drop ? drop8(&d, x) : x);
+        }
+    }
+}
+
+CT_AVX2 static void dsoftmax_avx2(float *dP, float *Pd, const float *P, const float *D, int ld,
+                                  int R, int T, float scale, float pdrop, int round,
+                                  ct__bf16 *b, int ldb)
+{
+    __m256 vs = _mm256_set1_ps(scale), zero = _mm256_setzero_ps();
+    __m256 ds = _mm256_set1_ps(pdrop > 0 ? 1.0f / (1.0f - pdrop) : 1.0f);
+    for (int r = 0; r < R; r++) {
+        float *d = dP + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
         const float *p = P + (size_t)r * ld;
+        ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
         __m256 dr = _mm256_set1_ps(D[r]);
         for (int j = 0; j < T; j += 8) {
             int full = T - j >= 8;
             __m256i m = ct__lanes8(T - j);
-            __m256 x = _mm256_sub_ps(load(d + j, full, m), dr);
-            store(d + j, full, m, _mm256_mul_ps(vs, _mm256_mul_ps(load(p + j, full, m), x)));
+            __m256 g = load(d + j, full, m);
+            if (pdrop > 0) {
+                __m256 kept = load(pd + j, full, m);
+                /* unordered: a NaN kept value is not 0, so it keeps */
+                g = _mm256_and_ps(_mm256_cmp_ps(kept, zero, _CMP_NEQ_UQ), _mm256_mul_ps(g, ds));
+            }
+            if (round && pd)
+                store(pd + j, full, m, round8(load(pd + j, full, m)));
+            __m256 x = _mm256_mul_ps(vs, _mm256_mul_ps(load(p + j, full, m), _mm256_sub_ps(g, dr)));
+            if (round)
+                x = round8(x);
+            store(d + j, full, m, x);
+            if (br)
+                store_bf16(br + j, m, x);
         }
+        if (br && (T & 1))
+            br[T] = 0;
     }
 }
 

@@ -5,6 +5,8 @@
 #if defined(__x86_64__)
 #include <math.h>
 
+#include "kernels/x86/bf16_x86.h"
+#include "kernels/x86/dropout_x86.h"
 #include "kernels/x86/exp_avx512.h"
 #include "kernels/x86/x86.h"
 
@@ -106,30 +108,62 @@ CT_AVX512 CT_ALIGN_LOOPS static void mm_avx512(float *C, int ldc, const float *A
     }
 }
 
-/* The exponent is one fused multiply-subtract, in both functions, so that
- * P recomputed by backward equals the forward's bit for bit. */
-CT_AVX512 static void probs_avx512(float *P, const float *lse, const float *S, int ld, int R,
-                                   int T, float scale)
+/* Lanes of elements [j, T) of a row in the vector starting at element j,
+ * where j may be -1: the first vector of a row whose dropout counter is
+ * odd starts one element early, so that every vector's draws come from
+ * whole hashes (dropout_x86.h); its lane 0 is left out. */
+static INLINE __mmask16 row_lanes(int j, int T)
+{
+    __mmask16 m = lanes(T - j);
+    return j < 0 ? (__mmask16)(m & ~1u) : m;
+}
+
+/* A row's dropout: the vector loop's first element (0, or -1 when the
+ * counter of element 0 is odd), the hash stream, threshold and scale. */
+typedef struct row_drop {
+    int j0;
+    __m512i z, thr;
+    __m512 scale;
+} row_drop;
+
+CT_AVX512 static INLINE row_drop drop_start(const ct__attn_drop *d, int r)
+{
+    row_drop x = {0, _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_ps()};
+    if (d) {
+        size_t c = d->first + (size_t)r * d->row_step;
+        x.j0 = -(int)(c & 1);
+        x.z = ct__drop_start16(d->key, c & ~(size_t)1);
+        x.thr = _mm512_set1_epi32((int)ct__dropout_threshold(d->p));
+        x.scale = splat(1.0f / (1.0f - d->p));
+    }
+    return x;
+}
+
+/* x through the row's dropout (the next 16 draws). */
+CT_AVX512 static INLINE __m512 drop16(row_drop *d, __m512 x)
+{
+    return _mm512_maskz_mul_ps(ct__keep_next16(&d->z, d->thr), x, d->scale);
+}
+
+CT_AVX512 static INLINE __m512 round16(__m512 x)
+{
+    return _mm512_castsi512_ps(ct__round16_avx512(_mm512_castps_si512(x)));
+}
+
+CT_AVX512 static INLINE void store_bf16(ct__bf16 *b, __mmask16 m, __m512 x)
+{
+    _mm256_mask_storeu_epi16(b, m, ct__bf16x16_avx512(_mm512_castps_si512(x)));
+}
+
+CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int ld, int R,
+                                     int T, float scale, const ct__attn_drop *drop, int round,
+                                     ct__bf16 *b, int ldb)
 {
     __m512 vs = splat(scale);
     for (int r = 0; r < R; r++) {
         const float *s = S + (size_t)r * ld;
         float *p = P + (size_t)r * ld;
-        __m512 l = splat(lse[r]);
-        for (int j = 0; j < T; j += 16) {
-            __mmask16 m = lanes(T - j);
-            __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), l);
-            _mm512_mask_storeu_ps(p + j, m, ct__exp16_avx512(x));
-        }
-    }
-}
-
-CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int ld, int R,
-                                     int T, float scale)
-{
-    __m512 vs = splat(scale);
-    for (int r = 0; r < R; r++) {
-        const float *s = S + (size_t)r * ld;
+        ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
         __m512 vmx = splat(-INFINITY);
         for (int j = 0; j < T; j += 16) {
             __mmask16 m = lanes(T - j);
@@ -140,27 +174,80 @@ CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int l
         for (int j = 0; j < T; j += 16) {
             __mmask16 m = lanes(T - j);
             __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), mx);
-            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, ct__exp16_avx512(x)));
+            __m512 e = _mm512_maskz_mov_ps(m, ct__exp16_avx512(x));
+            _mm512_mask_storeu_ps(p + j, m, e);
+            sum = _mm512_add_ps(sum, e);
         }
-        lse[r] = _mm512_cvtss_f32(mx) + logf(_mm512_reduce_add_ps(sum));
+        float total = _mm512_reduce_add_ps(sum);
+        lse[r] = _mm512_cvtss_f32(mx) + logf(total);
+        __m512 inv = splat(1.0f / total);
+        row_drop d = drop_start(drop, r);
+        for (int j = d.j0; j < T; j += 16) {
+            __mmask16 m = row_lanes(j, T);
+            __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), inv);
+            if (drop)
+                x = drop16(&d, x);
+            if (br)
+                store_bf16(br + j, m, x);
+            else
+                _mm512_mask_storeu_ps(p + j, m, round ? round16(x) : x);
+        }
+        if (br && (T & 1))
+            br[T] = 0;
     }
-    probs_avx512(P, lse, S, ld, R, T, scale);
 }
 
-CT_AVX512 static void dsoftmax_avx512(float *dP, const float *P, const float *D, int ld, int R,
-                                      int T, float scale)
+CT_AVX512 static void probs_avx512(float *P, float *Pd, const float *lse, const float *S,
+                                   int ld, int R, int T, float scale, const ct__attn_drop *drop)
 {
     __m512 vs = splat(scale);
     for (int r = 0; r < R; r++) {
-        float *d = dP + (size_t)r * ld;
+        const float *s = S + (size_t)r * ld;
+        float *p = P + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
+        __m512 l = splat(lse[r]);
+        row_drop d = drop_start(Pd ? drop : NULL, r);
+        for (int j = d.j0; j < T; j += 16) {
+            __mmask16 m = row_lanes(j, T);
+            __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), l);
+            x = ct__exp16_avx512(x);
+            _mm512_mask_storeu_ps(p + j, m, x);
+            if (pd)
+                _mm512_mask_storeu_ps(pd + j, m, drop ? drop16(&d, x) : x);
+        }
+    }
+}
+
+CT_AVX512 static void dsoftmax_avx512(float *dP, float *Pd, const float *P, const float *D,
+                                      int ld, int R, int T, float scale, float pdrop, int round,
+                                      ct__bf16 *b, int ldb)
+{
+    __m512 vs = splat(scale), zero = _mm512_setzero_ps();
+    __m512 ds = splat(pdrop > 0 ? 1.0f / (1.0f - pdrop) : 1.0f);
+    for (int r = 0; r < R; r++) {
+        float *d = dP + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
         const float *p = P + (size_t)r * ld;
+        ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
         __m512 dr = splat(D[r]);
         for (int j = 0; j < T; j += 16) {
             __mmask16 m = lanes(T - j);
-            __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, d + j), dr);
-            __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), x);
-            _mm512_mask_storeu_ps(d + j, m, _mm512_mul_ps(vs, y));
+            __m512 g = _mm512_maskz_loadu_ps(m, d + j);
+            if (pdrop > 0) {
+                __m512 kept = _mm512_maskz_loadu_ps(m, pd + j);
+                /* unordered: a NaN kept value is not 0, so it keeps */
+                g = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(kept, zero, _CMP_NEQ_UQ), g, ds);
+            }
+            if (round && pd)
+                _mm512_mask_storeu_ps(pd + j, m, round16(_mm512_maskz_loadu_ps(m, pd + j)));
+            __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), _mm512_sub_ps(g, dr));
+            __m512 x = _mm512_mul_ps(vs, y);
+            if (round)
+                x = round16(x);
+            _mm512_mask_storeu_ps(d + j, m, x);
+            if (br)
+                store_bf16(br + j, m, x);
         }
+        if (br && (T & 1))
+            br[T] = 0;
     }
 }
 

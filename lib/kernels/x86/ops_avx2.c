@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/x86/dropout_x86.h"
 #include "kernels/x86/erfc_fit.h"
 #include "kernels/x86/exp_avx2.h"
 #include "kernels/x86/x86.h"
@@ -442,57 +443,24 @@ CT_AVX2 void ct__add_inplace_avx2(float *out, const float *inp, size_t n)
 
 /* ---- dropout ------------------------------------------------------------------------ */
 
-/* a * c mod 2^64 on 4 lanes, from 32 x 32 -> 64-bit products (AVX2 has no
- * 64-bit multiply): lo(a) lo(c) + (hi(a) lo(c) + lo(a) hi(c)) 2^32. */
-CT_AVX2 static inline __m256i mul64(__m256i a, uint64_t c)
-{
-    const __m256i c_lo = _mm256_set1_epi64x((long long)(c & 0xffffffffu));
-    const __m256i c_hi = _mm256_set1_epi64x((long long)(c >> 32));
-    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo),
-                                     _mm256_mul_epu32(a, c_hi));
-    return _mm256_add_epi64(_mm256_mul_epu32(a, c_lo), _mm256_slli_epi64(cross, 32));
-}
-
-/* SplitMix64's finaliser on 4 lanes, the generic's mix64. */
-CT_AVX2 static inline __m256i mix64x4(__m256i z)
-{
-    z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xbf58476d1ce4e5b9ull);
-    z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94d049bb133111ebull);
-    return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
-}
-
-/* Bit-identical with the generic (the draws: kernels/ops.h): lane j of a
- * 4-lane hash holds the draws of elements 2j and 2j + 1 of an even-aligned
- * run of 8, moved into the low and high halves of its 64 bits, which are
- * then the 32-bit lanes in element order. Kept ones are multiplied by the
- * same float scale. */
+/* Bit-identical with the generic (the draws: kernels/x86/dropout_x86.h);
+ * kept ones are multiplied by the same float scale. */
 CT_AVX2 void ct__dropout_forward_avx2(float *out, const float *inp, size_t n, float p,
                                       uint64_t key, size_t first)
 {
-    const uint64_t golden = 0x9e3779b97f4a7c15ull;
-    uint32_t threshold = (uint32_t)(p * 16777216.0f);
+    uint32_t threshold = ct__dropout_threshold(p);
     float scale = 1.0f / (1.0f - p);
     if (n > 0 && (first & 1)) { /* the odd element ahead of the first pair */
         out[0] = ct__dropout_one(inp[0], key, first, threshold, scale);
         out++, inp++, n--, first++;
     }
-    uint64_t h0[4];
-    for (int j = 0; j < 4; j++)
-        h0[j] = key + (uint64_t)(first / 2 + (size_t)j) * golden;
-    __m256i z = _mm256_loadu_si256((const __m256i *)h0);
-    const __m256i step = _mm256_set1_epi64x((long long)(4 * golden));
-    const __m256i low24_high = _mm256_set1_epi64x(0x00ffffff00000000ll);
+    __m256i z = ct__drop_start8(key, first);
     const __m256i thr = _mm256_set1_epi32((int)threshold);
     const __m256 vscale = splat(scale);
     for (size_t i = 0; i < n; i += 8) {
-        __m256i h = mix64x4(z);
-        __m256i draws = _mm256_or_si256(_mm256_srli_epi64(h, 40),
-                                        _mm256_and_si256(_mm256_slli_epi64(h, 16), low24_high));
-        /* draws < 2^24 and thr <= 2^24: the signed compare is exact */
-        __m256i drop = _mm256_cmpgt_epi32(thr, draws);
+        __m256i drop = ct__drop_next8(&z, thr);
         __m256 x = _mm256_mul_ps(load8(inp + i, n - i), vscale);
         store8(out + i, n - i, _mm256_andnot_ps(_mm256_castsi256_ps(drop), x));
-        z = _mm256_add_epi64(z, step);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/x86/dropout_x86.h"
 #include "kernels/x86/erfc_fit.h"
 #include "kernels/x86/exp_avx512.h"
 #include "kernels/x86/x86.h"
@@ -492,50 +493,25 @@ CT_AVX512 void ct__add_inplace_avx512(float *out, const float *inp, size_t n)
 
 /* ---- dropout ------------------------------------------------------------------------ */
 
-/* SplitMix64's finaliser on 8 lanes, the same function as the generic's
- * mix64: 64-bit shifts, xors and vpmullq products wrap as uint64_t does. */
-CT_AVX512 static inline __m512i mix64x8(__m512i z)
-{
-    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
-    z = _mm512_mullo_epi64(z, _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ull));
-    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 27));
-    z = _mm512_mullo_epi64(z, _mm512_set1_epi64((long long)0x94d049bb133111ebull));
-    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
-}
-
-/* Bit-identical with the generic (the draws: kernels/ops.h): lane j of an
- * 8-lane hash holds the draws of elements 2j and 2j + 1 of an even-aligned
- * run of 16, moved into the low and high halves of its 64 bits, which are
- * then the 32-bit lanes in element order. Kept ones are multiplied by the
- * same float scale. The hash inputs advance by 8 golden per vector (mod
- * 2^64, as the generic's product wraps). */
+/* Bit-identical with the generic (the draws: kernels/x86/dropout_x86.h);
+ * kept ones are multiplied by the same float scale. */
 CT_AVX512 void ct__dropout_forward_avx512(float *out, const float *inp, size_t n, float p,
                                            uint64_t key, size_t first)
 {
-    const uint64_t golden = 0x9e3779b97f4a7c15ull;
-    uint32_t threshold = (uint32_t)(p * 16777216.0f);
+    uint32_t threshold = ct__dropout_threshold(p);
     float scale = 1.0f / (1.0f - p);
     if (n > 0 && (first & 1)) { /* the odd element ahead of the first pair */
         out[0] = ct__dropout_one(inp[0], key, first, threshold, scale);
         out++, inp++, n--, first++;
     }
-    uint64_t h0[8];
-    for (int j = 0; j < 8; j++)
-        h0[j] = key + (uint64_t)(first / 2 + (size_t)j) * golden;
-    __m512i z = _mm512_loadu_si512(h0);
-    const __m512i step = _mm512_set1_epi64((long long)(8 * golden));
-    const __m512i low24_high = _mm512_set1_epi64(0x00ffffff00000000ll);
+    __m512i z = ct__drop_start16(key, first);
     const __m512i thr = _mm512_set1_epi32((int)threshold);
     const __m512 vscale = splat(scale);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = lanes(n - i);
-        __m512i h = mix64x8(z);
-        __m512i draws = _mm512_or_si512(_mm512_srli_epi64(h, 40),
-                                        _mm512_and_si512(_mm512_slli_epi64(h, 16), low24_high));
-        __mmask16 keep = _mm512_cmpge_epu32_mask(draws, thr);
+        __mmask16 keep = ct__keep_next16(&z, thr);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
         _mm512_mask_storeu_ps(out + i, k, _mm512_maskz_mul_ps(keep, x, vscale));
-        z = _mm512_add_epi64(z, step);
     }
 }
 
