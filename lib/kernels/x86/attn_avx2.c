@@ -179,6 +179,28 @@ CT_AVX2 static INLINE void store_bf16(ct__bf16 *b, __m256i m, __m256 x)
             b[i] = t[i];
 }
 
+/* Softmax's last pass over a row: e (in p) times inv, through dropout,
+ * then back into p (rounded) or into b as bf16. The flags are constants at
+ * every call, so each combination is a loop of its own with no tests in
+ * it. */
+CT_AVX2 static INLINE void normalise(float *p, ct__bf16 *b, int T, __m256 inv, row_drop d,
+                                     const int drop, const int round, const int to_b)
+{
+    for (int j = d.j0; j < T; j += 8) {
+        __m256i m = row_lanes(j, T);
+        int full = j >= 0 && T - j >= 8;
+        __m256 x = _mm256_mul_ps(load(p + j, full, m), inv);
+        if (drop)
+            x = drop8(&d, x);
+        if (to_b)
+            store_bf16(b + j, m, x);
+        else
+            store(p + j, full, m, round ? round8(x) : x);
+    }
+    if (to_b && (T & 1))
+        b[T] = 0;
+}
+
 CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, int R, int T,
                                  float scale, const ct__attn_drop *drop, int round, ct__bf16 *b,
                                  int ldb)
@@ -209,19 +231,12 @@ CT_AVX2 static void softmax_avx2(float *P, float *lse, const float *S, int ld, i
         lse[r] = mxs + logf(total);
         __m256 inv = _mm256_set1_ps(1.0f / total);
         row_drop d = drop_start(drop, r);
-        for (int j = d.j0; j < T; j += 8) {
-            __m256i m = row_lanes(j, T);
-            int full = j >= 0 && T - j >= 8;
-            __m256 x = _mm256_mul_ps(load(p + j, full, m), inv);
-            if (drop)
-                x = drop8(&d, x);
-            if (br)
-                store_bf16(br + j, m, x);
-            else
-                store(p + j, full, m, round ? round8(x) : x);
-        }
-        if (br && (T & 1))
-            br[T] = 0;
+        if (br)
+            drop ? normalise(p, br, T, inv, d, 1, 0, 1) : normalise(p, br, T, inv, d, 0, 0, 1);
+        else if (drop)
+            round ? normalise(p, NULL, T, inv, d, 1, 1, 0) : normalise(p, NULL, T, inv, d, 1, 0, 0);
+        else
+            round ? normalise(p, NULL, T, inv, d, 0, 1, 0) : normalise(p, NULL, T, inv, d, 0, 0, 0);
     }
 }
 
@@ -245,37 +260,58 @@ CT_AVX2 static void probs_avx2(float *P, float *Pd, const float *lse, const floa
     }
 }
 
+/* One row of dsoftmax_avx2; the flags are constants at every call, as
+ * normalise's. */
+CT_AVX2 static INLINE void dsoftmax_row(float *d, float *pd, const float *p, ct__bf16 *b, int T,
+                                        __m256 scale, __m256 dscale, __m256 D,
+                                        const int drop, const int round, const int to_b)
+{
+    for (int j = 0; j < T; j += 8) {
+        int full = T - j >= 8;
+        __m256i m = ct__lanes8(T - j);
+        __m256 g = load(d + j, full, m);
+        if (drop) {
+            __m256 kept = load(pd + j, full, m);
+            /* unordered: a NaN kept value is not 0, so it keeps */
+            __m256 keep = _mm256_cmp_ps(kept, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+            g = _mm256_and_ps(keep, _mm256_mul_ps(g, dscale));
+            if (round)
+                store(pd + j, full, m, round8(kept));
+        } else if (round && pd) {
+            store(pd + j, full, m, round8(load(pd + j, full, m)));
+        }
+        __m256 x = _mm256_mul_ps(scale, _mm256_mul_ps(load(p + j, full, m), _mm256_sub_ps(g, D)));
+        if (round)
+            x = round8(x);
+        store(d + j, full, m, x);
+        if (to_b)
+            store_bf16(b + j, m, x);
+    }
+    if (to_b && (T & 1))
+        b[T] = 0;
+}
+
 CT_AVX2 static void dsoftmax_avx2(float *dP, float *Pd, const float *P, const float *D, int ld,
                                   int R, int T, float scale, float pdrop, int round,
                                   ct__bf16 *b, int ldb)
 {
-    __m256 vs = _mm256_set1_ps(scale), zero = _mm256_setzero_ps();
+    __m256 vs = _mm256_set1_ps(scale);
     __m256 ds = _mm256_set1_ps(pdrop > 0 ? 1.0f / (1.0f - pdrop) : 1.0f);
+    int drop = pdrop > 0;
     for (int r = 0; r < R; r++) {
         float *d = dP + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
         const float *p = P + (size_t)r * ld;
         ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
         __m256 dr = _mm256_set1_ps(D[r]);
-        for (int j = 0; j < T; j += 8) {
-            int full = T - j >= 8;
-            __m256i m = ct__lanes8(T - j);
-            __m256 g = load(d + j, full, m);
-            if (pdrop > 0) {
-                __m256 kept = load(pd + j, full, m);
-                /* unordered: a NaN kept value is not 0, so it keeps */
-                g = _mm256_and_ps(_mm256_cmp_ps(kept, zero, _CMP_NEQ_UQ), _mm256_mul_ps(g, ds));
-            }
-            if (round && pd)
-                store(pd + j, full, m, round8(load(pd + j, full, m)));
-            __m256 x = _mm256_mul_ps(vs, _mm256_mul_ps(load(p + j, full, m), _mm256_sub_ps(g, dr)));
-            if (round)
-                x = round8(x);
-            store(d + j, full, m, x);
-            if (br)
-                store_bf16(br + j, m, x);
-        }
-        if (br && (T & 1))
-            br[T] = 0;
+        if (br)
+            drop ? dsoftmax_row(d, pd, p, br, T, vs, ds, dr, 1, 0, 1)
+                 : dsoftmax_row(d, pd, p, br, T, vs, ds, dr, 0, 0, 1);
+        else if (round)
+            drop ? dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 1, 1, 0)
+                 : dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 0, 1, 0);
+        else
+            drop ? dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 1, 0, 0)
+                 : dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 0, 0, 0);
     }
 }
 

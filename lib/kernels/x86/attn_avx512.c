@@ -155,6 +155,27 @@ CT_AVX512 static INLINE void store_bf16(ct__bf16 *b, __mmask16 m, __m512 x)
     _mm256_mask_storeu_epi16(b, m, ct__bf16x16_avx512(_mm512_castps_si512(x)));
 }
 
+/* Softmax's last pass over a row: e (in p) times inv, through dropout,
+ * then back into p (rounded) or into b as bf16. The flags are constants at
+ * every call, so each combination is a loop of its own with no tests in
+ * it. */
+CT_AVX512 static INLINE void normalise(float *p, ct__bf16 *b, int T, __m512 inv, row_drop d,
+                                       const int drop, const int round, const int to_b)
+{
+    for (int j = d.j0; j < T; j += 16) {
+        __mmask16 m = row_lanes(j, T);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), inv);
+        if (drop)
+            x = drop16(&d, x);
+        if (to_b)
+            store_bf16(b + j, m, x);
+        else
+            _mm512_mask_storeu_ps(p + j, m, round ? round16(x) : x);
+    }
+    if (to_b && (T & 1))
+        b[T] = 0;
+}
+
 CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int ld, int R,
                                      int T, float scale, const ct__attn_drop *drop, int round,
                                      ct__bf16 *b, int ldb)
@@ -182,18 +203,12 @@ CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int l
         lse[r] = _mm512_cvtss_f32(mx) + logf(total);
         __m512 inv = splat(1.0f / total);
         row_drop d = drop_start(drop, r);
-        for (int j = d.j0; j < T; j += 16) {
-            __mmask16 m = row_lanes(j, T);
-            __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), inv);
-            if (drop)
-                x = drop16(&d, x);
-            if (br)
-                store_bf16(br + j, m, x);
-            else
-                _mm512_mask_storeu_ps(p + j, m, round ? round16(x) : x);
-        }
-        if (br && (T & 1))
-            br[T] = 0;
+        if (br)
+            drop ? normalise(p, br, T, inv, d, 1, 0, 1) : normalise(p, br, T, inv, d, 0, 0, 1);
+        else if (drop)
+            round ? normalise(p, NULL, T, inv, d, 1, 1, 0) : normalise(p, NULL, T, inv, d, 1, 0, 0);
+        else
+            round ? normalise(p, NULL, T, inv, d, 0, 1, 0) : normalise(p, NULL, T, inv, d, 0, 0, 0);
     }
 }
 
@@ -217,37 +232,57 @@ CT_AVX512 static void probs_avx512(float *P, float *Pd, const float *lse, const 
     }
 }
 
+/* One row of dsoftmax_avx512; the flags are constants at every call, as
+ * normalise's. */
+CT_AVX512 static INLINE void dsoftmax_row(float *d, float *pd, const float *p, ct__bf16 *b,
+                                          int T, __m512 scale, __m512 dscale, __m512 D,
+                                          const int drop, const int round, const int to_b)
+{
+    for (int j = 0; j < T; j += 16) {
+        __mmask16 m = lanes(T - j);
+        __m512 g = _mm512_maskz_loadu_ps(m, d + j);
+        if (drop) {
+            __m512 kept = _mm512_maskz_loadu_ps(m, pd + j);
+            /* unordered: a NaN kept value is not 0, so it keeps */
+            __mmask16 keep = _mm512_cmp_ps_mask(kept, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+            g = _mm512_maskz_mul_ps(keep, g, dscale);
+            if (round)
+                _mm512_mask_storeu_ps(pd + j, m, round16(kept));
+        } else if (round && pd) {
+            _mm512_mask_storeu_ps(pd + j, m, round16(_mm512_maskz_loadu_ps(m, pd + j)));
+        }
+        __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), _mm512_sub_ps(g, D));
+        __m512 x = _mm512_mul_ps(scale, y);
+        if (round)
+            x = round16(x);
+        _mm512_mask_storeu_ps(d + j, m, x);
+        if (to_b)
+            store_bf16(b + j, m, x);
+    }
+    if (to_b && (T & 1))
+        b[T] = 0;
+}
+
 CT_AVX512 static void dsoftmax_avx512(float *dP, float *Pd, const float *P, const float *D,
                                       int ld, int R, int T, float scale, float pdrop, int round,
                                       ct__bf16 *b, int ldb)
 {
-    __m512 vs = splat(scale), zero = _mm512_setzero_ps();
-    __m512 ds = splat(pdrop > 0 ? 1.0f / (1.0f - pdrop) : 1.0f);
+    __m512 vs = splat(scale), ds = splat(pdrop > 0 ? 1.0f / (1.0f - pdrop) : 1.0f);
+    int drop = pdrop > 0;
     for (int r = 0; r < R; r++) {
         float *d = dP + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
         const float *p = P + (size_t)r * ld;
         ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
         __m512 dr = splat(D[r]);
-        for (int j = 0; j < T; j += 16) {
-            __mmask16 m = lanes(T - j);
-            __m512 g = _mm512_maskz_loadu_ps(m, d + j);
-            if (pdrop > 0) {
-                __m512 kept = _mm512_maskz_loadu_ps(m, pd + j);
-                /* unordered: a NaN kept value is not 0, so it keeps */
-                g = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(kept, zero, _CMP_NEQ_UQ), g, ds);
-            }
-            if (round && pd)
-                _mm512_mask_storeu_ps(pd + j, m, round16(_mm512_maskz_loadu_ps(m, pd + j)));
-            __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), _mm512_sub_ps(g, dr));
-            __m512 x = _mm512_mul_ps(vs, y);
-            if (round)
-                x = round16(x);
-            _mm512_mask_storeu_ps(d + j, m, x);
-            if (br)
-                store_bf16(br + j, m, x);
-        }
-        if (br && (T & 1))
-            br[T] = 0;
+        if (br)
+            drop ? dsoftmax_row(d, pd, p, br, T, vs, ds, dr, 1, 0, 1)
+                 : dsoftmax_row(d, pd, p, br, T, vs, ds, dr, 0, 0, 1);
+        else if (round)
+            drop ? dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 1, 1, 0)
+                 : dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 0, 1, 0);
+        else
+            drop ? dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 1, 0, 0)
+                 : dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 0, 0, 0);
     }
 }
 
