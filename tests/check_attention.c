@@ -581,6 +581,116 @@ START_TEST(transpose32_moves_bits_on_every_level)
 }
 END_TEST
 
+/* The row passes of every level: softmax against a double-precision
+ * softmax with kernels/ops.h's dropout; its rounded and bf16 forms the
+ * fp32 form's bits rounded (bf16 rows ending in a zero at an odd T); the
+ * backward's P against exp(scale s - lse) and its dropped copy the
+ * generic dropout of it, bit for bit; the softmax backward the same
+ * float operations as written in attn_tile.h, and its rounded and bf16
+ * forms the same bits rounded, Pd rounded after its mask is read. Odd
+ * dropout counters, odd and even T, rows ld apart. */
+START_TEST(row_passes_every_level)
+{
+    enum { R = 5, LD = 40, BLD = 42 };
+    static const int Ts[] = {1, 16, 37};
+    const float scale = 0.37f, pdrop = 0.3f;
+    for (int isa = 0; isa < CT__ISA_COUNT; isa++) {
+        if (!ct__kernels_for((ct__isa)isa))
+            continue;
+        const ct__attn_tiles *t = ct__attn_tiles_for((ct__isa)isa);
+        for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
+            for (int dropped = 0; dropped < 2; dropped++) {
+                int T = Ts[ti];
+                ct__attn_drop d = {pdrop, 0xfeedull, 3, (size_t)T};
+                const ct__attn_drop *dp = dropped ? &d : NULL;
+                float S[R * LD], P[R * LD], Pr[R * LD], Pb[R * LD], lse[3][R];
+                float Q[R * LD], Qd[R * LD], dP[3][R * LD], Pd[2][R * LD], D[R];
+                ct__bf16 B[R * BLD], dB[R * BLD];
+                for (int i = 0; i < R * LD; i++)
+                    S[i] = 6 * urand();
+                for (int i = 0; i < R * BLD; i++)
+                    B[i] = dB[i] = 0x7777;
+                t->softmax_rows(P, lse[0], S, LD, R, T, scale, dp, 0, NULL, 0);
+                t->softmax_rows(Pr, lse[1], S, LD, R, T, scale, dp, 1, NULL, 0);
+                t->softmax_rows(Pb, lse[2], S, LD, R, T, scale, dp, 0, B, BLD);
+                for (int r = 0; r < R; r++) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int j = 0; j < T; j++)
+                        mx = fmax(mx, (double)scale * S[r * LD + j]);
+                    for (int j = 0; j < T; j++)
+                        sum += exp((double)scale * S[r * LD + j] - mx);
+                    ck_assert_msg(fabs(lse[0][r] - (mx + log(sum))) <= 1e-6 * fmax(1, fabs(mx)),
+                                  "%s softmax T %d: lse[%d] %.9g", t->name, T, r, lse[0][r]);
+                    ck_assert(lse[1][r] == lse[0][r] && lse[2][r] == lse[0][r]);
+                    for (int j = 0; j < T; j++) {
+                        size_t c = d.first + (size_t)r * d.row_step + (size_t)j;
+                        double want = exp((double)scale * S[r * LD + j] - mx) / sum;
+                        if (dropped)
+                            want = ct__dropout_draw(d.key, c) < ct__dropout_threshold(pdrop)
+                                       ? 0 : want / (1 - pdrop);
+                        float got = P[r * LD + j];
+                        ct__bf16 want_b;
+                        ct__f32_to_bf16_generic(&want_b, &got, 1);
+                        ck_assert_msg(fabs(got - want) <= 2e-6 * want + 1e-30,
+                                      "%s softmax T %d%s: P[%d][%d] = %.9g, want %.9g", t->name,
+                                      T, dropped ? " dropout" : "", r, j, got, want);
+                        ck_assert_msg(Pr[r * LD + j] == bf(got) && B[r * BLD + j] == want_b,
+                                      "%s softmax T %d: rounded forms of P[%d][%d]", t->name, T,
+                                      r, j);
+                    }
+                    ck_assert(B[r * BLD + T] == (T & 1 ? 0 : 0x7777));
+                }
+                /* backward */
+                t->probs_rows(Q, Qd, lse[0], S, LD, R, T, scale, dp);
+                for (int r = 0; r < R; r++) {
+                    float want_d[LD];
+                    ct__dropout_forward_generic(want_d, Q + r * LD, (size_t)T, pdrop, d.key,
+                                                d.first + (size_t)r * d.row_step);
+                    for (int j = 0; j < T; j++) {
+                        double want = exp((double)scale * S[r * LD + j] - lse[0][r]);
+                        float q = Q[r * LD + j];
+                        ck_assert_msg(fabs(q - want) <= 2e-6 * want + 1e-30,
+                                      "%s probs T %d: P[%d][%d] = %.9g, want %.9g", t->name, T,
+                                      r, j, q, want);
+                        ck_assert_msg(Qd[r * LD + j] == (dropped ? want_d[j] : q),
+                                      "%s probs T %d: Pd[%d][%d]", t->name, T, r, j);
+                    }
+                    D[r] = urand();
+                }
+                float G[R * LD];
+                for (int i = 0; i < R * LD; i++)
+                    dP[0][i] = dP[1][i] = dP[2][i] = G[i] = urand();
+                memcpy(Pd[0], Qd, sizeof Qd);
+                memcpy(Pd[1], Qd, sizeof Qd);
+                float pd_used = dropped ? pdrop : 0, ds = 1.0f / (1.0f - pdrop);
+                t->dsoftmax_rows(dP[0], Pd[0], Q, D, LD, R, T, scale, pd_used, 0, NULL, 0);
+                t->dsoftmax_rows(dP[1], Pd[1], Q, D, LD, R, T, scale, pd_used, 1, NULL, 0);
+                t->dsoftmax_rows(dP[2], NULL, Q, D, LD, R, T, scale, 0, 0, dB, BLD);
+                for (int r = 0; r < R; r++) {
+                    for (int j = 0; j < T; j++) {
+                        size_t i = (size_t)r * LD + j;
+                        float g = dropped ? (Qd[i] != 0 ? G[i] * ds : 0.0f) : G[i];
+                        float want = scale * (Q[i] * (g - D[r]));
+                        float plain = scale * (Q[i] * (G[i] - D[r]));
+                        ct__bf16 want_b;
+                        ct__f32_to_bf16_generic(&want_b, &plain, 1);
+                        ck_assert_msg(dP[0][i] == want && Pd[0][i] == Qd[i],
+                                      "%s dsoftmax T %d%s: dS[%d][%d] = %.9g, want %.9g",
+                                      t->name, T, dropped ? " dropout" : "", r, j, dP[0][i],
+                                      want);
+                        ck_assert_msg(dP[1][i] == bf(want) && Pd[1][i] == bf(Qd[i]),
+                                      "%s dsoftmax T %d: rounded dS[%d][%d] or Pd", t->name, T,
+                                      r, j);
+                        ck_assert_msg(dP[2][i] == plain && dB[r * BLD + j] == want_b,
+                                      "%s dsoftmax T %d: bf16 dS[%d][%d]", t->name, T, r, j);
+                    }
+                    ck_assert(dB[r * BLD + T] == (T & 1 ? 0 : 0x7777));
+                }
+            }
+    }
+}
+END_TEST
+
 /* mm_bf16 of every level that has one against a double-precision sum of
  * the same bf16 pairs: A in rows (acs 1) and transposed (the backward's),
  * ragged M, N and K2 around the 16- and 32-wide tiles AMX works in,
@@ -715,6 +825,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, finite_differences);
     tcase_add_test(tc, transpose32_moves_bits_on_every_level);
     tcase_add_test(tc, mm_bf16_every_level);
+    tcase_add_test(tc, row_passes_every_level);
     tcase_add_test(tc, levels_use_their_kernels);
     tcase_add_test(tc, bad_arguments_and_empty_batch);
     suite_add_tcase(s, tc);

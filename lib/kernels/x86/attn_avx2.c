@@ -168,14 +168,15 @@ CT_AVX2 static INLINE __m256 round8(__m256 x)
 CT_AVX2 static INLINE void store_bf16(ct__bf16 *b, __m256i m, __m256 x)
 {
     __m128i h = ct__bf16x8_avx2(_mm256_castps_si256(x));
-    if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xff) {
+    int in = _mm256_movemask_ps(_mm256_castsi256_ps(m));
+    if (in == 0xff) {
         _mm_storeu_si128((__m128i *)b, h);
         return;
     }
     ct__bf16 t[8];
     _mm_storeu_si128((__m128i *)t, h);
     for (int i = 0; i < 8; i++)
-        if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) >> i & 1)
+        if (in >> i & 1)
             b[i] = t[i];
 }
 
