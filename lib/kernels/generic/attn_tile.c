@@ -62,7 +62,8 @@ static void mm_generic(float *restrict C, int ldc, const float *restrict A, int 
                   acc);
 }
 
-/* Row element j of p through dropout, the counter of element 0 being c. */
+/* A row of T into out through dropout (a copy without), element 0 drawing
+ * counter c. out may be p. */
 static void drop_row(float *out, const float *p, int T, const ct__attn_drop *d, size_t c)
 {
     if (d)
