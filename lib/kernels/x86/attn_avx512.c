@@ -108,7 +108,9 @@ CT_AVX512 CT_ALIGN_LOOPS static void mm_avx512(float *C, int ldc, const float *A
     }
 }
 
-/* Lanes of elements [j, T) of a row in the vector starting at element j,
+/* The row passes below are attn_avx2.c's at 16 lanes, with masks.
+ *
+ * Lanes of elements [j, T) of a row in the vector starting at element j,
  * where j may be -1: the first vector of a row whose dropout counter is
  * odd starts one element early, so that every vector's draws come from
  * whole hashes (dropout_x86.h); its lane 0 is left out. */
@@ -150,6 +152,11 @@ CT_AVX512 static INLINE __m512 round16(__m512 x)
     return _mm512_castsi512_ps(ct__round16_avx512(_mm512_castps_si512(x)));
 }
 
+/* Lanes m of x as bf16 at b. The rounding is written out (bf16_x86.h),
+ * also where the avx512bf16 and amx tables use these passes: the same
+ * bits as vcvtneps2bf16, in about ten instructions instead of one, but
+ * with no pass of its own. Not yet measured against the native
+ * instruction on those CPUs. */
 CT_AVX512 static INLINE void store_bf16(ct__bf16 *b, __mmask16 m, __m512 x)
 {
     _mm256_mask_storeu_epi16(b, m, ct__bf16x16_avx512(_mm512_castps_si512(x)));
