@@ -152,73 +152,6 @@ CT_AVX512 static INLINE __m512 round16(__m512 x)
     return _mm512_castsi512_ps(ct__round16_avx512(_mm512_castps_si512(x)));
 }
 
-/* Lanes m of x as bf16 at b. The rounding is written out (bf16_x86.h),
- * also where the avx512bf16 and amx tables use these passes: the same
- * bits as vcvtneps2bf16, in about ten instructions instead of one, but
- * with no pass of its own. Not yet measured against the native
- * instruction on those CPUs. */
-CT_AVX512 static INLINE void store_bf16(ct__bf16 *b, __mmask16 m, __m512 x)
-{
-    _mm256_mask_storeu_epi16(b, m, ct__bf16x16_avx512(_mm512_castps_si512(x)));
-}
-
-/* Softmax's last pass over a row: e (in p) times inv, through dropout,
- * then back into p (rounded) or into b as bf16. The flags are constants at
- * every call, so each combination is a loop of its own with no tests in
- * it. */
-CT_AVX512 static INLINE void normalise(float *p, ct__bf16 *b, int T, __m512 inv, row_drop d,
-                                       const int drop, const int round, const int to_b)
-{
-    for (int j = d.j0; j < T; j += 16) {
-        __mmask16 m = row_lanes(j, T);
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), inv);
-        if (drop)
-            x = drop16(&d, x);
-        if (to_b)
-            store_bf16(b + j, m, x);
-        else
-            _mm512_mask_storeu_ps(p + j, m, round ? round16(x) : x);
-    }
-    if (to_b && (T & 1))
-        b[T] = 0;
-}
-
-CT_AVX512 static void softmax_avx512(float *P, float *lse, const float *S, int ld, int R,
-                                     int T, float scale, const ct__attn_drop *drop, int round,
-                                     ct__bf16 *b, int ldb)
-{
-    __m512 vs = splat(scale);
-    for (int r = 0; r < R; r++) {
-        const float *s = S + (size_t)r * ld;
-        float *p = P + (size_t)r * ld;
-        ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
-        __m512 vmx = splat(-INFINITY);
-        for (int j = 0; j < T; j += 16) {
-            __mmask16 m = lanes(T - j);
-            __m512 x = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(m, s + j));
-            vmx = _mm512_mask_max_ps(vmx, m, vmx, x);
-        }
-        __m512 mx = splat(_mm512_reduce_max_ps(vmx)), sum = _mm512_setzero_ps();
-        for (int j = 0; j < T; j += 16) {
-            __mmask16 m = lanes(T - j);
-            __m512 x = _mm512_fmsub_ps(vs, _mm512_maskz_loadu_ps(m, s + j), mx);
-            __m512 e = _mm512_maskz_mov_ps(m, ct__exp16_avx512(x));
-            _mm512_mask_storeu_ps(p + j, m, e);
-            sum = _mm512_add_ps(sum, e);
-        }
-        float total = _mm512_reduce_add_ps(sum);
-        lse[r] = _mm512_cvtss_f32(mx) + logf(total);
-        __m512 inv = splat(1.0f / total);
-        row_drop d = drop_start(drop, r);
-        if (br)
-            drop ? normalise(p, br, T, inv, d, 1, 0, 1) : normalise(p, br, T, inv, d, 0, 0, 1);
-        else if (drop)
-            round ? normalise(p, NULL, T, inv, d, 1, 1, 0) : normalise(p, NULL, T, inv, d, 1, 0, 0);
-        else
-            round ? normalise(p, NULL, T, inv, d, 0, 1, 0) : normalise(p, NULL, T, inv, d, 0, 0, 0);
-    }
-}
-
 CT_AVX512 static void probs_avx512(float *P, float *Pd, const float *lse, const float *S,
                                    int ld, int R, int T, float scale, const ct__attn_drop *drop)
 {
@@ -239,59 +172,19 @@ CT_AVX512 static void probs_avx512(float *P, float *Pd, const float *lse, const 
     }
 }
 
-/* One row of dsoftmax_avx512; the flags are constants at every call, as
- * normalise's. */
-CT_AVX512 static INLINE void dsoftmax_row(float *d, float *pd, const float *p, ct__bf16 *b,
-                                          int T, __m512 scale, __m512 dscale, __m512 D,
-                                          const int drop, const int round, const int to_b)
-{
-    for (int j = 0; j < T; j += 16) {
-        __mmask16 m = lanes(T - j);
-        __m512 g = _mm512_maskz_loadu_ps(m, d + j);
-        if (drop) {
-            __m512 kept = _mm512_maskz_loadu_ps(m, pd + j);
-            /* unordered: a NaN kept value is not 0, so it keeps */
-            __mmask16 keep = _mm512_cmp_ps_mask(kept, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-            g = _mm512_maskz_mul_ps(keep, g, dscale);
-            if (round)
-                _mm512_mask_storeu_ps(pd + j, m, round16(kept));
-        } else if (round && pd) {
-            _mm512_mask_storeu_ps(pd + j, m, round16(_mm512_maskz_loadu_ps(m, pd + j)));
-        }
-        __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), _mm512_sub_ps(g, D));
-        __m512 x = _mm512_mul_ps(scale, y);
-        if (round)
-            x = round16(x);
-        _mm512_mask_storeu_ps(d + j, m, x);
-        if (to_b)
-            store_bf16(b + j, m, x);
-    }
-    if (to_b && (T & 1))
-        b[T] = 0;
-}
+/* The row passes that write bf16 (softmax_rows, dsoftmax_rows), once per
+ * target: for this level with the rounding written out (bf16_x86.h), and
+ * for the levels with AVX512-BF16, where vcvtneps2bf16 does it in one
+ * instruction (the tables at the end of this file). */
+#define ROWS_TARGET CT_AVX512
+#define ROWS_NAME(f) f##_avx512
+#define ROWS_BF16(x) ct__bf16x16_avx512(_mm512_castps_si512(x))
+#include "kernels/x86/attn_rows_avx512.h"
 
-CT_AVX512 static void dsoftmax_avx512(float *dP, float *Pd, const float *P, const float *D,
-                                      int ld, int R, int T, float scale, float pdrop, int round,
-                                      ct__bf16 *b, int ldb)
-{
-    __m512 vs = splat(scale), ds = splat(pdrop > 0 ? 1.0f / (1.0f - pdrop) : 1.0f);
-    int drop = pdrop > 0;
-    for (int r = 0; r < R; r++) {
-        float *d = dP + (size_t)r * ld, *pd = Pd ? Pd + (size_t)r * ld : NULL;
-        const float *p = P + (size_t)r * ld;
-        ct__bf16 *br = b ? b + (size_t)r * ldb : NULL;
-        __m512 dr = splat(D[r]);
-        if (br)
-            drop ? dsoftmax_row(d, pd, p, br, T, vs, ds, dr, 1, 0, 1)
-                 : dsoftmax_row(d, pd, p, br, T, vs, ds, dr, 0, 0, 1);
-        else if (round)
-            drop ? dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 1, 1, 0)
-                 : dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 0, 1, 0);
-        else
-            drop ? dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 1, 0, 0)
-                 : dsoftmax_row(d, pd, p, NULL, T, vs, ds, dr, 0, 0, 0);
-    }
-}
+#define ROWS_TARGET CT_AVX512BF16
+#define ROWS_NAME(f) f##_avx512bf16
+#define ROWS_BF16(x) ((__m256i)_mm512_cvtneps_pbh(x))
+#include "kernels/x86/attn_rows_avx512.h"
 
 /* Blocks of 16 x 16 words through registers (ct__transpose16x16), edges
  * masked: the strided scalar copy this replaces cost as much as a product. */
@@ -320,7 +213,7 @@ CT_AVX512 static void transpose32_avx512(void *dst, int ldd, const void *src, in
 }
 
 const ct__attn_tiles ct__attn_tiles_avx512 = {
-    "attn_avx512", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    "attn_avx512", mm_avx512, softmax_rows_avx512, probs_avx512, dsoftmax_rows_avx512,
     transpose32_avx512, NULL, NULL,
 };
 
@@ -417,13 +310,13 @@ CT_AVX512BF16 static void pack_pairs_avx512bf16(uint32_t *dst, int ldd, const fl
 }
 
 const ct__attn_tiles ct__attn_tiles_avx512bf16 = {
-    "attn_avx512bf16", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    "attn_avx512bf16", mm_avx512, softmax_rows_avx512bf16, probs_avx512, dsoftmax_rows_avx512bf16,
     transpose32_avx512, mm_bf16_avx512bf16, pack_pairs_avx512bf16,
 };
 
 /* AMX: the same, with the bf16 products on tiles (attn_amx.c) */
 const ct__attn_tiles ct__attn_tiles_amx = {
-    "attn_amx", mm_avx512, softmax_avx512, probs_avx512, dsoftmax_avx512,
+    "attn_amx", mm_avx512, softmax_rows_avx512bf16, probs_avx512, dsoftmax_rows_avx512bf16,
     transpose32_avx512, ct__attn_mm_bf16_amx, pack_pairs_avx512bf16,
 };
 
