@@ -230,9 +230,13 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
 
+# The step's profile is read against the best GEMM figure of the comparison
+# before it (ours or PyTorch's), as well as against its own probe.
 bench: all $(BENCHES)
-	sh bench/compare_gemm.sh $(B)/bench/gemm_bench
-	$(B)/bin/cputrain-bench --optimizer --profile --steps 3 --warmup 1
+	sh bench/compare_gemm.sh $(B)/bench/gemm_bench >$(B)/bench/compare_gemm.txt
+	cat $(B)/bench/compare_gemm.txt
+	$(B)/bin/cputrain-bench --optimizer --profile --steps 3 --warmup 1 \
+	    $$(sed -n 's/^# best GEMM figure: \([0-9.]*\) .*/--gemm-peak \1/p' $(B)/bench/compare_gemm.txt)
 	sh bench/compare_bert.sh $(B)
 	sh bench/allreduce.sh $(B)
 

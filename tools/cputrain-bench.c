@@ -4,6 +4,9 @@
  * Uses only the public API. */
 #include <cputrain/cputrain.h>
 
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +26,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A whole decimal int in [lo, INT_MAX], or -1 (lo >= 0). */
+static int parse_int(const char *v, int lo)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    return end == v || *end || errno || x < lo || x > INT_MAX ? -1 : (int)x;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: cputrain-bench [--model NAME|config.json] [--task qa|cls|mlm|ner]\n"
             "                      [--batch B] [--seq T] [--precision fp32|bf16]\n"
             "                      [--steps N] [--warmup W] [--threads N] [--eval] [--optimizer]\n"
-            "                      [--gradient_checkpointing] [--profile]\n"
+            "                      [--gradient_checkpointing] [--profile [--gemm-peak GFLOPS]]\n"
             "defaults: bert-base-uncased qa, batch 8, seq 128, bf16, 10 steps, 2 warm-up\n"
             "--optimizer: each step also clips and applies AdamW (a whole training step)\n"
             "--gradient_checkpointing: backward recomputes each layer from its input\n"
             "--profile: where the timed steps went, by kernel family, against this\n"
-            "           machine's GEMM and memory peaks (ct_kernel_peak)\n");
+            "           machine's GEMM and memory peaks (ct_kernel_peak)\n"
+            "--gemm-peak: a GEMM figure measured elsewhere (the best of bench/compare_gemm.sh,\n"
+            "             PyTorch's included): the whole step is read against it too when it\n"
+            "             is above this run's probe\n");
 }
 
 /* Matrix-product FLOPs of one forward pass: 2 per multiply-add of every
@@ -103,7 +118,7 @@ static void print_memory(const ct_model *m, const ct_optim *opt)
  * machine's peak (the GEMM's for matrix work, the stream's for memory
  * passes); then what no family accounts for, and the step's useful rate. */
 static void print_profile(int steps, double total, double useful, double peak_gflops,
-                          double peak_gbs)
+                          double peak_gbs, double given_gflops)
 {
     double step = total / steps, covered = 0;
     printf("profile (per step of %d, peaks: GEMM %.1f GFLOP/s, memory %.1f GB/s):\n", steps,
@@ -134,6 +149,11 @@ static void print_profile(int steps, double total, double useful, double peak_gf
     printf("whole step: %.1f GFLOP/s of useful matrix work, %.0f%% of the GEMM peak\n",
            useful / step * 1e-9, peak_gflops > 0 ? 100.0 * useful / step * 1e-9 / peak_gflops
                                                   : 0.0);
+    /* the issue's measure: against the best GEMM figure the machine gives,
+     * this run's probe or one measured elsewhere, whichever is higher */
+    if (given_gflops > peak_gflops)
+        printf("whole step: %.0f%% of the best GEMM figure given (--gemm-peak %.1f GFLOP/s)\n",
+               100.0 * useful / step * 1e-9 / given_gflops, given_gflops);
 }
 
 int main(int argc, char **argv)
@@ -143,7 +163,7 @@ int main(int argc, char **argv)
     ct_precision precision = CT_PRECISION_BF16;
     int B = 8, T = 128, steps = 10, warmup = 2, threads = 0, eval = 0, use_optim = 0, checkpointing = 0;
     int profile = 0;
-    double peak_gflops = 0, peak_gbs = 0;
+    double peak_gflops = 0, peak_gbs = 0, given_gflops = 0;
     ct_optim *opt = NULL;
     ct_model *m;
     ct_batch *batch;
@@ -188,26 +208,56 @@ int main(int argc, char **argv)
                 return 2;
             }
             task = (ct_task)k;
-        }
-        else if (strcmp(a, "--batch") == 0)
-            B = atoi(v);
-        else if (strcmp(a, "--seq") == 0)
-            T = atoi(v);
-        else if (strcmp(a, "--precision") == 0)
+        } else if (strcmp(a, "--precision") == 0) {
+            if (strcmp(v, "fp32") != 0 && strcmp(v, "bf16") != 0) {
+                fprintf(stderr, "cputrain-bench: --precision %s is not fp32 or bf16\n", v);
+                return 2;
+            }
             precision = strcmp(v, "fp32") == 0 ? CT_PRECISION_FP32 : CT_PRECISION_BF16;
-        else if (strcmp(a, "--steps") == 0)
-            steps = atoi(v);
-        else if (strcmp(a, "--warmup") == 0)
-            warmup = atoi(v);
-        else if (strcmp(a, "--threads") == 0)
-            threads = atoi(v);
-        else {
-            usage();
-            return 2;
+        } else if (strcmp(a, "--gemm-peak") == 0) {
+            char *end;
+            given_gflops = strtod(v, &end);
+            if (end == v || *end || !isfinite(given_gflops) || given_gflops <= 0) {
+                fprintf(stderr, "cputrain-bench: --gemm-peak %s is not a positive number of "
+                                "GFLOP/s\n", v);
+                return 2;
+            }
+        } else {
+            /* the integer options: name, the least value taken, where */
+            const struct {
+                const char *name;
+                int lo, *at;
+            } ints[] = {{"--batch", 1, &B},     {"--seq", 1, &T},       {"--steps", 1, &steps},
+                        {"--warmup", 0, &warmup}, {"--threads", 0, &threads}};
+            size_t k = 0;
+            while (k < sizeof ints / sizeof ints[0] && strcmp(a, ints[k].name) != 0)
+                k++;
+            if (k == sizeof ints / sizeof ints[0]) {
+                usage();
+                return 2;
+            }
+            if ((*ints[k].at = parse_int(v, ints[k].lo)) < 0) {
+                fprintf(stderr, "cputrain-bench: %s %s is not a whole number from %d to %d\n",
+                        a, v, ints[k].lo, INT_MAX);
+                return 2;
+            }
         }
     }
-    if (B < 1 || T < 1 || steps < 1 || warmup < 0) {
-        usage();
+    if ((long long)B * T > INT_MAX / 16) { /* the token loops below count in int */
+        fprintf(stderr, "cputrain-bench: --batch %d x --seq %d is more tokens than one batch "
+                        "here can hold\n", B, T);
+        return 2;
+    }
+    if (eval && use_optim) {
+        fprintf(stderr, "cputrain-bench: --optimizer applies AdamW after backward, which "
+                        "--eval (forward only) leaves out\n");
+        return 2;
+    }
+    if (eval && checkpointing)
+        fprintf(stderr, "cputrain-bench: warning: --gradient_checkpointing has no effect with "
+                        "--eval (no backward to recompute for)\n");
+    if (given_gflops > 0 && !profile) {
+        fprintf(stderr, "cputrain-bench: --gemm-peak reads a profile: it needs --profile\n");
         return 2;
     }
     ct_log_set_callback(ct_log_to_stderr, NULL);
@@ -219,7 +269,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cputrain-bench: %s: %s\n", ct_status_name(st), ct_last_error());
         return 1;
     }
-    if (use_optim && !eval) {
+    if (use_optim) {
         ct_args *args = NULL;
         if ((st = ct_args_create(&args)) != CT_OK || (st = ct_optim_create(m, args, &opt)) != CT_OK ||
             (st = ct_optim_set_total_steps(opt, warmup + steps)) != CT_OK) {
@@ -313,7 +363,7 @@ int main(int argc, char **argv)
             ct_profile_set_enabled(0);
             for (int i = 0; i < steps; i++)
                 total += times[i];
-            print_profile(steps, total, flops, peak_gflops, peak_gbs);
+            print_profile(steps, total, flops, peak_gflops, peak_gbs, given_gflops);
         }
     }
     ct_batch_free(batch);
