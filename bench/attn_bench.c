@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "machine/cpu.h"
 #include "machine/threadpool.h"
 #include "kernels/kernels.h"
@@ -100,22 +101,26 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: attn_bench [-l level] [-t threads] [-r repeats] [-c 1]\n");
             return 2;
         } else if (!strcmp(argv[i], "-t"))
-            threads = atoi(argv[i + 1]);
+            threads = bench_int(argv[0], "-t", argv[i + 1], 0, 1024);
         else if (!strcmp(argv[i], "-c"))
-            clock_id = atoi(argv[i + 1]) ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
+            clock_id = bench_int(argv[0], "-c", argv[i + 1], 0, 1) ? CLOCK_PROCESS_CPUTIME_ID
+                                                                    : CLOCK_MONOTONIC;
         else if (!strcmp(argv[i], "-r"))
-            reps = atoi(argv[i + 1]);
+            reps = bench_int(argv[0], "-r", argv[i + 1], 1, 63);
         else if (!strcmp(argv[i], "-l")) {
             char w[200];
             isa = ct__isa_resolve(argv[i + 1], ct__cpu_max_isa(ct__cpu_features_get()), w,
                                   sizeof w);
+            if (w[0]) { /* an unknown level, or one this CPU lacks: not run as another */
+                fprintf(stderr, "attn_bench: -l %s is not a level this CPU runs (at or below %s)\n",
+                        argv[i + 1], ct__isa_name(ct__cpu_max_isa(ct__cpu_features_get())));
+                return 2;
+            }
         } else {
             fprintf(stderr, "attn_bench: unknown option %s\n", argv[i]);
             return 2;
         }
     }
-    if (reps < 1 || reps > 63)
-        reps = 9;
     const ct__kernels *k = ct__kernels_for(isa);
     if (!k) {
         fprintf(stderr, "attn_bench: level not available\n");

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "machine/threadpool.h"
 #include "kernels/chain.h"
 
@@ -138,17 +139,13 @@ int main(int argc, char **argv)
     int threads = 2, repeats = 30;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
-            threads = atoi(argv[++i]);
+            threads = bench_int(argv[0], "-t", argv[++i], 1, 1024);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc)
-            repeats = atoi(argv[++i]);
+            repeats = bench_int(argv[0], "-r", argv[++i], 1, 100000);
         else {
             fprintf(stderr, "usage: %s [-t threads] [-r repeats]\n", argv[0]);
             return 2;
         }
-    }
-    if (threads < 1 || repeats < 1) {
-        fprintf(stderr, "chain_bench: -t and -r take positive counts\n");
-        return 2;
     }
     arrays a;
     size_t nf = (size_t)N * FF;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "kernels/kernels.h"
 
 enum { BATCH = 4096 };
@@ -46,14 +47,10 @@ static void score(worst *w, const float *x, const float *y, const float *d, int 
 
 int main(int argc, char **argv)
 {
-    int step = argc > 1 ? atoi(argv[1]) : 7;
+    int step = argc > 1 ? bench_int(argv[0], "step", argv[1], 1, INT_MAX) : 7;
     static float x[BATCH], y[BATCH], d[BATCH], one[BATCH];
     float lim = 15.0f;
     uint32_t hi;
-    if (step < 1) {
-        fprintf(stderr, "usage: %s [step >= 1]\n", argv[0]);
-        return 2;
-    }
     memcpy(&hi, &lim, sizeof hi);
     for (int i = 0; i < BATCH; i++)
         one[i] = 1.0f;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "machine/cpu.h"
 #include "machine/threadpool.h"
 #include "kernels/kernels.h"
@@ -65,6 +66,16 @@ static ct_status run_once(const run *x)
 static const char *layout_name[] = {"NN", "NT", "TN", "NTp"};
 static const int layout_flags[] = {0, CT__GEMM_TRANS_B, CT__GEMM_TRANS_A, CT__GEMM_TRANS_B};
 
+/* Whether -v `name` can print a row here: OpenBLAS, or a level this CPU
+ * has kernels for. */
+static int variant_runs(const char *name)
+{
+    for (int v = 0; v < CT__ISA_COUNT; v++)
+        if (ct__kernels_for((ct__isa)v) && !strcmp(ct__kernels_for((ct__isa)v)->name, name))
+            return 1;
+    return !strcmp(name, "openblas");
+}
+
 int main(int argc, char **argv)
 {
     int threads = 2, repeats = 21, include_generic = 0, packed = 0, nshapes = 0, nvar = 0;
@@ -72,15 +83,19 @@ int main(int argc, char **argv)
     const char *only[8];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-            threads = atoi(argv[++i]);
+            threads = bench_int(argv[0], "-t", argv[++i], 1, 1024);
         } else if (!strcmp(argv[i], "-r") && i + 1 < argc) {
-            repeats = atoi(argv[++i]);
+            repeats = bench_int(argv[0], "-r", argv[++i], 1, 100000);
         } else if (!strcmp(argv[i], "-s") && i + 1 < argc && nshapes < 32) {
-            if (sscanf(argv[++i], "%dx%dx%d", &shapes[nshapes][0], &shapes[nshapes][1],
-                       &shapes[nshapes][2]) == 3)
-                nshapes++;
+            bench_shape(argv[0], argv[++i], shapes[nshapes++]);
         } else if (!strcmp(argv[i], "-v") && i + 1 < argc && nvar < 8) {
-            only[nvar++] = argv[++i];
+            only[nvar] = argv[++i];
+            if (!variant_runs(only[nvar++])) {
+                fprintf(stderr, "%s: -v %s is not a variant this CPU runs (openblas, or a "
+                        "level at or below %s)\n", argv[0], argv[i],
+                        ct__isa_name(ct__cpu_max_isa(ct__cpu_features_get())));
+                return 2;
+            }
         } else if (!strcmp(argv[i], "-g")) {
             include_generic = 1;
         } else if (!strcmp(argv[i], "-p")) {
@@ -96,8 +111,6 @@ int main(int argc, char **argv)
         memcpy(shapes, def, sizeof def);
         nshapes = 3;
     }
-    if (repeats < 1)
-        repeats = 1;
 
     ct__pool *pool;
     if (ct__pool_create(threads, &pool) != CT_OK) {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "machine/cpu.h"
 #include "kernels/kernels.h"
 
@@ -160,7 +161,7 @@ int main(int argc, char **argv)
     const char *only[32];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-r") && i + 1 < argc) {
-            repeats = atoi(argv[++i]);
+            repeats = bench_int(argv[0], "-r", argv[++i], 1, 100000);
         } else if (!strcmp(argv[i], "-k") && i + 1 < argc && nonly < 32) {
             only[nonly++] = argv[++i];
         } else {
@@ -168,8 +169,6 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (repeats < 1)
-        repeats = 1;
     const ct__kernels *lv[2] = {ct__kernels_for(CT__ISA_GENERIC), ct__kernels_get()};
     if (lv[1] == lv[0]) {
         fprintf(stderr, "ops_bench: this process runs the generic level: nothing to compare\n");
