@@ -163,7 +163,17 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-r") && i + 1 < argc) {
             repeats = bench_int(argv[0], "-r", argv[++i], 1, 100000);
         } else if (!strcmp(argv[i], "-k") && i + 1 < argc && nonly < 32) {
+            size_t c = 0;
             only[nonly++] = argv[++i];
+            while (c < sizeof cases / sizeof cases[0] && strcmp(cases[c].name, argv[i]) != 0)
+                c++;
+            if (c == sizeof cases / sizeof cases[0]) {
+                fprintf(stderr, "%s: -k %s is not one of its kernels:", argv[0], argv[i]);
+                for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
+                    fprintf(stderr, " %s", cases[c].name);
+                fputc('\n', stderr);
+                return 2;
+            }
         } else {
             fprintf(stderr, "usage: %s [-r repeats] [-k kernel]...\n", argv[0]);
             return 2;
