@@ -199,6 +199,54 @@ static int64_t calls_of(const char *family)
     return 0;
 }
 
+/* The bytes the profile credits the activation family with, per element:
+ * what the step's kernel moves run alone. */
+static double activation_bytes_per_element(void)
+{
+    for (size_t i = 0; i < ct_profile_count(); i++)
+        if (!strcmp(ct_profile_name(i), "activation")) {
+            double s, f, b;
+            int64_t calls;
+            OK(ct_profile_get(i, &s, &calls, &f, &b));
+            return b / ((double)N * 768);
+        }
+    ck_abort_msg("no profile family activation");
+    return 0;
+}
+
+START_TEST(chain_credits_what_activation_moves)
+{
+    const ct__kernels *k = ct__kernels_get();
+    size_t nc = (size_t)N * 768;
+    float *y = rand_f(nc, 1, 0), *dy = rand_f(nc, 1, 0), *out = rand_f(nc, 1, 0);
+    ct__pool *pool;
+    ck_assert_int_eq(ct__pool_create(2, &pool), CT_OK);
+    ct_profile_set_enabled(1);
+    /* x in, y out */
+    ct_profile_reset();
+    ct__chain_fwd plain = {.y = y, .N = N, .C = 768, .act = k->gelu_forward, .act_out = out};
+    OK(ct__p_chain_forward(pool, &plain));
+    ck_assert_double_eq(activation_bytes_per_element(), 8);
+    /* x in, y and the derivative out */
+    ct_profile_reset();
+    ct__chain_fwd with_grad = {.y = y, .N = N, .C = 768, .act_grad = k->gelu_forward_grad,
+                               .act_out = out};
+    OK(ct__p_chain_forward(pool, &with_grad));
+    ck_assert_double_eq(activation_bytes_per_element(), 12);
+    /* dy and the derivative in, dx out */
+    ct_profile_reset();
+    ct__chain_bwd back = {.dy = dy, .N = N, .C = 768, .act = k->act_grad_backward,
+                          .act_inp = y};
+    ct__p_chain_backward(pool, &back);
+    ck_assert_double_eq(activation_bytes_per_element(), 12);
+    ct_profile_set_enabled(0);
+    ct__pool_free(pool);
+    free(y);
+    free(dy);
+    free(out);
+}
+END_TEST
+
 START_TEST(chain_time_reaches_its_families)
 {
     static const char *const families[] = {"bias", "dropout", "layernorm", "bf16_round"};
@@ -238,6 +286,7 @@ Suite *chain_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, chains_match_their_steps);
     tcase_add_test(tc, chain_time_reaches_its_families);
+    tcase_add_test(tc, chain_credits_what_activation_moves);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -195,12 +195,14 @@ static void job_init(job *j, ct__pool *pool, int N, int C, int backward)
 }
 
 /* Shares `wall` seconds among the steps' families as the threads' time
- * went; `nc` elements per array. */
-static void report(job *j, double wall, double nc)
+ * went; `nc` elements per array, `act_bytes` what the activation step moves
+ * per element: 8 forward (x in, y out), 12 when it also writes the
+ * derivative and backward (dy, and act_inp or the derivative, in; dx out). */
+static void report(job *j, double wall, double nc, double act_bytes)
 {
     /* what each step's kernel reads and writes, run alone */
-    static const double bytes_per[STEPS] = {
-        [S_BIAS] = 8, [S_ACT] = 8, [S_DROPOUT] = 8, [S_RESIDUAL] = 12,
+    const double bytes_per[STEPS] = {
+        [S_BIAS] = 8, [S_ACT] = act_bytes, [S_DROPOUT] = 8, [S_RESIDUAL] = 12,
         [S_LAYERNORM] = 8, [S_COPY] = 8, [S_ROUND] = 6,
     };
     double per_step[STEPS] = {0}, total = 0;
@@ -226,7 +228,7 @@ ct_status ct__p_chain_forward(ct__pool *pool, const ct__chain_fwd *f)
     job_init(&j, pool, f->N, f->C, 0);
     j.f = f;
     ct__pool_run(pool, chain_task, &j, j.ntasks);
-    report(&j, t0 ? ct__now_s() - t0 : 0, (double)f->N * f->C);
+    report(&j, t0 ? ct__now_s() - t0 : 0, (double)f->N * f->C, f->act_grad ? 12 : 8);
     if (j.nomem)
         return ct__error(CT_ERR_NOMEM, "out of memory for a row block (%d floats) of the "
                          "activation", j.rows_per_block * f->C);
@@ -268,5 +270,5 @@ void ct__p_chain_backward(ct__pool *pool, const ct__chain_bwd *b)
         ct__p_bias_backward(pool, b->db, b->dy, b->N, b->C);
     }
     free(sums);
-    report(&j, t0 ? ct__now_s() - t0 : 0, (double)b->N * b->C);
+    report(&j, t0 ? ct__now_s() - t0 : 0, (double)b->N * b->C, 12);
 }

@@ -7,8 +7,9 @@
  *   ROWS_BF16(x)  the 16 floats of x as bf16 (__m256i), rounded to nearest
  *                 even as vcvtneps2bf16 rounds
  * and this file undefines them at its end. The helpers it calls (splat,
- * lanes, row_lanes, row_drop, drop16, round16) are the includer's, of the
- * avx512 level's target, which every ROWS_TARGET contains. */
+ * lanes, row_lanes, row_drop, drop_start, drop16, round16) are the
+ * includer's, of the avx512 level's target, which every ROWS_TARGET
+ * contains. */
 
 /* this copy's names for the functions below */
 #define store_bf16 ROWS_NAME(store_bf16)
