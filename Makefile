@@ -231,11 +231,13 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
 
 # The step's profile is read against the best GEMM figure of the comparison
-# before it (ours or PyTorch's), as well as against its own probe.
+# before it (ours or PyTorch's), as well as against its own probe, at the
+# comparison's thread count (THREADS, 2 unless set).
 bench: all $(BENCHES)
-	sh bench/compare_gemm.sh $(B)/bench/gemm_bench >$(B)/bench/compare_gemm.txt
+	sh bench/compare_gemm.sh $(B)/bench/gemm_bench >$(B)/bench/compare_gemm.txt || \
+	    { cat $(B)/bench/compare_gemm.txt; exit 1; }
 	cat $(B)/bench/compare_gemm.txt
-	$(B)/bin/cputrain-bench --optimizer --profile --steps 3 --warmup 1 \
+	$(B)/bin/cputrain-bench --optimizer --profile --steps 3 --warmup 1 --threads $${THREADS:-2} \
 	    $$(sed -n 's/^# best GEMM figure: \([0-9.]*\) .*/--gemm-peak \1/p' $(B)/bench/compare_gemm.txt)
 	sh bench/compare_bert.sh $(B)
 	sh bench/allreduce.sh $(B)

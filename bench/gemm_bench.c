@@ -90,6 +90,7 @@ int main(int argc, char **argv)
             bench_shape(argv[0], argv[++i], shapes[nshapes++]);
         } else if (!strcmp(argv[i], "-v") && i + 1 < argc && nvar < 8) {
             only[nvar] = argv[++i];
+            include_generic |= !strcmp(argv[i], "generic"); /* asked for by name */
             if (!variant_runs(only[nvar++])) {
                 fprintf(stderr, "%s: -v %s is not a variant this CPU runs (openblas, or a "
                         "level at or below %s)\n", argv[0], argv[i],

@@ -26,13 +26,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A whole decimal int in [lo, INT_MAX], or -1 (lo >= 0). */
-static int parse_int(const char *v, int lo)
+/* A whole decimal int in [lo, hi], or -1 (lo >= 0). */
+static int parse_int(const char *v, int lo, int hi)
 {
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    return end == v || *end || errno || x < lo || x > INT_MAX ? -1 : (int)x;
+    return end == v || *end || errno || x < lo || x > hi ? -1 : (int)x;
 }
 
 static void usage(void)
@@ -223,12 +223,16 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else {
-            /* the integer options: name, the least value taken, where */
+            /* the integer options: name, range, where (threads: the library's
+             * range, 0 for every core; steps and warm-up: their sum an int) */
             const struct {
                 const char *name;
-                int lo, *at;
-            } ints[] = {{"--batch", 1, &B},     {"--seq", 1, &T},       {"--steps", 1, &steps},
-                        {"--warmup", 0, &warmup}, {"--threads", 0, &threads}};
+                int lo, hi, *at;
+            } ints[] = {{"--batch", 1, INT_MAX, &B},
+                        {"--seq", 1, INT_MAX, &T},
+                        {"--steps", 1, 1000000, &steps},
+                        {"--warmup", 0, 1000000, &warmup},
+                        {"--threads", 0, 4096, &threads}};
             size_t k = 0;
             while (k < sizeof ints / sizeof ints[0] && strcmp(a, ints[k].name) != 0)
                 k++;
@@ -236,9 +240,9 @@ int main(int argc, char **argv)
                 usage();
                 return 2;
             }
-            if ((*ints[k].at = parse_int(v, ints[k].lo)) < 0) {
+            if ((*ints[k].at = parse_int(v, ints[k].lo, ints[k].hi)) < 0) {
                 fprintf(stderr, "cputrain-bench: %s %s is not a whole number from %d to %d\n",
-                        a, v, ints[k].lo, INT_MAX);
+                        a, v, ints[k].lo, ints[k].hi);
                 return 2;
             }
         }
