@@ -230,6 +230,10 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(STATIC) $(LIB_LDLIBS)
 
+# make check builds the benches too (tests/bench_cli runs them): a change
+# that breaks one fails there, not at the next make bench.
+check: $(BENCHES)
+
 # The step's profile is read against the best GEMM figure of the comparison
 # before it (ours or PyTorch's), as well as against its own probe, at the
 # comparison's thread count (THREADS, 2 unless set).

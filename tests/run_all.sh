@@ -117,7 +117,7 @@ run "demo learns: cputrain-qa on the generated SQuAD set, EM >= 60" \
     env B="$B" PYTHON="$PYTHON" sh tests/demo/run.sh
 run "cputrain-qa command line (run_qa.py arguments, dataset folder, train, eval, v2)" \
     env B="$B" PYTHON="$PYTHON" sh tests/qa_cli/run.sh
-run "cputrain-bench command line: refusals, the profile read against --gemm-peak" \
+run "cputrain-bench and the kernel benches' command lines: refusals, the profile read against --gemm-peak" \
     env B="$B" sh tests/bench_cli/run.sh
 run "the guide's command with a Hub id, through a stand-in Hub on 127.0.0.1: download, offline, resume, one download per machine" \
     "$PYTHON" tests/hub/run.py "$B"

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Shell tests of tools/cputrain-bench's command line (built as
-# $B/bin/cputrain-bench): every malformed or contradictory argument is
-# refused with exit status 2 and a line naming it, before any work; a
-# profile reads the whole step against --gemm-peak when that figure is above
-# the run's own probe, and only then. A two-layer 16-wide BERT written here
+# $B/bin/cputrain-bench) and of the kernel benches' ($B/bench/*): every
+# malformed or contradictory argument is refused with exit status 2 and a
+# line naming it, before any work; a profile reads the whole step against
+# --gemm-peak when that figure is above the run's own probe, and only then. A two-layer 16-wide BERT written here
 # keeps each run under a few seconds. Expects B.
 # Ends with "bench_cli: N passed, M failed"; exit status 1 when any failed.
 set -u
@@ -63,6 +63,32 @@ refused "--gemm-peak 12x --profile" "--gemm-peak 12x is not a positive number of
 refused "--gemm-peak 100" "--gemm-peak reads a profile: it needs --profile"
 refused "--no-such-option 1" "usage: cputrain-bench"
 refused "--steps" "usage: cputrain-bench"
+
+# the kernel benches (bench/*.c, built by make check): numbers read whole,
+# names they do not have refused
+# refused_by TEXT PROG ARGS...: as refused, for $B/bench/PROG
+refused_by() {
+    text=$1
+    prog=$2
+    shift 2
+    "$B/bench/$prog" "$@" > "$dir/out.txt" 2> "$dir/err.txt"
+    rc=$?
+    if [ "$rc" -eq 2 ] && [ ! -s "$dir/out.txt" ] && contains "$dir/err.txt" "$text"; then
+        ok "$prog refuses: $*"
+    else
+        bad "$prog refuses: $* (exit $rc)"
+        sed 's/^/  | /' "$dir/out.txt" "$dir/err.txt"
+    fi
+}
+refused_by "-t x is not a whole number from 1 to 1024" gemm_bench -t x
+refused_by "-s 10x10 is not a shape MxNxK of positive sizes" gemm_bench -s 10x10
+refused_by "-s 8x8x8x is not a shape MxNxK of positive sizes" gemm_bench -s 8x8x8x
+refused_by "-v nosuch is not a variant this CPU runs" gemm_bench -v nosuch
+refused_by "-l nosuch is not a level this CPU runs" attn_bench -l nosuch
+refused_by "-r 64 is not a whole number from 1 to 63" attn_bench -r 64
+refused_by "-k nosuch is not one of its kernels: layernorm_forward" ops_bench -k nosuch
+refused_by "-r 0 is not a whole number from 1 to 100000" chain_bench -r 0
+refused_by "step 0 is not a whole number from 1 to" gelu_accuracy 0
 
 # a figure far above any probe: the step is read against it too
 # shellcheck disable=SC2086
