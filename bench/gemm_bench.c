@@ -70,9 +70,11 @@ static const int layout_flags[] = {0, CT__GEMM_TRANS_B, CT__GEMM_TRANS_A, CT__GE
  * has kernels for. */
 static int variant_runs(const char *name)
 {
-    for (int v = 0; v < CT__ISA_COUNT; v++)
-        if (ct__kernels_for((ct__isa)v) && !strcmp(ct__kernels_for((ct__isa)v)->name, name))
+    for (int v = 0; v < CT__ISA_COUNT; v++) {
+        const ct__kernels *k = ct__kernels_for((ct__isa)v);
+        if (k && !strcmp(k->name, name))
             return 1;
+    }
     return !strcmp(name, "openblas");
 }
 

@@ -209,11 +209,14 @@ int main(int argc, char **argv)
             }
             task = (ct_task)k;
         } else if (strcmp(a, "--precision") == 0) {
-            if (strcmp(v, "fp32") != 0 && strcmp(v, "bf16") != 0) {
+            if (strcmp(v, "fp32") == 0)
+                precision = CT_PRECISION_FP32;
+            else if (strcmp(v, "bf16") == 0)
+                precision = CT_PRECISION_BF16;
+            else {
                 fprintf(stderr, "cputrain-bench: --precision %s is not fp32 or bf16\n", v);
                 return 2;
             }
-            precision = strcmp(v, "fp32") == 0 ? CT_PRECISION_FP32 : CT_PRECISION_BF16;
         } else if (strcmp(a, "--gemm-peak") == 0) {
             char *end;
             given_gflops = strtod(v, &end);

@@ -30,19 +30,29 @@ cat > "$dir/config.json" <<'JSON'
 JSON
 tiny="--model $dir/config.json --batch 2 --seq 16 --steps 2 --warmup 0"
 
-# refused ARGS -- TEXT: exit 2, TEXT on stderr, nothing on stdout (no work began)
-refused() {
-    args=$1
-    text=$2
-    # shellcheck disable=SC2086 # the arguments are split on purpose
-    "$bench" $args > "$dir/out.txt" 2> "$dir/err.txt"
+# refuses TEXT PROGRAM ARGS...: exit 2, TEXT on stderr, nothing on stdout
+# (no work began)
+refuses() {
+    text=$1
+    prog=$2
+    shift 2
+    "$prog" "$@" > "$dir/out.txt" 2> "$dir/err.txt"
     rc=$?
+    name="${prog##*/} refuses: $*"
     if [ "$rc" -eq 2 ] && [ ! -s "$dir/out.txt" ] && contains "$dir/err.txt" "$text"; then
-        ok "refused: $args"
+        ok "$name"
     else
-        bad "refused: $args (exit $rc)"
+        bad "$name (exit $rc)"
         sed 's/^/  | /' "$dir/out.txt" "$dir/err.txt"
     fi
+}
+
+# refused ARGS TEXT: cputrain-bench refuses ARGS (split at spaces)
+refused() {
+    text=$2
+    # shellcheck disable=SC2086 # the arguments are split on purpose
+    set -- $1
+    refuses "$text" "$bench" "$@"
 }
 
 refused "--batch x" "--batch x is not a whole number from 1 to"
@@ -66,29 +76,15 @@ refused "--steps" "usage: cputrain-bench"
 
 # the kernel benches (bench/*.c, built by make check): numbers read whole,
 # names they do not have refused
-# refused_by TEXT PROG ARGS...: as refused, for $B/bench/PROG
-refused_by() {
-    text=$1
-    prog=$2
-    shift 2
-    "$B/bench/$prog" "$@" > "$dir/out.txt" 2> "$dir/err.txt"
-    rc=$?
-    if [ "$rc" -eq 2 ] && [ ! -s "$dir/out.txt" ] && contains "$dir/err.txt" "$text"; then
-        ok "$prog refuses: $*"
-    else
-        bad "$prog refuses: $* (exit $rc)"
-        sed 's/^/  | /' "$dir/out.txt" "$dir/err.txt"
-    fi
-}
-refused_by "-t x is not a whole number from 1 to 1024" gemm_bench -t x
-refused_by "-s 10x10 is not a shape MxNxK of positive sizes" gemm_bench -s 10x10
-refused_by "-s 8x8x8x is not a shape MxNxK of positive sizes" gemm_bench -s 8x8x8x
-refused_by "-v nosuch is not a variant this CPU runs" gemm_bench -v nosuch
-refused_by "-l nosuch is not a level this CPU runs" attn_bench -l nosuch
-refused_by "-r 64 is not a whole number from 1 to 63" attn_bench -r 64
-refused_by "-k nosuch is not one of its kernels: layernorm_forward" ops_bench -k nosuch
-refused_by "-r 0 is not a whole number from 1 to 100000" chain_bench -r 0
-refused_by "step 0 is not a whole number from 1 to" gelu_accuracy 0
+refuses "-t x is not a whole number from 1 to 1024" "$B/bench/gemm_bench" -t x
+refuses "-s 10x10 is not a shape MxNxK of positive sizes" "$B/bench/gemm_bench" -s 10x10
+refuses "-s 8x8x8x is not a shape MxNxK of positive sizes" "$B/bench/gemm_bench" -s 8x8x8x
+refuses "-v nosuch is not a variant this CPU runs" "$B/bench/gemm_bench" -v nosuch
+refuses "-l nosuch is not a level this CPU runs" "$B/bench/attn_bench" -l nosuch
+refuses "-r 64 is not a whole number from 1 to 63" "$B/bench/attn_bench" -r 64
+refuses "-k nosuch is not one of its kernels: layernorm_forward" "$B/bench/ops_bench" -k nosuch
+refuses "-r 0 is not a whole number from 1 to 100000" "$B/bench/chain_bench" -r 0
+refuses "step 0 is not a whole number from 1 to" "$B/bench/gelu_accuracy" 0
 
 # a figure far above any probe: the step is read against it too
 # shellcheck disable=SC2086
