@@ -7,9 +7,9 @@
  * in place the same way; its ragged tiles, and every tile of the
  * backward's transposed A (acs > 1), are copied into tile order (an AMX
  * Xeon, attn_bench: 0.84x the time on ragged sequences, 0.97x at 384).
- * C blocks of 32 x 32 accumulate in four tiles
- * over the whole sum. On an AMX Xeon the vdpbf16ps kernel ran attention's
- * bf16 path slower than its fp32 one, its products two thirds of it. */
+ * C blocks of 32 x 32 accumulate in four tiles over the whole sum. On an
+ * AMX Xeon the vdpbf16ps kernel ran attention's bf16 path slower than its
+ * fp32 one, its products two thirds of it. */
 #include "kernels/attn_tile.h"
 
 #if defined(__x86_64__)
@@ -179,9 +179,9 @@ void ct__attn_mm_bf16_amx(float *C, int ldc, const uint32_t *A, int ars, int acs
         return;
     }
     int kt = cdiv(K2, KP), mb = cdiv(M, 32), ntiles = cdiv(N, 16);
-    /* A in tile order: row block b, k-tile t, half h at ((b*kt + t)*2 + h)
-     * tiles; then room for B's tiles at (j*kt + t), of which only the
-     * ragged ones are filled */
+    /* Room for A's tiles in tile order, row block b, k-tile t, half h at
+     * ((b*kt + t)*2 + h) tiles, then for B's at (j*kt + t); of both only
+     * those not loaded in place are filled */
     size_t a_words = (size_t)mb * kt * 2 * TILE_WORDS;
     uint32_t *ap = ct__scratch(CT__SCRATCH_AMX_ATTN,
                                (a_words + (size_t)ntiles * kt * TILE_WORDS) * sizeof *ap);
