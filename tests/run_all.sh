@@ -89,7 +89,7 @@ run "C model, kernel and trainer suites at the other kernel levels (default: $de
 # The levels above this CPU's (avx512, avx512bf16, amx) built for AVX2 with
 # their intrinsics emulated, so their kernels' code is tested on any CPU.
 run "C kernel, model and trainer suites and the PyTorch oracle at the emulated levels" \
-    "$MAKE" --no-print-directory -s check-emulated B="$B" PYTHON="$PYTHON"
+    env MAKE="$MAKE" PYTHON="$PYTHON" sh tests/emu/run.sh "$B"
 run "C unit suites under AddressSanitizer and UBSan" env ${locpath:+LOCPATH="$locpath"} \
     "$MAKE" --no-print-directory -s check-asan B="$B"
 # The libFuzzer harnesses of tests/fuzz/: built with clang (ASan, UBSan) in

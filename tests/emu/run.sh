@@ -1,15 +1,17 @@
 #!/bin/sh
 # run.sh BUILD_DIR: the kernel, model and trainer suites, and the PyTorch
 # oracle of the model (bert-base's size too), at each kernel level this
-# CPU lacks (avx512, avx512bf16, amx), on the library built by `make
-# check-emulated` in
-# BUILD_DIR: those levels' code compiled for AVX2, their intrinsics
-# emulated (x86_emulated.h). The levels the CPU has run natively in `make
-# check` already. Exit status 77 when there is nothing to emulate here, or
-# no AVX2 to emulate on.
+# CPU lacks (avx512, avx512bf16, amx), on the library that `make
+# emulated-build` makes in BUILD_DIR-emu: those levels' code compiled for
+# AVX2, their intrinsics emulated (x86_emulated.h). The levels the CPU has
+# run natively in `make check` already. Exit status 77, before building
+# anything, when there is nothing to emulate here or no AVX2 to emulate
+# on. make check runs this script itself, so that status reaches its
+# tally as a skip (make would turn it into a failure).
 set -u
-b=${1:?usage: run.sh BUILD_DIR}
-: "${PYTHON:=/usr/bin/python3}"
+build=${1:?usage: run.sh BUILD_DIR}
+b=$build-emu
+: "${PYTHON:=/usr/bin/python3}" "${MAKE:=make}"
 
 flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 case $flags in
@@ -24,6 +26,9 @@ if [ -z "$levels" ]; then
     echo "emulated levels: SKIPPED: this CPU runs every level natively"
     exit 77
 fi
+
+echo "emulated levels:$levels (building $b)"
+"$MAKE" --no-print-directory -s emulated-build B="$build" || exit 1
 
 bad=""
 for isa in $levels; do
