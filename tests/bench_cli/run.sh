@@ -3,8 +3,9 @@
 # $B/bin/cputrain-bench) and of the kernel benches' ($B/bench/*): every
 # malformed or contradictory argument is refused with exit status 2 and a
 # line naming it, before any work; a profile reads the whole step against
-# --gemm-peak when that figure is above the run's own probe, and only then. A two-layer 16-wide BERT written here
-# keeps each run under a few seconds. Expects B.
+# --gemm-peak when that figure is above the run's own probe, and only
+# then. A two-layer 16-wide BERT written here keeps each run under a few
+# seconds. Expects B.
 # Ends with "bench_cli: N passed, M failed"; exit status 1 when any failed.
 set -u
 : "${B:=build}"
