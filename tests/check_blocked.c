@@ -56,9 +56,10 @@ static int micro_block_n;
  * reads all 32 rows of the A view (the last k-tile from tail[] when
  * tail[0] is set, as AMX's does) and block_n columns of B, so a view or a
  * block that does not hold them shows under the sanitizers; it writes only
- * rows x cols of C. Sums in k order, in fp32. */
-static void reference_micro(float *C, int ldc, int rows, int cols, const ct__a_view *a,
-                            const ct__bf16 *b, size_t b_stride, int nkt, float alpha, int acc)
+ * rows x cols of S and D. Sums in k order, in fp32. */
+static void reference_micro(float *D, int ldd, const float *S, int lds, int rows, int cols,
+                            const ct__a_view *a, const ct__bf16 *b, size_t b_stride, int nkt,
+                            float alpha)
 {
     static _Thread_local float sum[32][64];
     int width = micro_block_n;
@@ -80,10 +81,8 @@ static void reference_micro(float *C, int ldc, int rows, int cols, const ct__a_v
             }
         }
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) {
-            float *out = C + (size_t)r * ldc + c;
-            *out = alpha * sum[r][c] + (acc ? *out : 0.0f);
-        }
+        for (int c = 0; c < cols; c++)
+            D[(size_t)r * ldd + c] = alpha * sum[r][c] + (S ? S[(size_t)r * lds + c] : 0.0f);
 }
 
 /* The variant's geometry with the reference microkernel. */
@@ -100,9 +99,14 @@ static ct__gemm_variant with_reference(const ct__gemm_variant *v)
 
 /* Two that are not a level's: the narrowest block and the shallowest
  * k pass (every product then takes several), and a wide block whose
- * column chunk holds two. */
-static const ct__gemm_variant narrow = {"narrow", 16, 1, 16, 1, NULL, NULL, NULL};
-static const ct__gemm_variant wide = {"wide", 64, 2, 128, 0, NULL, NULL, NULL};
+ * column chunk holds two. Both keep a plain A's partial sums in the
+ * buffer between k blocks (whole_k: these small B fit in any L2), as
+ * AMX's geometry does past 16 k-tiles; AVX512-BF16's and a transposed A
+ * take the k blocks one at a time through C. */
+static const ct__gemm_variant narrow = {.name = "narrow", .block_n = 16, .kc_tiles = 1,
+                                        .n_chunk = 16, .pack_a = 1, .whole_k = 1};
+static const ct__gemm_variant wide = {.name = "wide", .block_n = 64, .kc_tiles = 2,
+                                      .n_chunk = 128, .pack_a = 0, .whole_k = 1};
 
 static const ct__gemm_variant *geometry(int i)
 {

@@ -17,21 +17,22 @@ CT_AMX static void amx_end(void)
     _tile_release();
 }
 
-/* C (rows x cols, at most 32 x 32) = alpha * tmp + (acc ? C : 0) */
-CT_AVX512 static void store_block(float *C, int ldc, int rows, int cols,
-                                  const float tmp[4][256], float alpha, int acc)
+/* D (rows x cols, at most 32 x 32) = alpha * tmp + (S ? S : 0) */
+CT_AVX512 static void store_block(float *D, int ldd, const float *S, int lds, int rows,
+                                  int cols, const float tmp[4][256], float alpha)
 {
     __m512 va = _mm512_set1_ps(alpha);
     for (int h = 0; h < 2; h++) {
         for (int r = 0; r < 16 && 16 * h + r < rows; r++) {
-            float *c = C + (size_t)(16 * h + r) * ldc;
+            float *d = D + (size_t)(16 * h + r) * ldd;
+            const float *s = S ? S + (size_t)(16 * h + r) * lds : NULL;
             for (int w = 0; w < 2 && 16 * w < cols; w++) {
                 int left = cols - 16 * w;
                 __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
                 __m512 x = _mm512_mul_ps(va, _mm512_load_ps(&tmp[2 * h + w][16 * r]));
-                if (acc)
-                    x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c + 16 * w));
-                _mm512_mask_storeu_ps(c + 16 * w, m, x);
+                if (s)
+                    x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, s + 16 * w));
+                _mm512_mask_storeu_ps(d + 16 * w, m, x);
             }
         }
     }
@@ -39,23 +40,24 @@ CT_AVX512 static void store_block(float *C, int ldc, int rows, int cols,
 
 #define A_TILE(h, t) (a->p[h] + (size_t)(t) * a->tile_stride)
 
-CT_AMX CT_ALIGN_LOOPS static void amx_micro(float *C, int ldc, int rows, int cols,
-                                            const ct__a_view *a, const ct__bf16 *b, size_t b_stride,
-                                            int nkt, float alpha, int acc)
+CT_AMX CT_ALIGN_LOOPS static void amx_micro(float *D, int ldd, const float *S, int lds,
+                                            int rows, int cols, const ct__a_view *a,
+                                            const ct__bf16 *b, size_t b_stride, int nkt,
+                                            float alpha)
 {
     const ct__bf16 *b0 = b, *b1 = b + b_stride;
     int nfull = a->tail[0] ? nkt - 1 : nkt;
     long rs = (long)a->row_stride;
-    /* A whole block with alpha 1 accumulates straight into C's memory:
-     * no bounce through a buffer. */
+    /* A whole block with alpha 1 starts from S and ends in D straight
+     * from the tiles: no bounce through a buffer. */
     int direct = rows == 32 && cols == 32 && alpha == 1.0f;
-    long cs = (long)ldc * 4;
+    long ds = (long)ldd * 4, ss = (long)lds * 4;
 
-    if (direct && acc) {
-        _tile_loadd(0, C, cs);
-        _tile_loadd(1, C + 16, cs);
-        _tile_loadd(2, C + (size_t)16 * ldc, cs);
-        _tile_loadd(3, C + (size_t)16 * ldc + 16, cs);
+    if (direct && S) {
+        _tile_loadd(0, S, ss);
+        _tile_loadd(1, S + 16, ss);
+        _tile_loadd(2, S + (size_t)16 * lds, ss);
+        _tile_loadd(3, S + (size_t)16 * lds + 16, ss);
     } else {
         _tile_zero(0);
         _tile_zero(1);
@@ -83,10 +85,10 @@ CT_AMX CT_ALIGN_LOOPS static void amx_micro(float *C, int ldc, int rows, int col
         _tile_dpbf16ps(3, 5, 7);
     }
     if (direct) {
-        _tile_stored(0, C, cs);
-        _tile_stored(1, C + 16, cs);
-        _tile_stored(2, C + (size_t)16 * ldc, cs);
-        _tile_stored(3, C + (size_t)16 * ldc + 16, cs);
+        _tile_stored(0, D, ds);
+        _tile_stored(1, D + 16, ds);
+        _tile_stored(2, D + (size_t)16 * ldd, ds);
+        _tile_stored(3, D + (size_t)16 * ldd + 16, ds);
         return;
     }
     float tmp[4][256] __attribute__((aligned(64)));
@@ -94,7 +96,7 @@ CT_AMX CT_ALIGN_LOOPS static void amx_micro(float *C, int ldc, int rows, int col
     _tile_stored(1, tmp[1], 64);
     _tile_stored(2, tmp[2], 64);
     _tile_stored(3, tmp[3], 64);
-    store_block(C, ldc, rows, cols, (const float(*)[256])tmp, alpha, acc);
+    store_block(D, ldd, S, lds, rows, cols, (const float(*)[256])tmp, alpha);
 }
 
 const ct__gemm_variant ct__gemm_variant_amx = {
@@ -103,6 +105,7 @@ const ct__gemm_variant ct__gemm_variant_amx = {
     .kc_tiles = 16,
     .n_chunk = 768,
     .pack_a = 1,
+    .whole_k = 1,
     .micro = amx_micro,
     .begin = amx_begin,
     .end = amx_end,

@@ -17,16 +17,17 @@ static inline const char *a_row(const ct__a_view *a, int r, int t)
 }
 
 /* acc[MR][NV] over k-tiles [t0, t1) for rows r0..r0+7; tail tile last. */
-CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *C, int ldc, int rows, int cols,
-                                                    const ct__a_view *a, int r0, const ct__bf16 *b,
-                                                    size_t b_stride, int nkt, float alpha, int acc)
+CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *D, int ldd, const float *S, int lds,
+                                                    int rows, int cols, const ct__a_view *a,
+                                                    int r0, const ct__bf16 *b, size_t b_stride,
+                                                    int nkt, float alpha)
 {
     __m512 c[MR][NV];
     /* C's rows are far apart and were last touched a whole pass over C
      * ago: ask for them now, so the loads and stores at the end hit L1 */
     for (int i = 0; i < MR && r0 + i < rows; i++)
         for (int j = 0; j < NV && 16 * j < cols; j++)
-            _mm_prefetch((const char *)(C + (size_t)(r0 + i) * ldc + 16 * j), _MM_HINT_T0);
+            _mm_prefetch((const char *)(D + (size_t)(r0 + i) * ldd + 16 * j), _MM_HINT_T0);
     /* every loop over c[][] unrolled, so that its indices are constants
      * and it stays in registers from here to the stores (rolled, GCC 12
      * zeroed it and read it back through the stack at every call) */
@@ -64,7 +65,8 @@ CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *C, int ldc, int rows,
     for (int i = 0; i < MR; i++) {
         if (r0 + i >= rows)
             break;
-        float *cr = C + (size_t)(r0 + i) * ldc;
+        float *dr = D + (size_t)(r0 + i) * ldd;
+        const float *sr = S ? S + (size_t)(r0 + i) * lds : NULL;
 #pragma GCC unroll 3
         for (int j = 0; j < NV; j++) {
             if (16 * j >= cols)
@@ -72,20 +74,20 @@ CT_AVX512BF16 CT_ALIGN_LOOPS static void micro_8x48(float *C, int ldc, int rows,
             int left = cols - 16 * j;
             __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
             __m512 x = _mm512_mul_ps(va, c[i][j]);
-            if (acc)
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * j));
-            _mm512_mask_storeu_ps(cr + 16 * j, m, x);
+            if (sr)
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, sr + 16 * j));
+            _mm512_mask_storeu_ps(dr + 16 * j, m, x);
         }
     }
 }
 
-CT_AVX512BF16 static void avx512bf16_micro(float *C, int ldc, int rows, int cols,
-                                           const ct__a_view *a, const ct__bf16 *b,
-                                           size_t b_stride, int nkt, float alpha,
-                                           int acc)
+CT_AVX512BF16 static void avx512bf16_micro(float *D, int ldd, const float *S, int lds,
+                                           int rows, int cols, const ct__a_view *a,
+                                           const ct__bf16 *b, size_t b_stride, int nkt,
+                                           float alpha)
 {
     for (int r0 = 0; r0 < rows; r0 += MR)
-        micro_8x48(C, ldc, rows, cols, a, r0, b, b_stride, nkt, alpha, acc);
+        micro_8x48(D, ldd, S, lds, rows, cols, a, r0, b, b_stride, nkt, alpha);
 }
 
 const ct__gemm_variant ct__gemm_variant_avx512bf16 = {
@@ -102,6 +104,7 @@ const ct__gemm_variant ct__gemm_variant_avx512bf16 = {
      * packed A be packed block by block (gemm_blocked.c) */
     .n_chunk = 3072,
     .pack_a = 0,
+    .whole_k = 0,
     .micro = avx512bf16_micro,
     .begin = NULL,
     .end = NULL,

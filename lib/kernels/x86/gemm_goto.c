@@ -45,6 +45,12 @@ static void read_caches(void)
     l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1L << 20);
 }
 
+long ct__l2_bytes(void)
+{
+    pthread_once(&caches_once, read_caches);
+    return l2;
+}
+
 /* kc and mc for a product of depth K (see gemm_goto.h). */
 static void blocking(const ct__goto_kernel *g, int K, int *kc, int *mc)
 {

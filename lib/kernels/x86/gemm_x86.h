@@ -29,13 +29,15 @@ typedef struct ct__a_view {
 } ct__a_view;
 
 /* Computes a block of C, rows x cols (rows <= 32, cols <= block_n), from
- * nkt k-tiles: C = alpha * A.B + (acc ? C : 0). `b` is the first 16-column
+ * nkt k-tiles: D = alpha * A.B + (S ? S : 0), where S is the partial sum
+ * the block adds to (C itself, or a buffer of a deeper product's earlier k
+ * blocks) and D where it goes; S may be D. `b` is the first 16-column
  * block at the first k-tile; the next block is b_stride elements on. The
  * microkernel may read all 32 rows of A and block_n columns of B (padding
- * is zero), but writes only rows x cols of C. */
-typedef void (*ct__micro_fn)(float *C, int ldc, int rows, int cols,
-                             const ct__a_view *a, const ct__bf16 *b,
-                             size_t b_stride, int nkt, float alpha, int acc);
+ * is zero), but reads and writes only rows x cols of S and D. */
+typedef void (*ct__micro_fn)(float *D, int ldd, const float *S, int lds, int rows, int cols,
+                             const ct__a_view *a, const ct__bf16 *b, size_t b_stride,
+                             int nkt, float alpha);
 
 typedef struct ct__gemm_variant {
     const char *name;
@@ -44,6 +46,9 @@ typedef struct ct__gemm_variant {
     int n_chunk;      /* columns of packed B each 32-row block of A sweeps before
                        * the next block: a multiple of block_n */
     int pack_a;       /* copy a plain A into tile order too (else read in place) */
+    int whole_k;      /* a plain A's 32-row block meets all of K before the next
+                       * block, when the packed B it sweeps fits in L2
+                       * (gemm_blocked.c) */
     ct__micro_fn micro;
     void (*begin)(void); /* per task, before the first micro call (AMX: ldtilecfg) */
     void (*end)(void);
@@ -85,6 +90,10 @@ static inline void ct__gemm_grid(int T, int mblocks, int nblocks, int split_m, i
         }
     }
 }
+
+/* Bytes of this core's L2, as the C library reports it (1 MiB if it
+ * does not). */
+long ct__l2_bytes(void);
 
 /* Keeps the first failure a task reports in *status (0 while none). */
 static inline void ct__gemm_note_status(int *status, ct_status st)
