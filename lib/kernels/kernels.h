@@ -227,10 +227,12 @@ void ct__gemm_batch_offsets(const ct__gemm_desc *d, int item, ptrdiff_t *oa,
 /* Per-thread scratch memory, 64-byte aligned, grown on demand and kept for
  * the thread's life (freed at thread exit). `slot` < CT__SCRATCH_SLOTS
  * separates buffers live at the same time. NULL when out of memory. */
-enum { CT__SCRATCH_SLOTS = 5 };
-/* The slot of attention's AMX products (x86/attn_amx.c), which run inside
- * attention's tasks while those hold slot 3 (model/attention.c). */
-enum { CT__SCRATCH_AMX_ATTN = 4 };
+enum { CT__SCRATCH_SLOTS = 6 };
+/* Slots 0-2 hold the GEMM drivers' packs. The slot of attention's AMX
+ * products (x86/attn_amx.c), which run inside attention's tasks while
+ * those hold slot 3 (model/attention.c); the blocked bf16 GEMM's partial
+ * sums between k blocks (x86/gemm_blocked.c). */
+enum { CT__SCRATCH_AMX_ATTN = 4, CT__SCRATCH_GEMM_SUMS = 5 };
 void *ct__scratch(int slot, size_t bytes);
 /* Frees the calling thread's scratch now (tests, long-lived idle threads). */
 void ct__scratch_release(void);

@@ -58,10 +58,11 @@ static void scale_only(float *C, int ldc, int M, int N, int acc)
  * B the block sweeps, a column chunk of it over all of K, fits in 3/4 of
  * L2. Then each block's partial sums wait in a buffer between k blocks
  * and C is written once, not stored, loaded and stored again: on an AMX
- * Xeon (2 MiB L2, 2 threads) K = 768 ran 1.01-1.09x, NTp 1.06-1.09x.
- * With B past L2 the block's sweep fetches it from L3 every time: K =
- * 3072 ran 0.62x whole, 0.82x in two halves of B 1.1 MiB each; a
- * transposed A packed block by block ran 0.86x. */
+ * Xeon (2 MiB L2, 2 threads) K = 768 ran 1.01-1.06x, 1.10x with B packed
+ * beforehand. With B past L2 the block's sweep fetches it from L3 every
+ * time: K = 3072 ran 0.62x whole, 0.83x in two halves of B 1.1 MiB each.
+ * A transposed A ran 0.84-0.88x, the weight gradients' shapes 0.73-0.82x
+ * (docs/performance.md). */
 static int super_tiles(const ct__gemm_variant *v, const ct__gemm_desc *d, int KT, int kct,
                        int cols)
 {
@@ -107,7 +108,7 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
     if (!packed && ktail)
         atail = ct__scratch(2, (size_t)mtiles2 * tile_bytes);
     if (sup > kct_max)
-        sums = ct__scratch(3, (size_t)v->n_chunk * MB * sizeof(float));
+        sums = ct__scratch(CT__SCRATCH_GEMM_SUMS, (size_t)v->n_chunk * MB * sizeof(float));
     if (((packed || ragged) && !apack) || (!packed && ktail && !atail) ||
         (sup > kct_max && !sums))
         return CT_ERR_NOMEM;
