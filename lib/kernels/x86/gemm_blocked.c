@@ -61,7 +61,7 @@ static void scale_only(float *C, int ldc, int M, int N, int acc)
  * Xeon (2 MiB L2, 2 threads) K = 768 ran 1.01-1.06x, 1.10x with B packed
  * beforehand. With B past L2 the block's sweep fetches it from L3 every
  * time: K = 3072 ran 0.62x whole, 0.83x in two halves of B 1.1 MiB each.
- * A transposed A ran 0.84-0.88x, the weight gradients' shapes 0.73-0.82x
+ * A transposed A ran 0.84-0.88x, the weight gradients' shapes 0.73-0.87x
  * (docs/performance.md). */
 static int super_tiles(const ct__gemm_variant *v, const ct__gemm_desc *d, int KT, int kct,
                        int cols)
