@@ -133,18 +133,20 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                     int first = t0 == s0, last = t0 + nkt == s1;
                     ct__a_view av;
                     av.tail[0] = av.tail[1] = NULL;
-                    if (pack_each || (ragged && m == ragged_m0)) {
-                        ct__pack_a_tiles(apack, pr->A, d->lda, ta, d->M, d->K, m, 2, t0, nkt);
-                        av.p[0] = (const char *)apack;
-                        av.p[1] = av.p[0] + (size_t)nkt * tile_bytes;
-                        av.row_stride = 64;
-                        av.tile_stride = tile_bytes;
-                    } else if (packed) {
-                        /* tile (i, t) of the region's pack, i counted from m0 */
-                        av.p[0] = (const char *)(apack +
-                                                 ((size_t)(m - m0) / 16 * (s1 - s0) + t0 - s0) *
-                                                     CT__TILE_ELEMS);
-                        av.p[1] = av.p[0] + (size_t)(s1 - s0) * tile_bytes;
+                    if (packed || (ragged && m == ragged_m0)) {
+                        /* tile (i, t) of the block at tiles + (i*ld + t)*512 */
+                        const ct__bf16 *tiles = apack;
+                        size_t ld = (size_t)nkt;
+                        if (packed && !pack_each) { /* the region's pack, i from m0 */
+                            ld = (size_t)(s1 - s0);
+                            tiles += ((size_t)(m - m0) / 16 * ld + (size_t)(t0 - s0)) *
+                                     CT__TILE_ELEMS;
+                        } else { /* this block, packed now */
+                            ct__pack_a_tiles(apack, pr->A, d->lda, ta, d->M, d->K, m, 2, t0,
+                                             nkt);
+                        }
+                        av.p[0] = (const char *)tiles;
+                        av.p[1] = av.p[0] + ld * tile_bytes;
                         av.row_stride = 64;
                         av.tile_stride = tile_bytes;
                     } else {
@@ -206,33 +208,46 @@ static void make_product(product *pr, const job *j, int item)
     pr->Bp = NULL;
 }
 
+/* Packs all of the product's B into this thread's scratch for it. */
+static ct_status pack_b_here(const ct__gemm_variant *v, product *pr)
+{
+    const ct__gemm_desc *d = pr->d;
+    ct__bf16 *bp = ct__scratch(0, packed_b_elems(v, d, &pr->nblk16) * sizeof *bp);
+    if (!bp)
+        return CT_ERR_NOMEM;
+    ct__pack_vnni16(bp, pr->B, d->ldb, (d->flags & CT__GEMM_TRANS_B) ? 1 : 0, d->K, d->N,
+                    pr->KT, 0, pr->nblk16);
+    pr->Bp = bp;
+    return CT_OK;
+}
+
+/* A task's region of a product, between the variant's begin and end. */
+static void region_in_task(job *j, const product *pr, int m0, int m1, int n0, int n1)
+{
+    if (j->v->begin)
+        j->v->begin();
+    ct__gemm_note_status(&j->status, compute_region(j->v, pr, m0, m1, n0, n1));
+    if (j->v->end)
+        j->v->end();
+}
+
 /* Batch mode: a task is a whole product, done by one thread. */
 static void item_task(void *ctx, int task, int thread)
 {
     job *j = ctx;
-    const ct__gemm_desc *d = j->d;
     product pr;
     (void)thread;
     make_product(&pr, j, task);
-    size_t elems = packed_b_elems(j->v, d, &pr.nblk16);
     if (j->packed) {
         pr.Bp = j->packed->data;
-        goto compute;
+    } else {
+        ct_status st = pack_b_here(j->v, &pr);
+        if (st != CT_OK) {
+            ct__gemm_note_status(&j->status, st);
+            return;
+        }
     }
-    ct__bf16 *bp = ct__scratch(0, elems * sizeof *bp);
-    if (!bp) {
-        ct__gemm_note_status(&j->status, CT_ERR_NOMEM);
-        return;
-    }
-    ct__pack_vnni16(bp, pr.B, d->ldb, (d->flags & CT__GEMM_TRANS_B) == 0 ? 0 : 1,
-                    d->K, d->N, pr.KT, 0, pr.nblk16);
-    pr.Bp = bp;
-compute:
-    if (j->v->begin)
-        j->v->begin();
-    ct__gemm_note_status(&j->status, compute_region(j->v, &pr, 0, d->M, 0, d->N));
-    if (j->v->end)
-        j->v->end();
+    region_in_task(j, &pr, 0, j->d->M, 0, j->d->N);
 }
 
 static void pack_task(void *ctx, int task, int thread)
@@ -263,20 +278,13 @@ static void region_task(void *ctx, int task, int thread)
     int n1 = nb1 * j->v->block_n < d->N ? nb1 * j->v->block_n : d->N;
     product pr = j->pr;
     if (j->private_b) {
-        ct__bf16 *bp = ct__scratch(0, packed_b_elems(j->v, d, &pr.nblk16) * sizeof *bp);
-        if (!bp) {
-            ct__gemm_note_status(&j->status, CT_ERR_NOMEM);
+        ct_status st = pack_b_here(j->v, &pr);
+        if (st != CT_OK) {
+            ct__gemm_note_status(&j->status, st);
             return;
         }
-        ct__pack_vnni16(bp, pr.B, d->ldb, (d->flags & CT__GEMM_TRANS_B) ? 1 : 0, d->K, d->N,
-                        pr.KT, 0, pr.nblk16);
-        pr.Bp = bp;
     }
-    if (j->v->begin)
-        j->v->begin();
-    ct__gemm_note_status(&j->status, compute_region(j->v, &pr, mb0 * MB, m1, nb0 * j->v->block_n, n1));
-    if (j->v->end)
-        j->v->end();
+    region_in_task(j, &pr, mb0 * MB, m1, nb0 * j->v->block_n, n1);
 }
 
 /* The product of a checked desc; B packed already when `packed` is set
