@@ -210,6 +210,7 @@ static const int shapes[][3] = {
     {1, 1, 1},    {31, 33, 31},  {32, 32, 32},  {33, 47, 33},   {48, 49, 63},
     {64, 96, 64}, {65, 17, 97},  {16, 160, 255}, {100, 50, 1},  {1, 300, 40},
     {130, 7, 513}, {70, 64, 1030}, {257, 100, 45}, {33, 800, 70}, {40, 33, 1600},
+    {128, 1056, 768}, /* AMX, 2 MiB L2: narrower chunks of a whole-K sweep */
 };
 
 /* _i: the geometry (a loop test). Every layout of every shape, padded
