@@ -2,6 +2,7 @@
  * once equals the unpacked product bit for bit (ragged M, N, K, both
  * orientations); the model's packs follow its parameters. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,6 +34,55 @@ static ct__bf16 *rand_bf16(size_t n)
         ct__f32_to_bf16_generic(&p[i], &f, 1);
     }
     return p;
+}
+
+static double bf16_value(ct__bf16 b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The packed product of check_case again, its sums starting from a row
+ * bias: within rounding of the product plus the bias, C's padding kept,
+ * and refused with ACCUMULATE. */
+static void check_row_bias(const ct__kernels *k, ct__packed_b pb, const ct__bf16 *A,
+                           const ct__bf16 *B, const float *product, int M, int lda, int ldb,
+                           int ldc, int ta, int tb, ct__pool *pool)
+{
+    int N = pb.N, K = pb.K;
+    size_t nc = (size_t)M * ldc;
+    float *bias = malloc((N ? N : 1) * sizeof *bias), *c = malloc((nc ? nc : 1) * sizeof *c);
+    const float sentinel = 12345.0f;
+    ck_assert(bias && c);
+    for (int n = 0; n < N; n++)
+        bias[n] = 4.0f * rnd_uniform();
+    for (size_t i = 0; i < nc; i++)
+        c[i] = (int)(i % (size_t)ldc) >= N ? sentinel : NAN;
+    pb.row_bias = bias;
+    OK(k->gemm_bf16_packed(c, A, &pb, M, lda, ldc, ta ? CT__GEMM_TRANS_A : 0, 0.75f, pool));
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < ldc; n++) {
+            size_t i = (size_t)m * ldc + n;
+            if (n >= N) {
+                ck_assert_msg(c[i] == sentinel, "%s: row bias wrote C's padding", k->name);
+                continue;
+            }
+            double mag = fabs(bias[n]);
+            for (int kk = 0; kk < K; kk++)
+                mag += 0.75 * fabs(bf16_value(A[ta ? (size_t)kk * lda + m : (size_t)m * lda + kk]) *
+                                   bf16_value(B[tb ? (size_t)n * ldb + kk : (size_t)kk * ldb + n]));
+            double want = (double)product[i] + bias[n];
+            ck_assert_msg(fabs(c[i] - want) <= (K + 8) * 1.2e-7 * mag,
+                          "%s: row bias M=%d N=%d K=%d ta %d (%d,%d): %.9g, want %.9g",
+                          k->name, M, N, K, ta, m, n, c[i], want);
+        }
+    ck_assert_int_eq(k->gemm_bf16_packed(c, A, &pb, M, lda, ldc, CT__GEMM_ACCUMULATE, 1.0f,
+                                         pool),
+                     CT_ERR_INVALID_ARG);
+    free(bias);
+    free(c);
 }
 
 static ct__pool *pool2(void)
@@ -71,6 +121,8 @@ static void check_case(const ct__kernels *k, int M, int N, int K, int flags, int
     ck_assert_msg(memcmp(c1, c2, nc * sizeof *c1) == 0,
                   "%s: packed != unpacked, M=%d N=%d K=%d flags %d acc %d ta %d pad %d",
                   k->name, M, N, K, flags, acc, ta, pad);
+    if (!acc)
+        check_row_bias(k, pb, A, B, c2, M, lda, ldb, ldc, ta, tb, pool);
     if (k->packb_transposable && !ta && pad == 0) {
         /* the same pack as op(B)^T [N, K]: C' [M', K] = A' op(B)^T */
         ct__packed_b t = ct__packed_b_transpose(&pb);
@@ -348,7 +400,7 @@ START_TEST(model_packs_only_in_bf16)
     ck_assert_uint_gt(ct__model_packed_bytes(m), 0);
     OK(ct_model_set_precision(m, CT_PRECISION_FP32));
     ck_assert_uint_eq(ct__model_packed_bytes(m), 0);
-    ASSERT_ERROR_HAS(ct__model_gemm_w(m, NULL, NULL, 1, m->w.layers[0].wq, 0, 0, NULL),
+    ASSERT_ERROR_HAS(ct__model_gemm_w(m, NULL, NULL, 1, m->w.layers[0].wq, NULL, 0, 0, NULL),
                      CT_ERR_STATE, "bf16");
     ct_model_free(m);
 }

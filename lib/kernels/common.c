@@ -2,6 +2,7 @@
  * and the per-thread scratch memory that packing buffers live in. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/bigalloc.h"
 #include "core/error.h"
@@ -69,10 +70,19 @@ ct_status ct__gemm_packed_check(const float *C, const void *A, const ct__packed_
     if (flags & ~(CT__GEMM_TRANS_A | CT__GEMM_ACCUMULATE))
         return ct__error(CT_ERR_INVALID_ARG, "%s: flags 0x%x (B is packed: no "
                          "CT__GEMM_TRANS_B)", who, (unsigned)flags);
+    if (B->row_bias && (flags & CT__GEMM_ACCUMULATE))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: a row bias with CT__GEMM_ACCUMULATE (the "
+                         "sums start from one or the other)", who);
     /* lda/ldc as an unpacked call with B's sizes would check them */
     ct__gemm_desc d = {M, B->N, B->K, lda, B->N > B->K ? B->N : B->K, ldc, flags, 1.0f,
                        {1, 1}, {0, 0}, {0, 0}, {0, 0}};
     return ct__gemm_check(&d, A, B->data, C, who);
+}
+
+void ct__fill_rows(float *C, int ldc, int rows, int cols, const float *row)
+{
+    for (int r = 0; r < rows; r++)
+        memcpy(C + (size_t)r * ldc, row, (size_t)cols * sizeof *C);
 }
 
 int ct__gemm_batch_count(const ct__gemm_desc *d)

@@ -84,6 +84,9 @@ typedef struct ct__packed_b {
     void *data; /* packb_bytes(K, N) bytes of caller memory, 64-byte aligned */
     int K, N;   /* op(B) is [K, N] */
     int trans;  /* levels that keep B as stored: it is stored [N, K] */
+    /* [N] added to every row of a product (a linear layer's bias), or NULL;
+     * packb sets NULL, a caller may set it on its copy */
+    const float *row_bias;
 } ct__packed_b;
 
 /* Bytes a packed op(B) [K, N] needs (a multiple of 64). */
@@ -93,8 +96,11 @@ typedef size_t (*ct__packb_bytes_fn)(int K, int N);
  * be NULL. CT_ERR_INVALID_ARG on inconsistent sizes. */
 typedef ct_status (*ct__packb_fn)(ct__packed_b *out, void *mem, const ct__bf16 *B,
                                   int K, int N, int ldb, int flags, ct__pool *pool);
-/* C[M, N] = alpha * op(A)[M, K] . B + (ACCUMULATE ? C : 0), B packed;
- * flags CT__GEMM_TRANS_A and CT__GEMM_ACCUMULATE as for gemm_bf16. */
+/* C[M, N] = alpha * op(A)[M, K] . B + (ACCUMULATE ? C : B->row_bias in
+ * every row, or 0), B packed; flags CT__GEMM_TRANS_A and
+ * CT__GEMM_ACCUMULATE as for gemm_bf16 (not with a row_bias). The sums
+ * start from the bias: its pass over C is saved, and the bits are not
+ * those of the product plus the bias added afterwards. */
 typedef ct_status (*ct__gemm_packed_fn)(float *C, const ct__bf16 *A, const ct__packed_b *B,
                                         int M, int lda, int ldc, int flags, float alpha,
                                         ct__pool *pool);
@@ -205,7 +211,7 @@ static inline ct_status ct__gemm_f32(const ct__kernels *k, float *C,
 /* The same pack read as op(B)^T; only for levels with packb_transposable. */
 static inline ct__packed_b ct__packed_b_transpose(const ct__packed_b *p)
 {
-    ct__packed_b t = {p->data, p->N, p->K, !p->trans};
+    ct__packed_b t = {p->data, p->N, p->K, !p->trans, NULL};
     return t;
 }
 /* Checks of a packb / gemm_bf16_packed call (CT_ERR_INVALID_ARG naming the
@@ -214,6 +220,9 @@ ct_status ct__packb_check(const void *mem, const ct__bf16 *B, int K, int N, int 
                           int flags, const char *who);
 ct_status ct__gemm_packed_check(const float *C, const void *A, const ct__packed_b *B,
                                 int M, int lda, int ldc, int flags, const char *who);
+/* C[rows, cols] (ldc apart) = `row` in every row: the start of a sum that
+ * begins from a row bias. */
+void ct__fill_rows(float *C, int ldc, int rows, int cols, const float *row);
 
 /* Validates sizes and leading dimensions; CT_ERR_INVALID_ARG with a message
  * naming the field otherwise. `who` prefixes the message. */

@@ -137,20 +137,22 @@ enum { SITE_ATT_PROBS, SITE_ATT_OUT, SITE_FFN_OUT, SITES_PER_LAYER = 4 };
 
 /* ---- linear layers --------------------------------------------------------- */
 
-/* y[N,OUT] = x[N,IN] W^T + b, W [OUT,IN] at w_off. In bf16 mode reads xb. */
+/* y[N,OUT] = x[N,IN] W^T + b, W [OUT,IN] at w_off. In bf16 mode reads xb,
+ * and the product's sums start from the bias (no pass of its own). */
 static ct_status linear_fwd(const pass *p, float *y, const float *x, const ct__bf16 *xb,
                             size_t w_off, size_t b_off, int N, int IN, int OUT)
 {
     ct_status st;
+    const float *bias = b_off != CT__NO_TENSOR ? P(p, b_off) : NULL;
     double t0 = ct__prof_begin();
     if (p->bf16) /* W packed once per parameter change (wpack.c) */
-        st = ct__model_gemm_w(p->m, y, xb, N, w_off, 0, 0, p->pool);
+        st = ct__model_gemm_w(p->m, y, xb, N, w_off, bias, 0, 0, p->pool);
     else
         st = ct__gemm_f32(p->k, y, x, P(p, w_off), N, OUT, IN, IN, IN, OUT, CT__GEMM_TRANS_B,
                           1.0f, p->pool);
     ct__prof_end(CT__PROF_GEMM_FORWARD, t0, 2.0 * N * IN * OUT, 0);
-    if (st == CT_OK && b_off != CT__NO_TENSOR)
-        ct__p_bias_add(p->pool, y, P(p, b_off), N, OUT);
+    if (st == CT_OK && bias && !p->bf16)
+        ct__p_bias_add(p->pool, y, bias, N, OUT);
     return st;
 }
 
@@ -174,7 +176,7 @@ static ct_status linear_bwd_packed(const pass *p, float *dx, int acc_dx, float *
     }
     t0 = ct__prof_begin();
     if (dx && p->bf16)
-        st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, 1, acc_dx, p->pool);
+        st = ct__model_gemm_w(p->m, dx, dyb, N, w_off, NULL, 1, acc_dx, p->pool);
     else if (dx)
         st = ct__gemm_f32(p->k, dx, dy, P(p, w_off), N, IN, OUT, OUT, IN, IN, fl, 1.0f,
                           p->pool);

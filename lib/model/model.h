@@ -149,13 +149,14 @@ long ct__model_wpack_find(const ct_model *m, size_t w_off);
 ct_status ct__model_wpack_rows(ct_model *m, long e, int r0, int r1);
 /* A bf16 product with the Linear weight W [OUT, IN] at w_off, A [M, K] dense
  * of bf16 values:
- *   backward 0: C[M, OUT] = A W^T           (K = IN)
+ *   backward 0: C[M, OUT] = A W^T + bias    (K = IN; bias [OUT] or NULL)
  *   backward 1: C[M, IN] (+)= A W           (K = OUT; += with accumulate)
- * C dense. Bitwise the unpacked ct__gemm_bf16 of the same product.
+ * C dense. Without a bias, bitwise the unpacked ct__gemm_bf16 of the same
+ * product; with one, the sums start from it (ct__gemm_packed_fn).
  * CT_ERR_STATE outside bf16 mode, CT_ERR_INTERNAL for a w_off that is no
  * Linear weight. */
 ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M, size_t w_off,
-                           int backward, int accumulate, ct__pool *pool);
+                           const float *bias, int backward, int accumulate, ct__pool *pool);
 /* Bytes of the packed weights (0 outside bf16 mode). */
 size_t ct__model_packed_bytes(const ct_model *m);
 /* placement.c: after start-up, warn when the calling thread no longer has

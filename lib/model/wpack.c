@@ -212,7 +212,7 @@ ct_status ct__model_wpack_rows(ct_model *m, long e, int r0, int r1)
 }
 
 ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M, size_t w_off,
-                           int backward, int accumulate, ct__pool *pool)
+                           const float *bias, int backward, int accumulate, ct__pool *pool)
 {
     const ct__wpack *wp = m->wpack;
     if (!wp || !wp->valid)
@@ -224,8 +224,9 @@ ct_status ct__model_gemm_w(const ct_model *m, float *C, const ct__bf16 *A, int M
         const wentry *e = &wp->e[i];
         if (e->w_off != w_off)
             continue;
-        const ct__packed_b *b = backward ? &e->bwd : &e->fwd;
-        return m->k->gemm_bf16_packed(C, A, b, M, b->K, b->N,
+        ct__packed_b b = backward ? e->bwd : e->fwd;
+        b.row_bias = bias;
+        return m->k->gemm_bf16_packed(C, A, &b, M, b.K, b.N,
                                       accumulate ? CT__GEMM_ACCUMULATE : 0, 1.0f, pool);
     }
     return ct__error(CT_ERR_INTERNAL, "bf16 matrix product: no packed weight at offset %zu",

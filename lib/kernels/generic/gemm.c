@@ -110,6 +110,7 @@ ct_status ct__packb_generic(ct__packed_b *out, void *mem, const ct__bf16 *B, int
     out->K = K;
     out->N = N;
     out->trans = tb;
+    out->row_bias = NULL;
     return CT_OK;
 }
 
@@ -135,5 +136,9 @@ ct_status ct__gemm_bf16_packed_generic(float *C, const ct__bf16 *A, const ct__pa
                        {0, 0}, {0, 0}, {0, 0}};
     if (d.ldb < 1)
         d.ldb = 1;
+    if (B->row_bias) {
+        ct__fill_rows(C, ldc, M, B->N, B->row_bias);
+        d.flags |= CT__GEMM_ACCUMULATE;
+    }
     return ct__gemm_bf16_generic(C, A, (const ct__bf16 *)B->data, &d, pool);
 }

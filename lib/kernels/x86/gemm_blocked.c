@@ -27,6 +27,7 @@ typedef struct product {
     int KT;        /* k-tiles */
     int nblk16;    /* 16-column blocks of packed B, rounded up to block_n */
     const ct__bf16 *Bp;
+    const float *bias; /* [N] every row's sum starts from, or NULL */
 } product;
 
 static size_t packed_b_elems(const ct__gemm_variant *v, const ct__gemm_desc *d,
@@ -44,11 +45,16 @@ static int a_is_packed(const ct__gemm_variant *v, const ct__gemm_desc *d)
     return (d->flags & CT__GEMM_TRANS_A) || v->pack_a;
 }
 
-/* C[rows, cols] = beta * C when there is nothing to multiply (K == 0). */
-static void scale_only(float *C, int ldc, int M, int N, int acc)
+/* C[rows, cols] when there is nothing to multiply (K == 0): as it is,
+ * the bias, or 0. */
+static void scale_only(float *C, int ldc, int M, int N, int acc, const float *bias)
 {
     if (acc)
         return;
+    if (bias) {
+        ct__fill_rows(C, ldc, M, N, bias);
+        return;
+    }
     for (int m = 0; m < M; m++)
         memset(C + (size_t)m * ldc, 0, (size_t)N * sizeof *C);
 }
@@ -182,13 +188,19 @@ static ct_status compute_region(const ct__gemm_variant *v, const product *pr,
                                             (size_t)t0 * CT__TILE_ELEMS;
                         int cols = n1 - n < v->block_n ? n1 - n : v->block_n;
                         /* the k range's first block starts from C (when
-                         * there is a sum in it), its last ends in C, the
+                         * there is a sum in it) or else the bias, the
+                         * same for every row; its last ends in C, the
                          * others go through the buffer */
                         float *buf = sums + (size_t)(n - nc0) * MB;
-                        const float *src = !first ? buf : acc || s0 > 0 ? crow + n : NULL;
-                        v->micro(last ? crow + n : buf, last ? d->ldc : v->block_n, src,
-                                 first ? d->ldc : v->block_n, rows, cols, &av, b, b_stride,
-                                 nkt, d->alpha);
+                        const float *src = buf;
+                        int lds = v->block_n;
+                        if (first) {
+                            int from_c = acc || s0 > 0;
+                            src = from_c ? crow + n : pr->bias ? pr->bias + n : NULL;
+                            lds = from_c ? d->ldc : 0;
+                        }
+                        v->micro(last ? crow + n : buf, last ? d->ldc : v->block_n, src, lds,
+                                 rows, cols, &av, b, b_stride, nkt, d->alpha);
                     }
                 }
             }
@@ -222,6 +234,7 @@ static void make_product(product *pr, const job *j, int item)
     pr->d = j->d;
     pr->KT = cdiv(j->d->K, CT__KTILE);
     pr->Bp = NULL;
+    pr->bias = j->packed ? j->packed->row_bias : NULL;
 }
 
 /* Packs all of the product's B into this thread's scratch for it. */
@@ -323,7 +336,7 @@ static ct_status run(const ct__gemm_variant *v, float *C, const ct__bf16 *A,
     if (d->K == 0) {
         for (int i = 0; i < items; i++) {
             make_product(&j.pr, &j, i);
-            scale_only(j.pr.C, d->ldc, d->M, d->N, d->flags & CT__GEMM_ACCUMULATE);
+            scale_only(j.pr.C, d->ldc, d->M, d->N, d->flags & CT__GEMM_ACCUMULATE, j.pr.bias);
         }
         return CT_OK;
     }
@@ -422,6 +435,7 @@ ct_status ct__blocked_packb(const ct__gemm_variant *v, ct__packed_b *out, void *
     out->K = K;
     out->N = N;
     out->trans = 0; /* VNNI panels are op(B) itself */
+    out->row_bias = NULL;
     return CT_OK;
 }
 

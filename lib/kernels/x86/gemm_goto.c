@@ -81,6 +81,7 @@ typedef struct job {
     int b16;               /* panel type: bf16 pairs, else fp32 */
     int kc, mc;
     float *Cp;             /* the current product (split mode) */
+    const float *bias;     /* [N] every row's sum starts from, or NULL */
     const void *Ap;
     int tm, tn;            /* thread grid (split mode) */
     int pack_chunk;        /* panels per packing task */
@@ -114,6 +115,9 @@ static ct_status compute_region(const job *j, float *C, const void *a, const voi
     A.p = a;
     for (int k0 = 0; k0 < d->K; k0 += j->kc) {
         int kc = imin(j->kc, d->K - k0), pass_acc = acc || k0 > 0;
+        /* the first pass starts from the bias, copied into each block of C
+         * just before the microkernel adds to it */
+        const float *bias = pass_acc ? NULL : j->bias;
         for (int mb = m0; mb < m1; mb += mc) {
             int mb1 = imin(mb + mc, m1);
             g->pack_a(ap, &A, mb, mb1, k0, kc);
@@ -125,8 +129,10 @@ static ct_status compute_region(const job *j, float *C, const void *a, const voi
                 for (int m = mb; m < mb1; m += mr) {
                     float *c = C + (size_t)m * d->ldc + n;
                     const float *as = ap + (size_t)(m - mb) / mr * mr * kc;
+                    if (bias)
+                        ct__fill_rows(c, d->ldc, imin(mr, mb1 - m), cols, bias + n);
                     g->micro(c, d->ldc, imin(mr, mb1 - m), cols, as,
-                             j->b16 ? bw : (const float *)b, kc, d->alpha, pass_acc);
+                             j->b16 ? bw : (const float *)b, kc, d->alpha, pass_acc || bias);
                 }
             }
         }
@@ -195,8 +201,8 @@ static void region_task(void *ctx, int task, int thread)
 
 /* A checked product; `panels` is B packed by packb (then one item). */
 static ct_status run(const ct__goto_kernel *g, const char *who, float *C, ct__goto_operand A,
-                     ct__goto_operand B, const void *panels, int b16, const ct__gemm_desc *d,
-                     ct__pool *pool)
+                     ct__goto_operand B, const void *panels, const float *bias, int b16,
+                     const ct__gemm_desc *d, ct__pool *pool)
 {
     int items = ct__gemm_batch_count(d);
     if (d->M == 0 || d->N == 0 || items == 0)
@@ -209,6 +215,7 @@ static ct_status run(const ct__goto_kernel *g, const char *who, float *C, ct__go
     j.A = A;
     j.B = B;
     j.Bp = panels;
+    j.bias = bias;
     j.b16 = b16;
     if (d->K == 0) {
         for (int i = 0; i < items && !(d->flags & CT__GEMM_ACCUMULATE); i++) {
@@ -216,8 +223,10 @@ static ct_status run(const ct__goto_kernel *g, const char *who, float *C, ct__go
             const void *a;
             ct__goto_operand b;
             item_offsets(&j, i, &c, &a, &b);
-            for (int m = 0; m < d->M; m++)
+            for (int m = 0; m < d->M && !bias; m++)
                 memset(c + (size_t)m * d->ldc, 0, (size_t)d->N * sizeof *c);
+            if (bias)
+                ct__fill_rows(c, d->ldc, d->M, d->N, bias);
         }
         return CT_OK;
     }
@@ -273,8 +282,8 @@ static ct_status unpacked(const ct__goto_kernel *g, float *C, const void *A, con
     /* B packed here is packed as fp32, widened once: bf16 panels would be
      * widened again for every block of rows (gemm_goto.h) */
     return run(g, who, C, operand_of(A, d->lda, bf16, d->flags & CT__GEMM_TRANS_A),
-               operand_of(B, d->ldb, bf16, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, 0, d,
-               pool);
+               operand_of(B, d->ldb, bf16, (d->flags & CT__GEMM_TRANS_B) != 0), NULL, NULL,
+               0, d, pool);
 }
 
 ct_status ct__goto_gemm_f32(const ct__goto_kernel *g, float *C, const float *A,
@@ -324,6 +333,7 @@ ct_status ct__goto_packb(const ct__goto_kernel *g, ct__packed_b *out, void *mem,
     out->K = K;
     out->N = N;
     out->trans = 0; /* the panels are op(B) itself */
+    out->row_bias = NULL;
     return CT_OK;
 }
 
@@ -356,6 +366,6 @@ ct_status ct__goto_gemm_bf16_packed(const ct__goto_kernel *g, float *C, const ct
                        {0, 0}, {0, 0}, {0, 0}};
     ct__goto_operand none = operand_of(NULL, 0, 1, 0);
     return run(g, who, C, operand_of(A, lda, 1, (flags & CT__GEMM_TRANS_A) != 0), none,
-               B->data, 1, &d, pool);
+               B->data, B->row_bias, 1, &d, pool);
 }
 #endif
