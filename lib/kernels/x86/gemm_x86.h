@@ -31,10 +31,11 @@ typedef struct ct__a_view {
 /* Computes a block of C, rows x cols (rows <= 32, cols <= block_n), from
  * nkt k-tiles: D = alpha * A.B + (S ? S : 0), where S is the partial sum
  * the block adds to (C itself, a buffer of a deeper product's earlier k
- * blocks, or a row bias read with lds 0) and D where it goes; S may be D. `b` is the first 16-column
- * block at the first k-tile; the next block is b_stride elements on. The
- * microkernel may read all 32 rows of A and block_n columns of B (padding
- * is zero), but reads and writes only rows x cols of S and D. */
+ * blocks, or a row bias read with lds 0) and D where it goes; S may be D.
+ * `b` is the first 16-column block at the first k-tile; the next block is
+ * b_stride elements on. The microkernel may read all 32 rows of A and
+ * block_n columns of B (padding is zero), but reads and writes only rows x
+ * cols of S and D. */
 typedef void (*ct__micro_fn)(float *D, int ldd, const float *S, int lds, int rows, int cols,
                              const ct__a_view *a, const ct__bf16 *b, size_t b_stride,
                              int nkt, float alpha);
