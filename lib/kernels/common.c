@@ -81,8 +81,12 @@ ct_status ct__gemm_packed_check(const float *C, const void *A, const ct__packed_
 
 void ct__fill_rows(float *C, int ldc, int rows, int cols, const float *row)
 {
-    for (int r = 0; r < rows; r++)
-        memcpy(C + (size_t)r * ldc, row, (size_t)cols * sizeof *C);
+    for (int r = 0; r < rows; r++) {
+        if (row)
+            memcpy(C + (size_t)r * ldc, row, (size_t)cols * sizeof *C);
+        else
+            memset(C + (size_t)r * ldc, 0, (size_t)cols * sizeof *C);
+    }
 }
 
 int ct__gemm_batch_count(const ct__gemm_desc *d)

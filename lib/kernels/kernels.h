@@ -220,8 +220,8 @@ ct_status ct__packb_check(const void *mem, const ct__bf16 *B, int K, int N, int 
                           int flags, const char *who);
 ct_status ct__gemm_packed_check(const float *C, const void *A, const ct__packed_b *B,
                                 int M, int lda, int ldc, int flags, const char *who);
-/* C[rows, cols] (ldc apart) = `row` in every row: the start of a sum that
- * begins from a row bias. */
+/* C[rows, cols] (ldc apart) = `row` in every row, or 0 when row is NULL:
+ * the start of a sum that begins from a row bias, or from nothing. */
 void ct__fill_rows(float *C, int ldc, int rows, int cols, const float *row);
 
 /* Validates sizes and leading dimensions; CT_ERR_INVALID_ARG with a message

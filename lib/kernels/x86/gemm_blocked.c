@@ -45,20 +45,6 @@ static int a_is_packed(const ct__gemm_variant *v, const ct__gemm_desc *d)
     return (d->flags & CT__GEMM_TRANS_A) || v->pack_a;
 }
 
-/* C[rows, cols] when there is nothing to multiply (K == 0): as it is,
- * the bias, or 0. */
-static void scale_only(float *C, int ldc, int M, int N, int acc, const float *bias)
-{
-    if (acc)
-        return;
-    if (bias) {
-        ct__fill_rows(C, ldc, M, N, bias);
-        return;
-    }
-    for (int m = 0; m < M; m++)
-        memset(C + (size_t)m * ldc, 0, (size_t)N * sizeof *C);
-}
-
 /* How many k-tiles each 32-row block of A meets before the next block:
  * one k block, or (whole_k variants, plain A) the whole K when the packed
  * B the block sweeps, a column chunk of it over all of K, fits in 3/4 of
@@ -333,10 +319,10 @@ static ct_status run(const ct__gemm_variant *v, float *C, const ct__bf16 *A,
     j.A = A;
     j.B = B;
     j.packed = packed;
-    if (d->K == 0) {
-        for (int i = 0; i < items; i++) {
+    if (d->K == 0) { /* nothing to multiply: C as it is, the bias, or 0 */
+        for (int i = 0; i < items && !(d->flags & CT__GEMM_ACCUMULATE); i++) {
             make_product(&j.pr, &j, i);
-            scale_only(j.pr.C, d->ldc, d->M, d->N, d->flags & CT__GEMM_ACCUMULATE, j.pr.bias);
+            ct__fill_rows(j.pr.C, d->ldc, d->M, d->N, j.pr.bias);
         }
         return CT_OK;
     }

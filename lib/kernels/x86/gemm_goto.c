@@ -223,11 +223,7 @@ static ct_status run(const ct__goto_kernel *g, const char *who, float *C, ct__go
             const void *a;
             ct__goto_operand b;
             item_offsets(&j, i, &c, &a, &b);
-            if (bias)
-                ct__fill_rows(c, d->ldc, d->M, d->N, bias);
-            else
-                for (int m = 0; m < d->M; m++)
-                    memset(c + (size_t)m * d->ldc, 0, (size_t)d->N * sizeof *c);
+            ct__fill_rows(c, d->ldc, d->M, d->N, bias);
         }
         return CT_OK;
     }
