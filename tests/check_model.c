@@ -674,6 +674,21 @@ START_TEST(bad_folders_are_clear_errors)
     write_text(scratch_at("a_file"), "x");
     ASSERT_ERROR_HAS(ct_model_save(m, scratch_at("a_file/model"), CT_DTYPE_F32), CT_ERR_IO,
                      "a_file");
+    /* a folder whose files' paths would not fit in 4096 bytes: refused, not
+     * written under a path cut short (4090 + /model.safetensors) */
+    {
+        const char *deep = scratch_long_path(4090);
+        char *copy = strdup(deep), *slash = strrchr(copy, '/');
+        ASSERT_ERROR_HAS(ct_model_save(m, deep, CT_DTYPE_F32), CT_ERR_INVALID_ARG,
+                         "path longer than 4095 bytes");
+        ck_assert(path_exists(deep)); /* made, as any missing folder is */
+        ASSERT_ERROR_HAS(ct_model_load(deep, CT_TASK_QUESTION_ANSWERING, 1, &other),
+                         CT_ERR_INVALID_ARG, "path longer than");
+        *slash = '\0'; /* nothing beside it or in it */
+        ck_assert_int_eq(entries_in(copy), 1);
+        ck_assert_int_eq(entries_in(deep), 0);
+        free(copy);
+    }
     free(data);
     free(cfg);
     ct_model_free(m);

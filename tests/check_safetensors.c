@@ -1,7 +1,6 @@
 /* safetensors: write/read round trips, the reference implementation's byte
  * layout, one test per malformed file, atomic saves, dtype conversions. */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -20,19 +19,6 @@
 #include "suites.h"
 
 Suite *safetensors_suite(void);
-
-static int count_files(void)
-{
-    DIR *d = opendir(scratch_dir);
-    struct dirent *e;
-    int n = 0;
-    ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            n++;
-    closedir(d);
-    return n;
-}
 
 static void in_dir(char *out, size_t size, const char *name)
 {
@@ -600,7 +586,7 @@ START_TEST(round_trip)
     fill_sample(&s);
     in_dir(path, sizeof path, "model.safetensors");
     ck_assert_int_eq(ct__st_save(path, s.t, 8, meta, 2), CT_OK);
-    ck_assert_int_eq(count_files(), 1); /* no temporary left behind */
+    ck_assert_int_eq(entries_in(scratch_dir), 1); /* no temporary left behind */
     ck_assert_int_eq(ct__st_open(path, &f), CT_OK);
     ck_assert_uint_eq(ct__st_count(f), 8);
     /* Python's order: dtype by alignment descending (I64 > F64 > F32 > BF16
@@ -716,7 +702,7 @@ static void save_refused(const ct__st_tensor *t, size_t n, const ct__st_meta *m,
     ck_assert_str_eq(ct_last_error(), expect);
     after = get_file(path, &len);
     ck_assert_int_eq(memcmp(before, after, len), 0);
-    ck_assert_int_eq(count_files(), 1);
+    ck_assert_int_eq(entries_in(scratch_dir), 1);
     free(before);
     free(after);
 }
@@ -779,7 +765,7 @@ START_TEST(save_refuses_header_over_limit)
     in_dir(path, sizeof path, "big.safetensors");
     ck_assert_int_eq(ct__st_save(path, NULL, 0, &m, 1), CT_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "over the 100000000-byte limit"));
-    ck_assert_int_eq(count_files(), 0);
+    ck_assert_int_eq(entries_in(scratch_dir), 0);
     free(big);
 }
 END_TEST
@@ -820,7 +806,7 @@ START_TEST(save_failure_keeps_old_file)
     ck_assert_str_eq(ct_last_error(), expect);
     after = get_file(path, &len);
     ck_assert_int_eq(memcmp(before, after, len), 0);
-    ck_assert_int_eq(count_files(), 1);
+    ck_assert_int_eq(entries_in(scratch_dir), 1);
     free(before);
     free(after);
 

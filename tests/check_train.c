@@ -828,6 +828,13 @@ START_TEST(output_lock_for_a_whole_run)
     size_t n;
     ASSERT_ERROR_HAS(ct_output_lock_create(NULL, &lock), CT_ERR_INVALID_ARG, "output_dir");
     ck_assert_int_eq(ct_output_lock_create(dir, NULL), CT_ERR_INVALID_ARG);
+    /* room is kept for the checkpoints' paths under it: 3840 bytes at most */
+    ASSERT_ERROR_HAS(ct_output_lock_create(scratch_long_path(3841), &lock), CT_ERR_INVALID_ARG,
+                     "3841 bytes long, more than the 3840");
+    ck_assert(!path_exists(scratch_long_path(3841)));
+    OK(ct_output_lock_create(scratch_long_path(3840), &lock));
+    ct_output_lock_free(lock);
+    lock = NULL;
     ct_output_lock_free(NULL);
     OK(ct_output_lock_create(dir, &lock));
     ck_assert(path_exists(scratch_at("held/nested/out/.lock")));

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,18 @@ ct_status ct__write_text_atomic(const char *path, ct__strbuf *sb, const char *wh
         st = ct__write_file_atomic(path, sb->data, sb->len);
     ct__sb_free(sb);
     return st;
+}
+
+ct_status ct__path_format(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < size)
+        return CT_OK;
+    return ct__error(CT_ERR_INVALID_ARG, "%.100s...: path longer than %zu bytes", buf,
+                     size - 1);
 }
 
 char *ct__join_path(const char *dir, const char *name)

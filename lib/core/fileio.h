@@ -45,6 +45,11 @@ ct_status ct__write_text_atomic(const char *path, struct ct__strbuf *sb,
  * made or that exists and is not a folder. */
 ct_status ct__make_dirs(const char *dir, const char *what) CT__MUST_USE;
 
+/* A path formatted into buf (size bytes): CT_ERR_INVALID_ARG, naming the
+ * path's start, when it does not fit, rather than a cut path that names
+ * another file. */
+ct_status ct__path_format(char *buf, size_t size, const char *fmt, ...) CT__PRINTF(3, 4)
+    CT__MUST_USE;
 /* dir/name in new memory (one slash between them); NULL (no error set) when
  * there is none. */
 char *ct__join_path(const char *dir, const char *name);

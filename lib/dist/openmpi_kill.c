@@ -54,8 +54,8 @@ static long kill_timeout(const char **source)
         *source = "OMPI_MCA_" PARAM;
         return strtol(env, NULL, 10);
     }
-    if (home && *home) {
-        snprintf(path, sizeof path, "%s/.openmpi/mca-params.conf", home);
+    if (home && *home &&
+        snprintf(path, sizeof path, "%s/.openmpi/mca-params.conf", home) < (int)sizeof path) {
         if ((v = from_file(path)) >= 0) {
             *source = "~/.openmpi/mca-params.conf";
             return v;

@@ -113,7 +113,7 @@ int ct__shm_user_key(unsigned char key[32], char *why, size_t why_size)
     int r;
     /* The session's runtime folder (0700, the user's own by definition),
      * else the home's cache. */
-    if (run && run[0] == '/' && unsafe_dir(run, 1) == NULL)
+    if (run && run[0] == '/' && strlen(run) < sizeof dir && unsafe_dir(run, 1) == NULL)
         snprintf(dir, sizeof dir, "%s", run);
     else if (home && home[0] == '/') {
         char cache[4096];

@@ -55,7 +55,8 @@ static ct_status open_shard(weights *w, const char *dir, const char *name, const
     if (strchr(name, '/') || strcmp(name, "..") == 0)
         return ct__error(CT_ERR_FORMAT, "%s/%s: shard name '%s' is not a file name in the folder",
                          dir, index, name);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if ((st = ct__path_format(path, sizeof path, "%s/%s", dir, name)) != CT_OK)
+        return st;
     st = is_torch_file(name) ? ct__torch_open(path, &w->files[w->n])
                              : (ct_status)ct__st_open(path, &w->files[w->n]);
     if (st != CT_OK)
@@ -83,10 +84,12 @@ static ct_status open_weights(weights *w, const char *dir)
     int form;
 
     for (form = 0; form < 2; form++) {
-        snprintf(path, sizeof path, "%s/%s", dir, singles[form]);
+        if ((st = ct__path_format(path, sizeof path, "%s/%s", dir, singles[form])) != CT_OK)
+            return st;
         if (stat(path, &sb) == 0)
             return open_shard(w, dir, singles[form], singles[form]);
-        snprintf(path, sizeof path, "%s/%s", dir, indices[form]);
+        if ((st = ct__path_format(path, sizeof path, "%s/%s", dir, indices[form])) != CT_OK)
+            return st;
         if (stat(path, &sb) == 0)
             break;
     }
@@ -318,8 +321,8 @@ ct_status ct_model_load_with_options(const char *dir, ct_task task, uint64_t see
     CT__CHECK_ARG(dir);
     if ((unsigned)task > CT_TASK_TOKEN_CLASSIFICATION)
         return ct__error(CT_ERR_INVALID_ARG, "task %d is not a ct_task", (int)task);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if ((st = ct__config_load(path, &cfg)) != CT_OK)
+    if ((st = ct__path_format(path, sizeof path, "%s/config.json", dir)) != CT_OK ||
+        (st = ct__config_load(path, &cfg)) != CT_OK)
         return st;
     if ((st = ct__model_apply_labels(&cfg, task, options)) != CT_OK ||
         (st = ct__model_new(&cfg, task, out)) != CT_OK)
@@ -415,8 +418,9 @@ ct_status ct_model_save(const ct_model *m, const char *dir, ct_dtype dtype)
                 dst[j] = dtype == CT_DTYPE_BF16 ? ct__f32_to_bf16(src[j]) : f32_to_f16(src[j]);
         }
     }
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    st = ct__st_save(path, list, m->n_tensors, &meta, 1);
+    st = ct__path_format(path, sizeof path, "%s/model.safetensors", dir);
+    if (st == CT_OK)
+        st = ct__st_save(path, list, m->n_tensors, &meta, 1);
     free(list);
     free(shapes);
     free(data);
@@ -431,9 +435,10 @@ ct_status ct_model_save(const ct_model *m, const char *dir, ct_dtype dtype)
         return st;
     }
     text = ct__sb_take(&sb);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    st = text ? ct__write_file_atomic(path, text, strlen(text))
+    st = text ? ct__path_format(path, sizeof path, "%s/config.json", dir)
               : ct__error(CT_ERR_NOMEM, "out of memory");
+    if (st == CT_OK)
+        st = ct__write_file_atomic(path, text, strlen(text));
     free(text);
     return st;
 }

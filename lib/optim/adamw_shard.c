@@ -17,6 +17,7 @@
 
 #include "core/bigalloc.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/hash.h"
 #include "core/safetensors.h"
 
@@ -192,11 +193,13 @@ ct_status ct__optim_save_dir(const ct_optim *o, const char *dir)
     char path[4200], step[32], total[32], rank[16], world[16], lo[32], hi[32], nf[32], lay[32];
     size_t n, shape[1];
     ct__st_tensor list[2];
-    if (!o->dist) {
-        snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    ct_status st = o->dist ? ct__path_format(path, sizeof path, "%s/" SHARD_NAME, dir,
+                                             o->shard_rank, o->shard_world)
+                           : ct__path_format(path, sizeof path, "%s/optimizer.safetensors", dir);
+    if (st != CT_OK)
+        return st;
+    if (!o->dist)
         return ct_optim_save(o, path);
-    }
-    snprintf(path, sizeof path, "%s/" SHARD_NAME, dir, o->shard_rank, o->shard_world);
     n = o->shard_hi - o->shard_lo;
     shape[0] = n;
     memset(list, 0, sizeof list);
@@ -321,7 +324,8 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
     ct_status st = CT_OK;
     size_t at = 0;
     int64_t step = 0, total = 0;
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    if ((st = ct__path_format(path, sizeof path, "%s/optimizer.safetensors", dir)) != CT_OK)
+        return st;
     if (access(path, F_OK) == 0 || !(world = shard_world_in(dir)))
         /* its errors name the file when it is missing */
         return ct__optim_load_file(o, path, expect_step);
@@ -329,8 +333,9 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
         return ct__error(CT_ERR_NOMEM, "out of memory");
     /* All files checked before anything changes. */
     for (int r = 0; r < world && st == CT_OK; r++) {
-        snprintf(path, sizeof path, "%s/" SHARD_NAME, dir, r, world);
-        if ((st = ct__st_open(path, &files[r])) == CT_OK)
+        if ((st = ct__path_format(path, sizeof path, "%s/" SHARD_NAME, dir, r, world)) ==
+                CT_OK &&
+            (st = ct__st_open(path, &files[r])) == CT_OK)
             st = check_shard(o, files[r], path, r, world, &at, &step, &total);
     }
     if (st == CT_OK)

@@ -89,9 +89,9 @@ static size_t list_checkpoints(const char *dir, found **out)
     while ((e = readdir(d))) {
         char path[4096];
         int64_t step = checkpoint_step(e->d_name);
-        if (step < 0 || strlen(e->d_name) >= sizeof list->name)
+        if (step < 0 || strlen(e->d_name) >= sizeof list->name ||
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (!is_complete(path)) {
             ct__log(CT_LOG_WARNING, "%s is incomplete (no %s): skipped", path, MARKER);
             continue;
@@ -606,10 +606,9 @@ int ct__checkpoint_newest(const char *output_dir, char *path, size_t size)
 {
     found *list;
     size_t n = list_checkpoints(output_dir, &list);
-    if (n > 0)
-        snprintf(path, size, "%s/%s", output_dir, list[n - 1].name);
+    int fits = n > 0 && snprintf(path, size, "%s/%s", output_dir, list[n - 1].name) < (int)size;
     free(list);
-    return n > 0;
+    return fits;
 }
 
 int64_t ct__checkpoint_step_of(const char *name)
@@ -628,10 +627,14 @@ ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size)
             return ct__error(CT_ERR_NOT_FOUND,
                              "resume_from_checkpoint: no complete checkpoint in %s", out);
         }
-        snprintf(dir, size, "%s/%s", out, list[n - 1].name);
+        ct_status st = ct__path_format(dir, size, "%s/%s", out, list[n - 1].name);
         free(list);
+        if (st != CT_OK)
+            return ct__error_prefix(st, "resume_from_checkpoint");
     } else {
-        snprintf(dir, size, "%s", spec);
+        ct_status st = ct__path_format(dir, size, "%s", spec);
+        if (st != CT_OK)
+            return ct__error_prefix(st, "resume_from_checkpoint");
         if (!is_complete(dir))
             return ct__error(CT_ERR_FORMAT, "resume_from_checkpoint: %s is not a complete "
                                             "checkpoint (no %s)", dir, MARKER);

@@ -70,13 +70,15 @@ ct_status ct__save_metrics(const char *dir, const char *split, const ct__metric 
         return ct__error(CT_ERR_NOMEM, "out of memory saving %s metrics", split);
     for (size_t i = 0; i < n; i++)
         e[count++] = (merged){m[i].name, &m[i], NULL};
-    snprintf(path, sizeof path, "%s/%s_results.json", dir, split);
-    st = write_sorted(path, e, count);
+    st = ct__path_format(path, sizeof path, "%s/%s_results.json", dir, split);
+    if (st == CT_OK)
+        st = write_sorted(path, e, count);
     free(e);
     if (st != CT_OK)
         return st;
 
-    snprintf(path, sizeof path, "%s/all_results.json", dir);
+    if ((st = ct__path_format(path, sizeof path, "%s/all_results.json", dir)) != CT_OK)
+        return st;
     if (stat(path, &sb) == 0) {
         if ((st = ct__json_parse_file_ex(path, CT__JSON_ALLOW_NAN, &doc)) != CT_OK)
             return ct__error_prefix(st, "all_results.json (left as it is)");

@@ -106,7 +106,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t);
  * shards into the checkpoint folder and removes the staging folders. */
 ct_status ct__checkpoint_stage_shard(ct_trainer *t) CT__MUST_USE;
 /* The newest complete checkpoint-<N> of output_dir into path: 1; 0 when it
- * has none (path untouched). Incomplete ones are logged and passed over. */
+ * has none, or when its path does not fit in size. Incomplete ones are
+ * logged and passed over. */
 int ct__checkpoint_newest(const char *output_dir, char *path, size_t size);
 /* N of a folder name checkpoint-<N> (digits only), else -1. */
 int64_t ct__checkpoint_step_of(const char *name);

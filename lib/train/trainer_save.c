@@ -104,8 +104,9 @@ ct_status ct__trainer_save_state(const ct_trainer *t)
     ct_status st;
     if (!text)
         return ct__error(CT_ERR_NOMEM, "out of memory writing trainer_state.json");
-    snprintf(path, sizeof path, "%s/trainer_state.json", A_STR(output_dir));
-    st = ct__write_file_atomic(path, text, strlen(text));
+    st = ct__path_format(path, sizeof path, "%s/trainer_state.json", A_STR(output_dir));
+    if (st == CT_OK)
+        st = ct__write_file_atomic(path, text, strlen(text));
     free(text);
     return st;
 }
@@ -123,8 +124,8 @@ static ct_status final_save(ct_trainer *t, double runtime)
         return st;
     {
         char path[4096];
-        snprintf(path, sizeof path, "%s/training_args.json", dir);
-        if ((st = ct_args_save_json(t->args, path)) != CT_OK)
+        if ((st = ct__path_format(path, sizeof path, "%s/training_args.json", dir)) != CT_OK ||
+            (st = ct_args_save_json(t->args, path)) != CT_OK)
             return st;
     }
     {

@@ -13,6 +13,7 @@
 
 #include "args/args_internal.h"
 #include "core/error.h"
+#include "train/outdir_lock.h"
 #include "train/trainer.h"
 
 ct_status ct__workflow_output_dir_rule(ct_workflow *wf)
@@ -22,6 +23,9 @@ ct_status ct__workflow_output_dir_rule(ct_workflow *wf)
     int incomplete = 0;
     struct dirent *e;
     DIR *d;
+    ct_status st = ct__output_dir_check(dir);
+    if (st != CT_OK)
+        return st;
     if (ct__args_bool(wf->args, CT_A_overwrite_output_dir) || !(d = opendir(dir)))
         return CT_OK; /* a folder that is not there yet is fine */
     /* The lock and a crashed save's tmp-checkpoint-* are not results. */
