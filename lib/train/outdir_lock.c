@@ -57,8 +57,6 @@ static ct_output_lock *registered(dev_t dev, ino_t ino)
     return NULL;
 }
 
-/* Opens dir/.lock and, unless join_shared finds it held by a shared lock
- * of this process, takes the flock. *out is NULL when joined. */
 ct_status ct__output_dir_check(const char *dir)
 {
     size_t n = strlen(dir);
@@ -69,6 +67,8 @@ ct_status ct__output_dir_check(const char *dir)
     return CT_OK;
 }
 
+/* Opens dir/.lock and, unless join_shared finds it held by a shared lock
+ * of this process, takes the flock. *out is NULL when joined. */
 static ct_status take(const char *dir, int join_shared, ct_output_lock **out)
 {
     char path[4200], text[32];
@@ -77,7 +77,8 @@ static ct_status take(const char *dir, int join_shared, ct_output_lock **out)
     ct_status st;
     int fd, len;
     *out = NULL;
-    if ((st = ct__output_dir_check(dir)) != CT_OK || (st = ct__make_dirs(dir, "output_dir")) != CT_OK)
+    if ((st = ct__output_dir_check(dir)) != CT_OK ||
+        (st = ct__make_dirs(dir, "output_dir")) != CT_OK)
         return st;
     snprintf(path, sizeof path, "%s/" LOCK_NAME, dir);
     /* O_NOFOLLOW: a symlink planted as .lock must not make us truncate the
