@@ -52,41 +52,6 @@ CT_AVX512 static inline void store_line(ct__bf16 *dst, __m512i v, int stream)
         _mm512_store_si512(dst, v);
 }
 
-/* One 16x16-dword tile (16 pair rows of 16 columns) of X = src stored
- * [K rows, ld] read with rows k0.. and columns c0.. (nc valid). */
-CT_AVX512 static void vnni_tile_rows(ct__bf16 *dst, const ct__bf16 *src, int ld,
-                                     int K, int k0, int c0, int nc, int stream)
-{
-    __mmask16 m = mask16(nc);
-    for (int p = 0; p < 16; p++) {
-        int k = k0 + 2 * p;
-        const ct__bf16 *r0 = k < K ? src + (size_t)k * ld + c0 : NULL;
-        const ct__bf16 *r1 = k + 1 < K ? src + (size_t)(k + 1) * ld + c0 : NULL;
-        store_line(dst + p * 32, interleave_rows(r0, r1, m), stream);
-    }
-}
-
-/* Tile t of two neighbouring blocks (columns c0 .. c0+31, all of them
- * within N): every pair of rows read once, as whole lines. */
-CT_AVX512 static void vnni_tile_rows2(ct__bf16 *dst0, ct__bf16 *dst1, const ct__bf16 *src,
-                                      int ld, int K, int k0, int c0, int stream)
-{
-    for (int p = 0; p < 16; p++) {
-        int k = k0 + 2 * p;
-        __m512i lo, hi;
-        if (k + 1 < K) {
-            interleave_rows2(src + (size_t)k * ld + c0, src + (size_t)(k + 1) * ld + c0, &lo,
-                             &hi);
-        } else {
-            const ct__bf16 *r0 = k < K ? src + (size_t)k * ld + c0 : NULL;
-            lo = interleave_rows(r0, NULL, 0xffff);
-            hi = interleave_rows(r0 ? r0 + 16 : NULL, NULL, 0xffff);
-        }
-        store_line(dst0 + p * 32, lo, stream);
-        store_line(dst1 + p * 32, hi, stream);
-    }
-}
-
 /* One tile when the 16 "columns" are rows of src (src stored [N, ld], k
  * contiguous): load 16 rows of 32 k as dwords, transpose. */
 CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
@@ -108,7 +73,7 @@ CT_AVX512 static void vnni_tile_cols(ct__bf16 *dst, const ct__bf16 *src, int ld,
  * ld]) of blocks j0 <= j < j1, block j at dst + j*block_stride: the two
  * rows are read once, from left to right, two blocks per 64-byte line. */
 CT_AVX512 static void vnni_line_rows(ct__bf16 *dst, size_t block_stride, const ct__bf16 *src,
-                                     int ld, int K, int N, int k, int j0, int j1)
+                                     int ld, int K, int N, int k, int j0, int j1, int stream)
 {
     const ct__bf16 *r0 = k < K ? src + (size_t)k * ld : NULL;
     const ct__bf16 *r1 = k + 1 < K ? r0 + ld : NULL;
@@ -117,15 +82,15 @@ CT_AVX512 static void vnni_line_rows(ct__bf16 *dst, size_t block_stride, const c
         for (; j + 1 < j1 && N - 16 * j >= 32; j += 2) {
             __m512i lo, hi;
             interleave_rows2(r0 + 16 * j, r1 + 16 * j, &lo, &hi);
-            _mm512_store_si512(dst + (size_t)j * block_stride, lo);
-            _mm512_store_si512(dst + (size_t)(j + 1) * block_stride, hi);
+            store_line(dst + (size_t)j * block_stride, lo, stream);
+            store_line(dst + (size_t)(j + 1) * block_stride, hi, stream);
         }
     for (; j < j1; j++) {
         int c0 = 16 * j;
         __m512i v = c0 < N ? interleave_rows(r0 ? r0 + c0 : NULL, r1 ? r1 + c0 : NULL,
                                              mask16(N - c0))
                            : _mm512_setzero_si512();
-        _mm512_store_si512(dst + (size_t)j * block_stride, v);
+        store_line(dst + (size_t)j * block_stride, v, stream);
     }
 }
 
@@ -145,36 +110,27 @@ CT_AVX512 void ct__pack_vnni16_tiles(ct__bf16 *dst, size_t block_stride, const c
                                      int ld, int trans, int K, int N, int nt, int j0, int j1,
                                      int stream)
 {
-    if (!trans && !stream) {
-        for (int t = 0; t < nt; t++)
-            for (int p = 0; p < 16; p++)
-                vnni_line_rows(dst + (size_t)t * CT__TILE_ELEMS + p * 32, block_stride, src, ld,
-                               K, N, t * CT__KTILE + 2 * p, j0, j1);
+    if (!trans) {
+        /* cached: every block's line p of tile t at once; streamed: block
+         * pair by block pair, each tile whole before the next */
+        int pair = stream ? 2 : j1 - j0;
+        for (int jp = j0; jp < j1; jp += pair)
+            for (int t = 0; t < nt; t++)
+                for (int p = 0; p < 16; p++)
+                    vnni_line_rows(dst + (size_t)t * CT__TILE_ELEMS + p * 32, block_stride,
+                                   src, ld, K, N, t * CT__KTILE + 2 * p, jp,
+                                   j1 - jp < pair ? j1 : jp + pair, stream);
         return;
     }
-    int step = trans ? 1 : 2;
-    for (int jp = j0; jp < j1; jp += step) {
-        int jn = j1 - jp < step ? j1 - jp : step;
+    for (int j = j0; j < j1; j++)
         for (int t = 0; t < nt; t++) {
-            if (jn == 2 && N - 16 * jp >= 32) {
-                vnni_tile_rows2(dst + (size_t)jp * block_stride + (size_t)t * CT__TILE_ELEMS,
-                                dst + (size_t)(jp + 1) * block_stride +
-                                    (size_t)t * CT__TILE_ELEMS,
-                                src, ld, K, t * CT__KTILE, 16 * jp, stream);
-                continue;
-            }
-            for (int j = jp; j < jp + jn; j++) {
-                int c0 = 16 * j, nc = N - c0;
-                ct__bf16 *tile = dst + (size_t)j * block_stride + (size_t)t * CT__TILE_ELEMS;
-                if (nc <= 0)
-                    memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
-                else if (trans)
-                    vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
-                else
-                    vnni_tile_rows(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
-            }
+            int c0 = 16 * j, nc = N - c0;
+            ct__bf16 *tile = dst + (size_t)j * block_stride + (size_t)t * CT__TILE_ELEMS;
+            if (nc <= 0)
+                memset(tile, 0, CT__TILE_ELEMS * sizeof *tile);
+            else
+                vnni_tile_cols(tile, src, ld, K, t * CT__KTILE, c0, nc, stream);
         }
-    }
 }
 
 void ct__pack_vnni16(ct__bf16 *dst, const ct__bf16 *src, int ld, int trans, int K, int N,
