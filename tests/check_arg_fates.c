@@ -278,6 +278,22 @@ START_TEST(parse_applies_fates)
         const char *argv[] = {"--dataloader_num_workers", "four"};
         ASSERT_ERROR_HAS(ct_args_parse(a, 2, argv), CT_ERR_INVALID_ARG, "invalid int value");
     }
+    /* int() text only, as argparse's type=int: no exponent, no fraction,
+     * nothing past 64 bits (once cast from a double, undefined) */
+    {
+        const char *bad[] = {"1e3", "2.0", "0x10"};
+        for (int i = 0; i < 3; i++) {
+            const char *argv[] = {"--past_index", bad[i]};
+            ASSERT_ERROR_HAS(ct_args_parse(a, 2, argv), CT_ERR_INVALID_ARG,
+                             "invalid int value");
+        }
+        const char *argv[] = {"--past_index", "22222222222222222222222222222222222222222222"};
+        ASSERT_ERROR_HAS(ct_args_parse(a, 2, argv), CT_ERR_INVALID_ARG, "out of range");
+        const char *dflt[] = {"--past_index", " -1 "}; /* the default, said with blanks */
+        n_warnings = 0;
+        OK(ct_args_parse(a, 2, dflt));
+        ck_assert_int_eq(n_warnings, 0);
+    }
     /* typed setters follow the same table */
     ASSERT_ERROR_HAS(ct_args_set_bool(a, "push_to_hub", 1), CT_ERR_UNSUPPORTED, "Hub's CLI");
     OK(ct_args_set_bool(a, "push_to_hub", 0));

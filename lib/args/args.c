@@ -62,7 +62,7 @@ static ct_status find_field(const char *func, const char *name, int *index)
 
 /* ---- value parsing ------------------------------------------------------ */
 
-static int parse_int_text(const char *s, int64_t *out)
+int ct__parse_int_text(const char *s, int64_t *out)
 {
     char *end;
     long long v;
@@ -180,7 +180,7 @@ ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
         nv.i = b;
         break;
     case CT_ARG_INT:
-        if (!parse_int_text(text, &nv.i))
+        if (!ct__parse_int_text(text, &nv.i))
             return ct__error(CT_ERR_INVALID_ARG,
                              errno == ERANGE ? "argument --%s: %s is out of range (a 64-bit "
                                                "integer)"

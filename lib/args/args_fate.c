@@ -3,6 +3,7 @@
  * at its default, else a warning (no effect) or an error (refused). */
 #include "args/args_priv.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ static int in_list(const char *list, const char *text)
 static ct_status check_value(const ct__arg_fate_row *r, const char *text, int *is_default)
 {
     int b, d;
+    int64_t i, j;
     double x, y;
     char first[64];
     const char *bar = strchr(r->def, '|');
@@ -76,11 +78,18 @@ static ct_status check_value(const ct__arg_fate_row *r, const char *text, int *i
         *is_default = ct__parse_bool_text(first, &d) && b == d;
         break;
     case CT_ARG_INT:
+        if (!ct__parse_int_text(text, &i))
+            return ct__error(CT_ERR_INVALID_ARG,
+                             errno == ERANGE ? "argument --%s: %s is out of range (a 64-bit "
+                                               "integer)"
+                                             : "argument --%s: invalid int value: '%s'",
+                             r->name, text);
+        *is_default = ct__parse_int_text(first, &j) && i == j;
+        break;
     case CT_ARG_FLOAT:
-        if (!ct__parse_double_text(text, &x) ||
-            (r->type == CT_ARG_INT && (x != (double)(long long)x)))
-            return ct__error(CT_ERR_INVALID_ARG, "argument --%s: invalid %s value: '%s'",
-                             r->name, r->type == CT_ARG_INT ? "int" : "float", text);
+        if (!ct__parse_double_text(text, &x))
+            return ct__error(CT_ERR_INVALID_ARG, "argument --%s: invalid float value: '%s'",
+                             r->name, text);
         *is_default = ct__parse_double_text(first, &y) && x == y;
         break;
     default:

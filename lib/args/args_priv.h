@@ -79,6 +79,9 @@ const char *ct__args_alias(size_t i);
  * them, as argparse's allow_abbrev refuses it. */
 ct_status ct__args_expand(const char *key, const char *const *extra, size_t n_extra,
                           char *full, size_t size);
+/* Decimal text, blanks around it allowed, as int() and float() take it;
+ * 0 when it is not one (errno ERANGE: an integer past 64 bits). */
+int ct__parse_int_text(const char *s, int64_t *out);
 int ct__parse_double_text(const char *s, double *out);
 ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v);
 void ct__arg_value_free(ct__arg_value *v);
