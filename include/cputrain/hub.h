@@ -44,9 +44,12 @@ CT_API void ct_hub_options_free(ct_hub_options *options);
  *   endpoint          $HF_ENDPOINT, else https://huggingface.co (a mirror,
  *                     or a test server: http:// is accepted)
  *   token             $HF_TOKEN, else the first line of $HF_TOKEN_PATH or
- *                     $HF_HOME/token (what `huggingface-cli login` writes);
- *                     "" sends none. Sent to the endpoint's host only,
- *                     never to the file store a download is redirected to.
+ *                     $HF_HOME/token (what `huggingface-cli login` writes),
+ *                     line breaks and surrounding blanks removed as
+ *                     huggingface_hub does; "" sends none; other control
+ *                     characters are refused. Sent to the endpoint's
+ *                     scheme, host and port only, never to the file store
+ *                     a download is redirected to.
  *   local_files_only  true/false: the cache only, never the network
  *                     (default: $HF_HUB_OFFLINE)
  *   timeout           seconds to connect and of silence before a transfer

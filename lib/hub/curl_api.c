@@ -29,6 +29,7 @@ static char why[512];
 static void load(void)
 {
     CURLcode (*global_init)(long flags);
+    curl_version_info_data *(*version_info)(CURLversion);
     void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL), *p;
     if (!lib) {
         snprintf(why, sizeof why, "Hub downloads need libcurl (Debian: apt-get install "
@@ -47,6 +48,12 @@ static void load(void)
     LOOK_UP(url_get, "curl_url_get");
     LOOK_UP(url_cleanup, "curl_url_cleanup");
     LOOK_UP(free, "curl_free");
+    if (!(p = dlsym(lib, "curl_version_info"))) {
+        snprintf(why, sizeof why, "libcurl.so.4 has no curl_version_info");
+        return;
+    }
+    memcpy(&version_info, &p, sizeof p);
+    api.version = version_info(CURLVERSION_NOW)->version_num;
     if (!(p = dlsym(lib, "curl_global_init"))) {
         snprintf(why, sizeof why, "libcurl.so.4 has no curl_global_init");
         return;

@@ -6,6 +6,9 @@
 #define CT_HUB_CURL_API_H
 
 #define CURL_DISABLE_TYPECHECK /* the calls go through the pointers below */
+/* CURLOPT_PROTOCOLS is deprecated in favour of its _STR form (7.85), which
+ * older libcurls lack: both are used, so the warning is not wanted */
+#define CURL_DISABLE_DEPRECATION
 #include <curl/curl.h>
 
 #include "core/error.h"
@@ -23,6 +26,7 @@ typedef struct ct__curl_api {
     CURLUcode (*url_get)(const CURLU *url, CURLUPart part, char **content, unsigned int flags);
     void (*url_cleanup)(CURLU *url);
     void (*free)(void *p);
+    unsigned version; /* the loaded libcurl's, as LIBCURL_VERSION_NUM: 0x075301 is 7.83.1 */
 } ct__curl_api;
 
 /* libcurl.so.4, loaded and initialised once (thread-safe); NULL with

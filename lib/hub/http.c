@@ -1,9 +1,12 @@
 /* HTTP for the Hub client, through libcurl: a HEAD that reads the Hub's
  * headers (file_download.py's get_hf_file_metadata), a GET into a file
  * that resumes, and a small GET into memory (the API's JSON). Only http and
- * https, in both the request and any redirect; the token goes to the
- * endpoint's host only (libcurl drops a custom Authorization header when a
- * redirect changes host, port or scheme). */
+ * https, in both the request and any redirect (a libcurl that cannot be
+ * held to them is not used); the token goes to the endpoint's scheme, host
+ * and port only. libcurl drops a custom Authorization header when a
+ * redirect changes host, and since 7.83.1 also port or scheme
+ * (CVE-2022-27776): an older one follows no redirect of a request that
+ * carries the token. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,7 @@ typedef struct transfer {
     const char *name;     /* for progress */
     int overflow;         /* more bytes than allowed */
     int io_errno;
+    int token_sent;       /* the request carries the Authorization header */
 } transfer;
 
 static void copy_value(char *dst, size_t size, const char *v, size_t n)
@@ -40,6 +44,16 @@ static void copy_value(char *dst, size_t size, const char *v, size_t n)
         n = size - 1;
     memcpy(dst, v, n);
     dst[n] = '\0';
+}
+
+/* A server's text for error messages: control bytes (a terminal's escape
+ * sequences among them) become '?'. */
+static void copy_printable(char *dst, size_t size, const char *v, size_t n)
+{
+    copy_value(dst, size, v, n);
+    for (char *p = dst; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
 }
 
 /* An ETag as huggingface_hub normalises it: no W/ prefix, no quotes. */
@@ -76,9 +90,14 @@ static void header_line(transfer *t, const char *line, size_t n)
     while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == '\n'))
         n--;
     if (n > 5 && !strncmp(line, "HTTP/", 5)) {
+        /* libcurl's line is not NUL-ended: the code is read from a copy */
         const char *sp = memchr(line, ' ', n);
-        if (sp && sscanf(sp, " %ld", &status) == 1)
-            t->status = status;
+        char code[8];
+        if (sp) {
+            copy_value(code, sizeof code, sp, n - (size_t)(sp - line));
+            if (sscanf(code, " %3ld", &status) == 1)
+                t->status = status;
+        }
         if (h) { /* a new response (after a redirect): forget the last one's headers */
             long keep = t->status;
             memset(h, 0, sizeof *h);
@@ -109,10 +128,10 @@ static void header_line(transfer *t, const char *line, size_t n)
     else if (IS("Content-Length") && h->size < 0)
         h->size = parse_size(v, vn);
     else if (IS("X-Error-Code"))
-        copy_value(h->error_code, sizeof h->error_code, v, vn);
+        copy_printable(h->error_code, sizeof h->error_code, v, vn);
     else if (IS("X-Error-Message"))
-        copy_value(h->error_message, sizeof h->error_message, v, vn);
-    else if (IS("Location"))
+        copy_printable(h->error_message, sizeof h->error_message, v, vn);
+    else if (IS("Location") && !(h->location_long = vn >= sizeof h->location))
         copy_value(h->location, sizeof h->location, v, vn);
 #undef IS
 }
@@ -191,26 +210,70 @@ static int on_progress(void *user, curl_off_t total, curl_off_t now, curl_off_t 
     return 0;
 }
 
-/* The host part of a URL ("" when it has none), to compare two URLs'. */
-static void host_of(const char *url, char *out, size_t size)
+/* url's scheme, host and port ("https://huggingface.co:443"), to tell
+ * whether two URLs are one origin; 0 (and "") when url is no http(s) URL. */
+static int origin_of(const ct__curl_api *cu, const char *url, char *out, size_t size)
 {
-    const char *p = strstr(url, "://"), *end;
-    p = p ? p + 3 : url;
-    end = p + strcspn(p, "/?#");
-    copy_value(out, size, p, (size_t)(end - p));
+    CURLU *u = cu->url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    int ok = u && cu->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             cu->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+             cu->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+             cu->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+             (!strcasecmp(scheme, "http") || !strcasecmp(scheme, "https")) &&
+             snprintf(out, size, "%s://%s:%s", scheme, host, port) < (int)size;
+    cu->free(scheme);
+    cu->free(host);
+    cu->free(port);
+    if (u)
+        cu->url_cleanup(u);
+    if (!ok)
+        out[0] = '\0';
+    return ok;
 }
 
+static int same_origin(const ct__curl_api *cu, const char *a, const char *b)
+{
+    char oa[CT__HUB_MAX_TEXT], ob[CT__HUB_MAX_TEXT];
+    return origin_of(cu, a, oa, sizeof oa) && origin_of(cu, b, ob, sizeof ob) &&
+           !strcasecmp(oa, ob);
+}
+
+/* Only http and https, asked for in the form this libcurl knows (the
+ * _STR options came in 7.85); a libcurl that takes neither is not used. */
+static int http_only(const ct__curl_api *cu, CURL *c)
+{
+    long both = CURLPROTO_HTTP | CURLPROTO_HTTPS;
+    if (cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+        cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK)
+        return 1;
+    return cu->easy_setopt(c, CURLOPT_PROTOCOLS, both) == CURLE_OK &&
+           cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS, both) == CURLE_OK;
+}
+
+/* A handle for url, or NULL with the error set and returned in *why. */
 static CURL *easy_for(const ct_hub_options *o, const char *url, transfer *t,
-                      struct curl_slist **headers)
+                      struct curl_slist **headers, ct_status *why)
 {
     const ct__curl_api *cu = ct__curl();
-    char host[256], endpoint_host[256], *auth = NULL;
+    char *auth = NULL;
     CURL *c;
-    if (!cu || !(c = cu->easy_init()))
+    *headers = NULL;
+    if (!cu) {
+        *why = CT_ERR_UNSUPPORTED; /* ct__curl said what to install */
         return NULL;
+    }
+    if (!(c = cu->easy_init())) {
+        *why = ct__error(CT_ERR_NOMEM, "curl_easy_init failed");
+        return NULL;
+    }
+    if (!http_only(cu, c)) {
+        cu->easy_cleanup(c);
+        *why = ct__error(CT_ERR_UNSUPPORTED, "this libcurl cannot be limited to http and "
+                                             "https (CURLOPT_PROTOCOLS): not used");
+        return NULL;
+    }
     cu->easy_setopt(c, CURLOPT_URL, url);
-    cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     cu->easy_setopt(c, CURLOPT_USERAGENT, "libcputrain/" CT_VERSION_STRING "; huggingface_hub-cache");
     cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->timeout);
@@ -218,24 +281,15 @@ static CURL *easy_for(const ct_hub_options *o, const char *url, transfer *t,
     cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->timeout);
     cu->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     cu->easy_setopt(c, CURLOPT_HEADERDATA, t);
-    *headers = NULL;
-    host_of(url, host, sizeof host);
-    host_of(o->endpoint, endpoint_host, sizeof endpoint_host);
-    if (o->token[0] && !strcmp(host, endpoint_host) &&
+    if (o->token[0] && same_origin(cu, url, o->endpoint) &&
         asprintf(&auth, "Authorization: Bearer %s", o->token) >= 0) {
         *headers = cu->slist_append(NULL, auth);
         memset(auth, 0, strlen(auth));
         free(auth);
         cu->easy_setopt(c, CURLOPT_HTTPHEADER, *headers);
+        t->token_sent = *headers != NULL;
     }
     return c;
-}
-
-/* Why easy_for gave no handle: libcurl missing (said by ct__curl), or
- * curl_easy_init failing. */
-static ct_status no_handle(void)
-{
-    return ct__curl() ? ct__error(CT_ERR_NOMEM, "curl_easy_init failed") : CT_ERR_UNSUPPORTED;
 }
 
 static void easy_done(CURL *c, struct curl_slist *headers)
@@ -271,25 +325,22 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
                             int *unreachable)
 {
     const ct__curl_api *cu = ct__curl();
-    char *current = strdup(url), first_host[256], host[256];
+    char *current = strdup(url);
     ct_status st = CT_OK;
     *unreachable = 0;
     if (!current)
         return ct__error(CT_ERR_NOMEM, "out of memory");
-    host_of(url, first_host, sizeof first_host);
     for (int hop = 0;; hop++) {
         transfer t = {.o = o, .head = out, .fd = -1};
         struct curl_slist *headers;
-        CURL *c = easy_for(o, current, &t, &headers);
+        CURL *c = easy_for(o, current, &t, &headers, &st);
         CURLcode rc;
         CURLU *u;
         char *next = NULL;
         memset(out, 0, sizeof *out);
         out->size = -1;
-        if (!c) {
-            st = no_handle();
+        if (!c)
             break;
-        }
         cu->easy_setopt(c, CURLOPT_NOBODY, 1L);
         rc = cu->easy_perform(c);
         easy_done(c, headers);
@@ -298,20 +349,37 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
             break;
         }
         out->status = t.status;
-        if (t.status < 300 || t.status > 399 || !out->location[0])
+        if (t.status < 300 || t.status > 399 || (!out->location[0] && !out->location_long))
             break;
-        /* A redirect: followed when it stays on the endpoint's host (a renamed
-         * repo), reported otherwise (the file store of a large file). */
-        if (!(u = cu->url()))
+        /* A redirect: followed when it stays on the first URL's scheme,
+         * host and port (a renamed repo), reported otherwise (the file
+         * store of a large file), and refused when it leads anywhere but
+         * http(s) (the GET that follows would not take it either) */
+        if (out->location_long) {
+            st = ct__error(CT_ERR_IO, "%s: HTTP %ld to a Location over %zu bytes: refused",
+                           current, t.status, sizeof out->location - 1);
             break;
-        if (cu->url_set(u, CURLUPART_URL, current, 0) == CURLUE_OK &&
-            cu->url_set(u, CURLUPART_URL, out->location, 0) == CURLUE_OK &&
-            cu->url_get(u, CURLUPART_URL, &next, 0) == CURLUE_OK) {
-            host_of(next, host, sizeof host);
-            copy_value(out->location, sizeof out->location, next, strlen(next));
+        }
+        if (!(u = cu->url())) {
+            st = ct__error(CT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (cu->url_set(u, CURLUPART_URL, current, 0) != CURLUE_OK ||
+            cu->url_set(u, CURLUPART_URL, out->location, 0) != CURLUE_OK ||
+            cu->url_get(u, CURLUPART_URL, &next, 0) != CURLUE_OK || strlen(next) >= sizeof out->location) {
+            cu->free(next);
+            next = NULL;
         }
         cu->url_cleanup(u);
-        if (!next || strcmp(host, first_host) || hop == MAX_REDIRECTS) {
+        char origin[CT__HUB_MAX_TEXT];
+        if (!next || !origin_of(cu, next, origin, sizeof origin)) {
+            st = ct__error(CT_ERR_IO, "%s: HTTP %ld to '%.200s', not an http(s) URL: refused",
+                           current, t.status, out->location);
+            cu->free(next);
+            break;
+        }
+        copy_value(out->location, sizeof out->location, next, strlen(next));
+        if (!same_origin(cu, next, url) || hop == MAX_REDIRECTS) {
             cu->free(next);
             break;
         }
@@ -329,35 +397,60 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
 static void get_into(const ct__curl_api *cu, CURL *c,
                      size_t (*write)(char *, size_t, size_t, void *), transfer *t)
 {
-    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    int follow = !t->token_sent || cu->version >= 0x075301;
+    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, (long)follow);
     cu->easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
     cu->easy_setopt(c, CURLOPT_WRITEDATA, t);
 }
 
-ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
-                                int fd, int64_t have, int64_t expected, int *unreachable)
+/* One GET of the file from byte `have`. */
+static ct_status get_file_from(const ct_hub_options *o, const char *url, const char *name,
+                               int fd, int64_t have, int64_t expected, long *status,
+                               CURLcode *rc, int *unreachable)
 {
     const ct__curl_api *cu = ct__curl();
     transfer t = {.o = o, .fd = fd, .have = have, .expected = expected, .name = name};
     struct curl_slist *headers;
-    CURL *c = easy_for(o, url, &t, &headers);
-    CURLcode rc;
-    *unreachable = 0;
+    ct_status st;
+    CURL *c = easy_for(o, url, &t, &headers, &st);
     if (!c)
-        return no_handle();
+        return st;
     get_into(cu, c, on_body_file, &t);
     cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     cu->easy_setopt(c, CURLOPT_XFERINFODATA, &t);
     if (have > 0)
         cu->easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)have);
-    rc = cu->easy_perform(c);
+    *rc = cu->easy_perform(c);
+    *status = t.status;
     easy_done(c, headers);
-    if (rc != CURLE_OK)
-        return transfer_error(rc, &t, url, unreachable);
-    if (t.status != 200 && t.status != 206)
-        return ct__error(CT_ERR_IO, "%s: HTTP %ld", url, t.status);
+    if (*rc != CURLE_OK && !(*rc == CURLE_RANGE_ERROR && have > 0))
+        return transfer_error(*rc, &t, url, unreachable);
+    return CT_OK;
+}
+
+ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
+                                int fd, int64_t have, int64_t expected, int *unreachable)
+{
+    long status = 0;
+    CURLcode rc = CURLE_OK;
+    ct_status st;
+    *unreachable = 0;
+    st = get_file_from(o, url, name, fd, have, expected, &status, &rc, unreachable);
+    if (st == CT_OK && have > 0 && (rc == CURLE_RANGE_ERROR || status == 416)) {
+        /* The server would not resume (libcurl stops at a 200 answering a
+         * Range, before its body) or will not serve that range: the whole
+         * file again, from byte 0. */
+        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+            return ct__error(CT_ERR_IO, "%s: restarting the download in the cache failed: %s",
+                             url, strerror(errno));
+        st = get_file_from(o, url, name, fd, 0, expected, &status, &rc, unreachable);
+    }
+    if (st != CT_OK)
+        return st;
+    if (status != 200 && status != 206)
+        return ct__error(CT_ERR_IO, "%s: HTTP %ld", url, status);
     return CT_OK;
 }
 
@@ -367,12 +460,13 @@ ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t
     const ct__curl_api *cu = ct__curl();
     transfer t = {.o = o, .fd = -1, .max = max};
     struct curl_slist *headers;
-    CURL *c = easy_for(o, url, &t, &headers);
+    ct_status st;
+    CURL *c = easy_for(o, url, &t, &headers, &st);
     CURLcode rc;
     *unreachable = 0;
     *body = NULL;
     if (!c)
-        return no_handle();
+        return st;
     get_into(cu, c, on_body_memory, &t);
     rc = cu->easy_perform(c);
     easy_done(c, headers);

@@ -80,17 +80,20 @@ typedef struct ct__hub_head {
     char location[CT__HUB_MAX_TEXT];     /* Location of a redirect */
     int64_t size;                        /* X-Linked-Size, else Content-Length; -1 */
     int etag_bad;                        /* an ETag was sent but is not a safe name */
+    int location_long;                   /* a Location too long for `location` */
 } ct__hub_head;
-/* HEAD url (redirects to the same host followed, as huggingface_hub
- * follows a renamed repo's; others reported in location). CT_ERR_IO when
- * the server could not be reached (*unreachable set), CT_OK with any HTTP
- * status otherwise. */
+/* HEAD url (redirects within the same scheme, host and port followed, as
+ * huggingface_hub follows a renamed repo's; others reported in location,
+ * always an http(s) URL). CT_ERR_IO when the server could not be reached
+ * (*unreachable set), or when a redirect leads anywhere but http(s);
+ * CT_OK with any HTTP status otherwise. */
 ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_head *out,
                             int *unreachable);
-/* GET url (redirects followed; the token only to the endpoint's host)
- * appending to the open file fd from byte `have` (a Range request; a
- * server that ignores it restarts the file), at most `expected` bytes in
- * all when expected >= 0. Progress through o->progress with `name`. */
+/* GET url (redirects followed; the token only to the endpoint's scheme,
+ * host and port) appending to the open file fd from byte `have` (a Range
+ * request; a server that ignores it or refuses it gets the file again
+ * from byte 0), at most `expected` bytes in all when expected >= 0.
+ * Progress through o->progress with `name`. */
 ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
                                 int fd, int64_t have, int64_t expected, int *unreachable);
 /* GET url into memory, at most max bytes: *body (malloc'd, NUL-ended),

@@ -9,10 +9,13 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/json.h"
 #include "hub/hub.h"
 
-#define MAX_INDEX_BYTES ((size_t)64 << 20)
+/* The largest models' indexes are a few hundred KiB; the JSON parser
+ * needs several times a file's size, so a hostile index is held to this. */
+#define MAX_INDEX_BYTES ((size_t)8 << 20)
 
 /* from_pretrained's order; an index names its shards in "weight_map". */
 static const struct {
@@ -39,32 +42,52 @@ static ct_status fetch(model_fetch *m, const char *filename, char **path, int *h
     return ct__hub_fetch(m->o, m->id, "model", m->commit, filename, path, NULL, how);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Each shard the index names, once (names sorted: an index maps every
+ * tensor to its shard, so names repeat). */
 static ct_status fetch_shards(model_fetch *m, const char *index_path)
 {
     ct__json_doc *doc = NULL;
     const ct__json *map;
+    const char **names = NULL;
+    char *text = NULL;
+    size_t len, n = 0;
     ct_status st;
-    if ((st = ct__json_parse_file(index_path, &doc)) != CT_OK)
+    if ((st = ct__read_file(index_path, MAX_INDEX_BYTES, &text, &len)) != CT_OK)
+        return st;
+    st = ct__json_parse(text, len, index_path, &doc);
+    free(text);
+    if (st != CT_OK)
         return st;
     map = ct__json_get(ct__json_root(doc), "weight_map");
     if (!map || map->type != CT_JSON_OBJECT)
         st = ct__error(CT_ERR_FORMAT, "%s: no \"weight_map\" object", index_path);
-    for (size_t i = 0; st == CT_OK && map && i < map->n; i++) {
+    else if (!(names = malloc((map->n ? map->n : 1) * sizeof *names)))
+        st = ct__error(CT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == CT_OK && i < map->n; i++) {
         const ct__json *shard = &map->members[i].value;
-        char *path = NULL;
-        int how, seen = 0;
-        if (shard->type != CT_JSON_STRING || strlen(shard->str) != shard->len) {
+        if (shard->type != CT_JSON_STRING || strlen(shard->str) != shard->len)
             st = ct__error(CT_ERR_FORMAT, "%s: weight_map[\"%s\"] is not a file name",
                            index_path, map->members[i].key);
-            break;
-        }
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = map->members[j].value.type == CT_JSON_STRING &&
-                   !strcmp(map->members[j].value.str, shard->str);
-        if (!seen && (st = fetch(m, shard->str, &path, &how)) != CT_OK)
-            ct__error_prefix(st, "%s names shard '%s'", index_path, shard->str);
+        else
+            names[n++] = shard->str;
+    }
+    if (st == CT_OK)
+        qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 0; st == CT_OK && i < n; i++) {
+        char *path = NULL;
+        int how;
+        if (i > 0 && !strcmp(names[i], names[i - 1]))
+            continue;
+        if ((st = fetch(m, names[i], &path, &how)) != CT_OK)
+            ct__error_prefix(st, "%s names shard '%s'", index_path, names[i]);
         free(path);
     }
+    free(names);
     ct__json_free(doc);
     return st;
 }

@@ -1,6 +1,7 @@
 /* ct_hub_options: huggingface_hub's keyword arguments, each defaulting to
  * what huggingface_hub reads from the environment (constants.py), read
  * once when the handle is made so that a run sees one configuration. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,35 @@ static char *default_cache_dir(void)
     return out;
 }
 
+/* A token as huggingface_hub's _clean_token leaves it: line breaks
+ * removed, blanks around it stripped (in place). */
+static char *clean_token(char *t)
+{
+    size_t n = 0, start;
+    if (!t)
+        return NULL;
+    for (char *p = t; *p; p++)
+        if (*p != '\r' && *p != '\n')
+            t[n++] = *p;
+    while (n > 0 && isspace((unsigned char)t[n - 1]))
+        n--;
+    t[n] = '\0';
+    for (start = 0; isspace((unsigned char)t[start]); start++)
+        ;
+    memmove(t, t + start, n - start + 1);
+    return t;
+}
+
+/* What goes into the Authorization header: no control bytes, which would
+ * end the header line or add others to the request. */
+static int token_ok(const char *t)
+{
+    for (; *t; t++)
+        if ((unsigned char)*t < 0x20 || *t == 0x7f)
+            return 0;
+    return 1;
+}
+
 /* $HF_TOKEN (or the older HUGGING_FACE_HUB_TOKEN), else the token file's
  * first line; "" when there is none. */
 static char *default_token(void)
@@ -59,7 +89,7 @@ static char *default_token(void)
     if (!t)
         t = env("HUGGING_FACE_HUB_TOKEN");
     if (t)
-        return strdup(t);
+        return clean_token(strdup(t));
     if (file)
         path = strdup(file);
     else if ((home = hf_home())) {
@@ -74,7 +104,7 @@ static char *default_token(void)
     }
     free(path);
     text[strcspn(text, "\r\n")] = '\0';
-    return text;
+    return clean_token(text);
 }
 
 static int parse_timeout(const char *text, long *out)
@@ -131,6 +161,11 @@ ct_status ct_hub_options_create(ct_hub_options **out)
         ct_hub_options_free(o);
         return ct__error(CT_ERR_NOMEM, "out of memory creating Hub options");
     }
+    if (!token_ok(o->token)) {
+        ct_hub_options_free(o);
+        return ct__error(CT_ERR_INVALID_ARG, "the Hub token (HF_TOKEN, HUGGING_FACE_HUB_TOKEN "
+                                             "or the token file) holds a control character");
+    }
     /* a mirror's address as users write it ("https://hf-mirror.com/"), checked */
     if (env("HF_ENDPOINT") && set_endpoint(o, env("HF_ENDPOINT")) != CT_OK) {
         ct_hub_options_free(o);
@@ -185,8 +220,9 @@ ct_status ct_hub_options_set(ct_hub_options *o, const char *key, const char *val
     if (!strcmp(key, "endpoint"))
         return set_endpoint(o, value);
     if (!strcmp(key, "token")) {
-        if (strpbrk(value, "\r\n"))
-            return ct__error(CT_ERR_INVALID_ARG, "Hub option token: a line break in a token");
+        if (!token_ok(value))
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option token: a control character (a "
+                                                 "line break?) in a token");
         return replace(&o->token, value);
     }
     if (!strcmp(key, "local_files_only")) {

@@ -70,8 +70,10 @@ static ct_status parse_listing(const char *url, const char *body, size_t len,
     return st;
 }
 
-/* Every regular file under dir (links followed: the snapshot's are), as
- * paths relative to the snapshot folder. */
+/* Every regular file under dir, as paths relative to the snapshot
+ * folder: links to files followed (the snapshot's are), links to folders
+ * not (a snapshot has none, and a loop of them would be walked 16 deep
+ * for every link in it). */
 static ct_status list_folder(const char *root, const char *rel, ct__hub_listing *out, int depth)
 {
     char *dir = NULL;
@@ -94,7 +96,7 @@ static ct_status list_folder(const char *root, const char *rel, ct__hub_listing 
         if (asprintf(&name, "%s%s%s", rel, *rel ? "/" : "", e->d_name) < 0 ||
             asprintf(&path, "%s/%s", root, name) < 0)
             st = ct__error(CT_ERR_NOMEM, "out of memory");
-        else if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        else if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
             st = list_folder(root, name, out, depth + 1);
         else if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
             st = add_file(out, name);

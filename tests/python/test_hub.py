@@ -145,6 +145,51 @@ class HubTest(unittest.TestCase):
         ranges = [r[2].get("Range") for r in self.server.requests("GET", "/store/" + sha)]
         self.assertEqual(ranges, [None, "bytes=%d-" % (len(weights(1)) // 2)])
 
+    def test_server_that_ignores_range_sends_the_file_again(self):
+        sha = hashlib.sha256(weights(1)).hexdigest()
+        self.server.drop_once.add(sha)
+        self.server.ignore_range.add(sha)
+        self.assert_error(Status.ERR_IO, "run again to resume", model_folder, "org/tiny",
+                          **self.opts)
+        folder = model_folder("org/tiny", **self.opts)  # not stuck on the partial file
+        with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+            self.assertEqual(f.read(), weights(1))
+        ranges = [r[2].get("Range") for r in self.server.requests("GET", "/store/" + sha)]
+        self.assertEqual(ranges, [None, "bytes=%d-" % (len(weights(1)) // 2), None])
+
+    def test_redirects_lead_to_http_only(self):
+        cases = {"file": ("file:///etc/passwd", "not an http(s) URL"),
+                 "gopher": ("gopher://127.0.0.1:6379/_INFO", "not an http(s) URL"),
+                 "long": ("http://localhost/" + "a" * 5000, "Location over")}
+        for name, (location, text) in cases.items():
+            repo = "evil/redirect-" + name
+            self.server.add(Repo(repo, {"config.json": CONFIG, "model.safetensors": weights(6)},
+                                 head_override={"model.safetensors": {"location": location}}))
+            self.assert_error(Status.ERR_IO, text, model_folder, repo, **self.opts)
+            blobs = os.path.join(self.cache, "models--evil--redirect-" + name, "blobs")
+            self.assertEqual(os.listdir(blobs), [git_blob_id(CONFIG)])  # config.json's alone
+
+    def test_token_from_the_environment_is_cleaned_or_refused(self):
+        self.server.add(Repo("org/private", {"config.json": CONFIG,
+                                             "model.safetensors": weights(2)}, token="s3cret"))
+        opts = {k: v for k, v in self.opts.items() if k != "token"}
+        saved = os.environ.get("HF_TOKEN")
+        try:
+            os.environ["HF_TOKEN"] = " s3cret\r\n"  # as a mounted secret file often ends
+            model_folder("org/private", **opts)
+            sent = {r[2].get("Authorization") for r in self.server.log if "/resolve/" in r[1]}
+            self.assertEqual(sent, {"Bearer s3cret"})
+            os.environ["HF_TOKEN"] = "s3c\x01ret"
+            self.assert_error(Status.ERR_INVALID_ARG, "control character", model_folder,
+                              "org/private", **opts)
+            self.assert_error(Status.ERR_INVALID_ARG, "control character", model_folder,
+                              "org/private", **dict(self.opts, token="a\r\nX-Evil: 1"))
+        finally:
+            if saved is None:
+                os.environ.pop("HF_TOKEN", None)
+            else:
+                os.environ["HF_TOKEN"] = saved
+
     def test_errors_say_what_to_do(self):
         msg = self.assert_error(Status.ERR_ACCESS, "HTTP 401", model_folder, "org/missing",
                                 **self.opts)
@@ -229,6 +274,12 @@ class HubTest(unittest.TestCase):
                                             "model.safetensors.index.json": index}))
         self.assert_error(Status.ERR_INVALID_ARG, "not a file name", model_folder, "evil/index",
                           **self.opts)
+        huge = b'{"weight_map": {' + b", ".join(b'"t%d": "s.safetensors"' % i
+                                                 for i in range(400000)) + b"}}"
+        self.server.add(Repo("evil/huge-index", {"config.json": CONFIG,
+                                                 "model.safetensors.index.json": huge}))
+        self.assert_error(Status.ERR_FORMAT, "model.safetensors.index.json", model_folder,
+                          "evil/huge-index", **self.opts)
         self.assertEqual(self.files_outside_cache(), [])
 
     def test_one_download_per_machine(self):
