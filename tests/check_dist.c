@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cputrain/cputrain.h>
@@ -806,6 +807,31 @@ START_TEST(rendezvous_admits_only_the_job)
     }
     ASSERT_ERROR_HAS(ct_rendezvous_accept(host, lfd + 100, 0, &fd, NULL, 0), CT_ERR_INVALID_ARG,
                      "another one");
+    /* a timeout of 0, as an event loop polls: each call serves what is
+     * ready, so the peer is admitted in a few calls */
+    p = peer("the job's secret", "job A", port, CT_OK);
+    {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            ck_assert_int_eq(ct_rendezvous_accept(host, lfd, 0, &fd, NULL, 0), CT_OK);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+        } while (fd < 0 && t1.tv_sec - t0.tv_sec < 10);
+    }
+    ck_assert_msg(fd >= 0, "never admitted with a timeout of 0");
+    close(fd);
+    ck_assert_int_eq(peer_status(p), 0);
+    /* a listening socket that fails is an error at once, not a spin until
+     * the timeout */
+    ck_assert_int_eq(shutdown(lfd, SHUT_RDWR), 0);
+    {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ASSERT_ERROR_HAS(ct_rendezvous_accept(host, lfd, 5.0, &fd, NULL, 0), CT_ERR_DIST,
+                         "listening socket");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 3);
+    }
     ct_rendezvous_free(host);
     close(lfd);
 

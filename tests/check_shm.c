@@ -1668,6 +1668,93 @@ START_TEST(hostile_peers)
 }
 END_TEST
 
+/* Another user floods rank 0's socket (three processes, each connecting
+ * again as soon as it is dropped) while the job's ranks join: rank 0
+ * accepts a batch at a time between serving its ranks, so rank 1 is still
+ * admitted and the job opens within its timeout. Root only: the flood
+ * needs another uid (a connection of this user is a peer, not a stranger). */
+enum { FLOODERS = 3 };
+
+static int flood_rank(int rank, int world, void *arg)
+{
+    char name[128];
+    pid_t kids[FLOODERS];
+    int k, first;
+    (void)world, (void)arg;
+    if (rank == 0)
+        return open_rank(0, 2, NULL);
+    if (rank == 1) {
+        if (!wait_counter(GO, 1, 30.0)) {
+            note(1, "the flood never started");
+            return 1;
+        }
+        usleep(300 * 1000); /* the flood under way */
+        return open_rank(1, 2, NULL);
+    }
+    job_name(0, NULL, name, sizeof name);
+    if ((first = fake_connect(name, 10.0)) < 0) { /* rank 0 listens */
+        out_area->counter[GO] = 1;
+        return 1;
+    }
+    close(first);
+    for (k = 0; k < FLOODERS; k++) {
+        if ((kids[k] = fork()) == 0) {
+            struct sockaddr_un a;
+            socklen_t alen = abstract_addr(name, &a);
+            if (as_nobody() != 0)
+                _exit(2);
+            /* connections held open in rounds of 200: the queue never
+             * empties while rank 0 drops them */
+            while (!out_area->counter[SQ_STOP]) {
+                int fds[200], n;
+                for (n = 0; n < 200; n++) {
+                    fds[n] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                    if (fds[n] >= 0)
+                        (void)!connect(fds[n], (struct sockaddr *)&a, alen);
+                }
+                while (n > 0)
+                    if (fds[--n] >= 0)
+                        close(fds[n]);
+            }
+            _exit(0);
+        }
+    }
+    out_area->counter[GO] = 1;
+    wait_counter(SQ_STOP, 1, 30.0);
+    for (k = 0; k < FLOODERS; k++) {
+        if (kids[k] > 0) {
+            kill(kids[k], SIGKILL);
+            waitpid(kids[k], NULL, 0);
+        }
+    }
+    return 0;
+}
+
+static int flood_group(int rank, int world, void *arg)
+{
+    int st = flood_rank(rank, world, arg);
+    if (rank != 2)
+        __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
+    if (out_area->counter[SQ_CONNS] == 2)
+        out_area->counter[SQ_STOP] = 1;
+    return st;
+}
+
+START_TEST(flood_of_strangers)
+{
+    int bad;
+    if (geteuid() != 0)
+        return; /* no other uid to flood from */
+    new_job();
+    out_area->counter[GO] = out_area->counter[SQ_STOP] = out_area->counter[SQ_CONNS] = 0;
+    bad = run_group(3, flood_group, NULL);
+    check_ranks_clean(3, bad);
+    ck_assert_int_eq(out_area->code[0], CT_OK);
+    ck_assert_int_eq(out_area->code[1], CT_OK);
+    assert_nothing_left("after a flood of strangers");
+}
+END_TEST
+
 /* Through the public API: the dist option `secret` reaches the shm
  * backend. A squatter (another user when root) sits on the name a job
  * without a secret uses: the job with the secret runs without a knock at
@@ -1798,6 +1885,7 @@ Suite *shm_suite(void)
     tcase_add_test(tc, tampered_header_after_join);
     tcase_add_test(tc, hostile_rank_0);
     tcase_add_test(tc, hostile_peers);
+    tcase_add_test(tc, flood_of_strangers);
     tcase_add_test(tc, dist_secret_reaches_shm);
     suite_add_tcase(s, tc);
     return s;

@@ -19,3 +19,11 @@ int ct__parse_bool_text(const char *s, int *out)
     }
     return 0;
 }
+
+char *ct__printable(char *s)
+{
+    for (char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return s;
+}

@@ -6,4 +6,9 @@
  * -> *out 1, false/no/f/n/0 -> *out 0, returning 1; anything else 0. */
 int ct__parse_bool_text(const char *s, int *out);
 
+/* Text from a peer or a server made fit for error messages and logs, in
+ * place: control bytes (a terminal's escape sequences start with one) and
+ * DEL become '?'. Returns s. */
+char *ct__printable(char *s);
+
 #endif

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include "core/error.h"
+#include "core/sha256.h"
 #include "dist/collectives.h"
 #include "dist/dist_internal.h"
 #include "dist/launcher.h"
@@ -17,14 +18,25 @@
 #define BF16_CHUNK ((size_t)1 << 20)
 
 /* The job name that keeps concurrent jobs' shared memory apart: the same on
- * every rank of one job, different between jobs running at once. */
+ * every rank of one job, different between jobs running at once. A name
+ * too long for `out` is replaced by its sha256 (cut short, two long names
+ * that began alike would be one job to the handshake and shm). */
 static void job_name(const ct_dist_options *o, ct__dist_member *m, char *out, size_t size)
 {
     const char *v;
     if ((v = o ? o->job : NULL) || ((v = getenv("CPUTRAIN_DIST_JOB")) && *v) ||
         ((v = getenv("PMIX_NAMESPACE")) && *v)) { /* PMIX_NAMESPACE: Open MPI 4 and 5 */
-        snprintf(out, size, "%s", v);
+        unsigned char h[CT__SHA256_BYTES];
+        size_t n = strlen(v);
         m->job_given = 1;
+        if (n < size) {
+            snprintf(out, size, "%s", v);
+            return;
+        }
+        ct__sha256(v, n, h);
+        n = (size_t)snprintf(out, size, "sha256-");
+        for (size_t i = 0; i < sizeof h && n + 2 < size; i++, n += 2)
+            snprintf(out + n, size - n, "%02x", h[i]);
         return;
     }
     m->job_given = 0;
@@ -295,8 +307,12 @@ ct_status ct__dist_reduce_scatter_f32(ct_dist *d, float *buf, size_t n, int aver
     CT__CHECK_ARG(counts);
     if (!buf && n)
         return ct__error(CT_ERR_INVALID_ARG, "reduce-scatter: buf is NULL for %zu floats", n);
-    for (int r = 0; r < d->world; r++)
+    for (int r = 0; r < d->world; r++) {
+        if (counts[r] > n - total) /* past n, and never wrapping round to it */
+            return ct__error(CT_ERR_INVALID_ARG, "reduce-scatter: the pieces up to rank %d's "
+                                                 "add up to more than %zu floats", r, n);
         total += counts[r];
+    }
     if (total != n)
         return ct__error(CT_ERR_INVALID_ARG, "reduce-scatter: the %d pieces add up to %zu "
                                              "floats, not %zu", d->world, total, n);

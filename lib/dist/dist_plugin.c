@@ -38,8 +38,12 @@ ct_status ct__dist_plugin_load(const char *name, const ct__dist_backend **be, vo
     const char *env = getenv("CPUTRAIN_PLUGIN_DIR");
     *be = NULL;
     *handle = NULL;
-    if (env && *env)
+    if (env && *env) {
+        if (strlen(env) > PATH_MAX - 32) /* room for "/dist-<name>.so" */
+            return ct__error(CT_ERR_INVALID_ARG, "CPUTRAIN_PLUGIN_DIR: %zu bytes, a path "
+                             "longer than %d bytes: refused", strlen(env), PATH_MAX - 32);
         snprintf(dirs[ndirs++], PATH_MAX, "%s", env);
+    }
     if (own_folder(dirs[ndirs], PATH_MAX) &&
         strlen(dirs[ndirs]) + sizeof "/cputrain" <= PATH_MAX)
         strcat(dirs[ndirs++], "/cputrain");

@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/sha256.h"
 
 /* Long enough for anything a job's name plus hashes makes, short enough
@@ -166,6 +167,7 @@ typedef struct {
     int mapped;           /* ranks in state MAPPED */
     conn_t *conns;
     int nconn, cap;
+    int dropped; /* connections refused so far: the first few are logged */
     void (*joined)(void *, int, pid_t);
     void *ctx;
 } server;
@@ -223,25 +225,45 @@ static int send_segment(server *sv, int fd)
     return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof r ? 0 : -1;
 }
 
-/* Accepts what waits on the listening socket; other users' connections are
- * closed unread. */
-static void accept_all(server *sv, int lfd)
+/* Connections accepted per poll round: a flood of them cannot keep rank 0
+ * from the ranks' messages and its deadline. */
+enum { ACCEPT_BATCH = 16, DROPS_LOGGED = 10 };
+
+/* A refused connection, logged while there have been few (a flood of them
+ * would fill the log and slow rank 0 down with it). */
+static void log_drop(server *sv, const char *fmt, ...) CT__PRINTF(2, 3);
+static void log_drop(server *sv, const char *fmt, ...)
 {
-    for (;;) {
+    char text[256];
+    va_list ap;
+    if (++sv->dropped > DROPS_LOGGED)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    ct__log(CT_LOG_WARNING, "%s%s", text,
+            sv->dropped == DROPS_LOGGED ? " (further ones are not logged)" : "");
+}
+
+/* Accepts what waits on the listening socket, a batch at a time; other
+ * users' connections are closed unread. */
+static void accept_batch(server *sv, int lfd)
+{
+    for (int n = 0; n < ACCEPT_BATCH; n++) {
         struct ucred uc;
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
         if (peer_cred(fd, &uc) != 0 || uc.uid != geteuid()) {
-            ct__log(CT_LOG_WARNING, "shm: dropped a connection to @%s from uid %u (pid %d): not "
-                    "this job's user (uid %u)", sv->name, (unsigned)uc.uid, (int)uc.pid,
-                    (unsigned)geteuid());
+            log_drop(sv, "shm: dropped a connection to @%s from uid %u (pid %d): not this "
+                     "job's user (uid %u)", sv->name, (unsigned)uc.uid, (int)uc.pid,
+                     (unsigned)geteuid());
             close(fd);
             continue;
         }
         if (sv->nconn == sv->cap) {
-            ct__log(CT_LOG_WARNING, "shm: dropped a connection to @%s from pid %d: %d "
-                    "connections wait already", sv->name, (int)uc.pid, sv->nconn);
+            log_drop(sv, "shm: dropped a connection to @%s from pid %d: %d connections wait "
+                     "already", sv->name, (int)uc.pid, sv->nconn);
             close(fd);
             continue;
         }
@@ -436,7 +458,7 @@ ct_status ct__shm_join_serve(const ct__shm_endpoint *ep, int seg_fd, uint64_t se
             pfd[i + 1].revents = 0;
         }
         np = sv.nconn;
-        if (poll(pfd, (nfds_t)np + 1, (int)(left * 1000) + 1) < 0) {
+        if (poll(pfd, (nfds_t)np + 1, ct__poll_ms(deadline)) < 0) {
             if (errno == EINTR)
                 continue;
             st = ct__error(CT_ERR_DIST, "shm open: poll: %s", strerror(errno));
@@ -449,7 +471,7 @@ ct_status ct__shm_join_serve(const ct__shm_endpoint *ep, int seg_fd, uint64_t se
         if (st != CT_OK)
             break;
         if (pfd[0].revents)
-            accept_all(&sv, lfd);
+            accept_batch(&sv, lfd);
     }
     close(lfd);
 out:
@@ -545,7 +567,7 @@ static ct_status read_reply(int s, int rank, int world, uint64_t seg_bytes, pid_
     else if (m.r.refused) {
         m.r.why[sizeof m.r.why - 1] = '\0';
         st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) refused rank %d: %s", (int)from,
-                       rank, m.r.why);
+                       rank, ct__printable(m.r.why));
     } else if (nfd != 1 || (mh.msg_flags & MSG_CTRUNC))
         st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent %d descriptors%s, not the "
                        "segment's one", (int)from, nfd,
@@ -663,7 +685,7 @@ ct_status ct__shm_join_fetch(const ct__shm_endpoint *ep, int rank, uint64_t seg_
             return ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) did not answer rank %d "
                              "within %.1f s", (int)uc.pid, rank, timeout_s);
         }
-        if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+        if (poll(&p, 1, ct__poll_ms(deadline)) <= 0)
             continue;
         st = read_reply(s, rank, world, seg_bytes, uc.pid, seg_fd, &again);
         if (again)

@@ -22,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "dist/tcp_auth.h"
 
 #define TCP_MAX_WORLD 4096
@@ -79,16 +80,6 @@ typedef struct {
     char *p;
     size_t left;
 } io_op;
-
-static int poll_ms(double deadline)
-{
-    double left = deadline - ct__now_s();
-    if (left <= 0)
-        return 0;
-    if (left > 1e6)
-        return 1000000000;
-    return (int)(left * 1000.0) + 1;
-}
 
 /* "rank 2" or "ranks 1, 3" for the peers flagged in `which`. */
 static void rank_list(const int *which, int world, char *out, size_t size)
@@ -198,7 +189,7 @@ static ct_status take_notice(ct__tcp *t, const char *op, int i)
                 continue;
             }
             text[p - text] = '\0';
-            return fail_with(t, op, text, peer);
+            return fail_with(t, op, ct__printable(text), peer);
         }
         k = recv(fd, p, want, 0);
         if (k > 0) {
@@ -207,7 +198,7 @@ static ct_status take_notice(ct__tcp *t, const char *op, int i)
             continue;
         }
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) &&
-            poll(&pf, 1, poll_ms(dl)) > 0)
+            poll(&pf, 1, ct__poll_ms(dl)) > 0)
             continue;
         if (k < 0 && errno == EINTR)
             continue;
@@ -237,7 +228,7 @@ static ct_status check_notices(ct__tcp *t, const char *op, double grace)
         int rc;
         for (i = 0; i < n; i++)
             pf[i].revents = 0;
-        rc = poll(pf, (nfds_t)n, poll_ms(dl));
+        rc = poll(pf, (nfds_t)n, ct__poll_ms(dl));
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc <= 0)
@@ -396,7 +387,7 @@ static ct_status run_io_ex(ct__tcp *t, const char *op, io_op *ops, int nops, dou
             pf[np].revents = 0;
             map[np++] = -1 - i;
         }
-        rc = poll(pf, (nfds_t)np, poll_ms(dl));
+        rc = poll(pf, (nfds_t)np, ct__poll_ms(dl));
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc < 0) {
@@ -827,7 +818,7 @@ static ct_status open_peer(ct__tcp *t, const ct__tcp_self *self, const char *add
         if (xfer1(t, "tcp open", ev.fd, 0, 1, text, len, grace) != CT_OK)
             goto fail;
         text[len] = '\0';
-        ct__error(CT_ERR_DIST, "tcp open: %s (reported by rank 0)", text);
+        ct__error(CT_ERR_DIST, "tcp open: %s (reported by rank 0)", ct__printable(text));
         goto fail;
     }
     if (ntohl(head.kind) != MSG_TABLE || (int)ntohl(head.len) != t->world) {

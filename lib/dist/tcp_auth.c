@@ -349,11 +349,15 @@ static void remove_conn(ct__tcp_hs *s, int i, int close_fd)
     s->n--;
 }
 
-/* An accepted connection that did not prove it is one of ours: dropped,
- * named by its address only (whatever rank it claimed is no rank's doing). */
+/* An accepted connection that did not prove it is one of ours, or that
+ * did but is gone (or timed out) before it heard so: dropped, named by its
+ * address only (whatever rank it claimed is no rank's doing); an admitted
+ * one's rank is free again. */
 static void drop_stranger(ct__tcp_hs *s, int i, const char *why)
 {
     hs_conn *c = &s->c[i];
+    if (c->state == A_SEND_VERDICT)
+        s->want[kind_slot(c->h.kind)][c->h.rank] = 1;
     s->refused++;
     snprintf(s->last_refused, sizeof s->last_refused, "%s: %s", c->addr, why);
     if (s->refused <= CT__TCP_STRANGERS_LOGGED)
@@ -760,6 +764,15 @@ static ct_status accept_all(ct__tcp_hs *s)
             }
             return CT_OK;
         }
+        if (fd < 0 && (errno == EBADF || errno == EINVAL || errno == ENOTSOCK ||
+                       errno == EOPNOTSUPP))
+            return ct__error(CT_ERR_DIST, "tcp open: accept on the listening socket: %s",
+                             strerror(errno));
+        if (fd < 0 && (errno == ENOBUFS || errno == ENOMEM)) {
+            struct timespec ts = { 0, 10 * 1000 * 1000 }; /* as for EMFILE above */
+            nanosleep(&ts, NULL);
+            return CT_OK;
+        }
         if (fd < 0)
             return CT_OK; /* EAGAIN, or an aborted connection: nothing to do */
         ct__tcp_sock_setup(fd);
@@ -820,9 +833,6 @@ static int run_conn(ct__tcp_hs *s, int i, short revents)
                     retry(s, i, "%s", why);
                 }
             } else {
-                /* Admitted, then gone before it heard so: the rank is free. */
-                if (s->c[i].state == A_SEND_VERDICT)
-                    s->want[kind_slot(s->c[i].h.kind)][s->c[i].h.rank] = 1;
                 drop_stranger(s, i, why);
             }
             return -1;
@@ -835,7 +845,9 @@ static int run_conn(ct__tcp_hs *s, int i, short revents)
 
 ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
 {
-    for (;;) {
+    /* One poll at least, so that a deadline already passed (a timeout of
+     * 0) still serves what is ready. */
+    for (int polled = 0;; polled = 1) {
         double now = ct__now_s(), wake = deadline;
         int i, np = 0, rc, base;
         /* Start the attempts that are due. */
@@ -865,7 +877,7 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
                 wake = c->deadline;
             i++;
         }
-        if (now >= deadline) {
+        if (now >= deadline && polled) {
             ev->fd = -1;
             return CT_OK;
         }
@@ -889,11 +901,7 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
             s->pf[base + i].revents = 0;
         }
         np = base + s->n;
-        {
-            double left = wake - ct__now_s();
-            int ms = left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
-            rc = poll(s->pf, (nfds_t)np, ms);
-        }
+        rc = poll(s->pf, (nfds_t)np, ct__poll_ms(wake));
         if (rc < 0 && errno != EINTR)
             return ct__error(CT_ERR_DIST, "tcp open: poll: %s", strerror(errno));
         if (rc <= 0)
@@ -918,6 +926,9 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
                 return CT_OK;
             }
         }
+        if (base && (s->pf[0].revents & (POLLNVAL | POLLERR | POLLHUP)))
+            return ct__error(CT_ERR_DIST, "tcp open: the listening socket failed (%s)",
+                             (s->pf[0].revents & POLLNVAL) ? "not open" : "error or hang-up");
         if (base && (s->pf[0].revents & POLLIN)) {
             ct_status st = accept_all(s);
             if (st != CT_OK)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "hub/curl_api.h"
 #include "hub/hub.h"
 
@@ -46,14 +47,11 @@ static void copy_value(char *dst, size_t size, const char *v, size_t n)
     dst[n] = '\0';
 }
 
-/* A server's text for error messages: control bytes (a terminal's escape
- * sequences among them) become '?'. */
+/* A server's text for error messages (ct__printable). */
 static void copy_printable(char *dst, size_t size, const char *v, size_t n)
 {
     copy_value(dst, size, v, n);
-    for (char *p = dst; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    ct__printable(dst);
 }
 
 /* An ETag as huggingface_hub normalises it: no W/ prefix, no quotes. */
