@@ -8,6 +8,8 @@
  * (CVE-2022-27776): an older one follows no redirect of a request that
  * carries the token. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,10 +292,57 @@ static CURL *easy_for(const ct_hub_options *o, const char *url, transfer *t,
     return c;
 }
 
+/* SIGPIPE held off this thread while libcurl writes to a socket: with
+ * CURLOPT_NOSIGNAL libcurl may still raise one (a TLS library writing to
+ * a connection the server closed), which would end the whole program. One
+ * raised meanwhile is taken before the thread's mask is restored. */
+typedef struct quiet {
+    sigset_t old;
+    int was_pending, held;
+} quiet;
+
+static void quiet_begin(quiet *q)
+{
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigemptyset(&pending);
+    q->held = pthread_sigmask(SIG_BLOCK, &pipe, &q->old) == 0;
+    q->was_pending = q->held && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+}
+
+static void quiet_end(quiet *q)
+{
+    sigset_t pipe, pending;
+    struct timespec now = {0, 0};
+    if (!q->held)
+        return;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigemptyset(&pending);
+    if (!q->was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+        while (sigtimedwait(&pipe, NULL, &now) < 0 && errno == EINTR)
+            ;
+    pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+}
+
+static CURLcode perform(const ct__curl_api *cu, CURL *c)
+{
+    quiet q;
+    CURLcode rc;
+    quiet_begin(&q);
+    rc = cu->easy_perform(c);
+    quiet_end(&q);
+    return rc;
+}
+
 static void easy_done(CURL *c, struct curl_slist *headers)
 {
     const ct__curl_api *cu = ct__curl();
+    quiet q;
+    quiet_begin(&q); /* closing a TLS connection writes to it */
     cu->easy_cleanup(c);
+    quiet_end(&q);
     cu->slist_free_all(headers);
 }
 
@@ -340,7 +389,7 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
         if (!c)
             break;
         cu->easy_setopt(c, CURLOPT_NOBODY, 1L);
-        rc = cu->easy_perform(c);
+        rc = perform(cu, c);
         easy_done(c, headers);
         if (rc != CURLE_OK) {
             st = transfer_error(rc, &t, current, unreachable);
@@ -420,7 +469,7 @@ static ct_status get_file_from(const ct_hub_options *o, const char *url, const c
     cu->easy_setopt(c, CURLOPT_XFERINFODATA, &t);
     if (have > 0)
         cu->easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)have);
-    *rc = cu->easy_perform(c);
+    *rc = perform(cu, c);
     *status = t.status;
     easy_done(c, headers);
     if (*rc != CURLE_OK && !(*rc == CURLE_RANGE_ERROR && have > 0))
@@ -466,7 +515,7 @@ ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t
     if (!c)
         return st;
     get_into(cu, c, on_body_memory, &t);
-    rc = cu->easy_perform(c);
+    rc = perform(cu, c);
     easy_done(c, headers);
     if (rc != CURLE_OK) {
         free(t.buf);
