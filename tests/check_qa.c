@@ -201,17 +201,24 @@ END_TEST
  * does not stop at the end of the context. [SEP] and [PAD] have offsets
  * (0, 0) and 0 <= start_char, so when the answer starts in the window's last
  * context token the scan runs on to len(offsets) and start_positions gets
- * len(offsets) - 1 = max_seq_length - 1 (the last padding token, or the
- * final [SEP] of a full window), past end_positions. The end scan walks back
- * from the last context token and is right. run_qa.py trains on exactly
- * these labels, so ct_qa_features reproduces them. */
+ * len(offsets) - 1, past end_positions. Without padding
+ * (--pad_to_max_length False) that is the final [SEP]; with it, the last
+ * padding token, which this library never computes (the model refuses a
+ * label there, and training stopped at the first such batch). The features
+ * take the final [SEP], as run_qa.py does without padding. The end scan
+ * walks back from the last context token and is right. */
 START_TEST(answer_at_the_end_of_the_context)
 {
     ct_squad *s = load("short.json");
     ct_qa_features *f = features(s, -1, 16, 4);
-    /* "t4" is token 7, the last context token; the scan passes [SEP] (8) and
-     * the padding (9..15): start 16 - 1 = 15, end 7. */
-    expect_labels(f, 1, 15, 7);
+    ct_batch *b;
+    /* "t4" is token 7, the last context token; the scan stops at [SEP] (8):
+     * start 8, end 7 */
+    expect_labels(f, 1, 8, 7);
+    /* a position the mask keeps, so a model takes the batch */
+    b = feature(f, 1);
+    ck_assert_int_eq(b->attention_mask[8], 1);
+    ct_batch_free(b);
     ct_qa_features_free(f);
     ct_squad_free(s);
 }
@@ -283,8 +290,8 @@ START_TEST(stride_zero_and_wider_windows)
     expect_labels(f, 5, 0, 0);
     expect_labels(f, 6, 0, 0);  /* l3 "t9" */
     expect_labels(f, 7, 4, 4);
-    /* l4 "t13": last context token of a padded window: start 12 - 1 = 11 */
-    expect_labels(f, 9, 11, 8);
+    /* l4 "t13": last context token of a padded window: start at its [SEP], 9 */
+    expect_labels(f, 9, 9, 8);
     expect_offsets(f, 9, "-1:-1 -1:-1 -1:-1 24:26 27:29 30:33 34:37 38:41 42:45 -1:-1 -1:-1 -1:-1");
     ct_qa_features_free(f);
     ct_squad_free(s);
@@ -376,7 +383,7 @@ START_TEST(answer_start_outside_the_context)
     expect_labels(f, 0, 0, 0);
     expect_labels(f, 1, 0, 0);
     expect_labels(f, 2, 0, 0);
-    expect_labels(f, 3, 15, 7); /* the one inside, as answer_at_the_end_of_the_context */
+    expect_labels(f, 3, 8, 7);  /* the one inside, as answer_at_the_end_of_the_context */
     ck_assert_uint_eq(ct_qa_features_answers_outside(f), 3);
     ct_qa_features_free(f);
     ct_squad_free(s);

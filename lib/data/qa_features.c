@@ -45,11 +45,14 @@ static ct_status grow(ct_qa_features *f)
 }
 
 /* Token positions of the answer [start_char, end_char) in one window,
- * exactly as prepare_train_features finds them; 0, 0 ([CLS]) when the window
- * does not hold the whole answer. Like run_qa.py, the start scan does not
- * stop at the end of the context: [SEP] and padding carry offsets (0, 0), so
- * an answer starting in the window's last context token gets a start past
- * it (run_qa.py's "edge case" comment) — kept, so features match. */
+ * as prepare_train_features finds them; 0, 0 ([CLS]) when the window does
+ * not hold the whole answer. run_qa.py's start scan does not stop at the
+ * end of the context: [SEP] and padding carry offsets (0, 0), so an answer
+ * starting in the window's last context token gets a start past it (its
+ * "edge case" comment): the last token of what was tokenized. That is the
+ * final [SEP] without padding (--pad_to_max_length False, how this library
+ * computes), and the last padding token with it, a position this library
+ * never computes and so could not score; the scan stops at the [SEP]. */
 static void label_window(const int32_t *offsets, const int32_t *seq, size_t len,
                          int64_t start_char, int64_t end_char, int32_t *start, int32_t *end)
 {
@@ -64,7 +67,7 @@ static void label_window(const int32_t *offsets, const int32_t *seq, size_t len,
     last--; /* the window's last context token */
     if (!(offsets[2 * first] <= start_char && offsets[2 * last + 1] >= end_char))
         return;
-    while (first < len && offsets[2 * first] <= start_char)
+    while (first <= last + 1 && offsets[2 * first] <= start_char) /* last + 1: [SEP] */
         first++;
     *start = (int32_t)first - 1;
     while (last > 0 && offsets[2 * last + 1] >= end_char)
