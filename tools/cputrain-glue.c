@@ -228,6 +228,11 @@ static int make_label_list(run *r, const ct_table *t, const char *file)
             int seen = 0;
             if (v == CT_VALUE_NULL)
                 continue;
+            if (!text) { /* a list inside the list, or a list among single labels */
+                fprintf(stderr, "cputrain-glue: %s: row %zu: a label that is %s, not a single "
+                                "value\n", file, row, type_name(v));
+                return -1;
+            }
             if (type == CT_VALUE_LIST && i == 0 && row == 0)
                 is_int = v == CT_VALUE_INT;
             for (int k = 0; k < r->n_labels && !seen; k++)
@@ -252,10 +257,11 @@ static int make_label_list(run *r, const ct_table *t, const char *file)
     return 0;
 }
 
-/* The id of a label's text; -1 when it is not one of label_list. */
+/* The id of a label's text; -1 when it is not one of label_list (or no
+ * text: a list where a single value belongs). */
 static int label_id(const run *r, const char *text)
 {
-    for (int k = 0; k < r->n_labels; k++)
+    for (int k = 0; text && k < r->n_labels; k++)
         if (strcmp(r->labels[k], text) == 0)
             return k;
     return -1;
@@ -336,10 +342,12 @@ static int build_dataset(run *r, const ct_table *t, const char *file, long max_s
             for (size_t i = 0; labelled && i < ct_table_list_size(t, row, (size_t)r->label_col);
                  i++) {
                 int k;
-                ct_table_list_item(t, row, (size_t)r->label_col, i, &text, NULL);
+                if (ct_table_list_item(t, row, (size_t)r->label_col, i, &text, NULL) ==
+                    CT_VALUE_NULL)
+                    continue; /* as the label list passes over them */
                 if ((k = label_id(r, text)) < 0) {
                     fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is not one the "
-                                    "training data has\n", file, row, text);
+                                    "training data has\n", file, row, text ? text : "(a list)");
                     st = CT_ERR_FORMAT, said = 1;
                     break;
                 }
@@ -352,7 +360,7 @@ static int build_dataset(run *r, const ct_table *t, const char *file, long max_s
             if (lt != CT_VALUE_NULL && labelled &&
                 (r->task ? task_label(r, lt, text, &y) : ((y = label_id(r, text)) < 0 ? -1 : 0))) {
                 fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is not one of the %d "
-                                "labels\n", file, row, text, r->n_labels);
+                                "labels\n", file, row, text ? text : "(a list)", r->n_labels);
                 st = CT_ERR_FORMAT, said = 1;
                 break;
             }

@@ -328,8 +328,36 @@ def refusals():
           "No effect: there is one WordPiece tokenizer" in p.stdout)
 
 
+def hostile_labels():
+    """Labels of the wrong shape end in an error naming the row, never a
+    crash: a list among single labels, a list inside a list; a null inside
+    a list of labels is passed over as the label list passes over it."""
+    def write(name, rows):
+        path = os.path.join(DIR, name)
+        with open(path, "w") as f:
+            for text, label in rows:
+                f.write(json.dumps({"text": text, "label": label}) + "\n")
+        return path
+    single = write("single.jsonl", [("a good day", "pos"), ("a bad day", "neg")] * 4)
+    listed = write("listed.jsonl", [("a good day", ["pos"])] * 2)
+    nested = write("nested.jsonl", [("a good day", [["pos"]]), ("a bad day", ["neg"])] * 4)
+    nulls = write("nulls.jsonl", [("a good day", ["pos", None]), ("a bad day", ["neg"])] * 4)
+    out = os.path.join(DIR, "hostile")
+    for name, args, code, needle in (
+            ("a list among single labels", ["--train_file", single, "--validation_file", listed,
+                                            "--do_train", "--do_eval"], 1, "(a list)"),
+            ("a list inside a list", ["--train_file", nested, "--validation_file", single,
+                                      "--do_train"], 1, "a list must hold scalars"),
+            ("a null inside a list", ["--train_file", nulls, "--validation_file", nulls,
+                                      "--do_train", "--do_eval"], 0, "")):
+        p = glue(out, *args, "--max_steps", "1", "--overwrite_output_dir")
+        check("labels: %s: exit %d" % (name, code),
+              p.returncode == code and needle in p.stderr, p.stderr[-500:])
+
+
 def main():
     setup()
+    hostile_labels()
     single_sentences_in_csv()
     for extra in ((), ("--bf16",)):
         one = pairs_by_task_name(1, *extra)
