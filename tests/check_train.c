@@ -586,7 +586,7 @@ START_TEST(tampered_checkpoint_values_are_refused)
         {"trainer_state.json", "\"global_step\": 6", "\"global_step\": 9223372036854775807",
          "global_step 9223372036854775807 is out of range"},
         {"trainer_state.json", "\"global_step\": 6", "\"global_step\": 7",
-         "step 6, but the checkpoint's trainer_state.json has global_step 7"},
+         "global_step 7, but the folder is named for step 6"},
         {"trainer_state.json", "\"epoch\": ", "\"epoch\": 1e300, \"x\": ", "epoch_index"},
         {"trainer_state.json", "\"total_flos\": ", "\"total_flos\": -1, \"x\": ",
          "total_flos -1 is not a finite number"},
@@ -606,6 +606,14 @@ START_TEST(tampered_checkpoint_values_are_refused)
          "steps_counted 7 do not fit"},
         {"rng_state.json", "\"dropout_masks\": \"by_example\"", "\"dropout_masks\": \"by_rank\"",
          "dropout_masks is not \"by_example\""},
+        /* the best checkpoint is one of output_dir's, of a step at or before this one */
+        {"trainer_state.json", "\"best_model_checkpoint\": null",
+         "\"best_model_checkpoint\": \"/any/model/dir\"", "best_model_checkpoint '/any"},
+        {"trainer_state.json", "\"best_model_checkpoint\": null",
+         "\"best_model_checkpoint\": \"x/checkpoint-7\"", "at or before global_step 6"},
+        /* log_history holds flat entries, as Trainer writes them */
+        {"trainer_state.json", "\"log_history\": [", "\"log_history\": [{\"a\": [[1]]}, ",
+         "log_history[0][\"a\"] is an array"},
     };
     char dir[256];
     const char *resume[] = {"--resume_from_checkpoint", dir, "--max_steps", "8"};
@@ -624,6 +632,44 @@ START_TEST(tampered_checkpoint_values_are_refused)
                           strstr(ct_last_error(), cases[i].want),
                       "case %zu (%s: %s): '%s'", i, cases[i].file, cases[i].to, ct_last_error());
         spill(path, orig, len);
+        free(orig);
+    }
+    /* A folder named for another step than its state's: the rotation,
+     * which goes by the names, would keep it as the newest. */
+    {
+        char other[256], cmd[1024];
+        const char *again[] = {"--resume_from_checkpoint", other, "--max_steps", "8"};
+        snprintf(other, sizeof other, "%s", scratch_at("tamper-named/checkpoint-9"));
+        snprintf(cmd, sizeof cmd, "mkdir -p %s && cp -r %s/. %s", other, dir, other);
+        ck_assert_int_eq(system(cmd), 0);
+        free(train_params(scratch_at("tamper-named"), again, 4, CT_ERR_FORMAT, &n));
+        ck_assert_msg(strstr(ct_last_error(), "named for step 9"), "%s", ct_last_error());
+    }
+    /* Moments AdamW never leaves: a NaN, and a negative square (the first
+     * float of the first exp_avg_sq tensor) */
+    for (i = 0; i < 2; i++) {
+        char path[512];
+        size_t len, head = 0, begin;
+        char *orig, *copy;
+        const char *at;
+        float bad = i ? -1.0f : NAN;
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+        orig = slurp(path, &len);
+        for (int b = 0; b < 8; b++)
+            head |= (size_t)(unsigned char)orig[b] << (8 * b);
+        at = strstr(strstr(orig + 8, "\"exp_avg_sq."), "\"data_offsets\":[");
+        ck_assert(at != NULL);
+        begin = strtoull(at + strlen("\"data_offsets\":["), NULL, 10);
+        copy = malloc(len);
+        memcpy(copy, orig, len);
+        memcpy(copy + 8 + head + begin, &bad, sizeof bad);
+        spill(path, copy, len);
+        free(train_params(scratch_at("tamper"), resume, 4, CT_ERR_FORMAT, &n));
+        ck_assert_msg(strstr(ct_last_error(), "optimizer.safetensors") &&
+                          strstr(ct_last_error(), i ? "holds -1" : "holds nan"),
+                      "%s", ct_last_error());
+        spill(path, orig, len);
+        free(copy);
         free(orig);
     }
     free(train_params(scratch_at("tamper"), resume, 4, CT_OK, &n));

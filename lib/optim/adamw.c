@@ -554,6 +554,21 @@ ct_status ct__optim_step_expected(const char *path, int64_t step, int64_t expect
     return CT_OK;
 }
 
+ct_status ct__optim_moments_check(const char *path, const char *name, const void *data,
+                                  size_t n, int squares)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, p + i * sizeof v, sizeof v);
+        if (!isfinite(v) || (squares && v < 0))
+            return ct__error(CT_ERR_FORMAT, "%s: tensor '%s' holds %g at index %zu (AdamW "
+                                            "keeps its moments finite%s)", path, name, v, i,
+                             squares ? " and its squares at 0 or above" : "");
+    }
+    return CT_OK;
+}
+
 ct_status ct_optim_load(ct_optim *o, const char *path)
 {
     CT__CHECK_ARG(o);
@@ -604,6 +619,8 @@ ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step
                  (t->ndim == 2 && e->shape[1] != (size_t)t->dim[1]))
             st = ct__error(CT_ERR_FORMAT, "%s: tensor '%s' has another dtype or shape than the "
                                           "model's", path, name);
+        else
+            st = ct__optim_moments_check(path, name, e->data, t->numel, i % 2);
     }
     for (size_t i = 0; i < 2 * m->n_tensors && st == CT_OK; i++) {
         const ct__tensor *t = &m->tensors[i / 2];

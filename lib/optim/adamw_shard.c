@@ -308,9 +308,13 @@ static ct_status check_shard(const ct_optim *o, const ct__st_file *f, const char
     *total = t;
     for (int k = 0; k < 2; k++) {
         const ct__st_tensor *e = ct__st_find(f, k ? "exp_avg_sq" : "exp_avg");
+        ct_status st;
         if (!e || e->dtype != CT_ST_F32 || e->ndim != 1 || e->shape[0] != hi - lo)
             return ct__error(CT_ERR_FORMAT, "%s: no F32 tensor '%s' of %zu floats", path,
                              k ? "exp_avg_sq" : "exp_avg", hi - lo);
+        if ((st = ct__optim_moments_check(path, k ? "exp_avg_sq" : "exp_avg", e->data, hi - lo,
+                                          k)) != CT_OK)
+            return st;
     }
     *at = hi;
     return CT_OK;

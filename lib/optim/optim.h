@@ -104,6 +104,12 @@ ct_status ct__optim_step_check(const char *path, const char *key, const char *te
                                int64_t *out);
 /* CT_ERR_FORMAT when expect_step >= 0 and step differs from it. */
 ct_status ct__optim_step_expected(const char *path, int64_t step, int64_t expect_step);
+/* Moments read from `path`, tensor `name` (n floats at `data`, any
+ * alignment): CT_ERR_FORMAT naming both and the index of the first value
+ * AdamW never leaves, a non-finite one, or (`squares`) a negative one;
+ * they would turn every weight into NaN at the next step. */
+ct_status ct__optim_moments_check(const char *path, const char *name, const void *data,
+                                  size_t n, int squares);
 /* The layout hash the shard files record (tensor names, shapes, offsets). */
 uint64_t ct__optim_layout_hash(const ct_model *m);
 /* Chunk c of the norm's fixed list: its flat start and length, owner. */

@@ -44,7 +44,8 @@ static int remove_tree(const char *path)
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Step number of a folder named checkpoint-<digits>, else -1. */
+/* Step number of a folder named checkpoint-<digits>, else -1 (also past
+ * int64: such names would all read as the same step). */
 static int64_t checkpoint_step(const char *name)
 {
     const char *p = name + strlen(PREFIX);
@@ -52,8 +53,9 @@ static int64_t checkpoint_step(const char *name)
     long long v;
     if (strncmp(name, PREFIX, strlen(PREFIX)) != 0 || !*p || *p < '0' || *p > '9')
         return -1;
+    errno = 0;
     v = strtoll(p, &end, 10);
-    return *end ? -1 : (int64_t)v;
+    return *end || errno == ERANGE ? -1 : (int64_t)v;
 }
 
 static int is_complete(const char *dir)
@@ -602,6 +604,50 @@ static ct_status get_best(const ct__json *s, const char *file, int64_t *step, in
     return CT_OK;
 }
 
+/* best_model_checkpoint as Trainer writes it, <output_dir>/checkpoint-<best
+ * step>: the step is taken from its name (best_global_step is null in
+ * checkpoints of older Transformers) and must agree with best_global_step
+ * and come before global_step; the folder is then this run's output_dir's,
+ * wherever the recorded path led (load_best_model_at_end reads it and the
+ * rotation keeps it). */
+static ct_status best_in_output_dir(const ct_trainer *t, const char *file, int64_t global_step,
+                                    int64_t *best_step, char **best_dir)
+{
+    const char *base = strrchr(*best_dir, '/');
+    int64_t named = checkpoint_step(base ? base + 1 : *best_dir);
+    char *anchored = NULL;
+    if (named < 0 || named > global_step || (*best_step > 0 && named != *best_step))
+        return ct__error(CT_ERR_FORMAT, "%s: best_model_checkpoint '%s' is not a checkpoint-N "
+                         "folder of best_global_step %lld at or before global_step %lld", file,
+                         *best_dir, (long long)*best_step, (long long)global_step);
+    if (asprintf(&anchored, "%s/" PREFIX "%lld", A_STR(output_dir), (long long)named) < 0)
+        return ct__error(CT_ERR_NOMEM, "out of memory");
+    free(*best_dir);
+    *best_dir = anchored;
+    *best_step = named;
+    return CT_OK;
+}
+
+/* log_history's entries as Trainer writes them, flat objects of numbers,
+ * strings, booleans and nulls: anything else (nesting 500 deep grows
+ * each time it is written back indented) is refused. */
+static ct_status check_history(const ct__json *hist, const char *file)
+{
+    for (size_t i = 0; i < hist->n; i++) {
+        const ct__json *e = &hist->items[i];
+        if (e->type != CT_JSON_OBJECT)
+            return ct__error(CT_ERR_FORMAT, "%s: log_history[%zu] is not an object", file, i);
+        for (size_t k = 0; k < e->n; k++) {
+            ct__json_type ty = e->members[k].value.type;
+            if (ty == CT_JSON_OBJECT || ty == CT_JSON_ARRAY)
+                return ct__error(CT_ERR_FORMAT, "%s: log_history[%zu][\"%s\"] is %s, not a "
+                                 "logged value", file, i, e->members[k].key,
+                                 ct__json_type_phrase(ty));
+        }
+    }
+    return CT_OK;
+}
+
 int ct__checkpoint_newest(const char *output_dir, char *path, size_t size)
 {
     found *list;
@@ -691,6 +737,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
         st = ct__error(CT_ERR_FORMAT, "%s: no log_history array", path);
         goto done;
     }
+    if ((st = check_history(hist, path)) != CT_OK)
+        goto done;
     /* Every number is held to what it feeds and to the others: a value
      * that does not add up is refused here by file and field, before it
      * can wrap a counter or resume another run's position. */
@@ -710,6 +758,21 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
                        path, (long long)best_step, (long long)global_step);
         goto done;
     }
+    /* The folder's own name is its step: the rotation of old checkpoints
+     * takes the newest by name, and a name ahead of the state would be kept
+     * while every newer checkpoint is deleted. */
+    {
+        const char *base = strrchr(dir, '/');
+        int64_t named = checkpoint_step(base ? base + 1 : dir);
+        if (named >= 0 && named != global_step) {
+            st = ct__error(CT_ERR_FORMAT, "%s: global_step %lld, but the folder is named for "
+                           "step %lld", path, (long long)global_step, (long long)named);
+            goto done;
+        }
+    }
+    if (best_dir && (st = best_in_output_dir(t, path, global_step, &best_step, &best_dir)) !=
+                        CT_OK)
+        goto done;
     snprintf(path, sizeof path, "%s/rng_state.json", dir);
     if (last_logged < 0 || last_logged > global_step || steps_counted < 0 ||
         steps_counted > global_step) {

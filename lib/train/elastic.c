@@ -134,6 +134,9 @@ ct_status ct__elastic_position(const ct_trainer *t, const struct ct__json *r, co
         return CT_ERR_FORMAT;
     if (!found || (was.batch == b && was.world == t->world))
         return CT_OK;
+    if (*batch_in_epoch < 0)
+        return ct__error(CT_ERR_FORMAT, "%s: batch_in_epoch %lld is negative", file,
+                         (long long)*batch_in_epoch);
     /* The checkpoint's own plan: was its epoch finished? */
     old_shard = ((int64_t)t->train->n + was.world - 1) / was.world;
     old_batches = A_BOOL(dataloader_drop_last) ? old_shard / was.batch
