@@ -81,7 +81,9 @@ typedef enum ct_seqeval_mode {
 /* An accumulator of sentences tagged with `n_tags` tag names (the model's
  * id2label, copied): "O", "B-PER", "I-PER", ... A tag's first character is
  * its prefix and what follows its first "-" its type ("_" when empty), as
- * seqeval reads them. Empty names are CT_ERR_INVALID_ARG. */
+ * seqeval reads them; in the default mode that holds for any tag (POS tags
+ * such as "NN" or "."), with one warning, as seqeval warns. Empty names are
+ * CT_ERR_INVALID_ARG. */
 CT_API ct_status ct_seqeval_create(const char *const *tags, size_t n_tags, ct_seqeval_mode mode,
                                    ct_seqeval **out);
 CT_API void ct_seqeval_free(ct_seqeval *seqeval);

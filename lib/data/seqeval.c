@@ -4,9 +4,9 @@
  * Each tag name becomes, once at creation, a prefix character and a type
  * number (types sorted by name, so the report's order is seqeval's sorted
  * order). A sentence's references and predictions are cut into entities
- * (type, first, last); both lists come out ordered by position and without
- * overlap, so one merge counts the entities they share. Only counts are
- * kept between sentences. */
+ * (type, first, last); both lists are sorted by position (with tags that
+ * are no entity tags, "NN" or ".", spans can overlap) and one merge counts
+ * the entities they share. Only counts are kept between sentences. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +34,20 @@ struct ct_seqeval {
     int outside_type; /* the type of "O": the index of "_", else n_types */
     type_counts *counts; /* [n_types] */
     int64_t tokens, tokens_correct;
+    int started; /* a sentence was added: the next follows an "O" */
+    /* Default mode: seqeval joins the sentences with an "O" after each and
+     * reads them as one list, whose positions these count. A chunk's start
+     * outlives the sentence it was set in (a start is only ever moved by
+     * the next one), so an entity's first position can lie in an earlier
+     * sentence; with B-, I-, E-, S- and O tags alone the "O" between
+     * sentences always ends and never starts one, so this never shows. */
+    size_t pos;                    /* where the next sentence begins */
+    size_t ref_start, pred_start;  /* the last chunk start of each list */
 };
+
+/* The type before the first sentence: seqeval joins the sentences with
+ * "O" and starts from a type no tag has. */
+enum { NO_TYPE = -1 };
 
 static int by_name(const void *a, const void *b)
 {
@@ -83,6 +96,8 @@ ct_status ct_seqeval_create(const char *const *tags, size_t n_tags, ct_seqeval_m
 {
     ct_seqeval *e;
     char **names;
+    size_t unknown = 0;
+    const char *first_unknown = NULL;
     CT__CHECK_ARG(out);
     *out = NULL;
     CT__CHECK_ARG(tags);
@@ -95,16 +110,23 @@ ct_status ct_seqeval_create(const char *const *tags, size_t n_tags, ct_seqeval_m
         if (!tags[i] || !tags[i][0])
             return ct__error(CT_ERR_INVALID_ARG, "ct_seqeval_create: tag %zu is %s", i,
                              tags[i] ? "empty" : "NULL");
-        /* seqeval only warns about other prefixes, then reads them in ways
-         * no scheme defines. */
-        if (mode == CT_SEQEVAL_STRICT_IOB2 ? !strchr("BIO", tags[i][0])
-                                           : !strchr("BIESO", tags[i][0]))
+        if (mode == CT_SEQEVAL_STRICT_IOB2 && !strchr("BIO", tags[i][0]))
             return ct__error(CT_ERR_INVALID_ARG,
-                             "ct_seqeval_create: tag %zu \"%s\" is not %s", i, tags[i],
-                             mode == CT_SEQEVAL_STRICT_IOB2
-                                 ? "O, B-* or I-*, which strict IOB2 needs"
-                                 : "O or B-, I-, E-, S- and a type (IOB1, IOB2, IOBES)");
+                             "ct_seqeval_create: tag %zu \"%s\" is not O, B-* or I-*, which "
+                             "strict IOB2 needs", i, tags[i]);
+        /* The default mode reads any tag as seqeval does, its first
+         * character as the prefix (POS tags such as "NN" or "."), and
+         * warns as seqeval warns. */
+        if (mode == CT_SEQEVAL_DEFAULT && strcmp(tags[i], "O") && strcmp(tags[i], "B") &&
+            strcmp(tags[i], "I") && strcmp(tags[i], "E") && strcmp(tags[i], "S") &&
+            !(strchr("BIES", tags[i][0]) && tags[i][1] == '-') && unknown++ == 0)
+            first_unknown = tags[i];
     }
+    if (unknown)
+        ct__log(CT_LOG_WARNING, "seqeval: %zu tag%s not an entity tag (O, or B-, I-, E-, S- "
+                "and a type), \"%s\" the first: read as seqeval reads it, the first "
+                "character as the prefix", unknown, unknown == 1 ? " is" : "s are",
+                first_unknown);
     if (!(e = calloc(1, sizeof *e)))
         return ct__error(CT_ERR_NOMEM, "out of memory creating a seqeval");
     e->mode = mode;
@@ -158,14 +180,16 @@ nomem:
 }
 
 /* seqeval's end_of_chunk / start_of_chunk (default mode), on prefixes and
- * type numbers; the position before a sentence and after it is "O". */
+ * type numbers; the position before a sentence and after it is "O". A
+ * prefix of "." (conlleval's punctuation) neither ends nor starts a chunk
+ * by a change of type. */
 static int chunk_ends(char prev, char tag, int prev_type, int type)
 {
     if (prev == 'E' || prev == 'S')
         return 1;
     if ((prev == 'B' || prev == 'I') && (tag == 'B' || tag == 'S' || tag == 'O'))
         return 1;
-    return prev != 'O' && prev_type != type;
+    return prev != 'O' && prev != '.' && prev_type != type;
 }
 
 static int chunk_starts(char prev, char tag, int prev_type, int type)
@@ -174,11 +198,15 @@ static int chunk_starts(char prev, char tag, int prev_type, int type)
         return 1;
     if ((prev == 'E' || prev == 'S' || prev == 'O') && (tag == 'E' || tag == 'I'))
         return 1;
-    return tag != 'O' && prev_type != type;
+    return tag != 'O' && tag != '.' && prev_type != type;
 }
 
-/* The entities of tags[0..n) (tag ids), into out; returns their count. */
-static size_t entities(const ct_seqeval *e, const int32_t *tags, size_t n, entity *out)
+/* The entities that end in tags[0..n) (tag ids) or the "O" after them,
+ * into out; returns their count. Strict mode: positions in the sentence;
+ * default mode: in the joined list, from *start (the list's last chunk
+ * start, moved on). */
+static size_t entities(const ct_seqeval *e, const int32_t *tags, size_t n, size_t *start,
+                       entity *out)
 {
     size_t count = 0;
     if (e->mode == CT_SEQEVAL_STRICT_IOB2) {
@@ -197,42 +225,58 @@ static size_t entities(const ct_seqeval *e, const int32_t *tags, size_t n, entit
         }
         return count;
     }
-    /* Before the sentence and after it: "O". */
+    /* Before the sentence: the "O" that separates sentences, or a type no
+     * tag has before the first. */
     char prev = 'O';
-    int prev_type = e->outside_type;
-    size_t first = 0;
-    for (size_t i = 0; i <= n; i++) {
+    int prev_type = e->started ? e->outside_type : NO_TYPE;
+    size_t first = *start;
+    for (size_t i = 0; i <= n; i++) { /* i == n: the "O" after the sentence */
         char tag = i < n ? e->prefix[tags[i]] : 'O';
         int type = i < n ? e->tag_type[tags[i]] : e->outside_type;
-        if (chunk_ends(prev, tag, prev_type, type))
-            out[count++] = (entity){first, i - 1, prev_type};
+        size_t at = e->pos + i;
+        if (chunk_ends(prev, tag, prev_type, type)) /* never at i == 0: an "O" before */
+            out[count++] = (entity){first, at - 1, prev_type};
         if (chunk_starts(prev, tag, prev_type, type))
-            first = i;
+            first = at;
         prev = tag;
         prev_type = type;
     }
+    *start = first;
     return count;
 }
 
-static void count_entities(ct_seqeval *e, const entity *ref, size_t n_ref, const entity *pred,
+static int entity_order(const entity *a, const entity *b)
+{
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    if (a->last != b->last)
+        return a->last < b->last ? -1 : 1;
+    return (a->type > b->type) - (a->type < b->type);
+}
+
+static int by_position(const void *a, const void *b)
+{
+    return entity_order(a, b);
+}
+
+/* Both lists sorted, then merged: an entity is correct when the other
+ * list has the same span of the same type (one of each at most). */
+static void count_entities(ct_seqeval *e, entity *ref, size_t n_ref, entity *pred,
                            size_t n_pred)
 {
     size_t i = 0, j = 0;
+    qsort(ref, n_ref, sizeof *ref, by_position);
+    qsort(pred, n_pred, sizeof *pred, by_position);
     for (size_t k = 0; k < n_ref; k++)
         e->counts[ref[k].type].actual++;
     for (size_t k = 0; k < n_pred; k++)
         e->counts[pred[k].type].predicted++;
     while (i < n_ref && j < n_pred) {
-        if (ref[i].first < pred[j].first) {
-            i++;
-        } else if (pred[j].first < ref[i].first) {
-            j++;
-        } else {
-            if (ref[i].last == pred[j].last && ref[i].type == pred[j].type)
-                e->counts[ref[i].type].correct++;
-            i++;
-            j++;
-        }
+        int c = entity_order(&ref[i], &pred[j]);
+        if (c == 0)
+            e->counts[ref[i].type].correct++;
+        i += c <= 0;
+        j += c >= 0;
     }
 }
 
@@ -243,8 +287,11 @@ ct_status ct_seqeval_add(ct_seqeval *e, const int32_t *predictions, const int32_
     entity *ref_entities, *pred_entities;
     size_t kept = 0, correct = 0;
     CT__CHECK_ARG(e);
-    if (n == 0)
+    if (n == 0) {
+        e->started = 1; /* an empty sentence still adds its "O" */
+        e->pos++;
         return CT_OK;
+    }
     CT__CHECK_ARG(predictions);
     CT__CHECK_ARG(references);
     for (size_t i = 0; i < n; i++) {
@@ -276,11 +323,13 @@ ct_status ct_seqeval_add(ct_seqeval *e, const int32_t *predictions, const int32_
             correct += ref[kept] == pred[kept];
             kept++;
         }
-    size_t n_ref = entities(e, ref, kept, ref_entities);
-    size_t n_pred = entities(e, pred, kept, pred_entities);
+    size_t n_ref = entities(e, ref, kept, &e->ref_start, ref_entities);
+    size_t n_pred = entities(e, pred, kept, &e->pred_start, pred_entities);
     count_entities(e, ref_entities, n_ref, pred_entities, n_pred);
     e->tokens += (int64_t)kept;
     e->tokens_correct += (int64_t)correct;
+    e->started = 1;
+    e->pos += kept + 1;
     free(ref);
     free(ref_entities);
     return CT_OK;

@@ -21,15 +21,15 @@ def default_entities(sentences):
     positions counted in the joined list (seqeval's get_entities)."""
     flat = [t for s in sentences for t in list(s) + ["O"]] + ["O"]
     found = set()
-    prev, prev_kind, begin = "O", "_", 0
+    prev, prev_kind, begin = "O", "", 0  # seqeval's start: a type no tag has
     for i, tag in enumerate(flat):
         p, kind = _split(tag, False)
         ends = (prev in "ES"
                 or (prev in "BI" and p in "BSO")
-                or (prev != "O" and prev_kind != kind))
+                or (prev not in "O." and prev_kind != kind))
         starts = (p in "BS"
                   or (prev in "ESO" and p in "EI")
-                  or (p != "O" and prev_kind != kind))
+                  or (p not in "O." and prev_kind != kind))
         if ends:
             found.add((prev_kind, begin, i - 1))
         if starts:
