@@ -807,18 +807,16 @@ int main(int argc, char **argv)
     if (do_train && r.rank == 0) {
         /* run_glue.py's trainer.create_model_card(tasks="text-classification") */
         char dataset[64];
-        const char *metric_names[32];
         const char *base = r.from_folder || !r.o.config_name ? r.o.model_name_or_path
                                                              : r.o.config_name;
         snprintf(dataset, sizeof dataset, "GLUE %s", r.task ? r.task->name : "");
         for (char *c = dataset + 5; *c; c++)
             *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-        for (int i = 0; i < res.n; i++)
-            metric_names[i] = res.name[i];
         if ((st = ct_workflow_write_model_card(r.wf, trainer, "text classification", base,
                                                r.from_folder,
                                                r.task ? dataset : LABEL(r.o.dataset_name, train_file),
-                                               r.task || r.o.dataset_name, metric_names, res.value,
+                                               r.task || r.o.dataset_name,
+                                               (const char *const *)res.name, res.value,
                                                (size_t)res.n)) != CT_OK) {
             script_fail("model card", st);
             goto done;
@@ -826,6 +824,7 @@ int main(int argc, char **argv)
     }
     rc = 0;
 done:
+    script_results_free(&res);
     ct_trainer_free(trainer);
     ct_dataset_free(train_d);
     ct_dataset_free(eval_d);

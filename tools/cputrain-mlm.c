@@ -371,20 +371,19 @@ int main(int argc, char **argv)
             goto done;
     }
     if (sr.do_train && sr.rank == 0) {
-        const char *names[32];
-        for (int i = 0; i < res.n; i++)
-            names[i] = res.name[i];
         if ((st = ct_workflow_write_model_card(
                  sr.wf, trainer, "fill-mask",
                  from_folder || !o.config_name ? o.model_name_or_path : o.config_name,
                  from_folder, o.dataset_name ? o.dataset_name : o.train_file,
-                 o.dataset_name != NULL, names, res.value, (size_t)res.n)) != CT_OK) {
+                 o.dataset_name != NULL, (const char *const *)res.name, res.value,
+                 (size_t)res.n)) != CT_OK) {
             script_fail("model card", st);
             goto done;
         }
     }
     rc = 0;
 done:
+    script_results_free(&res);
     ct_trainer_free(trainer);
     ct_dataset_free(train_d);
     ct_dataset_free(eval_d);

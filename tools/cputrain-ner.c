@@ -423,10 +423,15 @@ static ct_status score(run *r, const float *logits, size_t n, const int32_t *lab
             snprintf(name, sizeof name, "%s_number", type);
             script_add_result(res, prefix, name, "", (double)number, 1);
         }
-    script_add_result(res, prefix, "precision", "", p, 0);
-    script_add_result(res, prefix, "recall", "", rec, 0);
-    script_add_result(res, prefix, "f1", "", f1, 0);
-    script_add_result(res, prefix, "accuracy", "", acc, 0);
+    /* run_ner.py's names: seqeval's own ("overall_f1") beside the types'
+     * with return_entity_level_metrics, else "f1" */
+    {
+        const char *overall = r->o.return_entity_level_metrics ? "overall_" : "";
+        script_add_result(res, prefix, overall, "precision", p, 0);
+        script_add_result(res, prefix, overall, "recall", rec, 0);
+        script_add_result(res, prefix, overall, "f1", f1, 0);
+        script_add_result(res, prefix, overall, "accuracy", acc, 0);
+    }
 out:
     ct_seqeval_free(s);
     free(pred);
@@ -442,10 +447,15 @@ static ct_status metrics_callback(void *user, ct_trainer *trainer, const float *
     (void)ndim;
     (void)reals;
     (void)n_labels;
-    if ((st = score(user, logits, (size_t)shape[0], labels, &res, "")) != CT_OK)
+    if ((st = score(user, logits, (size_t)shape[0], labels, &res, "")) != CT_OK) {
+        script_results_free(&res);
         return st;
+    }
     for (int i = 0; i < res.n && st == CT_OK; i++)
         st = ct_trainer_report_metric(trainer, res.name[i], res.value[i]);
+    if (st == CT_OK && res.nomem)
+        st = CT_ERR_NOMEM;
+    script_results_free(&res);
     return st;
 }
 
@@ -685,20 +695,20 @@ int main(int argc, char **argv)
             goto done;
     }
     if (do_train && r.rank == 0) {
-        const char *names[32];
-        for (int i = 0; i < eval_res.n; i++)
-            names[i] = eval_res.name[i];
         if ((st = ct_workflow_write_model_card(
                  r.wf, trainer, "token classification",
                  r.from_folder || !r.o.config_name ? r.o.model_name_or_path : r.o.config_name,
                  r.from_folder, r.o.dataset_name ? r.o.dataset_name : train_file,
-                 r.o.dataset_name != NULL, names, eval_res.value, (size_t)eval_res.n)) != CT_OK) {
+                 r.o.dataset_name != NULL, (const char *const *)eval_res.name, eval_res.value,
+                 (size_t)eval_res.n)) != CT_OK) {
             script_fail("model card", st);
             goto done;
         }
     }
     rc = 0;
 done:
+    script_results_free(&eval_res);
+    script_results_free(&test_res);
     ct_trainer_free(trainer);
     ct_dataset_free(train_d);
     ct_dataset_free(eval_d);

@@ -27,19 +27,50 @@ void script_print_metrics(const char *split, const char *const *names, const dou
 void script_add_result(script_results *res, const char *prefix, const char *name,
                        const char *suffix, double value, int is_int)
 {
-    if (res->n == (int)(sizeof res->value / sizeof *res->value))
+    if (res->nomem)
         return;
-    snprintf(res->name[res->n], sizeof res->name[0], "%s%s%s", prefix, name, suffix);
+    if (res->n == res->cap) {
+        int cap = res->cap ? 2 * res->cap : 32;
+        char **names = realloc(res->name, (size_t)cap * sizeof *names);
+        double *values = names ? realloc(res->value, (size_t)cap * sizeof *values) : NULL;
+        int *ints = values ? realloc(res->is_int, (size_t)cap * sizeof *ints) : NULL;
+        if (names)
+            res->name = names;
+        if (values)
+            res->value = values;
+        if (!ints) {
+            res->nomem = 1;
+            return;
+        }
+        res->is_int = ints;
+        res->cap = cap;
+    }
+    size_t len = strlen(prefix) + strlen(name) + strlen(suffix) + 1;
+    if (!(res->name[res->n] = malloc(len))) {
+        res->nomem = 1;
+        return;
+    }
+    snprintf(res->name[res->n], len, "%s%s%s", prefix, name, suffix);
     res->value[res->n] = value;
     res->is_int[res->n++] = is_int;
 }
 
+void script_results_free(script_results *res)
+{
+    for (int i = 0; i < res->n; i++)
+        free(res->name[i]);
+    free(res->name);
+    free(res->value);
+    free(res->is_int);
+    memset(res, 0, sizeof *res);
+}
+
 int script_save_results(ct_workflow *wf, const char *split, const script_results *res, int rank)
 {
-    const char *names[sizeof res->value / sizeof *res->value];
+    const char *const *names = (const char *const *)res->name;
     ct_status st;
-    for (int i = 0; i < res->n; i++)
-        names[i] = res->name[i];
+    if (res->nomem)
+        return script_fail("writing results", CT_ERR_NOMEM), -1;
     if (rank == 0)
         script_print_metrics(split, names, res->value, (size_t)res->n);
     if ((st = ct_workflow_save_metrics(wf, split, names, res->value, res->is_int,

@@ -193,15 +193,19 @@ int script_train(ct_trainer *trainer, const char *output_dir, int rank);
 
 /* ---- results (results.c) ------------------------------------------------------------ */
 
-/* What Trainer.save_metrics writes: names, values, which ones are counts. */
+/* What Trainer.save_metrics writes: names, values, which ones are counts
+ * (as many as the metrics give: one set per entity type, say). Zeroed to
+ * start, script_results_free to end. */
 typedef struct script_results {
-    char name[32][64];
-    double value[32];
-    int is_int[32];
-    int n;
+    char **name;
+    double *value;
+    int *is_int;
+    int n, cap;
+    int nomem; /* an add found no memory: saving them fails */
 } script_results;
 void script_add_result(script_results *res, const char *prefix, const char *name,
                        const char *suffix, double value, int is_int);
+void script_results_free(script_results *res);
 /* Print them as Trainer.log_metrics does and save <split>_results.json
  * (merged into all_results.json) through the workflow. */
 int script_save_results(ct_workflow *wf, const char *split, const script_results *res, int rank);
