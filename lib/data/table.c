@@ -225,3 +225,35 @@ ct_value_type ct_table_list_item(const ct_table *t, size_t row, size_t column, s
     return value(c && c->type == CT_VALUE_LIST && index < c->n ? &c->items[index] : NULL, text,
                  len);
 }
+
+static int kind(ct_value_type type)
+{
+    return type == CT_VALUE_FLOAT ? CT_VALUE_INT : (int)type;
+}
+
+static const char *kind_name(ct_value_type type)
+{
+    return type == CT_VALUE_STRING ? "string"
+           : type == CT_VALUE_LIST ? "list"
+           : type == CT_VALUE_BOOL ? "boolean"
+                                   : "number";
+}
+
+ct_status ct__table_check_kinds(const ct_table *t, const char *what)
+{
+    for (size_t k = 0; k < t->cols; k++) {
+        long first = -1;
+        for (size_t r = 0; r < t->rows; r++) {
+            const ct__cell *c = &t->cells[k][r];
+            if (c->type == CT_VALUE_NULL)
+                continue;
+            if (first < 0)
+                first = (long)r;
+            else if (kind(c->type) != kind(t->cells[k][first].type))
+                return ct__error(CT_ERR_FORMAT, "%s: column \"%s\" mixes types: record %ld has "
+                                 "a %s, record %zu a %s", what, t->names[k], first,
+                                 kind_name(t->cells[k][first].type), r, kind_name(c->type));
+        }
+    }
+    return CT_OK;
+}

@@ -36,10 +36,16 @@ int ct__table_set_text(ct__cell *c, ct_value_type type, const char *text, size_t
 void ct__table_clear(ct__cell *c);
 /* Every column's type from its values (see ct_table_column_type). */
 void ct__table_finish(ct_table *t);
+/* CT_ERR_FORMAT naming `what`, the column and two records when a column
+ * holds values of two kinds (strings, lists, booleans, numbers: integers
+ * and floats are one kind), which no column type describes. */
+ct_status ct__table_check_kinds(const ct_table *t, const char *what);
 /* src's rows moved under dst's, columns matched by name (a column only one
  * of them has is null in the other's rows), types found again; src keeps
- * no rows. CT_ERR_NOMEM (dst then holds a prefix of the rows). */
-ct_status ct__table_append(ct_table *dst, ct_table *src);
+ * no rows. CT_ERR_NOMEM (dst then holds a prefix of the rows), or
+ * CT_ERR_FORMAT naming `what` when a column then mixes kinds
+ * (ct__table_check_kinds: shards that disagree). */
+ct_status ct__table_append(ct_table *dst, ct_table *src, const char *what);
 
 ct_status ct__table_read_csv(ct_table *t, const char *path, const char *text, size_t len);
 ct_status ct__table_read_json(ct_table *t, const char *path, const char *text, size_t len);

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "data/table.h"
 
-ct_status ct__table_append(ct_table *dst, ct_table *src)
+ct_status ct__table_append(ct_table *dst, ct_table *src, const char *what)
 {
     size_t first = dst->rows;
     long *to = calloc(src->cols ? src->cols : 1, sizeof *to);
@@ -31,7 +31,7 @@ ct_status ct__table_append(ct_table *dst, ct_table *src)
         return ct__error(CT_ERR_NOMEM, "out of memory joining tables");
     dst->types = types;
     ct__table_finish(dst);
-    return CT_OK;
+    return ct__table_check_kinds(dst, what);
 nomem:
     free(to);
     return ct__error(CT_ERR_NOMEM, "out of memory joining tables");

@@ -85,38 +85,6 @@ static ct_status record(ct_table *t, const loader *L, const ct__json *r, size_t 
 
 /* The kind a column's values must share: numbers together, each other
  * type alone. */
-static int kind(ct_value_type type)
-{
-    return type == CT_VALUE_FLOAT ? CT_VALUE_INT : (int)type;
-}
-
-static ct_status check_types(const ct_table *t, const char *path)
-{
-    for (size_t k = 0; k < t->cols; k++) {
-        long first = -1;
-        for (size_t r = 0; r < t->rows; r++) {
-            const ct__cell *c = &t->cells[k][r];
-            if (c->type == CT_VALUE_NULL)
-                continue;
-            if (first < 0)
-                first = (long)r;
-            else if (kind(c->type) != kind(t->cells[k][first].type))
-                return ct__error(CT_ERR_FORMAT, "%s: column \"%s\" mixes types: record %ld has "
-                                 "a %s, record %zu a %s", path, t->names[k], first,
-                                 t->cells[k][first].type == CT_VALUE_STRING ? "string"
-                                 : t->cells[k][first].type == CT_VALUE_LIST ? "list"
-                                 : t->cells[k][first].type == CT_VALUE_BOOL ? "boolean"
-                                                                           : "number",
-                                 r,
-                                 c->type == CT_VALUE_STRING ? "string"
-                                 : c->type == CT_VALUE_LIST ? "list"
-                                 : c->type == CT_VALUE_BOOL ? "boolean"
-                                                            : "number");
-        }
-    }
-    return CT_OK;
-}
-
 static int blank(const char *p, const char *end)
 {
     for (; p < end; p++)
@@ -142,7 +110,7 @@ ct_status ct__table_read_json(ct_table *t, const char *path, const char *text, s
         for (size_t i = 0; st == CT_OK && i < root->n; i++)
             st = record(t, &L, &root->items[i], i);
         ct__json_free(doc);
-        return st == CT_OK ? check_types(t, path) : st;
+        return st == CT_OK ? ct__table_check_kinds(t, path) : st;
     }
     for (p = text; st == CT_OK && p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
@@ -166,5 +134,5 @@ ct_status ct__table_read_json(ct_table *t, const char *path, const char *text, s
         L.line_base++;
         p = nl ? nl + 1 : end;
     }
-    return st == CT_OK ? check_types(t, path) : st;
+    return st == CT_OK ? ct__table_check_kinds(t, path) : st;
 }

@@ -275,7 +275,7 @@ static ct_status load_files(char *const *paths, size_t n, ct_table **out)
         if (!*out)
             *out = part;
         else {
-            st = ct__table_append(*out, part);
+            st = ct__table_append(*out, part, paths[i]);
             ct_table_free(part);
         }
     }

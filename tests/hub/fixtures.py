@@ -101,3 +101,25 @@ def text_repo(work, build, data):
         with open(out, "rb") as f:
             files["wikitext-2-raw-v1/%s-00000-of-00001.parquet" % split] = f.read()
     return files
+
+
+def mixed_shards(work, build):
+    """Two Parquet shards of one split that disagree on a column's kind
+    ("label" a number in one, a list of strings in the other), written by
+    DuckDB."""
+    modules, out = duckdb_modules(build), []
+    for k, (rows, columns) in enumerate((
+            ([{"text": "a good day", "label": 1}], "{text: 'VARCHAR', label: 'BIGINT'}"),
+            ([{"text": "a bad day", "label": ["neg"]}], "{text: 'VARCHAR', label: 'VARCHAR[]'}"))):
+        flat = os.path.join(work, "mixed-%d.jsonl" % k)
+        with open(flat, "w") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        path = os.path.join(work, "mixed-%d.parquet" % k)
+        subprocess.run(["node", os.path.join(HERE, "to_parquet.js"), flat, path, "snappy",
+                        columns], env=dict(os.environ, NODE_PATH=modules), check=True)
+        with open(path, "rb") as f:
+            out.append(f.read())
+    return {"default/train-00000-of-00002.parquet": out[0],
+            "default/train-00001-of-00002.parquet": out[1],
+            "default/validation-00000-of-00001.parquet": out[0]}

@@ -168,6 +168,14 @@ def check_task_datasets(files, data):
         check("%s %s from the Hub (Parquet) trains and evaluates" % (tool, " ".join(args)),
               p.returncode == 0 and os.path.isfile(os.path.join(out, "eval_results.json")),
               p.stdout)
+    # shards that disagree on a column's kind are refused, naming the shard
+    server.add(Repo("org/mixed", fixtures.mixed_shards(WORK, BUILD), repo_type="dataset"))
+    p = run([os.path.join(BUILD, "bin", "cputrain-glue")] + short +
+            ["--dataset_name", "org/mixed", "--output_dir", os.path.join(WORK, "mixed")], hub,
+            cache)
+    check("shards whose column kinds disagree are refused (not read as NULL labels)",
+          p.returncode != 0 and "mixes types" in p.stdout and
+          "train-00001-of-00002.parquet" in p.stdout, p.stdout)
     server.close()
 
 
