@@ -573,10 +573,10 @@ ct_status ct_optim_load(ct_optim *o, const char *path)
 {
     CT__CHECK_ARG(o);
     CT__CHECK_ARG(path);
-    return ct__optim_load_file(o, path, -1);
+    return ct__optim_load_file(o, path, -1, 1);
 }
 
-ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step)
+ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step, int apply)
 {
     const ct_model *m = o->model;
     ct__st_file *f;
@@ -622,7 +622,7 @@ ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step
         else
             st = ct__optim_moments_check(path, name, e->data, t->numel, i % 2);
     }
-    for (size_t i = 0; i < 2 * m->n_tensors && st == CT_OK; i++) {
+    for (size_t i = 0; i < 2 * m->n_tensors && st == CT_OK && apply; i++) {
         const ct__tensor *t = &m->tensors[i / 2];
         /* a sharded optimizer takes the part of each tensor in its shard */
         size_t lo = t->offset > o->shard_lo ? t->offset : o->shard_lo;
@@ -635,7 +635,7 @@ ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step
                (const char *)ct__st_find(f, name)->data + (lo - t->offset) * sizeof(float),
                (hi - lo) * sizeof(float));
     }
-    if (st == CT_OK) {
+    if (st == CT_OK && apply) {
         o->step = step;
         if (total > 0)
             o->total_steps = total;

@@ -320,7 +320,7 @@ static ct_status check_shard(const ct_optim *o, const ct__st_file *f, const char
     return CT_OK;
 }
 
-ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
+ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step, int apply)
 {
     char path[4200];
     int world;
@@ -332,7 +332,7 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
         return st;
     if (access(path, F_OK) == 0 || !(world = shard_world_in(dir)))
         /* its errors name the file when it is missing */
-        return ct__optim_load_file(o, path, expect_step);
+        return ct__optim_load_file(o, path, expect_step, apply);
     if (!(files = calloc((size_t)world, sizeof *files)))
         return ct__error(CT_ERR_NOMEM, "out of memory");
     /* All files checked before anything changes. */
@@ -345,7 +345,7 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
     if (st == CT_OK)
         st = ct__optim_step_expected(path, step, expect_step);
     /* This rank's range from the files that overlap it. */
-    for (int r = 0; r < world && st == CT_OK; r++) {
+    for (int r = 0; r < world && st == CT_OK && apply; r++) {
         size_t flo, fhi, lo, hi;
         meta_size(files[r], "begin", &flo);
         meta_size(files[r], "end", &fhi);
@@ -357,7 +357,7 @@ ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step)
                        (lo - flo) * sizeof(float),
                    (hi - lo) * sizeof(float));
     }
-    if (st == CT_OK) {
+    if (st == CT_OK && apply) {
         o->step = step;
         if (total > 0)
             o->total_steps = total;

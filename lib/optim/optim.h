@@ -88,10 +88,12 @@ ct_status ct__optim_shard_norm(ct_optim *o, const double *partial, size_t n, int
 ct_status ct__optim_save_dir(const ct_optim *o, const char *dir);
 /* Loads this rank's range from either layout in `dir`, whatever world size
  * wrote it (resharding); checks every file before changing anything, its
- * step too against expect_step (the checkpoint's global_step; -1: any). */
-ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step);
-/* ct_optim_load with the same step check. */
-ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step);
+ * step too against expect_step (the checkpoint's global_step; -1: any).
+ * apply 0: the checks alone, nothing changed (a resume checks everything
+ * it reads before it applies any of it). */
+ct_status ct__optim_load_dir(ct_optim *o, const char *dir, int64_t expect_step, int apply);
+/* ct_optim_load with the same step check and `apply`. */
+ct_status ct__optim_load_file(ct_optim *o, const char *path, int64_t expect_step, int apply);
 /* The most optimizer steps a state or a checkpoint may record: far beyond
  * any run, and small enough that no sum or product of a step count with
  * a batch size overflows. */

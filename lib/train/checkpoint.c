@@ -801,10 +801,11 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
                        (long long)batch_in_epoch, (long long)t->batches_per_epoch);
         goto done;
     }
-    /* Optimizer first: it checks the whole file before changing anything;
-     * then the weights, checked before being copied too. */
-    if ((st = ct__optim_load_dir(t->optim, dir, global_step)) != CT_OK ||
-        (st = ct__model_load_weights(t->model, dir, 0, 1, 0)) != CT_OK)
+    /* The optimizer's files checked, then the weights checked and copied,
+     * then the optimizer's copied: a refusal of either changes neither. */
+    if ((st = ct__optim_load_dir(t->optim, dir, global_step, 0)) != CT_OK ||
+        (st = ct__model_load_weights(t->model, dir, 0, 1, 0)) != CT_OK ||
+        (st = ct__optim_load_dir(t->optim, dir, global_step, 1)) != CT_OK)
         goto done;
     t->optim->total_steps = t->max_steps;
     t->global_step = global_step;
