@@ -32,7 +32,6 @@ typedef struct transfer {
     long status;          /* of the last status line seen */
     int fd;               /* GET into a file: fd, have, expected */
     int64_t have, expected, written;
-    int restarted;        /* the server ignored the Range: written from 0 */
     char *buf;            /* GET into memory */
     size_t len, max;
     const char *name;     /* for progress */
@@ -154,15 +153,6 @@ static size_t on_body_file(char *data, size_t size, size_t count, void *user)
     size_t n = size * count, done = 0;
     if (t->status >= 300)
         return n; /* an error page or a redirect's body: not the file */
-    if (t->have > 0 && t->status == 200 && !t->restarted && t->written == 0) {
-        /* The server sent the whole file, not the range asked for. */
-        if (ftruncate(t->fd, 0) != 0 || lseek(t->fd, 0, SEEK_SET) != 0) {
-            t->io_errno = errno;
-            return 0;
-        }
-        t->have = 0;
-        t->restarted = 1;
-    }
     if (t->expected >= 0 && t->have + t->written + (int64_t)n > t->expected) {
         t->overflow = 1;
         return 0;
@@ -413,7 +403,8 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
         }
         if (cu->url_set(u, CURLUPART_URL, current, 0) != CURLUE_OK ||
             cu->url_set(u, CURLUPART_URL, out->location, 0) != CURLUE_OK ||
-            cu->url_get(u, CURLUPART_URL, &next, 0) != CURLUE_OK || strlen(next) >= sizeof out->location) {
+            cu->url_get(u, CURLUPART_URL, &next, 0) != CURLUE_OK ||
+            strlen(next) >= sizeof out->location) {
             cu->free(next);
             next = NULL;
         }
