@@ -1010,7 +1010,10 @@ static void test_metrics() {
     auto types = s.types();
     CHECK(types.size() == 2 && types[0].first == "LOC" && types[1].first == "PER");
     CHECK(types[0].second.number == 0 && types[1].second.recall == 0.5);
-    EXPECT_ERROR(seqeval({"O", "X-PER"}), CT_ERR_INVALID_ARG, "\"X-PER\"");
+    // the default mode reads any tag as seqeval does; strict IOB2 refuses
+    seqeval pos({"O", "NN", "."});
+    EXPECT_ERROR(seqeval({"O", "X-PER"}, CT_SEQEVAL_STRICT_IOB2), CT_ERR_INVALID_ARG,
+                 "\"X-PER\"");
 }
 
 static void test_hub() {
