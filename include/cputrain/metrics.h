@@ -91,7 +91,10 @@ CT_API void ct_seqeval_free(ct_seqeval *seqeval);
  * ids. Positions whose reference is -100 are left out of both, as
  * run_ner.py drops them (sub-tokens after the first, special tokens). Any
  * other id outside [0, n_tags) is CT_ERR_INVALID_ARG naming the array and
- * position, and adds nothing. Entities never span two sentences. */
+ * position, and adds nothing. With entity tags (O, B-, I-, E-, S-) entities
+ * never span two sentences; other tags are read as seqeval reads its
+ * sentences joined by "O", where a chunk's start can lie in an earlier
+ * sentence. */
 CT_API ct_status ct_seqeval_add(ct_seqeval *seqeval, const int32_t *predictions,
                                 const int32_t *references, size_t n);
 
