@@ -1646,14 +1646,20 @@ static int hostile_peer_rank(int rank, int world, void *arg)
     return 0;
 }
 
-static int hostile_peer_group(int rank, int world, void *arg)
+/* A group's process is done: once both ranks of the job are, process 2
+ * (the stranger) may stop. Returns st. */
+static int job_rank_done(int rank, int st)
 {
-    int st = hostile_peer_rank(rank, world, arg);
     if (rank != 2)
         __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
     if (out_area->counter[SQ_CONNS] == 2)
         out_area->counter[SQ_STOP] = 1;
     return st;
+}
+
+static int hostile_peer_group(int rank, int world, void *arg)
+{
+    return job_rank_done(rank, hostile_peer_rank(rank, world, arg));
 }
 
 START_TEST(hostile_peers)
@@ -1732,12 +1738,7 @@ static int flood_rank(int rank, int world, void *arg)
 
 static int flood_group(int rank, int world, void *arg)
 {
-    int st = flood_rank(rank, world, arg);
-    if (rank != 2)
-        __atomic_fetch_add(&out_area->counter[SQ_CONNS], 1, __ATOMIC_SEQ_CST);
-    if (out_area->counter[SQ_CONNS] == 2)
-        out_area->counter[SQ_STOP] = 1;
-    return st;
+    return job_rank_done(rank, flood_rank(rank, world, arg));
 }
 
 START_TEST(flood_of_strangers)

@@ -82,6 +82,14 @@ int ct__parse_int_text(const char *s, int64_t *out)
     return 1;
 }
 
+ct_status ct__int_text_error(const char *name, const char *text)
+{
+    return ct__error(CT_ERR_INVALID_ARG,
+                     errno == ERANGE ? "argument --%s: %s is out of range (a 64-bit integer)"
+                                     : "argument --%s: invalid int value: '%s'",
+                     name, text);
+}
+
 /* Python's float(): decimal only (strtod alone would take hexadecimal too),
  * and independent of the application's LC_NUMERIC. */
 int ct__parse_double_text(const char *s, double *out)
@@ -181,11 +189,7 @@ ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v)
         break;
     case CT_ARG_INT:
         if (!ct__parse_int_text(text, &nv.i))
-            return ct__error(CT_ERR_INVALID_ARG,
-                             errno == ERANGE ? "argument --%s: %s is out of range (a 64-bit "
-                                               "integer)"
-                                             : "argument --%s: invalid int value: '%s'",
-                             fd->name, text);
+            return ct__int_text_error(fd->name, text);
         break;
     case CT_ARG_FLOAT:
         if (!ct__parse_double_text(text, &nv.f))

@@ -3,7 +3,6 @@
  * at its default, else a warning (no effect) or an error (refused). */
 #include "args/args_priv.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +78,7 @@ static ct_status check_value(const ct__arg_fate_row *r, const char *text, int *i
         break;
     case CT_ARG_INT:
         if (!ct__parse_int_text(text, &i))
-            return ct__error(CT_ERR_INVALID_ARG,
-                             errno == ERANGE ? "argument --%s: %s is out of range (a 64-bit "
-                                               "integer)"
-                                             : "argument --%s: invalid int value: '%s'",
-                             r->name, text);
+            return ct__int_text_error(r->name, text);
         *is_default = ct__parse_int_text(first, &j) && i == j;
         break;
     case CT_ARG_FLOAT:

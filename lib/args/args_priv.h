@@ -82,6 +82,9 @@ ct_status ct__args_expand(const char *key, const char *const *extra, size_t n_ex
 /* Decimal text, blanks around it allowed, as int() and float() take it;
  * 0 when it is not one (errno ERANGE: an integer past 64 bits). */
 int ct__parse_int_text(const char *s, int64_t *out);
+/* CT_ERR_INVALID_ARG for argument `name`'s `text` that ct__parse_int_text
+ * refused (read right after it: out of range, or no int). */
+ct_status ct__int_text_error(const char *name, const char *text);
 int ct__parse_double_text(const char *s, double *out);
 ct_status ct__arg_value_parse(int f, const char *text, ct__arg_value *v);
 void ct__arg_value_free(ct__arg_value *v);
