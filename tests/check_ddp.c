@@ -113,6 +113,7 @@ typedef struct job {
     int short_rank; /* that rank is told --max_steps 5, the others 6 (0: none) */
     int cancel_rank, cancel_step; /* that rank calls ct_trainer_cancel there (step 0: none) */
     int resume;                   /* resume_from_checkpoint true */
+    int lost_rank; /* with resume: that rank's checkpoint folder is missing (0: none) */
 } job;
 
 /* No rank singled out, and a small model. */
@@ -155,6 +156,8 @@ static int train_rank(int rank, int world, void *arg)
                                "3"};
     const char *shorter[] = {"--max_steps", "5"};
     const char *resume[] = {"--resume_from_checkpoint", "true"};
+    char lost_dir[160];
+    const char *lost[] = {"--resume_from_checkpoint", lost_dir};
     ct_status st;
     uint32_t h = 2166136261u;
 
@@ -164,6 +167,7 @@ static int train_rank(int rank, int world, void *arg)
         snprintf(out, sizeof out, "%s/%s-out-%d", scratch_dir, j->name, rank);
     if (rank == j->bad_dir_rank)
         fclose(fopen(out, "w"));
+    snprintf(lost_dir, sizeof lost_dir, "%s/checkpoint-999", out);
     snprintf(mb, sizeof mb, "%d", j->bucket_mb ? j->bucket_mb : 25);
     snprintf(batch, sizeof batch, "%d", 8 / world);
     ct_log_set_callback(keep_bucket_log, NULL);
@@ -177,6 +181,7 @@ static int train_rank(int rank, int world, void *arg)
         (j->save_each && (st = ct_args_parse(a, 5, save_each)) != CT_OK) ||
         (j->short_rank && rank == j->short_rank && (st = ct_args_parse(a, 2, shorter)) != CT_OK) ||
         (j->resume && (st = ct_args_parse(a, 2, resume)) != CT_OK) ||
+        (j->lost_rank && rank == j->lost_rank && (st = ct_args_parse(a, 2, lost)) != CT_OK) ||
         (st = join(rank, world, j->name, j->port, &dist)) != CT_OK ||
         (st = ct_trainer_create(m, a, &t)) != CT_OK ||
         (st = ct_trainer_set_train_dataset(t, d)) != CT_OK ||
@@ -290,6 +295,25 @@ START_TEST(test_cancel_on_one_rank)
     ck_assert_int_eq(out_area->code[0], 6);
     ck_assert_int_eq(out_area->counter[0], hash);
     ck_assert_int_eq(out_area->counter[1], hash);
+}
+END_TEST
+
+/* Rank 1 cannot resume (its machine lacks the checkpoint): both ranks
+ * learn it before the first collective, rank 0 naming rank 1's refusal,
+ * instead of failing in a collective with "rank 1 died" (or, while rank
+ * 1's process lives on, waiting for it until ddp_timeout). */
+START_TEST(test_rank_cannot_resume)
+{
+    job cut = {.name = "lost", TINY, NOBODY, .cancel_rank = 1, .cancel_step = 3,
+               .expect = CT_ERR_CANCELLED};
+    job rest = {.name = "lost", TINY, NOBODY, .resume = 1, .lost_rank = 1,
+                .expect = CT_ERR_NOT_FOUND};
+    ck_assert_int_eq(fork_group(2, train_rank, &cut, NULL), 0);
+    ck_assert_msg(fork_group(2, train_rank, &rest, NULL) == 0, "rank 0: %s / rank 1: %s",
+                  out_area->msg[0], out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[1], "checkpoint-999"), "%s", out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[0], "rank 1 could not resume from the checkpoint"), "%s",
+                  out_area->msg[0]);
 }
 END_TEST
 
@@ -412,6 +436,7 @@ Suite *ddp_suite(void)
     tcase_add_test(tc, test_plans_differ);
     tcase_add_test(tc, test_stop_on_one_rank);
     tcase_add_test(tc, test_cancel_on_one_rank);
+    tcase_add_test(tc, test_rank_cannot_resume);
     tcase_add_test(tc, test_predict_gathers);
     tcase_add_test(tc, test_rank_fails_at_start);
     tcase_add_test(tc, test_save_on_each_node);

@@ -796,6 +796,49 @@ START_TEST(bad_resume_input_is_a_clear_error)
 }
 END_TEST
 
+/* Resuming with another per-rank batch keeps the checkpoint's global batch
+ * (4) by raising the accumulation, for that run only: a refused resume
+ * leaves args as the user set them. A data_seed other than the
+ * checkpoint's is said, not passed over. */
+static int data_seed_warnings;
+static void count_data_seed(ct_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == CT_LOG_WARNING && strstr(msg, "data_seed 5, this run's from 9"))
+        data_seed_warnings++;
+}
+
+START_TEST(refused_resume_keeps_the_users_split)
+{
+    const char *resume[] = {"--per_device_train_batch_size", "2", "--data_seed", "9",
+                            "--resume_from_checkpoint", "true"};
+    ct_model *m = model_without_dropout();
+    ct_dataset *d = make_dataset(-1);
+    ct_args *a;
+    ct_trainer *t;
+    int64_t batch, accumulation;
+    size_t n;
+    free(train_params(scratch_at("split"), NULL, 0, CT_OK, &n));
+    ck_assert_int_eq(truncate(scratch_at("split/checkpoint-6/optimizer.safetensors"), 100), 0);
+    a = make_args(scratch_at("split"), resume, 6);
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_trainer_set_train_dataset(t, d));
+    data_seed_warnings = 0;
+    ct_log_set_callback(count_data_seed, NULL);
+    ck_assert_int_eq(ct_trainer_train(t), CT_ERR_FORMAT);
+    ct_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(data_seed_warnings, 1);
+    OK(ct_args_get_int(a, "per_device_train_batch_size", &batch));
+    OK(ct_args_get_int(a, "gradient_accumulation_steps", &accumulation));
+    ck_assert_int_eq(batch, 2);
+    ck_assert_int_eq(accumulation, 1);
+    ct_trainer_free(t);
+    ct_args_free(a);
+    ct_dataset_free(d);
+    ct_model_free(m);
+}
+END_TEST
+
 /* ---- one run per output_dir, and what a run may do to an old one ------------ */
 
 START_TEST(concurrent_runs_on_one_output_dir)
@@ -1372,6 +1415,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, killed_during_a_save_resumes_exactly);
     tcase_add_test(tc, save_total_limit_keeps_the_newest);
     tcase_add_test(tc, bad_resume_input_is_a_clear_error);
+    tcase_add_test(tc, refused_resume_keeps_the_users_split);
     tcase_add_test(tc, dataset_and_trainer_input_checks);
     tcase_add_test(tc, concurrent_runs_on_one_output_dir);
     tcase_add_test(tc, two_trainers_of_one_process_exclude_each_other);

@@ -551,6 +551,31 @@ static ct_status check_dropout_masks(const ct_trainer *t, const ct__json *r, con
     return CT_OK;
 }
 
+/* A data_seed other than the checkpoint's draws the epochs from here in
+ * another order than the run that began them: the epoch in progress then
+ * sees some examples twice and others not at all. Trainer lets that pass
+ * unsaid; here rank 0 says it. */
+static ct_status check_data_seed(const ct_trainer *t, const ct__json *r, const char *file,
+                                 int64_t batch_in_epoch)
+{
+    uint64_t was;
+    ct_status st;
+    if (!ct__json_get(r, "data_seed"))
+        return CT_OK; /* not recorded: nothing to compare with */
+    if ((st = get_u64(r, file, "data_seed", &was)) != CT_OK)
+        return st;
+    if (was != t->data_seed && t->rank == 0)
+        ct__log(CT_LOG_WARNING, "%s: the checkpoint's data order came from data_seed %llu, "
+                                "this run's from %llu: %s", file, (unsigned long long)was,
+                (unsigned long long)t->data_seed,
+                batch_in_epoch > 0 ? "the rest of the epoch in progress is drawn in another "
+                                     "order, so some of its examples are trained on twice and "
+                                     "others not at all"
+                                   : "the epochs to come are drawn in another order than the "
+                                     "interrupted run's");
+    return CT_OK;
+}
+
 static ct_status get_f64(const ct__json *root, const char *file, const char *key, double *out)
 {
     const ct__json *v = ct__json_get(root, key);
@@ -681,6 +706,10 @@ ct_status ct__checkpoint_resume_dir(const ct_trainer *t, char *dir, size_t size)
         ct_status st = ct__path_format(dir, size, "%s", spec);
         if (st != CT_OK)
             return ct__error_prefix(st, "resume_from_checkpoint");
+        struct stat sb;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return ct__error(CT_ERR_NOT_FOUND, "resume_from_checkpoint: there is no folder %s",
+                             dir);
         if (!is_complete(dir))
             return ct__error(CT_ERR_FORMAT, "resume_from_checkpoint: %s is not a complete "
                                             "checkpoint (no %s)", dir, MARKER);
@@ -792,7 +821,8 @@ ct_status ct__checkpoint_resume(ct_trainer *t)
     }
     if ((st = ct__elastic_position(t, r, path, &batch_in_epoch)) != CT_OK)
         goto done;
-    if ((st = check_dropout_masks(t, r, path)) != CT_OK)
+    if ((st = check_dropout_masks(t, r, path)) != CT_OK ||
+        (st = check_data_seed(t, r, path, batch_in_epoch)) != CT_OK)
         goto done;
     if (batch_in_epoch < 0 || batch_in_epoch > t->batches_per_epoch || epoch_index < 0) {
         st = ct__error(CT_ERR_FORMAT,

@@ -395,6 +395,7 @@ static ct_status check_learned(const ct_trainer *t, int64_t steps, int64_t skipp
 }
 
 static ct_status train_checked(ct_trainer *t);
+static ct_status prepare_and_run(ct_trainer *t);
 
 ct_status ct_trainer_train(ct_trainer *t)
 {
@@ -406,7 +407,22 @@ ct_status ct_trainer_train(ct_trainer *t)
     return st;
 }
 
+/* The run, and the user's batch split back in args when it fails: an
+ * elastic resume changes the split for the run it makes, not for a retry
+ * (which works it out again from the checkpoint). */
 static ct_status train_checked(ct_trainer *t)
+{
+    int64_t batch = A_INT(per_device_train_batch_size);
+    int64_t accumulation = A_INT(gradient_accumulation_steps);
+    ct_status st = prepare_and_run(t);
+    if (st != CT_OK) {
+        (void)ct_args_set_int(t->args, "per_device_train_batch_size", batch);
+        (void)ct_args_set_int(t->args, "gradient_accumulation_steps", accumulation);
+    }
+    return st;
+}
+
+static ct_status prepare_and_run(ct_trainer *t)
 {
     ct_status st;
     ct_output_lock *lock = NULL;
@@ -435,10 +451,12 @@ static ct_status train_checked(ct_trainer *t)
                                              "than 'no' (eval_strategy is '%s')",
                          A_STR(eval_strategy));
     /* Resuming at another world size: the checkpoint's global batch, kept
-     * by the accumulation the plan is made with. */
-    if (A_STR(resume_from_checkpoint) && (st = ct__elastic_keep_global_batch(t)) != CT_OK)
-        return st;
-    if ((st = ct__trainer_mlm(t)) != CT_OK || (st = plan(t)) != CT_OK)
+     * by the accumulation the plan is made with; every rank learns whether
+     * all could make the plan. */
+    st = A_STR(resume_from_checkpoint) ? ct__elastic_keep_global_batch(t) : CT_OK;
+    if (st == CT_OK && (st = ct__trainer_mlm(t)) == CT_OK)
+        st = plan(t);
+    if ((st = ct__trainer_all_agree(t, st, "plan the run")) != CT_OK)
         return st;
     /* Nothing in output_dir is deleted or written before the lock is ours:
      * a second run must not remove the first's checkpoint in progress. */
@@ -577,8 +595,12 @@ static ct_status train_run(ct_trainer *t)
                                  "[0, %zu))", t->world, t->world, t->model->n_floats,
                     t->optim->shard_hi);
     }
+    /* A rank that cannot resume (its node lacks the checkpoint, its
+     * optimizer shard is damaged) tells the others, who would otherwise
+     * wait for it in the first collective until ddp_timeout. */
     resume = A_STR(resume_from_checkpoint);
-    if (resume && (st = ct__checkpoint_resume(t)) != CT_OK)
+    if ((st = ct__trainer_all_agree(t, resume ? ct__checkpoint_resume(t) : CT_OK,
+                                    "resume from the checkpoint")) != CT_OK)
         return st;
     if ((st = start_ddp(t)) != CT_OK || (st = count_lengths(t)) != CT_OK)
         return st;
