@@ -1550,6 +1550,64 @@ START_TEST(hostile_rank_0)
 }
 END_TEST
 
+/* Process 1 plays a peer of this user that takes the segment and refuses
+ * it, with a terminal's escape sequences in its reason. */
+static int escaping_peer_rank(int rank, int world, void *arg)
+{
+    char name[128];
+    ct__shm_join_hello h;
+    ct__shm_join_reply r;
+    ct__shm_join_confirmation c;
+    int fd, nfds;
+    ssize_t got;
+    (void)arg;
+    if (rank == 0)
+        return open_rank(0, world, NULL);
+    job_name(0, test_key, name, sizeof name);
+    if ((fd = fake_connect(name, 10.0)) < 0) {
+        note(1, "rank 0 never listened");
+        return 1;
+    }
+    memset(&h, 0, sizeof h);
+    h.magic = CT__SHM_JOIN_MAGIC;
+    h.version = CT__SHM_JOIN_VERSION;
+    h.rank = 1;
+    h.world = (uint32_t)world;
+    if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h ||
+        (got = fake_recv(fd, &r, sizeof r, &nfds, 10.0)) != (ssize_t)sizeof r || nfds != 1) {
+        note(1, "no segment from rank 0");
+        close(fd);
+        return 1;
+    }
+    memset(&c, 0, sizeof c);
+    c.magic = CT__SHM_JOIN_MAGIC;
+    c.refused = 1;
+    snprintf(c.why, sizeof c.why, "\x1b[2J\x1b]0;owned\x07 bad header\x7f");
+    (void)!send(fd, &c, sizeof c, MSG_NOSIGNAL);
+    close(fd);
+    return 0;
+}
+
+/* A peer's reason for refusing the segment reaches rank 0's error with its
+ * control bytes replaced: the error may go to a terminal or a log viewer. */
+START_TEST(peer_refusal_printable)
+{
+    const char *msg;
+    new_job();
+    ck_assert_int_eq(run_group(2, escaping_peer_rank, NULL), 0);
+    ck_assert_msg(out_area->msg[1][0] == '\0', "%s", out_area->msg[1]);
+    ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
+    msg = out_area->msg[0];
+    ck_assert_msg(strstr(msg, "rank 1 (pid ") != NULL &&
+                      strstr(msg, "refused the segment: ?[2J?]0;owned? bad header?") != NULL,
+                  "'%s'", msg);
+    for (const char *p = msg; *p; p++)
+        ck_assert_msg((unsigned char)*p >= 0x20 && *p != 0x7f, "control byte %#x in '%s'",
+                      (unsigned)(unsigned char)*p, msg);
+    assert_nothing_left("after a peer's refusal");
+}
+END_TEST
+
 /* Connects to `name` and sends `hello`; returns the reply's length (0:
  * closed unanswered, -1: no answer in time) and in *nfds how many
  * descriptors came with it. */
@@ -1886,6 +1944,7 @@ Suite *shm_suite(void)
     tcase_add_test(tc, tampered_header_after_join);
     tcase_add_test(tc, hostile_rank_0);
     tcase_add_test(tc, hostile_peers);
+    tcase_add_test(tc, peer_refusal_printable);
     tcase_add_test(tc, flood_of_strangers);
     tcase_add_test(tc, dist_secret_reaches_shm);
     suite_add_tcase(s, tc);

@@ -1,6 +1,7 @@
 /* The tcp collective backend across forked processes on 127.0.0.1:
  * allreduce bits against a serial sum in the documented order, broadcast,
- * barrier, a killed rank, a rank that never joins. */
+ * barrier, a killed rank, a rank that never joins, a rank that dies after
+ * joining and comes back, and how often a peer's name is looked up. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
@@ -19,6 +20,7 @@
 #include <cputrain/cputrain.h>
 
 #include "dist/tcp.h"
+#include "dist/tcp_auth.h"
 #include "ranks.h"
 #include "suites.h"
 
@@ -460,6 +462,206 @@ END_TEST
 START_TEST(master_never_joins) { run_never_joins(0); }
 END_TEST
 
+/* ---- a rank that dies after it joined ---------------------------------- */
+
+#define REJOIN_JOB "rejoin-job"
+static const unsigned char rejoin_key[32] = { 0x72, 0x65, 0x6a, 0x6f, 0x69, 0x6e, 7, 7 };
+
+/* counter[1]: rank 1's joins rank 0 logged; counter[2]: rank 0 logged that
+ * rank 1 hung up, naming its address. */
+static void rejoin_log(ct_log_level level, const char *message, void *user)
+{
+    (void)level, (void)user;
+    if (strstr(message, "tcp: rank 1 joined from 127.0.0.1:"))
+        __atomic_fetch_add(&out_area->counter[1], 1, __ATOMIC_SEQ_CST);
+    if (strstr(message, "tcp: rank 1 (joined from 127.0.0.1:") &&
+        strstr(message, "hung up before every rank had joined"))
+        __atomic_store_n(&out_area->counter[2], 1, __ATOMIC_SEQ_CST);
+}
+
+/* A hello's ring listener that nobody will ever connect to. */
+static int dead_end(void *user, int fd, int *p, char host[CT__TCP_HOST_LEN])
+{
+    (void)user, (void)fd;
+    *p = 9;
+    snprintf(host, CT__TCP_HOST_LEN, "127.0.0.1");
+    return 0;
+}
+
+/* Joins rank 0 as `rank` (the whole handshake, with the job's secret) and
+ * hangs up at once: a rank that died just after rank 0 admitted it.
+ * Returns 0 once admitted. */
+static int join_and_die(int rank, int world)
+{
+    ct__tcp_self self = { REJOIN_JOB, rejoin_key, rank, world };
+    ct__tcp_hs *hs = NULL;
+    ct__tcp_hs_event ev;
+    if (ct__tcp_hs_create(&self, -1, &hs) != CT_OK)
+        return -1;
+    ct__tcp_hs_connect(hs, "127.0.0.1", port, 0, CT__TCP_JOIN, dead_end, NULL);
+    if (ct__tcp_hs_wait(hs, now_s() + 10.0, &ev) != CT_OK || ev.fd < 0) {
+        ct__tcp_hs_free(hs);
+        return -1;
+    }
+    close(ev.fd);
+    ct__tcp_hs_free(hs);
+    return 0;
+}
+
+/* Rank 1 joins and dies, then its restarted self joins; rank 2 comes once
+ * rank 0 has admitted the second rank 1 (or gives up waiting and comes
+ * anyway, as on a rank 0 that keeps the dead one's place). Every rank must
+ * then open, and sum. */
+static int rejoin_rank(int rank, int world, void *arg)
+{
+    ct__tcp *tcp = NULL;
+    float x[3];
+    (void)arg;
+    if (rank == 0)
+        ct_log_set_callback(rejoin_log, NULL), ct_log_set_level(CT_LOG_DEBUG);
+    if (rank == 1 && join_and_die(1, world) != 0) {
+        note(rank, "the first rank 1 was not admitted: %s", ct_last_error());
+        return 1;
+    }
+    if (rank == 2)
+        for (double dl = now_s() + 5.0;
+             __atomic_load_n(&out_area->counter[1], __ATOMIC_SEQ_CST) < 2 && now_s() < dl;)
+            usleep(10000);
+    if (ct__tcp_open("127.0.0.1", port, rank, world, 8.0, REJOIN_JOB, rejoin_key, &tcp) !=
+        CT_OK) {
+        note(rank, "open: %s", ct_last_error());
+        return 1;
+    }
+    for (int j = 0; j < 3; j++)
+        x[j] = (float)(rank + j);
+    if (ct__tcp_allreduce_f32(tcp, x, 3, 0) != CT_OK) {
+        note(rank, "allreduce: %s", ct_last_error());
+        return 1;
+    }
+    for (int j = 0; j < 3; j++)
+        if (x[j] != (float)(3 + 3 * j)) {
+            note(rank, "allreduce: element %d is %g", j, x[j]);
+            return 1;
+        }
+    ct__tcp_close(tcp);
+    return 0;
+}
+
+START_TEST(rejoin_after_hangup)
+{
+    check_ranks_clean(3, tcp_group(3, rejoin_rank, NULL));
+    ck_assert_int_eq(out_area->counter[1], 2);
+    ck_assert_msg(out_area->counter[2] == 1, "rank 0 did not log that rank 1 hung up");
+}
+END_TEST
+
+/* Rank 1 joins and dies and never comes back: rank 0 fails at its timeout
+ * naming rank 1, and says that it had joined and hung up. */
+static int hangup_rank(int rank, int world, void *arg)
+{
+    ct__tcp *tcp = NULL;
+    ct_status st;
+    (void)arg;
+    if (rank == 1)
+        return join_and_die(1, world) != 0;
+    if (rank == 2)
+        usleep(200000); /* after rank 1's death */
+    st = ct__tcp_open("127.0.0.1", port, rank, world, 1.5, REJOIN_JOB, rejoin_key, &tcp);
+    out_area->code[rank] = (int)st;
+    snprintf(out_area->msg[rank], MSG_LEN, "%s", st == CT_OK ? "" : ct_last_error());
+    if (st == CT_OK)
+        ct__tcp_close(tcp);
+    return 0;
+}
+
+START_TEST(hangup_never_returns)
+{
+    ck_assert_int_eq(tcp_group(3, hangup_rank, NULL), 0);
+    ck_assert_int_eq(out_area->code[0], CT_ERR_DIST);
+    ck_assert_msg(strstr(out_area->msg[0], "tcp open: rank 1 did not join within 1.5 s") ==
+                      out_area->msg[0] &&
+                      strstr(out_area->msg[0], "; rank 1 had joined from 127.0.0.1:") &&
+                      strstr(out_area->msg[0], " and hung up"),
+                  "'%s'", out_area->msg[0]);
+    /* rank 2, which had joined, hears it from rank 0 */
+    ck_assert_int_eq(out_area->code[2], CT_ERR_DIST);
+    ck_assert_msg(strstr(out_area->msg[2], "rank 1 did not join") &&
+                      strstr(out_area->msg[2], "(reported by rank 0)"),
+                  "'%s'", out_area->msg[2]);
+}
+END_TEST
+
+/* ---- the hello's exact form --------------------------------------------- */
+
+/* A hello is taken only in the form ct__tcp_put_hello writes: a byte after
+ * the host's end (a join's) or anywhere in a host that must be empty (a
+ * ring link's) is refused, so nothing rides along in the MACed bytes
+ * unchecked. */
+START_TEST(hello_exact_form)
+{
+    unsigned char b[CT__TCP_HELLO_BYTES];
+    ct__tcp_hello h, got;
+    memset(&h, 0, sizeof h);
+    h.kind = CT__TCP_JOIN;
+    h.rank = 1;
+    h.world = 2;
+    h.port = 40000;
+    snprintf(h.host, sizeof h.host, "10.0.0.2");
+    ct__tcp_job_id("job", h.job_id);
+    ct__tcp_put_hello(b, &h);
+    ck_assert_uint_eq(ct__tcp_get_hello(b, &got), CT__TCP_OK);
+    ck_assert_str_eq(got.host, "10.0.0.2");
+    b[96 + 20] = 'x'; /* after the host's NUL */
+    ck_assert_uint_eq(ct__tcp_get_hello(b, &got), CT__TCP_R_PROTOCOL);
+    h.kind = CT__TCP_RING;
+    h.port = 0;
+    h.host[0] = '\0';
+    ct__tcp_put_hello(b, &h);
+    ck_assert_uint_eq(ct__tcp_get_hello(b, &got), CT__TCP_OK);
+    b[96 + 63] = 1;
+    ck_assert_uint_eq(ct__tcp_get_hello(b, &got), CT__TCP_R_PROTOCOL);
+}
+END_TEST
+
+/* ---- looking the peer's name up ----------------------------------------- */
+
+/* A name that resolves is looked up once for a whole series of attempts
+ * (a slow resolver would otherwise cost its wait on every retry), and
+ * again only once its every address has failed to connect for 5 s; a name
+ * that does not resolve is looked up at every attempt. */
+START_TEST(lookup_once_per_series)
+{
+    ct__tcp_self self = { "lookup-job", NULL, 1, 2 };
+    ct__tcp_hs *hs = NULL;
+    ct__tcp_hs_event ev;
+    const char *why;
+    int tg;
+    new_port(); /* reserved, and nobody listens: every connect is refused */
+    ck_assert_int_eq(ct__tcp_hs_create(&self, -1, &hs), CT_OK);
+    tg = ct__tcp_hs_connect(hs, "localhost", port, 0, CT__TCP_JOIN, dead_end, NULL);
+    ck_assert_int_eq(ct__tcp_hs_wait(hs, now_s() + 1.0, &ev), CT_OK);
+    ck_assert_int_eq(ev.fd, -1);
+    /* connects were tried (refused, or an address family this host lacks) */
+    why = ct__tcp_hs_target_status(hs, tg);
+    ck_assert_msg(strstr(why, "cannot resolve") == NULL && strcmp(why, "not tried yet") != 0,
+                  "'%s'", why);
+    ck_assert_int_eq(ct__tcp_hs_lookups(hs), 1);
+    /* 6 s in all: the addresses are 5 s old and all failed, once more */
+    ck_assert_int_eq(ct__tcp_hs_wait(hs, now_s() + 5.0, &ev), CT_OK);
+    ck_assert_int_eq(ev.fd, -1);
+    ck_assert_int_eq(ct__tcp_hs_lookups(hs), 2);
+    ct__tcp_hs_free(hs);
+
+    ck_assert_int_eq(ct__tcp_hs_create(&self, -1, &hs), CT_OK);
+    tg = ct__tcp_hs_connect(hs, "xx..invalid", port, 0, CT__TCP_JOIN, dead_end, NULL);
+    ck_assert_int_eq(ct__tcp_hs_wait(hs, now_s() + 1.0, &ev), CT_OK);
+    why = ct__tcp_hs_target_status(hs, tg);
+    ck_assert_msg(strstr(why, "cannot resolve xx..invalid") != NULL, "'%s'", why);
+    ck_assert_int_ge(ct__tcp_hs_lookups(hs), 4);
+    ct__tcp_hs_free(hs);
+}
+END_TEST
+
 static void setup(void)
 {
     map_out_area();
@@ -492,6 +694,10 @@ Suite *tcp_suite(void)
     tcase_add_test(tc, master_never_joins);
     tcase_add_test(tc, master_addr_not_local);
     tcase_add_test(tc, master_addr_unresolvable);
+    tcase_add_test(tc, rejoin_after_hangup);
+    tcase_add_test(tc, hangup_never_returns);
+    tcase_add_test(tc, lookup_once_per_series);
+    tcase_add_test(tc, hello_exact_form);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tcp_attack_tcase());
     return s;

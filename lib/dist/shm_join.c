@@ -148,6 +148,76 @@ static int who_holds(const char *name, struct ucred *uc, char *text, size_t size
     return 0;
 }
 
+/* ---- the messages ------------------------------------------------------------------ */
+
+int ct__shm_join_parse_hello(const void *msg, size_t n, int world, uint32_t *rank,
+                             uint32_t *claimed_world)
+{
+    ct__shm_join_hello h;
+    *rank = *claimed_world = 0;
+    if (n != sizeof h)
+        return CT__SHM_HELLO_FOREIGN;
+    memcpy(&h, msg, sizeof h);
+    if (h.magic != CT__SHM_JOIN_MAGIC || h.version != CT__SHM_JOIN_VERSION)
+        return CT__SHM_HELLO_FOREIGN;
+    *rank = h.rank;
+    *claimed_world = h.world;
+    if (world < 2 || h.world != (uint32_t)world || h.rank < 1 || h.rank >= (uint32_t)world)
+        return CT__SHM_HELLO_MISPLACED;
+    return CT__SHM_HELLO_OK;
+}
+
+/* A peer's reason, from a fixed field that may lack its NUL, made fit for
+ * an error message. */
+static const char *peer_text(const char *field, char out[CT__SHM_JOIN_TEXT])
+{
+    memcpy(out, field, CT__SHM_JOIN_TEXT - 1);
+    out[CT__SHM_JOIN_TEXT - 1] = '\0';
+    return ct__printable(out);
+}
+
+ct_status ct__shm_join_parse_reply(const void *msg, size_t n, int nfd, int ctrunc, int rank,
+                                   int world, uint64_t seg_bytes, pid_t from)
+{
+    ct__shm_join_reply r;
+    char why[CT__SHM_JOIN_TEXT];
+    if (n == sizeof r)
+        memcpy(&r, msg, sizeof r);
+    /* `refused` is a flag: any other value is no reply of ours. */
+    if (n != sizeof r || r.magic != CT__SHM_JOIN_MAGIC || r.version != CT__SHM_JOIN_VERSION ||
+        (r.refused != 0 && r.refused != 1))
+        return ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) answered with %zu bytes that "
+                         "are not a cputrain shm reply (version %u)", (int)from, n,
+                         CT__SHM_JOIN_VERSION);
+    if (r.refused)
+        return ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) refused rank %d: %s", (int)from,
+                         rank, peer_text(r.why, why));
+    if (nfd != 1 || ctrunc)
+        return ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent %d descriptors%s, not the "
+                         "segment's one", (int)from, nfd, ctrunc ? " and more" : "");
+    if (r.world != (uint32_t)world || r.seg_bytes != seg_bytes)
+        return ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent a segment for world %u of "
+                         "%llu bytes; this rank computes world %d, %llu bytes", (int)from,
+                         r.world, (unsigned long long)r.seg_bytes, world,
+                         (unsigned long long)seg_bytes);
+    return CT_OK;
+}
+
+ct_status ct__shm_join_parse_confirmation(const void *msg, size_t n, int rank, pid_t pid)
+{
+    ct__shm_join_confirmation c;
+    char why[CT__SHM_JOIN_TEXT];
+    if (n == sizeof c)
+        memcpy(&c, msg, sizeof c);
+    if (n != sizeof c || c.magic != CT__SHM_JOIN_MAGIC || (c.refused != 0 && c.refused != 1))
+        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) answered the segment with "
+                         "%zu bytes that are not a confirmation", rank, (int)pid, n);
+    if (c.refused)
+        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) refused the segment: %s",
+                         rank, (int)pid, peer_text(c.why, why));
+    return CT_OK;
+}
+
 /* ---- rank 0 ------------------------------------------------------------------------ */
 
 enum { WAITING = 0, ADMITTED, MAPPED }; /* what rank 0 knows of a rank */
@@ -279,6 +349,7 @@ static void accept_batch(server *sv, int lfd)
 static ct_status serve_one(server *sv, int i)
 {
     conn_t *c = &sv->conns[i];
+    ct_status st;
     union {
         ct__shm_join_hello hello;
         ct__shm_join_confirmation conf;
@@ -288,19 +359,19 @@ static ct_status serve_one(server *sv, int i)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return CT_OK;
     if (c->rank == 0) {
-        /* The rank is read only once a whole hello has come. */
-        uint32_t r = n > 0 && (size_t)n >= sizeof m.hello ? m.hello.rank : 0;
+        uint32_t r, w;
+        int kind;
         if (n <= 0) { /* a probe of who holds the name, or a rank that gave up */
             drop(sv, i);
             return CT_OK;
         }
-        if ((size_t)n != sizeof m.hello || m.hello.magic != CT__SHM_JOIN_MAGIC ||
-            m.hello.version != CT__SHM_JOIN_VERSION)
+        kind = ct__shm_join_parse_hello(&m, (size_t)n, sv->world, &r, &w);
+        if (kind == CT__SHM_HELLO_FOREIGN)
             refuse(c->fd, "pid %d did not send a cputrain shm hello (version %u)", (int)c->pid,
                    CT__SHM_JOIN_VERSION);
-        else if (m.hello.world != (uint32_t)sv->world || r < 1 || r >= (uint32_t)sv->world)
+        else if (kind == CT__SHM_HELLO_MISPLACED)
             refuse(c->fd, "pid %d asked for rank %u of world %u; this job is world %d",
-                   (int)c->pid, r, m.hello.world, sv->world);
+                   (int)c->pid, r, w, sv->world);
         else if (sv->state[r] != WAITING)
             refuse(c->fd, "pid %d asked for rank %u, which pid %d has", (int)c->pid, r,
                    (int)sv->pid[r]);
@@ -321,14 +392,8 @@ static ct_status serve_one(server *sv, int i)
     if (n <= 0)
         return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) went away before it had "
                          "mapped the segment", c->rank, (int)c->pid);
-    if ((size_t)n != sizeof m.conf || m.conf.magic != CT__SHM_JOIN_MAGIC)
-        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) answered the segment with "
-                         "%zd bytes that are not a confirmation", c->rank, (int)c->pid, n);
-    if (m.conf.refused) {
-        m.conf.why[sizeof m.conf.why - 1] = '\0';
-        return ct__error(CT_ERR_DIST, "shm open: rank %d (pid %d) refused the segment: %s",
-                         c->rank, (int)c->pid, m.conf.why);
-    }
+    if ((st = ct__shm_join_parse_confirmation(&m, (size_t)n, c->rank, c->pid)) != CT_OK)
+        return st;
     sv->state[c->rank] = MAPPED;
     sv->mapped++;
     drop(sv, i);
@@ -559,25 +624,8 @@ static ct_status read_reply(int s, int rank, int world, uint64_t seg_bytes, pid_
     if (n <= 0)
         st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) hung up before it sent the "
                        "segment", (int)from);
-    else if ((size_t)n != sizeof m.r || m.r.magic != CT__SHM_JOIN_MAGIC ||
-             m.r.version != CT__SHM_JOIN_VERSION)
-        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) answered with %zd bytes that are "
-                       "not a cputrain shm reply (version %u)", (int)from, n,
-                       CT__SHM_JOIN_VERSION);
-    else if (m.r.refused) {
-        m.r.why[sizeof m.r.why - 1] = '\0';
-        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) refused rank %d: %s", (int)from,
-                       rank, ct__printable(m.r.why));
-    } else if (nfd != 1 || (mh.msg_flags & MSG_CTRUNC))
-        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent %d descriptors%s, not the "
-                       "segment's one", (int)from, nfd,
-                       (mh.msg_flags & MSG_CTRUNC) ? " and more" : "");
-    else if (m.r.world != (uint32_t)world || m.r.seg_bytes != seg_bytes)
-        st = ct__error(CT_ERR_DIST, "shm open: rank 0 (pid %d) sent a segment for world %u of "
-                       "%llu bytes; this rank computes world %d, %llu bytes", (int)from,
-                       m.r.world, (unsigned long long)m.r.seg_bytes, world,
-                       (unsigned long long)seg_bytes);
-    else
+    else if ((st = ct__shm_join_parse_reply(&m, (size_t)n, nfd, (mh.msg_flags & MSG_CTRUNC) != 0,
+                                            rank, world, seg_bytes, from)) == CT_OK)
         st = check_segment_fd(fds[0], seg_bytes, from);
     if (st == CT_OK) {
         *seg_fd = fds[0];

@@ -107,4 +107,31 @@ typedef struct {
     char why[CT__SHM_JOIN_TEXT];
 } ct__shm_join_confirmation;
 
+/* The parsers of those messages, without I/O, so that every byte a peer
+ * sends meets one place that checks it (fuzzed: tests/fuzz/fuzz_shm_join.c).
+ * `msg` need not be aligned; nothing past its n bytes is read. */
+
+/* What rank 0 makes of the first message of a peer not admitted yet. */
+enum {
+    CT__SHM_HELLO_OK,        /* *rank is in 1..world-1 */
+    CT__SHM_HELLO_FOREIGN,   /* not a hello of this protocol and version */
+    CT__SHM_HELLO_MISPLACED, /* another world, or a rank outside this one:
+                              * *rank and *claimed_world say which */
+};
+int ct__shm_join_parse_hello(const void *msg, size_t n, int world, uint32_t *rank,
+                             uint32_t *claimed_world);
+
+/* Rank 0's reply to rank `rank` (n > 0 bytes, nfd descriptors with it,
+ * ctrunc when the kernel dropped more): CT_OK when it hands over the
+ * segment of `world` ranks and `seg_bytes` bytes in its one descriptor
+ * (which the caller still checks); else CT_ERR_DIST naming rank 0 (pid
+ * `from`) and what was wrong, with a refusal's text made printable. */
+ct_status ct__shm_join_parse_reply(const void *msg, size_t n, int nfd, int ctrunc, int rank,
+                                   int world, uint64_t seg_bytes, pid_t from);
+
+/* Admitted rank `rank`'s (pid `pid`) answer to the segment, n > 0 bytes:
+ * CT_OK when it mapped it; else CT_ERR_DIST naming that rank, with its
+ * refusal's text made printable. */
+ct_status ct__shm_join_parse_confirmation(const void *msg, size_t n, int rank, pid_t pid);
+
 #endif

@@ -24,11 +24,10 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "dist/tcp_auth.h"
+#include "dist/tcp_wire.h"
 
 #define TCP_MAX_WORLD 4096
 #define BCAST_CHUNK ((size_t)1 << 20)
-#define NOTICE_MAX 400
-#define ABORT_MAX 1000
 /* Floats the ring reduce-scatter receives and adds at a time: small enough
  * to stay in L2 between the copy out of the socket and the addition. */
 #ifndef RING_CHUNK
@@ -37,20 +36,6 @@
 /* How long a rank whose data link broke waits for a notice naming the rank
  * that failed first (the peer may only have given up because of it). */
 #define NOTICE_GRACE_S 0.05
-
-/* What rank 0 sends a joined rank once everyone has (kinds 2 and 3 as in
- * protocol 1; the handshake's kinds are in tcp_auth.h). */
-enum { MSG_TABLE = 2, MSG_ABORT = 3 };
-
-/* All integers on the wire in network order. */
-typedef struct {
-    uint32_t magic, kind, len; /* table: len = world; abort: bytes of text */
-} wire_head;
-
-typedef struct {
-    int32_t port;
-    char host[CT__TCP_HOST_LEN];
-} wire_addr;
 
 typedef struct {
     int fd;
@@ -124,18 +109,12 @@ static int is_disconnect(int e)
 /* Best effort, never blocking: the reason of a failure on a control link. */
 static void post_notice(int fd, const char *text)
 {
-    char msg[8 + NOTICE_MAX];
-    uint32_t len = (uint32_t)strlen(text), v;
+    unsigned char msg[CT__TCP_NOTICE_HEAD + CT__TCP_NOTICE_MAX];
+    size_t len;
     if (fd < 0)
         return;
-    if (len > NOTICE_MAX)
-        len = NOTICE_MAX;
-    v = htonl(CT__TCP_MAGIC);
-    memcpy(msg, &v, 4);
-    v = htonl(len);
-    memcpy(msg + 4, &v, 4);
-    memcpy(msg + 8, text, len);
-    (void)!send(fd, msg, 8 + len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    len = ct__tcp_put_notice(msg, text);
+    (void)!send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* Fails the handle: sets "<op>: <reason>[ (reported by rank R)]", passes
@@ -167,34 +146,23 @@ static ct_status fail_with(ct__tcp *t, const char *op, const char *reason, int r
  * the handle with it. */
 static ct_status take_notice(ct__tcp *t, const char *op, int i)
 {
-    char text[NOTICE_MAX + 64];
-    uint32_t head[2];
+    unsigned char msg[CT__TCP_NOTICE_HEAD + CT__TCP_NOTICE_MAX];
+    char text[CT__TCP_NOTICE_MAX + 1];
     int fd = t->links[i].fd, peer = t->links[i].peer;
-    size_t len;
-    char *p = (char *)head;
-    size_t want = sizeof head;
+    size_t have = 0, need = 0;
     double dl = ct__now_s() + 0.2;
     for (;;) {
         ssize_t k;
         struct pollfd pf = { fd, POLLIN, 0 };
-        if (want == 0) {
-            if (p == (char *)head + sizeof head) {
-                len = ntohl(head[1]);
-                if (ntohl(head[0]) != CT__TCP_MAGIC || len > NOTICE_MAX)
-                    break;
-                p = text;
-                want = len;
-                if (want == 0)
-                    break;
-                continue;
-            }
-            text[p - text] = '\0';
-            return fail_with(t, op, ct__printable(text), peer);
-        }
-        k = recv(fd, p, want, 0);
+        int rc = ct__tcp_parse_notice(msg, have, &need, text);
+        if (rc > 0)
+            return fail_with(t, op, text, peer);
+        if (rc < 0)
+            break;
+        /* need <= sizeof msg: the parser refuses longer notices */
+        k = recv(fd, msg + have, need - have, 0);
         if (k > 0) {
-            p += k;
-            want -= (size_t)k;
+            have += (size_t)k;
             continue;
         }
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) &&
@@ -466,6 +434,17 @@ static int add_link(ct__tcp *t, int fd, int peer)
     return add_link_ex(t, fd, peer, 0);
 }
 
+/* Closes fd and forgets its link. */
+static void drop_link(ct__tcp *t, int fd)
+{
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].fd == fd) {
+            t->links[i] = t->links[--t->nlinks];
+            break;
+        }
+    close(fd);
+}
+
 int ct__tcp_rank(const ct__tcp *tcp) { return tcp ? tcp->rank : 0; }
 int ct__tcp_world(const ct__tcp *tcp) { return tcp ? tcp->world : 1; }
 
@@ -548,16 +527,9 @@ static int listen_on(const char *op, const char *host, int port, int backlog, in
 
 static ct_status send_abort(ct__tcp *t, int fd, int peer, const char *text)
 {
-    wire_head h;
-    size_t len = strlen(text);
-    if (len > ABORT_MAX)
-        len = ABORT_MAX;
-    h.magic = htonl(CT__TCP_MAGIC);
-    h.kind = htonl(MSG_ABORT);
-    h.len = htonl((uint32_t)len);
-    if (xfer1(t, "tcp open", fd, peer, 0, &h, sizeof h, ct__now_s() + 0.5) != CT_OK)
-        return CT_ERR_DIST;
-    return xfer1(t, "tcp open", fd, peer, 0, (void *)text, len, ct__now_s() + 0.5);
+    unsigned char msg[CT__TCP_TABLE_HEAD + CT__TCP_ABORT_MAX];
+    size_t len = ct__tcp_put_abort(msg, text);
+    return xfer1(t, "tcp open", fd, peer, 0, msg, len, ct__now_s() + 0.5);
 }
 
 /* How long rank 0 waits for MASTER_ADDR to resolve: a Kubernetes Service's
@@ -626,11 +598,49 @@ static int master_listen(const char *addr, int port, int world, double deadline,
     return lfd;
 }
 
-static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *addr, int port,
-                             double deadline, wire_addr *table, int *rfd_out)
+/* A rank that joined hung up before the world was complete (it died, or
+ * its pod is being restarted): its place is open again, so that its
+ * restarted self is admitted rather than refused as a duplicate until the
+ * job's timeout. `gone` gets the departure, for the error if the place
+ * stays empty. */
+static void rank_left(ct__tcp *t, ct__tcp_hs *hs, const ct__tcp_hs_event *ev, char *gone,
+                      size_t gone_size)
 {
-    int lfd, rfd, got = 1, r;
-    char host[CT__TCP_HOST_LEN];
+    int r = ev->hello.rank;
+    drop_link(t, t->star[r]);
+    t->star[r] = -1;
+    ct__tcp_hs_expect(hs, CT__TCP_JOIN, r);
+    snprintf(gone, gone_size, "; rank %d had joined from %s and hung up", r, ev->addr);
+    ct__log(CT_LOG_WARNING, "tcp: rank %d (joined from %s) hung up before every rank had "
+                            "joined; its place is open again for a restarted rank %d", r,
+            ev->addr, r);
+}
+
+/* The table, to every rank at once (16 at a time). */
+static ct_status send_table(ct__tcp *t, const ct__tcp_addr *table, double deadline)
+{
+    size_t bytes = ct__tcp_table_bytes(t->world);
+    unsigned char *msg = malloc(bytes);
+    ct_status st = CT_OK;
+    if (msg == NULL)
+        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+    ct__tcp_put_table(msg, table, t->world);
+    for (int base = 1; base < t->world && st == CT_OK; base += 16) {
+        io_op ops[16];
+        int n = 0;
+        for (int r = base; r < t->world && r < base + 16; r++)
+            ops[n++] = (io_op){ t->star[r], r, 0, (char *)msg, bytes };
+        st = run_io(t, "tcp open", ops, n, deadline);
+    }
+    free(msg);
+    return st;
+}
+
+static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *addr, int port,
+                             double deadline, ct__tcp_addr *table, int *rfd_out)
+{
+    int lfd, rfd, got = 1, r, gone_rank = -1;
+    char host[CT__TCP_HOST_LEN], gone[160] = "";
     ct__tcp_hs *hs = NULL;
     ct__tcp_hs_event ev;
     ct_status st;
@@ -656,13 +666,26 @@ static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *a
             goto fail;
         if (ev.fd < 0)
             break;
+        if (ev.target == CT__TCP_HS_GONE) {
+            gone_rank = ev.hello.rank;
+            rank_left(t, hs, &ev, gone, sizeof gone);
+            got--;
+            continue;
+        }
         r = ev.hello.rank;
+        if (r == gone_rank)
+            gone[0] = '\0'; /* back: no excuse for anyone else's absence */
         t->star[r] = ev.fd;
         table[r].port = ev.hello.port;
         memcpy(table[r].host, ev.hello.host, CT__TCP_HOST_LEN);
         if (add_link(t, ev.fd, r) != 0) {
             close(ev.fd);
             t->star[r] = -1;
+            st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+            goto fail;
+        }
+        /* Until the world is complete, a hang-up frees the place. */
+        if (ct__tcp_hs_watch(hs, ev.fd, r, ev.addr) != 0) {
             st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
             goto fail;
         }
@@ -682,8 +705,8 @@ static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *a
             miss[r] = t->star[r] < 0;
         rank_list(miss, t->world, list, sizeof list);
         free(miss);
-        snprintf(text, sizeof text, "%s did not join within %.1f s (master %s:%d)%s", list,
-                 t->timeout_s, addr, port, ct__tcp_hs_strangers(hs));
+        snprintf(text, sizeof text, "%s did not join within %.1f s (master %s:%d)%s%s", list,
+                 t->timeout_s, addr, port, ct__tcp_hs_strangers(hs), gone);
         for (r = 1; r < t->world; r++)
             if (t->star[r] >= 0)
                 send_abort(t, t->star[r], r, text);
@@ -693,34 +716,9 @@ static ct_status open_master(ct__tcp *t, const ct__tcp_self *self, const char *a
     ct__tcp_hs_strangers(hs); /* the count, into the log */
     ct__tcp_hs_free(hs);
     hs = NULL;
-    /* The table, to everyone at once. */
-    {
-        wire_head h;
-        io_op ops[16];
-        int base;
-        h.magic = htonl(CT__TCP_MAGIC);
-        h.kind = htonl(MSG_TABLE);
-        h.len = htonl((uint32_t)t->world);
-        for (r = 0; r < t->world; r++)
-            table[r].port = (int32_t)htonl((uint32_t)table[r].port);
-        for (base = 1; base < t->world; base += 8) {
-            int n = 0;
-            for (r = base; r < t->world && r < base + 8; r++) {
-                ops[n++] = (io_op){ t->star[r], r, 0, (char *)&h, sizeof h };
-                ops[n++] = (io_op){ t->star[r], r, 0, (char *)table,
-                                    (size_t)t->world * sizeof *table };
-            }
-            /* Two ops per fd: the header op finishes first (small). */
-            for (r = 0; r < n; r += 2) {
-                if (run_io(t, "tcp open", &ops[r], 1, deadline + 1.0) != CT_OK ||
-                    run_io(t, "tcp open", &ops[r + 1], 1, deadline + 1.0) != CT_OK) {
-                    close(rfd);
-                    return CT_ERR_DIST;
-                }
-            }
-        }
-        for (r = 0; r < t->world; r++)
-            table[r].port = (int32_t)ntohl((uint32_t)table[r].port);
+    if ((st = send_table(t, table, deadline + 1.0)) != CT_OK) {
+        close(rfd);
+        return st;
     }
     *rfd_out = rfd;
     return CT_OK;
@@ -764,11 +762,38 @@ static int prepare_join(void *user, int fd, int *port, char host[CT__TCP_HOST_LE
     return 0;
 }
 
-static ct_status open_peer(ct__tcp *t, const ct__tcp_self *self, const char *addr, int port,
-                           double deadline, wire_addr *table, int *rfd_out)
+/* Rank 0's table (or its abort) from fd, checked (tcp_wire.h), into
+ * table[world]; by `deadline`. */
+static ct_status read_table(ct__tcp *t, int fd, double deadline, ct__tcp_addr *table)
 {
-    int r, tg;
-    wire_head head;
+    size_t cap = ct__tcp_table_bytes(t->world), have = 0;
+    ct__tcp_table_msg m;
+    unsigned char *msg;
+    int rc;
+    if (cap < CT__TCP_TABLE_HEAD + CT__TCP_ABORT_MAX)
+        cap = CT__TCP_TABLE_HEAD + CT__TCP_ABORT_MAX;
+    if ((msg = malloc(cap)) == NULL)
+        return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
+    /* Exactly what the message still needs, never a byte of what follows. */
+    while ((rc = ct__tcp_parse_table(msg, have, t->world, table, &m)) == 0) {
+        if (xfer1(t, "tcp open", fd, 0, 1, msg + have, m.need - have, deadline) != CT_OK) {
+            free(msg);
+            return CT_ERR_DIST;
+        }
+        have = m.need;
+    }
+    free(msg);
+    if (rc < 0)
+        return CT_ERR_DIST;
+    if (m.aborted)
+        return ct__error(CT_ERR_DIST, "tcp open: %s (reported by rank 0)", m.text);
+    return CT_OK;
+}
+
+static ct_status open_peer(ct__tcp *t, const ct__tcp_self *self, const char *addr, int port,
+                           double deadline, ct__tcp_addr *table, int *rfd_out)
+{
+    int tg;
     ct__tcp_hs *hs = NULL;
     ct__tcp_hs_event ev;
     join_prep jp = { -1, "", 0 };
@@ -800,45 +825,8 @@ static ct_status open_peer(ct__tcp *t, const ct__tcp_self *self, const char *add
         st = ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
         goto fail;
     }
-    st = CT_ERR_DIST;
-    if (xfer1(t, "tcp open", ev.fd, 0, 1, &head, sizeof head, grace) != CT_OK)
+    if ((st = read_table(t, ev.fd, grace, table)) != CT_OK)
         goto fail;
-    if (ntohl(head.magic) != CT__TCP_MAGIC) {
-        ct__error(CT_ERR_DIST, "tcp open: rank 0 sent garbage");
-        goto fail;
-    }
-    if (ntohl(head.kind) == MSG_ABORT) {
-        char text[ABORT_MAX + 1];
-        size_t len = ntohl(head.len);
-        if (len > ABORT_MAX) {
-            ct__error(CT_ERR_DIST, "tcp open: rank 0 sent an abort of %zu bytes (at most %d)",
-                      len, ABORT_MAX);
-            goto fail;
-        }
-        if (xfer1(t, "tcp open", ev.fd, 0, 1, text, len, grace) != CT_OK)
-            goto fail;
-        text[len] = '\0';
-        ct__error(CT_ERR_DIST, "tcp open: %s (reported by rank 0)", ct__printable(text));
-        goto fail;
-    }
-    if (ntohl(head.kind) != MSG_TABLE || (int)ntohl(head.len) != t->world) {
-        ct__error(CT_ERR_DIST, "tcp open: rank 0 sent a table for another world (%u entries "
-                               "for a world of %d)", ntohl(head.len), t->world);
-        goto fail;
-    }
-    if (xfer1(t, "tcp open", ev.fd, 0, 1, table, (size_t)t->world * sizeof *table, grace) !=
-        CT_OK)
-        goto fail;
-    for (r = 0; r < t->world; r++) {
-        table[r].port = (int32_t)ntohl((uint32_t)table[r].port);
-        /* Rank 0 is authenticated, yet a wrong entry must not crash us. */
-        if (table[r].port < 1 || table[r].port > 65535 ||
-            (r > 0 && !ct__tcp_host_ok(table[r].host))) {
-            ct__error(CT_ERR_DIST, "tcp open: rank 0 sent a bad address for rank %d in the "
-                                   "table", r);
-            goto fail;
-        }
-    }
     /* We reach rank 0 the way we just did, whatever it calls itself. */
     snprintf(table[0].host, CT__TCP_HOST_LEN, "%s", addr);
     *rfd_out = jp.rfd;
@@ -852,7 +840,7 @@ fail:
 
 /* Where rank r listens: rank 0 at MASTER_ADDR itself, whose copy in the
  * table holds at most CT__TCP_HOST_LEN - 1 bytes. */
-static const char *host_of(const wire_addr *table, int r, const char *master_addr)
+static const char *host_of(const ct__tcp_addr *table, int r, const char *master_addr)
 {
     return r == 0 ? master_addr : table[r].host;
 }
@@ -862,7 +850,7 @@ static const char *host_of(const wire_addr *table, int r, const char *master_add
  * neighbour (and rank 0 the control links), all in one set of handshakes:
  * every rank connects first, so each must answer while it waits. */
 static ct_status ring_connect(ct__tcp *t, const ct__tcp_self *self, int rfd,
-                              const wire_addr *table, const char *master_addr,
+                              const ct__tcp_addr *table, const char *master_addr,
                               double deadline)
 {
     int right = (t->rank + 1) % t->world, left = (t->rank + t->world - 1) % t->world;
@@ -954,7 +942,7 @@ ct_status ct__tcp_open(const char *master_addr, int master_port, int rank, int w
                        ct__tcp **out)
 {
     ct__tcp *t;
-    wire_addr *table = NULL;
+    ct__tcp_addr *table = NULL;
     ct__tcp_self self;
     double deadline;
     int rfd = -1, r;

@@ -44,7 +44,11 @@ typedef struct ct__tcp ct__tcp;
  * table to all, each rank connects to its right neighbour (rank+1 mod world)
  * and accepts its left one. Returns once every rank has joined and the ring
  * is up; a rank that does not join within `timeout_s` is CT_ERR_DIST naming
- * it (on rank 0, and on the ranks that did join, which rank 0 tells).
+ * it (on rank 0, and on the ranks that did join, which rank 0 tells). A
+ * rank whose connection closes after it joined but before every rank has
+ * (it died; its pod restarts) gives its place back, with a warning in rank
+ * 0's log, so that its restarted self is admitted rather than refused as a
+ * duplicate until the timeout.
  * `timeout_s` also bounds every later wait: a collective fails when no byte
  * moves on the connections it waits on for `timeout_s` (the ddp_timeout).
  * world == 1 opens no socket. */

@@ -99,6 +99,17 @@ int ct__tcp_host_ok(const char *h)
     return 1;
 }
 
+int ct__tcp_nul_padded(const unsigned char *field, size_t size)
+{
+    size_t n = strnlen((const char *)field, size);
+    if (n == size)
+        return 0;
+    for (size_t i = n; i < size; i++)
+        if (field[i] != 0)
+            return 0;
+    return 1;
+}
+
 unsigned ct__tcp_get_hello(const unsigned char in[CT__TCP_HELLO_BYTES], ct__tcp_hello *h)
 {
     if (get32(in) != CT__TCP_MAGIC)
@@ -117,7 +128,11 @@ unsigned ct__tcp_get_hello(const unsigned char in[CT__TCP_HELLO_BYTES], ct__tcp_
         return CT__TCP_R_PROTOCOL;
     if (h->flags > 1 || get32(in + 28) != 0)
         return CT__TCP_R_PROTOCOL;
-    /* Only a join carries an address (its ring listener's). */
+    /* Only a join carries an address (its ring listener's); the host is
+     * NUL-padded as ct__tcp_put_hello writes it, so no byte rides along
+     * unchecked. */
+    if (!ct__tcp_nul_padded(in + 96, CT__TCP_HOST_LEN))
+        return CT__TCP_R_PROTOCOL;
     if (h->kind == CT__TCP_JOIN ? !ct__tcp_host_ok(h->host) || h->port < 1 || h->port > 65535
                                 : h->host[0] != '\0' || h->port != 0)
         return CT__TCP_R_PROTOCOL;
@@ -204,10 +219,19 @@ typedef struct {
     double next_try, wait;
     ct__tcp_hs_prepare prepare;
     void *user;
+    struct addrinfo *res; /* the name's addresses, from the last lookup that worked */
+    int naddr, unreached; /* how many; connects that failed since that lookup */
+    double resolved_at;   /* when that lookup (or a failed one since) was made */
     char status[256];    /* why the last attempt failed */
     char refusal[256];   /* the last refusal or failed proof, which says more
                           * than a later "connection refused" */
 } hs_target;
+
+/* A connection the caller took from the set, watched for a hang-up. */
+typedef struct {
+    int fd, rank;
+    char addr[80];
+} hs_watch;
 
 struct ct__tcp_hs {
     ct__tcp_self self;
@@ -221,8 +245,11 @@ struct ct__tcp_hs {
     hs_target tg[MAX_TARGETS];
     int ntg;
     int refused;
+    int lookups; /* names looked up, for the tests */
     char last_refused[200];
     char strangers[320];
+    hs_watch *watch;
+    int nwatch, watch_cap;
     struct pollfd *pf;
     int pf_cap;
 };
@@ -260,9 +287,13 @@ void ct__tcp_hs_free(ct__tcp_hs *s)
         return;
     for (i = 0; i < s->n; i++)
         close(s->c[i].fd);
+    for (i = 0; i < s->ntg; i++)
+        if (s->tg[i].res != NULL)
+            freeaddrinfo(s->tg[i].res);
     for (i = 0; i < 3; i++)
         free(s->want[i]);
     free(s->c);
+    free(s->watch);
     free(s->pf);
     free(s);
 }
@@ -292,6 +323,29 @@ int ct__tcp_hs_connect(ct__tcp_hs *s, const char *host, int port, int peer, unsi
     t->next_try = 0;
     snprintf(t->status, sizeof t->status, "not tried yet");
     return s->ntg++;
+}
+
+int ct__tcp_hs_watch(ct__tcp_hs *s, int fd, int rank, const char *addr)
+{
+    hs_watch *w;
+    if (s->nwatch == s->watch_cap) {
+        int cap = s->watch_cap ? 2 * s->watch_cap : 16;
+        void *p = realloc(s->watch, (size_t)cap * sizeof *s->watch);
+        if (p == NULL)
+            return -1;
+        s->watch = p;
+        s->watch_cap = cap;
+    }
+    w = &s->watch[s->nwatch++];
+    w->fd = fd;
+    w->rank = rank;
+    snprintf(w->addr, sizeof w->addr, "%s", addr != NULL ? addr : "");
+    return 0;
+}
+
+int ct__tcp_hs_lookups(const ct__tcp_hs *s)
+{
+    return s->lookups;
 }
 
 const char *ct__tcp_hs_target_status(const ct__tcp_hs *s, int i)
@@ -444,35 +498,81 @@ static int self_connected(int fd)
     return la == lb && memcmp(&a, &b, la) == 0;
 }
 
-/* Starts an attempt of target i: resolve (again: a Kubernetes Service may
- * appear late), then a non-blocking connect to one of its addresses. */
-static ct_status start_attempt(ct__tcp_hs *s, int i)
+/* A name is looked up once per series of attempts, not once per attempt:
+ * a resolver that takes seconds to answer (or to time out) would otherwise
+ * spend the deadline again on every retry, while this thread serves no
+ * other handshake. It is looked up again while the lookup fails (a
+ * Kubernetes Service may appear late), and when every address it gave has
+ * failed to connect and the answer is this old (the name may have moved:
+ * a pod replaced behind a headless Service). */
+#define RESOLVE_REFRESH_S 5.0
+
+static int needs_lookup(const hs_target *t, double now)
 {
-    hs_target *t = &s->tg[i];
+    return t->res == NULL ||
+           (t->unreached >= t->naddr && now - t->resolved_at >= RESOLVE_REFRESH_S);
+}
+
+/* Looks target t's name up into t->res; 0, or -1 with the reason in
+ * t->status. */
+static int lookup(ct__tcp_hs *s, hs_target *t)
+{
     struct addrinfo hints, *res = NULL, *ai;
     char pstr[16];
-    int rc, k = 0, fd;
+    int rc;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     snprintf(pstr, sizeof pstr, "%d", t->port);
+    s->lookups++;
     rc = getaddrinfo(t->host, pstr, &hints, &res);
-    if (rc != 0) {
+    if (rc != 0 || res == NULL) {
         char why[sizeof t->status];
-        snprintf(why, sizeof why, "cannot resolve %s: %s", t->host, gai_strerror(rc));
+        snprintf(why, sizeof why, "cannot resolve %.200s: %s", t->host,
+                 rc != 0 ? gai_strerror(rc) : "no address");
         memcpy(t->status, why, sizeof why);
+        if (res != NULL)
+            freeaddrinfo(res);
+        /* Addresses from before, if any, serve another round first. */
+        t->unreached = 0;
+        t->resolved_at = ct__now_s();
+        return -1;
+    }
+    if (t->res != NULL)
+        freeaddrinfo(t->res);
+    t->res = res;
+    t->naddr = 0;
+    for (ai = res; ai != NULL; ai = ai->ai_next)
+        t->naddr++;
+    t->unreached = 0;
+    t->resolved_at = ct__now_s();
+    return 0;
+}
+
+/* A connect of target t failed before any byte of the handshake: counts
+ * towards looking its name up again. */
+static void unreached(hs_target *t)
+{
+    t->unreached++;
+}
+
+/* Starts an attempt of target i: a non-blocking connect to the next of its
+ * addresses, looked up first when needs_lookup says so. */
+static ct_status start_attempt(ct__tcp_hs *s, int i)
+{
+    hs_target *t = &s->tg[i];
+    struct addrinfo *ai;
+    int k, fd;
+    if (needs_lookup(t, ct__now_s()) && lookup(s, t) != 0 && t->res == NULL) {
         backoff(t);
         return CT_OK;
     }
-    for (ai = res; ai != NULL; ai = ai->ai_next)
-        k++;
-    for (ai = res, k = t->attempt++ % k; k > 0; k--)
+    for (ai = t->res, k = t->attempt++ % t->naddr; k > 0; k--)
         ai = ai->ai_next; /* each attempt the next address */
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
         snprintf(t->status, sizeof t->status, "socket: %s", strerror(errno));
-        freeaddrinfo(res);
         backoff(t);
         return CT_OK;
     }
@@ -480,11 +580,10 @@ static ct_status start_attempt(ct__tcp_hs *s, int i)
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
         snprintf(t->status, sizeof t->status, "%s", strerror(errno));
         close(fd);
-        freeaddrinfo(res);
+        unreached(t);
         backoff(t);
         return CT_OK;
     }
-    freeaddrinfo(res);
     if (add_conn(s, fd, i, C_CONNECT) != 0) {
         close(fd);
         return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
@@ -806,9 +905,11 @@ static int run_conn(ct__tcp_hs *s, int i, short revents)
         if (se == 0 && self_connected(c->fd))
             se = ECONNREFUSED;
         if (se != 0) {
+            unreached(&s->tg[c->target]);
             retry(s, i, "%s", strerror(se));
             return -1;
         }
+        s->tg[c->target].unreached = 0;
         if (connector_hello(s, i) != 0) {
             retry(s, i, "%s", "cannot prepare the hello");
             return -1;
@@ -843,6 +944,20 @@ static int run_conn(ct__tcp_hs *s, int i, short revents)
     }
 }
 
+/* Watched connection i hung up (or broke): the event that says so; the
+ * set forgets it, the caller closes it. */
+static ct_status watch_gone(ct__tcp_hs *s, int i, ct__tcp_hs_event *ev)
+{
+    hs_watch w = s->watch[i];
+    s->watch[i] = s->watch[--s->nwatch];
+    memset(ev, 0, sizeof *ev);
+    ev->fd = w.fd;
+    ev->target = CT__TCP_HS_GONE;
+    ev->hello.rank = w.rank;
+    snprintf(ev->addr, sizeof ev->addr, "%s", w.addr);
+    return CT_OK;
+}
+
 ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
 {
     /* One poll at least, so that a deadline already passed (a timeout of
@@ -867,6 +982,8 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
         for (i = 0; i < s->n;) {
             hs_conn *c = &s->c[i];
             if (c->deadline <= now) {
+                if (c->target >= 0 && c->state == C_CONNECT)
+                    unreached(&s->tg[c->target]);
                 if (c->target >= 0)
                     retry(s, i, "%s did not finish the handshake in time", c->addr);
                 else
@@ -881,12 +998,13 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
             ev->fd = -1;
             return CT_OK;
         }
-        if (s->pf_cap < s->n + 1) {
-            void *p = realloc(s->pf, (size_t)(s->n + 16) * sizeof *s->pf);
+        if (s->pf_cap < s->n + s->nwatch + 1) {
+            int cap = s->n + s->nwatch + 16;
+            void *p = realloc(s->pf, (size_t)cap * sizeof *s->pf);
             if (p == NULL)
                 return ct__error(CT_ERR_NOMEM, "tcp open: out of memory");
             s->pf = p;
-            s->pf_cap = s->n + 16;
+            s->pf_cap = cap;
         }
         base = s->lfd >= 0;
         if (base) {
@@ -901,11 +1019,23 @@ ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev)
             s->pf[base + i].revents = 0;
         }
         np = base + s->n;
-        rc = poll(s->pf, (nfds_t)np, ct__poll_ms(wake));
+        /* Only a hang-up wakes us for these: the peer has nothing to say
+         * until the caller speaks. */
+        for (i = 0; i < s->nwatch; i++) {
+            s->pf[np + i].fd = s->watch[i].fd;
+            s->pf[np + i].events = POLLRDHUP;
+            s->pf[np + i].revents = 0;
+        }
+        rc = poll(s->pf, (nfds_t)(np + s->nwatch), ct__poll_ms(wake));
         if (rc < 0 && errno != EINTR)
             return ct__error(CT_ERR_DIST, "tcp open: poll: %s", strerror(errno));
         if (rc <= 0)
             continue;
+        /* Before the handshakes: a rank that hung up frees its place for
+         * the hello of its restarted self that may be in this round. */
+        for (i = 0; i < s->nwatch; i++)
+            if (s->pf[np + i].revents)
+                return watch_gone(s, i, ev);
         /* Conns first (their indices move as some go), from the last one:
          * removal swaps the last into the hole, which was already seen. */
         for (i = s->n - 1; i >= 0; i--) {

@@ -92,9 +92,14 @@ typedef struct {
 /* 1 when h is a host as a rank reports it: a numeric address (or a plain
  * name), NUL-terminated within CT__TCP_HOST_LEN bytes. */
 int ct__tcp_host_ok(const char *h);
+/* 1 when field[0..size) holds a string followed by NULs only, as the
+ * encoders write every text field. */
+int ct__tcp_nul_padded(const unsigned char *field, size_t size);
 void ct__tcp_job_id(const char *job, unsigned char out[32]);
 void ct__tcp_put_hello(unsigned char out[CT__TCP_HELLO_BYTES], const ct__tcp_hello *h);
-/* CT__TCP_OK, or the code of what is wrong with it (protocol, version). */
+/* CT__TCP_OK, or the code of what is wrong with it (protocol, version):
+ * a known kind, its flags, port and host as that kind has them, nothing in
+ * the zero and padding bytes. Rank and world are the caller's to check. */
 unsigned ct__tcp_get_hello(const unsigned char in[CT__TCP_HELLO_BYTES], ct__tcp_hello *h);
 void ct__tcp_put_chal(unsigned char out[CT__TCP_CHAL_BYTES], unsigned flags, int rank,
                       int world, const unsigned char job_id[32], const unsigned char nonce[32]);
@@ -109,7 +114,12 @@ void ct__tcp_mac(const unsigned char key[32], int acceptor, const char *job,
 
 typedef struct ct__tcp_hs ct__tcp_hs;
 
-/* A finished handshake: fd is the caller's now. */
+/* ct__tcp_hs_event.target of a watched connection that hung up. */
+#define CT__TCP_HS_GONE (-2)
+
+/* A finished handshake: fd is the caller's now. Or (target
+ * CT__TCP_HS_GONE) a connection given to ct__tcp_hs_watch that hung up:
+ * fd, hello.rank and addr as given there; the set no longer watches it. */
 typedef struct {
     int fd;
     int target;   /* >= 0: the connection added with that index; -1: accepted */
@@ -125,7 +135,9 @@ void ct__tcp_hs_free(ct__tcp_hs *s); /* closes what is still pending */
  * authenticate takes it, later claims are refused. */
 void ct__tcp_hs_expect(ct__tcp_hs *s, unsigned kind, int rank);
 /* Connect (retrying until the caller gives up) to rank `peer` at
- * host:port as `kind`; returns the target index. `prepare`, if not NULL, is
+ * host:port as `kind`; returns the target index. host is looked up once,
+ * again only while that fails, or once every address it gave has failed
+ * to connect and the answer is 5 s old. `prepare`, if not NULL, is
  * called once connected, before the hello, to fill its port and host. */
 typedef int (*ct__tcp_hs_prepare)(void *user, int fd, int *port, char host[CT__TCP_HOST_LEN]);
 int ct__tcp_hs_connect(ct__tcp_hs *s, const char *host, int port, int peer, unsigned kind,
@@ -134,6 +146,17 @@ int ct__tcp_hs_connect(ct__tcp_hs *s, const char *host, int port, int peer, unsi
  * deadline passes (CT_OK, ev->fd = -1). Strangers are dropped and logged
  * on the way; an error is only a local failure (memory, poll). */
 ct_status ct__tcp_hs_wait(ct__tcp_hs *s, double deadline, ct__tcp_hs_event *ev);
+/* Watch fd (a connection the caller took from this set, still open, that
+ * will hear nothing until the caller speaks) for its peer closing it or
+ * the connection breaking: ct__tcp_hs_wait reports that as an event, before
+ * the handshakes of the same round, so a rank that died after it was
+ * admitted can be replaced by its restarted self. The caller must not
+ * close a watched fd while the set lives, except after that event. 0, or
+ * -1 out of memory. */
+int ct__tcp_hs_watch(ct__tcp_hs *s, int fd, int rank, const char *addr);
+/* How many name lookups the set has made: once per target while the
+ * answer serves (for the tests). */
+int ct__tcp_hs_lookups(const ct__tcp_hs *s);
 /* Why target i has not completed yet ("connection refused", "rank 0
  * refused this rank: ..."), for the caller's timeout message. */
 const char *ct__tcp_hs_target_status(const ct__tcp_hs *s, int i);
