@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cputrain/cputrain.h>
@@ -62,6 +64,7 @@ START_TEST(scalars)
     ck_assert_int_eq(v->type, CT_JSON_STRING);
     ck_assert_str_eq(v->str, "hi");
     ck_assert_uint_eq(v->len, 2);
+    ck_assert(v->num == 0); /* as json.h promises: a string's num is 0 */
     ct__json_free(d);
 
     d = parse("\"\"");
@@ -813,7 +816,7 @@ END_TEST
 /* ---- size ------------------------------------------------------------------ */
 
 /* A SQuAD-shaped document of a few MB: parses, and every value is where it
- * should be (the arena grows and moves many times on the way). */
+ * should be (in the one allocation the first pass sized). */
 START_TEST(large_document)
 {
     ct__strbuf sb = {0};
@@ -854,6 +857,97 @@ START_TEST(large_document)
 }
 END_TEST
 
+/* ---- memory ---------------------------------------------------------------- */
+
+#ifndef __SANITIZE_ADDRESS__
+/* Bytes this process maps (its address space), 0 when unknown. */
+static size_t mapped_bytes(void)
+{
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lu", &pages) != 1)
+        pages = 0;
+    fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+#endif
+
+/* The most memory a text can ask for is a run of small values, two bytes
+ * each ("[1,1,...]"): the tree must take about 20 bytes a byte (a 40-byte
+ * node a value and its literal), so the parse is run in a child process
+ * whose address space has room for 28 bytes a byte beyond what it maps
+ * already. The parser that copied 72-byte nodes from a scratch stack into
+ * a doubling arena needed some 75, and fails here for want of memory. */
+START_TEST(worst_case_fits_in_20_bytes_a_byte)
+{
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan's shadow memory cannot live under an address-space limit */
+#else
+    size_t len = ((size_t)4 << 20) + 1, i;
+    char *text = malloc(len);
+    int status;
+    pid_t pid;
+    ck_assert_uint_le(sizeof(ct__json), 5 * sizeof(void *));
+    ck_assert_ptr_nonnull(text);
+    text[0] = '[';
+    for (i = 1; i < len - 1; i++)
+        text[i] = i % 2 ? '1' : ',';
+    text[len - 1] = ']';
+    if ((pid = fork()) == 0) {
+        size_t mapped = mapped_bytes();
+        struct rlimit rl = {mapped + 28 * len, mapped + 28 * len};
+        ct__json_doc *d = NULL;
+        if (!mapped || setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(2);
+        if (ct__json_parse(text, len, "worst", &d) != CT_OK)
+            _exit(1);
+        _exit(ct__json_root(d)->n == len / 2 && ct__json_root(d)->items[len / 2 - 1].num == 1
+                  ? 0 : 3);
+    }
+    ck_assert_int_ge(pid, 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "parsing %zu bytes of [1,1,...] in 28 bytes a byte: exit %d (1: out of "
+                  "memory, 2: no limit set, 3: a wrong tree)", len,
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    free(text);
+#endif
+}
+END_TEST
+
+/* ct__json_parse_limited: the values counted are every scalar, array and
+ * object; one past the bound is refused where it starts, without a tree. */
+START_TEST(value_limit)
+{
+    static const char text[] = "[1, [2], {\"k\": 3}]";
+    ct__json_doc *d = NULL;
+    ck_assert_int_eq(ct__json_parse_limited(text, strlen(text), "t.json", 0, 6, &d), CT_OK);
+    ck_assert_uint_eq(ct__json_root(d)->n, 3);
+    ck_assert(ct__json_get(&ct__json_root(d)->items[2], "k")->num == 3);
+    ct__json_free(d);
+    d = NULL;
+    ck_assert_int_eq(ct__json_parse_limited(text, strlen(text), "t.json", 0, 5, &d),
+                     CT_ERR_FORMAT);
+    ck_assert_ptr_null(d);
+    ck_assert_str_eq(ct_last_error(), "t.json: line 1 column 16: more than 5 values: refused");
+    ck_assert_int_eq(ct__json_parse_limited(text, strlen(text), "t.json", 0, 0, &d), CT_OK);
+    ct__json_free(d);
+    /* the flags still apply; a fault before the bound is reported as itself */
+    ck_assert_int_eq(ct__json_parse_limited("[NaN]", 5, "t.json", CT__JSON_ALLOW_NAN, 2, &d),
+                     CT_OK);
+    ck_assert(isnan(ct__json_root(d)->items[0].num));
+    ct__json_free(d);
+    d = NULL;
+    ck_assert_int_eq(ct__json_parse_limited("[1 2, 3, 4]", 11, "t.json", 0, 2, &d),
+                     CT_ERR_FORMAT);
+    ck_assert_ptr_null(d);
+    ck_assert_str_eq(ct_last_error(),
+                     "t.json: line 1 column 4: expected ',' or ']' after array element");
+}
+END_TEST
+
 Suite *json_suite(void)
 {
     Suite *s = suite_create("json");
@@ -874,6 +968,8 @@ Suite *json_suite(void)
     tcase_add_test(tc, type_names);
     tcase_add_test(tc, parse_file_errors);
     tcase_add_test(tc, large_document);
+    tcase_add_test(tc, worst_case_fits_in_20_bytes_a_byte);
+    tcase_add_test(tc, value_limit);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 

@@ -52,8 +52,15 @@ CT_API void ct_hub_options_free(ct_hub_options *options);
  *                     a download is redirected to.
  *   local_files_only  true/false: the cache only, never the network
  *                     (default: $HF_HUB_OFFLINE)
- *   timeout           seconds to connect and of silence before a transfer
- *                     is given up (default $HF_HUB_DOWNLOAD_TIMEOUT, 10)
+ *   timeout           whole seconds (1..86400) to connect, and of a
+ *                     file's transfer moving under 1 KiB/s, before it is
+ *                     given up (default $HF_HUB_DOWNLOAD_TIMEOUT, else 10)
+ *   etag_timeout      the same for the metadata requests: a file's HEAD,
+ *                     a dataset's listing (default $HF_HUB_ETAG_TIMEOUT,
+ *                     else 10). Either variable may be 0 (the default, as
+ *                     huggingface_hub reads it); anything but whole
+ *                     seconds in 0..86400 makes ct_hub_options_create
+ *                     fail, naming the variable.
  * An unknown key or a bad value: CT_ERR_INVALID_ARG naming it. */
 CT_API ct_status ct_hub_options_set(ct_hub_options *options, const char *key, const char *value);
 /* Told of each download's progress: bytes done of total (0 when the

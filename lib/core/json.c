@@ -1,5 +1,5 @@
-/* Strict RFC 8259 JSON parser (UTF-8 validated, one arena, positions kept
- * for error text) and the JSON string / number writer helpers. */
+/* Strict RFC 8259 JSON parser (UTF-8 validated, one allocation, positions
+ * kept for error text) and the JSON string / number writer helpers. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strtod_l, newlocale (the Makefile defines it too) */
 #endif
@@ -17,22 +17,25 @@
 
 #define MAX_DEPTH 512
 
-/* The document is the arena: the root sits at its start, every node array
- * and string follows, so ct__json_free is one free(). */
+/* The document is one allocation: the root, then every container's node
+ * array (its items or members, exactly as many as it has), then every
+ * string and number literal. ct__json_free is one free(), and a pointer
+ * into it is final the moment it is written. */
 struct ct__json_doc {
     ct__json root;
 };
 
-/* While parsing, the arena moves as it grows (realloc), so nodes hold arena
- * offsets in their pointer fields; one pass at the end turns them into
- * pointers. Offset 0 is the document header, so it never names a string or
- * an array and can stand for NULL. */
-#define OFF2PTR(T, off) ((T)(uintptr_t)(off))
-#define PTR2OFF(p) ((size_t)(uintptr_t)(p))
-
+/* The text is read twice by the same code. The first pass (measuring)
+ * finds every error, with its position, and counts what the tree needs:
+ * the bytes of node arrays and of text, and each container's children in
+ * document order. The second (building) allocates that once and fills it:
+ * a container's array is taken when it opens and its children are written
+ * in place. Nothing is copied from a scratch stack into a growing arena,
+ * which cost a text of small values ("[1,1,...]") 75 bytes a byte. */
 typedef struct frame {
-    size_t base; /* first scratch slot of this container's children */
-    size_t slot; /* scratch slot holding the container's own node */
+    ct__json *node;  /* building: the container's own node */
+    size_t counted;  /* measuring: its slot in counts */
+    size_t children; /* so far */
     int obj;
 } frame;
 
@@ -40,18 +43,23 @@ typedef struct parser {
     const unsigned char *start, *p, *end;
     const char *what;
     int allow_nan; /* CT__JSON_ALLOW_NAN */
+    int build;     /* 0: measuring, 1: building */
+    size_t max_values, values;
     /* Line bookkeeping for node positions: newlines only occur outside
      * strings, so it is updated in skip_ws; line_extra counts UTF-8
      * continuation bytes since line_start so columns count characters. */
     unsigned line;
     const unsigned char *line_start;
     size_t line_extra;
-    char *arena;
-    size_t used, cap;
-    /* Children of the open containers, innermost last; a closing bracket
-     * copies its run of slots into the arena. Slot 0 holds the root. */
-    ct__json_member *stk;
-    size_t nstk, capstk;
+    /* Each container's number of children, in the order they open:
+     * written while measuring, read back (next_count) while building. */
+    uint32_t *counts;
+    size_t ncounts, capcounts, next_count;
+    /* Measured: the bytes of node arrays and of text. */
+    size_t node_bytes, text_bytes;
+    /* Building: where the next node array and the next text go. */
+    char *nodes, *text, *text_end;
+    ct__json scratch; /* measuring: where every value goes, unkept */
     size_t depth;
     frame frames[MAX_DEPTH];
 } parser;
@@ -118,67 +126,108 @@ static int fail_expected(const parser *ps, const unsigned char *at, const char *
     return fail_at(ps, at, "%s (found U+%04X)", expected, (unsigned)cp);
 }
 
-/* ---- arena and scratch ---------------------------------------------------- */
+/* ---- the tree's memory ----------------------------------------------------- */
 
-static int arena_reserve(parser *ps, size_t extra)
+/* Text of a string or number literal: counted while measuring, copied
+ * while building (the same text gives the same count, so it fits; the
+ * bound is kept all the same). */
+static int emit(parser *ps, const void *s, size_t n)
 {
-    size_t need, cap;
-    char *a;
-    if (ps->cap - ps->used >= extra)
+    if (n > SIZE_MAX - ps->text_bytes)
+        return fail_nomem(ps);
+    ps->text_bytes += n;
+    if (!ps->build)
         return CT_OK;
-    need = ps->used + extra;
-    if (need < ps->used)
-        return fail_nomem(ps);
-    cap = ps->cap;
-    while (cap < need)
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    a = realloc(ps->arena, cap);
-    if (!a)
-        return fail_nomem(ps);
-    ps->arena = a;
-    ps->cap = cap;
+    if (n > (size_t)(ps->text_end - ps->text))
+        return fail_at(ps, ps->p, "the text changed while it was parsed");
+    memcpy(ps->text, s, n);
+    ps->text += n;
     return CT_OK;
 }
 
-#define NODE_ALIGN (_Alignof(ct__json_member) > _Alignof(ct__json) ? _Alignof(ct__json_member) : _Alignof(ct__json))
-
-/* Room for `bytes` of node array, aligned; *off receives its offset. */
-static int arena_nodes(parser *ps, size_t bytes, size_t *off)
+/* Where the text emitted from now on starts (NULL while measuring). */
+static const char *text_mark(const parser *ps)
 {
-    size_t pad = (NODE_ALIGN - ps->used % NODE_ALIGN) % NODE_ALIGN;
-    int rc = arena_reserve(ps, bytes + pad);
-    if (rc != CT_OK)
-        return rc;
-    *off = ps->used + pad;
-    ps->used = *off + bytes;
-    return CT_OK;
+    return ps->build ? ps->text : NULL;
 }
 
-static int arena_append(parser *ps, const void *s, size_t n)
+/* Every value is counted while measuring, so that a bound on them
+ * (ct__json_parse_limited) refuses a text before its tree is made. */
+static int count_value(parser *ps)
 {
-    int rc = arena_reserve(ps, n);
-    if (rc != CT_OK)
-        return rc;
-    memcpy(ps->arena + ps->used, s, n);
-    ps->used += n;
-    return CT_OK;
+    if (ps->build || ++ps->values <= ps->max_values || ps->max_values == 0)
+        return CT_OK;
+    return fail_at(ps, ps->p, "more than %zu values: refused", ps->max_values);
 }
 
-static int push_slot(parser *ps, size_t *slot)
+static int open_container(parser *ps, ct__json *v, int obj)
 {
-    if (ps->nstk == ps->capstk) {
-        size_t cap = ps->capstk ? ps->capstk * 2 : 64;
-        ct__json_member *s;
-        if (cap > SIZE_MAX / sizeof *s)
-            return fail_nomem(ps);
-        s = realloc(ps->stk, cap * sizeof *s);
-        if (!s)
-            return fail_nomem(ps);
-        ps->stk = s;
-        ps->capstk = cap;
+    frame *f;
+    size_t n;
+    if (ps->depth == MAX_DEPTH)
+        return fail_at(ps, ps->p, "nesting deeper than %d levels", MAX_DEPTH);
+    f = &ps->frames[ps->depth++];
+    f->node = v;
+    f->children = 0;
+    f->obj = obj;
+    v->type = obj ? CT_JSON_OBJECT : CT_JSON_ARRAY;
+    if (!ps->build) {
+        if (ps->ncounts == ps->capcounts) {
+            size_t cap = ps->capcounts ? ps->capcounts * 2 : 64;
+            uint32_t *grown = cap <= SIZE_MAX / sizeof *grown
+                                  ? realloc(ps->counts, cap * sizeof *grown) : NULL;
+            if (!grown)
+                return fail_nomem(ps);
+            ps->counts = grown;
+            ps->capcounts = cap;
+        }
+        f->counted = ps->ncounts;
+        ps->counts[ps->ncounts++] = 0;
+        return CT_OK;
     }
-    memset(&ps->stk[ps->nstk], 0, sizeof ps->stk[0]);
-    *slot = ps->nstk++;
+    if (ps->next_count == ps->ncounts)
+        return fail_at(ps, ps->p, "the text changed while it was parsed");
+    n = ps->counts[ps->next_count++];
+    v->n = n;
+    if (n && obj)
+        v->members = (ct__json_member *)(void *)ps->nodes;
+    else if (n)
+        v->items = (ct__json *)(void *)ps->nodes;
+    ps->nodes += n * (obj ? sizeof(ct__json_member) : sizeof(ct__json));
+    return CT_OK;
+}
+
+/* Where the innermost container's next child goes: its place in the
+ * container's array, or (measuring) the scratch node. */
+static int next_child(parser *ps, ct__json **slot)
+{
+    frame *f = &ps->frames[ps->depth - 1];
+    if (!ps->build) {
+        size_t bytes = f->obj ? sizeof(ct__json_member) : sizeof(ct__json);
+        if (f->children == UINT32_MAX)
+            return fail_at(ps, ps->p, "more than %lu values in one %s",
+                           (unsigned long)UINT32_MAX, f->obj ? "object" : "array");
+        if (bytes > SIZE_MAX - ps->node_bytes)
+            return fail_nomem(ps);
+        f->children++;
+        ps->node_bytes += bytes;
+        *slot = &ps->scratch;
+        return CT_OK;
+    }
+    if (f->children == f->node->n)
+        return fail_at(ps, ps->p, "the text changed while it was parsed");
+    *slot = f->obj ? &f->node->members[f->children].value : &f->node->items[f->children];
+    f->children++;
+    return CT_OK;
+}
+
+static int close_container(parser *ps)
+{
+    frame *f = &ps->frames[--ps->depth];
+    if (!ps->build)
+        ps->counts[f->counted] = (uint32_t)f->children;
+    else if (f->children != f->node->n)
+        return fail_at(ps, ps->p, "the text changed while it was parsed");
     return CT_OK;
 }
 
@@ -241,14 +290,15 @@ static int plain_byte(unsigned char c)
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-/* The string whose opening quote is at ps->p: decoded into the arena,
- * NUL-terminated; *off and *len describe it. */
-static int parse_string(parser *ps, size_t *off, size_t *len)
+/* The string whose opening quote is at ps->p: decoded (while building,
+ * into the tree), NUL-terminated; *str (NULL while measuring) and *len
+ * describe it. */
+static int parse_string(parser *ps, const char **str, size_t *len)
 {
     const unsigned char *open = ps->p, *p = ps->p + 1, *end = ps->end, *run;
-    const char *why;
+    const char *why, *start = text_mark(ps);
     unsigned char buf[4];
-    size_t start = ps->used;
+    size_t before = ps->text_bytes;
     int rc, n;
 
     for (;;) {
@@ -266,7 +316,7 @@ static int parse_string(parser *ps, size_t *off, size_t *len)
             }
             break;
         }
-        if (p > run && (rc = arena_append(ps, run, (size_t)(p - run))) != CT_OK)
+        if (p > run && (rc = emit(ps, run, (size_t)(p - run))) != CT_OK)
             return rc;
         if (p == end)
             return fail_at(ps, open, "unterminated string (no closing '\"' before the end of input)");
@@ -315,13 +365,13 @@ static int parse_string(parser *ps, size_t *off, size_t *len)
                 return fail_at(ps, esc, "invalid escape '\\%c'", c);
             return fail_at(ps, esc, "invalid escape: '\\' followed by byte 0x%02X", c);
         }
-        if ((rc = arena_append(ps, buf, (size_t)n)) != CT_OK)
+        if ((rc = emit(ps, buf, (size_t)n)) != CT_OK)
             return rc;
     }
-    if ((rc = arena_append(ps, "", 1)) != CT_OK)
+    if ((rc = emit(ps, "", 1)) != CT_OK)
         return rc;
-    *off = start;
-    *len = ps->used - start - 1;
+    *str = start;
+    *len = ps->text_bytes - before - 1;
     ps->p = p;
     return CT_OK;
 }
@@ -408,16 +458,14 @@ static int number_value(const parser *ps, const char *s, size_t len, double *out
  * with CT__JSON_ALLOW_NAN (files this library wrote itself). */
 static int python_special(parser *ps, ct__json *v, const char *word, double value)
 {
-    size_t n = strlen(word), off;
+    size_t n = strlen(word);
+    const char *start = text_mark(ps);
     int rc;
-    if ((rc = arena_reserve(ps, n + 1)) != CT_OK)
+    if ((rc = emit(ps, word, n + 1)) != CT_OK)
         return rc;
-    off = ps->used;
-    memcpy(ps->arena + off, word, n + 1);
-    ps->used += n + 1;
     v->type = CT_JSON_NUMBER;
     v->num = value;
-    v->str = OFF2PTR(const char *, off);
+    v->str = start;
     v->len = n;
     ps->p += n;
     return CT_OK;
@@ -426,7 +474,8 @@ static int python_special(parser *ps, ct__json *v, const char *word, double valu
 static int parse_number(parser *ps, ct__json *v)
 {
     const unsigned char *s = ps->p, *q = ps->p, *end = ps->end;
-    size_t off, len;
+    const char *start = text_mark(ps);
+    size_t len;
     int rc;
 
     if (*q == '-')
@@ -463,17 +512,14 @@ static int parse_number(parser *ps, ct__json *v)
             q++;
     }
     len = (size_t)(q - s);
-    /* Keep the literal (NUL-terminated) so exact integers can be read back. */
-    if ((rc = arena_reserve(ps, len + 1)) != CT_OK)
+    /* Keep the literal (NUL-terminated) so exact integers can be read back;
+     * its value is worked out once, while building. */
+    if ((rc = emit(ps, s, len)) != CT_OK || (rc = emit(ps, "", 1)) != CT_OK)
         return rc;
-    off = ps->used;
-    memcpy(ps->arena + off, s, len);
-    ps->arena[off + len] = '\0';
-    ps->used += len + 1;
-    if ((rc = number_value(ps, ps->arena + off, len, &v->num)) != CT_OK)
+    if (ps->build && (rc = number_value(ps, start, len, &v->num)) != CT_OK)
         return rc;
     v->type = CT_JSON_NUMBER;
-    v->str = OFF2PTR(const char *, off);
+    v->str = start;
     v->len = len;
     ps->p = q;
     return CT_OK;
@@ -491,14 +537,15 @@ static int match(const parser *ps, const char *word)
 static int parse_scalar(parser *ps, ct__json *v)
 {
     unsigned char c = *ps->p;
-    size_t off, len;
+    const char *str;
+    size_t len;
     int rc;
 
     if (c == '"') {
-        if ((rc = parse_string(ps, &off, &len)) != CT_OK)
+        if ((rc = parse_string(ps, &str, &len)) != CT_OK)
             return rc;
         v->type = CT_JSON_STRING;
-        v->str = OFF2PTR(const char *, off);
+        v->str = str;
         v->len = len;
         return CT_OK;
     }
@@ -523,20 +570,22 @@ static int parse_scalar(parser *ps, ct__json *v)
     return fail_expected(ps, ps->p, "expected a value");
 }
 
-/* A member key and its ':' at ps->p (after whitespace); pushes the slot the
- * member's value goes into. */
-static int parse_key(parser *ps, size_t *slot, const char *expected)
+/* A member key and its ':' at ps->p (after whitespace); *slot is where the
+ * member's value goes. */
+static int parse_key(parser *ps, ct__json **slot, const char *expected)
 {
-    size_t off, len;
+    frame *f = &ps->frames[ps->depth - 1];
+    size_t i = f->children, len;
+    const char *key;
     int rc;
     if (ps->p == ps->end || *ps->p != '"')
         return fail_expected(ps, ps->p, expected);
-    if ((rc = parse_string(ps, &off, &len)) != CT_OK)
+    if ((rc = parse_string(ps, &key, &len)) != CT_OK || (rc = next_child(ps, slot)) != CT_OK)
         return rc;
-    if ((rc = push_slot(ps, slot)) != CT_OK)
-        return rc;
-    ps->stk[*slot].key = OFF2PTR(const char *, off);
-    ps->stk[*slot].key_len = len;
+    if (ps->build) {
+        f->node->members[i].key = key;
+        f->node->members[i].key_len = len;
+    }
     skip_ws(ps);
     if (ps->p == ps->end || *ps->p != ':')
         return fail_expected(ps, ps->p, "expected ':' after object key");
@@ -544,82 +593,46 @@ static int parse_key(parser *ps, size_t *slot, const char *expected)
     return CT_OK;
 }
 
-/* Close the innermost container: its children move from the scratch stack
- * into one array in the arena. */
-static int close_container(parser *ps)
+/* One pass over the text (ps->build says which), the root into *root. */
+static int parse_document(parser *ps, ct__json *root)
 {
-    frame *f = &ps->frames[ps->depth - 1];
-    size_t n = ps->nstk - f->base, off = 0, i;
-    ct__json *v;
+    ct__json *slot = root;
     int rc;
 
-    if (n) {
-        if (f->obj) {
-            if ((rc = arena_nodes(ps, n * sizeof(ct__json_member), &off)) != CT_OK)
-                return rc;
-            memcpy(ps->arena + off, &ps->stk[f->base], n * sizeof(ct__json_member));
-        } else {
-            ct__json *items;
-            if ((rc = arena_nodes(ps, n * sizeof(ct__json), &off)) != CT_OK)
-                return rc;
-            items = (ct__json *)(void *)(ps->arena + off);
-            for (i = 0; i < n; i++)
-                items[i] = ps->stk[f->base + i].value;
-        }
-    }
-    v = &ps->stk[f->slot].value;
-    v->n = n;
-    if (f->obj)
-        v->members = OFF2PTR(ct__json_member *, off);
-    else
-        v->items = OFF2PTR(ct__json *, off);
-    ps->nstk = f->base;
-    ps->depth--;
-    return CT_OK;
-}
-
-static int parse_document(parser *ps)
-{
-    size_t slot;
-    int rc;
-
-    if ((rc = push_slot(ps, &slot)) != CT_OK)
-        return rc;
+    ps->p = ps->start;
+    ps->line = 1;
+    ps->line_start = ps->start;
+    ps->line_extra = 0;
+    ps->depth = 0;
     for (;;) {
-        /* A value is due; it goes into ps->stk[slot].value. */
-        ct__json *v;
+        /* A value is due; it goes into *slot. */
         unsigned char c;
         skip_ws(ps);
         if (ps->p == ps->end)
             return fail_expected(ps, ps->p, "expected a value");
-        v = &ps->stk[slot].value;
-        set_position(ps, v);
+        if ((rc = count_value(ps)) != CT_OK)
+            return rc;
+        memset(slot, 0, sizeof *slot);
+        set_position(ps, slot);
         c = *ps->p;
         if (c == '{' || c == '[') {
-            frame *f;
-            if (ps->depth == MAX_DEPTH)
-                return fail_at(ps, ps->p, "nesting deeper than %d levels", MAX_DEPTH);
-            f = &ps->frames[ps->depth++];
-            f->base = ps->nstk;
-            f->slot = slot;
-            f->obj = c == '{';
-            v->type = f->obj ? CT_JSON_OBJECT : CT_JSON_ARRAY;
+            int obj = c == '{';
+            if ((rc = open_container(ps, slot, obj)) != CT_OK)
+                return rc;
             ps->p++;
             skip_ws(ps);
-            if (ps->p < ps->end && *ps->p == (f->obj ? '}' : ']')) {
+            if (ps->p < ps->end && *ps->p == (obj ? '}' : ']')) {
                 ps->p++;
                 if ((rc = close_container(ps)) != CT_OK)
                     return rc;
-            } else if (f->obj) {
-                if ((rc = parse_key(ps, &slot, "expected a string key or '}'")) != CT_OK)
-                    return rc;
-                continue;
             } else {
-                if ((rc = push_slot(ps, &slot)) != CT_OK)
+                rc = obj ? parse_key(ps, &slot, "expected a string key or '}'")
+                         : next_child(ps, &slot);
+                if (rc != CT_OK)
                     return rc;
                 continue;
             }
-        } else if ((rc = parse_scalar(ps, v)) != CT_OK) {
+        } else if ((rc = parse_scalar(ps, slot)) != CT_OK) {
             return rc;
         }
 
@@ -642,7 +655,7 @@ static int parse_document(parser *ps)
                 if (f->obj)
                     rc = parse_key(ps, &slot, "expected a string key after ','");
                 else
-                    rc = push_slot(ps, &slot);
+                    rc = next_child(ps, &slot);
                 if (rc != CT_OK)
                     return rc;
                 break;
@@ -659,52 +672,48 @@ static int parse_document(parser *ps)
     }
 }
 
-/* Offsets to pointers, once the arena has its final address. Depth is
- * bounded by MAX_DEPTH, so recursion is safe. */
-static void fixup(ct__json *v, char *base)
+/* The second pass, into one allocation of the measured size. */
+static int build_tree(parser *ps, ct__json_doc **out)
 {
-    size_t i;
-    switch (v->type) {
-    case CT_JSON_STRING:
-    case CT_JSON_NUMBER:
-        v->str = base + PTR2OFF(v->str);
-        break;
-    case CT_JSON_ARRAY:
-        if (v->n == 0) {
-            v->items = NULL;
-            break;
-        }
-        v->items = (ct__json *)(void *)(base + PTR2OFF(v->items));
-        for (i = 0; i < v->n; i++)
-            fixup(&v->items[i], base);
-        break;
-    case CT_JSON_OBJECT:
-        if (v->n == 0) {
-            v->members = NULL;
-            break;
-        }
-        v->members = (ct__json_member *)(void *)(base + PTR2OFF(v->members));
-        for (i = 0; i < v->n; i++) {
-            v->members[i].key = base + PTR2OFF(v->members[i].key);
-            fixup(&v->members[i].value, base);
-        }
-        break;
-    default:
-        break;
+    size_t head = sizeof(ct__json_doc), size = head + ps->node_bytes;
+    ct__json_doc *doc;
+    char *a;
+    int rc;
+    if (size < head || size + ps->text_bytes < size)
+        return fail_nomem(ps);
+    size += ps->text_bytes;
+    if (!(a = malloc(size)))
+        return fail_nomem(ps);
+    doc = (ct__json_doc *)(void *)a;
+    ps->build = 1;
+    ps->nodes = a + head;
+    ps->text = a + head + ps->node_bytes;
+    ps->text_end = a + size;
+    ps->text_bytes = 0;
+    ps->next_count = 0;
+    if ((rc = parse_document(ps, &doc->root)) != CT_OK) {
+        free(a);
+        return rc;
     }
+    *out = doc;
+    return CT_OK;
 }
 
 int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc **out)
 {
-    return ct__json_parse_ex(text, len, what, 0, out);
+    return ct__json_parse_limited(text, len, what, 0, 0, out);
 }
 
 int ct__json_parse_ex(const char *text, size_t len, const char *what, int flags,
                       ct__json_doc **out)
 {
+    return ct__json_parse_limited(text, len, what, flags, 0, out);
+}
+
+int ct__json_parse_limited(const char *text, size_t len, const char *what, int flags,
+                           size_t max_values, ct__json_doc **out)
+{
     parser *ps;
-    ct__json_doc *doc;
-    char *a;
     int rc;
 
     if (!out)
@@ -714,7 +723,7 @@ int ct__json_parse_ex(const char *text, size_t len, const char *what, int flags,
         return ct__error(CT_ERR_INVALID_ARG, "%s: argument 'text' is NULL", __func__);
     if (!what)
         what = "JSON text";
-    /* The frame stack makes the parser ~12 KB: keep it off the caller's stack. */
+    /* The frame stack makes the parser ~16 KB: keep it off the caller's stack. */
     ps = calloc(1, sizeof *ps);
     if (!ps)
         return ct__error(CT_ERR_NOMEM, "%s: out of memory parsing JSON", what);
@@ -726,40 +735,15 @@ int ct__json_parse_ex(const char *text, size_t len, const char *what, int flags,
      * are counted after it, as Python counts them after decoding. */
     if (len >= 3 && memcmp(ps->start, "\xEF\xBB\xBF", 3) == 0)
         ps->start += 3;
-    ps->p = ps->start;
     ps->what = what;
     ps->allow_nan = (flags & CT__JSON_ALLOW_NAN) != 0;
-    ps->line = 1;
-    ps->line_start = ps->start;
-    /* Strings dominate typical documents (SQuAD), so start near the input
-     * size and let geometric growth cover node-heavy ones. */
-    ps->cap = sizeof(ct__json_doc) + len + len / 4 + 256;
-    if (ps->cap < len) {
-        free(ps);
-        return ct__error(CT_ERR_NOMEM, "%s: out of memory parsing JSON", what);
-    }
-    ps->arena = malloc(ps->cap);
-    ps->used = (sizeof(ct__json_doc) + NODE_ALIGN - 1) / NODE_ALIGN * NODE_ALIGN;
-    if (!ps->arena)
-        rc = fail_nomem(ps);
-    else
-        rc = parse_document(ps);
-    if (rc != CT_OK) {
-        free(ps->stk);
-        free(ps->arena);
-        free(ps);
-        return rc;
-    }
-    a = realloc(ps->arena, ps->used); /* give back the unused tail */
-    if (!a)
-        a = ps->arena;
-    doc = (ct__json_doc *)(void *)a;
-    doc->root = ps->stk[0].value;
-    free(ps->stk);
+    ps->max_values = max_values;
+    rc = parse_document(ps, &ps->scratch);
+    if (rc == CT_OK)
+        rc = build_tree(ps, out);
+    free(ps->counts);
     free(ps);
-    fixup(&doc->root, a);
-    *out = doc;
-    return CT_OK;
+    return rc;
 }
 
 int ct__json_parse_file(const char *path, ct__json_doc **out)

@@ -22,20 +22,33 @@ typedef enum ct__json_type {
 typedef struct ct__json ct__json;
 typedef struct ct__json_member ct__json_member;
 
+/* One value: 40 bytes, since a document of small values ("[1,1,1,...]")
+ * holds one per two bytes of text. The fields of a type share their
+ * place with another type's, so read only those of v->type (a string's
+ * num is 0; NULL, TRUE and FALSE have none). */
 struct ct__json {
     ct__json_type type;
-    /* NUMBER: the literal as written (for exact integers) and its value. */
-    /* STRING: decoded UTF-8, NUL-terminated (len excludes the NUL; the
-     * string may itself contain NUL bytes from \u0000). */
-    const char *str;
-    size_t len;
-    double num;
-    /* ARRAY: items[n]; OBJECT: members[n], in document order. */
-    size_t n;
-    ct__json *items;
-    ct__json_member *members;
     /* 1-based position of the value in the text, for error messages. */
     unsigned line, col;
+    union {
+        /* STRING: decoded UTF-8, NUL-terminated (len excludes the NUL; the
+         * string may itself contain NUL bytes from \u0000), num 0.
+         * NUMBER: the literal as written (for exact integers) and its value. */
+        struct {
+            const char *str;
+            size_t len;
+            double num;
+        };
+        /* ARRAY: items[n]; OBJECT: members[n], in document order (NULL
+         * when n is 0). */
+        struct {
+            size_t n;
+            union {
+                ct__json *items;
+                ct__json_member *members;
+            };
+        };
+    };
 };
 
 struct ct__json_member {
@@ -49,7 +62,10 @@ typedef struct ct__json_doc ct__json_doc;
 /* Parse text[0..len). `what` names the source in error text (a path, or
  * "training_args.json"). On failure returns CT_ERR_FORMAT (or CT_ERR_NOMEM)
  * with "<what>: line L column C: <problem>" set as the error. Nesting deeper
- * than 512 levels is refused. */
+ * than 512 levels is refused. The text is read twice, to size the tree and
+ * to build it in one allocation: about sizeof(ct__json) per value (a
+ * member: sizeof(ct__json_member)) plus each string and number literal
+ * with its NUL, and 4 bytes per array or object while parsing. */
 int ct__json_parse(const char *text, size_t len, const char *what, ct__json_doc **out);
 /* Read a whole file and parse it; CT_ERR_IO names the path when unreadable. */
 int ct__json_parse_file(const char *path, ct__json_doc **out);
@@ -60,6 +76,12 @@ enum { CT__JSON_ALLOW_NAN = 1 };
 int ct__json_parse_ex(const char *text, size_t len, const char *what, int flags,
                       ct__json_doc **out);
 int ct__json_parse_file_ex(const char *path, int flags, ct__json_doc **out);
+/* ct__json_parse_ex for text from the network, whose tree may be held to
+ * less than the worst the text allows (20 bytes a byte, "[1,1,...]"):
+ * more than max_values values in all (0: no bound) is refused with
+ * CT_ERR_FORMAT at the first value past it, before the tree is made. */
+int ct__json_parse_limited(const char *text, size_t len, const char *what, int flags,
+                           size_t max_values, ct__json_doc **out);
 const ct__json *ct__json_root(const ct__json_doc *doc);
 void ct__json_free(ct__json_doc *doc);
 

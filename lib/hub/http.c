@@ -6,7 +6,17 @@
  * and port only. libcurl drops a custom Authorization header when a
  * redirect changes host, and since 7.83.1 also port or scheme
  * (CVE-2022-27776): an older one follows no redirect of a request that
- * carries the token. */
+ * carries the token.
+ *
+ * Every transfer is bounded in time as huggingface_hub bounds its own (a
+ * connect and a read timeout of HF_HUB_ETAG_TIMEOUT for metadata,
+ * HF_HUB_DOWNLOAD_TIMEOUT for a file's bytes): libcurl has no per-read
+ * timeout, so the same seconds bound the connection and the time a
+ * transfer may go on moving less than STALL_BYTES_PER_S, which catches a
+ * server that stops mid-way and one that trickles a byte at a time (a
+ * per-read timeout would wait forever for the latter). The body of an
+ * answer that is not the one asked for (an error page, a redirect's) is
+ * read no further than what the error message needs. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,19 +27,30 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "hub/curl_api.h"
 #include "hub/hub.h"
 
 #define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_REDIRECTS 5
+/* Slower than this for a whole timeout, a transfer counts as stalled: far
+ * below any real link, far above a trickle meant to hold a client. */
+#define STALL_BYTES_PER_S 1024L
+/* Of an error page: kept for the message; the transfer stops past it. */
+#define ERROR_BODY_KEEP 4096
+/* Of a redirect's body, which libcurl reads to its end on its own before
+ * following: stopped past this (a real one is a line or two of HTML). */
+#define MAX_SKIPPED_BODY (64 * 1024)
 
 /* A transfer's state shared with libcurl's callbacks. */
 typedef struct transfer {
     const ct_hub_options *o;
-    ct__hub_head *head;   /* headers wanted (HEAD), or NULL */
+    ct__hub_head *head;   /* the last answer's headers */
     size_t header_bytes;
     long status;          /* of the last status line seen */
+    long timeout;         /* seconds: o->timeout or o->etag_timeout */
+    const char *timeout_by; /* what sets it, for the error text */
     int fd;               /* GET into a file: fd, have, expected */
     int64_t have, expected, written;
     char *buf;            /* GET into memory */
@@ -38,7 +59,16 @@ typedef struct transfer {
     int overflow;         /* more bytes than allowed */
     int io_errno;
     int token_sent;       /* the request carries the Authorization header */
+    int cut;              /* stopped on purpose in an unwanted body */
+    char error_body[ERROR_BODY_KEEP + 1]; /* the start of an error page */
+    size_t error_len;
+    char curl_error[CURL_ERROR_SIZE]; /* libcurl's account of a failure */
 } transfer;
+
+static int is_success(long status)
+{
+    return status >= 200 && status <= 299;
+}
 
 static void copy_value(char *dst, size_t size, const char *v, size_t n)
 {
@@ -147,12 +177,29 @@ static size_t on_header(char *data, size_t size, size_t count, void *user)
     return n;
 }
 
+/* The body of an answer that is not the one asked for (an error page, a
+ * redirect not followed): its start kept for the message, and the transfer
+ * stopped past that, since a hostile or broken server can make it endless
+ * and its status already says what happened. */
+static size_t on_other_body(transfer *t, const char *data, size_t n)
+{
+    size_t room = sizeof t->error_body - 1 - t->error_len, keep = n < room ? n : room;
+    memcpy(t->error_body + t->error_len, data, keep);
+    t->error_len += keep;
+    t->error_body[t->error_len] = '\0';
+    if (keep < n) {
+        t->cut = 1;
+        return 0; /* stops the transfer (CURLE_WRITE_ERROR, settled below) */
+    }
+    return n;
+}
+
 static size_t on_body_file(char *data, size_t size, size_t count, void *user)
 {
     transfer *t = user;
     size_t n = size * count, done = 0;
-    if (t->status >= 300)
-        return n; /* an error page or a redirect's body: not the file */
+    if (!is_success(t->status))
+        return on_other_body(t, data, n); /* not the file */
     if (t->expected >= 0 && t->have + t->written + (int64_t)n > t->expected) {
         t->overflow = 1;
         return 0;
@@ -176,6 +223,8 @@ static size_t on_body_memory(char *data, size_t size, size_t count, void *user)
     transfer *t = user;
     size_t n = size * count;
     char *grown;
+    if (!is_success(t->status))
+        return on_other_body(t, data, n);
     if (t->len + n > t->max) {
         t->overflow = 1;
         return 0;
@@ -193,8 +242,12 @@ static int on_progress(void *user, curl_off_t total, curl_off_t now, curl_off_t 
                        curl_off_t un)
 {
     transfer *t = user;
-    (void)ut, (void)un, (void)now, (void)total;
-    if (t->o->progress && t->status < 300)
+    (void)ut, (void)un, (void)total;
+    if (!is_success(t->status) && now > MAX_SKIPPED_BODY) {
+        t->cut = 1; /* a body libcurl skips itself (a redirect's) and no end to it */
+        return 1;
+    }
+    if (t->name && t->o->progress && is_success(t->status))
         t->o->progress(t->name, (uint64_t)(t->have + t->written),
                        (uint64_t)(t->expected >= 0 ? t->expected : 0), t->o->progress_user);
     return 0;
@@ -266,11 +319,15 @@ static CURL *easy_for(const ct_hub_options *o, const char *url, transfer *t,
     cu->easy_setopt(c, CURLOPT_URL, url);
     cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     cu->easy_setopt(c, CURLOPT_USERAGENT, "libcputrain/" CT_VERSION_STRING "; huggingface_hub-cache");
-    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->timeout);
-    cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->timeout);
+    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, t->timeout);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, STALL_BYTES_PER_S);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, t->timeout);
+    cu->easy_setopt(c, CURLOPT_ERRORBUFFER, t->curl_error);
     cu->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     cu->easy_setopt(c, CURLOPT_HEADERDATA, t);
+    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(c, CURLOPT_XFERINFODATA, t);
     if (o->token[0] && same_origin(cu, url, o->endpoint) &&
         asprintf(&auth, "Authorization: Bearer %s", o->token) >= 0) {
         *headers = cu->slist_append(NULL, auth);
@@ -355,7 +412,61 @@ static ct_status transfer_error(CURLcode rc, const transfer *t, const char *url,
         return ct__error(CT_ERR_IO, "%s: writing to the cache failed: %s", url,
                          strerror(t->io_errno));
     *unreachable = is_unreachable(rc);
-    return ct__error(CT_ERR_IO, "%s from %s", cu->easy_strerror(rc), url);
+    if (rc == CURLE_OPERATION_TIMEDOUT)
+        return ct__error(CT_ERR_IO, "%s: timed out: %s (allowed: %ld s to connect, %ld s "
+                                    "under %ld bytes/s; %s sets it)",
+                         url, t->curl_error[0] ? t->curl_error : cu->easy_strerror(rc),
+                         t->timeout, t->timeout, STALL_BYTES_PER_S, t->timeout_by);
+    return ct__error(CT_ERR_IO, "%s from %s", t->curl_error[0] ? t->curl_error
+                                                               : cu->easy_strerror(rc), url);
+}
+
+/* A transfer stopped on purpose in an unwanted body is over: its status
+ * says what happened. */
+static CURLcode settled(CURLcode rc, const transfer *t)
+{
+    if (t->cut && (rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK))
+        return CURLE_OK;
+    return rc;
+}
+
+#define BY_ETAG_TIMEOUT "HF_HUB_ETAG_TIMEOUT or the etag_timeout option"
+#define BY_DOWNLOAD_TIMEOUT "HF_HUB_DOWNLOAD_TIMEOUT or the timeout option"
+
+/* A metadata request's transfer (a HEAD, the API's JSON), bounded as
+ * huggingface_hub bounds get_hf_file_metadata's. */
+static transfer metadata_transfer(const ct_hub_options *o, ct__hub_head *head)
+{
+    transfer t = {.o = o, .head = head, .fd = -1, .timeout = o->etag_timeout,
+                  .timeout_by = BY_ETAG_TIMEOUT};
+    return t;
+}
+
+/* What the server said of an error, as huggingface_hub's
+ * hf_raise_for_status adds it to its own: X-Error-Message, else the JSON
+ * body's "error" string, else the body's first line unless it is an HTML
+ * page. Kept in h->error_message, printable. */
+static void server_message(const transfer *t, ct__hub_head *h)
+{
+    const char *text = t->error_body, *end;
+    ct__json_doc *doc = NULL;
+    const ct__json *error;
+    if (h->error_message[0] || !t->error_len)
+        return;
+    /* a parse failure's error text is replaced by the caller's own */
+    if (ct__json_parse(t->error_body, t->error_len, "error body", &doc) == CT_OK) {
+        error = ct__json_get(ct__json_root(doc), "error");
+        if (error && error->type == CT_JSON_STRING)
+            copy_printable(h->error_message, sizeof h->error_message, error->str, error->len);
+        ct__json_free(doc);
+        return;
+    }
+    while (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n')
+        text++;
+    if (*text == '<')
+        return; /* a page for a browser: nothing to quote */
+    end = text + strcspn(text, "\r\n");
+    copy_printable(h->error_message, sizeof h->error_message, text, (size_t)(end - text));
 }
 
 ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_head *out,
@@ -368,7 +479,7 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
     if (!current)
         return ct__error(CT_ERR_NOMEM, "out of memory");
     for (int hop = 0;; hop++) {
-        transfer t = {.o = o, .head = out, .fd = -1};
+        transfer t = metadata_transfer(o, out);
         struct curl_slist *headers;
         CURL *c = easy_for(o, current, &t, &headers, &st);
         CURLcode rc;
@@ -444,79 +555,87 @@ static void get_into(const ct__curl_api *cu, CURL *c,
 
 /* One GET of the file from byte `have`. */
 static ct_status get_file_from(const ct_hub_options *o, const char *url, const char *name,
-                               int fd, int64_t have, int64_t expected, long *status,
+                               int fd, int64_t have, int64_t expected, ct__hub_head *head,
                                CURLcode *rc, int *unreachable)
 {
     const ct__curl_api *cu = ct__curl();
-    transfer t = {.o = o, .fd = fd, .have = have, .expected = expected, .name = name};
+    transfer t = {.o = o, .head = head, .fd = fd, .have = have, .expected = expected,
+                  .name = name, .timeout = o->timeout, .timeout_by = BY_DOWNLOAD_TIMEOUT};
     struct curl_slist *headers;
     ct_status st;
-    CURL *c = easy_for(o, url, &t, &headers, &st);
-    if (!c)
+    CURL *c;
+    memset(head, 0, sizeof *head);
+    head->size = -1;
+    if (!(c = easy_for(o, url, &t, &headers, &st)))
         return st;
     get_into(cu, c, on_body_file, &t);
-    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    cu->easy_setopt(c, CURLOPT_XFERINFODATA, &t);
     if (have > 0)
         cu->easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)have);
-    *rc = perform(cu, c);
-    *status = t.status;
+    *rc = settled(perform(cu, c), &t);
+    head->status = t.status;
     easy_done(c, headers);
     if (*rc != CURLE_OK && !(*rc == CURLE_RANGE_ERROR && have > 0))
         return transfer_error(*rc, &t, url, unreachable);
+    server_message(&t, head);
     return CT_OK;
 }
 
 ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
                                 int fd, int64_t have, int64_t expected, int *unreachable)
 {
-    long status = 0;
+    ct__hub_head head;
     CURLcode rc = CURLE_OK;
     ct_status st;
     *unreachable = 0;
-    st = get_file_from(o, url, name, fd, have, expected, &status, &rc, unreachable);
-    if (st == CT_OK && have > 0 && (rc == CURLE_RANGE_ERROR || status == 416)) {
+    st = get_file_from(o, url, name, fd, have, expected, &head, &rc, unreachable);
+    if (st == CT_OK && have > 0 && (rc == CURLE_RANGE_ERROR || head.status == 416)) {
         /* The server would not resume (libcurl stops at a 200 answering a
          * Range, before its body) or will not serve that range: the whole
          * file again, from byte 0. */
         if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
             return ct__error(CT_ERR_IO, "%s: restarting the download in the cache failed: %s",
                              url, strerror(errno));
-        st = get_file_from(o, url, name, fd, 0, expected, &status, &rc, unreachable);
+        st = get_file_from(o, url, name, fd, 0, expected, &head, &rc, unreachable);
     }
     if (st != CT_OK)
         return st;
-    if (status != 200 && status != 206)
-        return ct__error(CT_ERR_IO, "%s: HTTP %ld", url, status);
+    if (head.status != 200 && head.status != 206)
+        return ct__error(CT_ERR_IO, "%s: HTTP %ld%s%s%s", url, head.status,
+                         head.status >= 300 && head.status <= 399 ? " (a redirect not followed)"
+                                                                  : "",
+                         head.error_message[0] ? ": " : "", head.error_message);
     return CT_OK;
 }
 
 ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t max,
-                                char **body, size_t *len, long *status, int *unreachable)
+                                char **body, size_t *len, ct__hub_head *head, int *unreachable)
 {
     const ct__curl_api *cu = ct__curl();
-    transfer t = {.o = o, .fd = -1, .max = max};
+    transfer t = metadata_transfer(o, head);
     struct curl_slist *headers;
     ct_status st;
-    CURL *c = easy_for(o, url, &t, &headers, &st);
+    CURL *c;
     CURLcode rc;
     *unreachable = 0;
     *body = NULL;
-    if (!c)
+    memset(head, 0, sizeof *head);
+    head->size = -1;
+    if (!(c = easy_for(o, url, &t, &headers, &st)))
         return st;
+    t.max = max;
     get_into(cu, c, on_body_memory, &t);
-    rc = perform(cu, c);
+    rc = settled(perform(cu, c), &t);
     easy_done(c, headers);
+    head->status = t.status;
     if (rc != CURLE_OK) {
         free(t.buf);
         return transfer_error(rc, &t, url, unreachable);
     }
+    server_message(&t, head);
     if (!t.buf && !(t.buf = calloc(1, 1)))
         return ct__error(CT_ERR_NOMEM, "out of memory");
     *body = t.buf;
     *len = t.len;
-    *status = t.status;
     return CT_OK;
 }
 

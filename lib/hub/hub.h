@@ -14,7 +14,11 @@
 struct ct_hub_options {
     char *revision, *repo_type, *cache_dir, *endpoint, *token;
     int local_files_only;
-    long timeout; /* seconds */
+    /* Seconds to connect, and of a stalled transfer (see http.c), as
+     * huggingface_hub's two: timeout for a file's bytes
+     * (HF_HUB_DOWNLOAD_TIMEOUT), etag_timeout for the metadata asked first
+     * (a HEAD, a listing: HF_HUB_ETAG_TIMEOUT). */
+    long timeout, etag_timeout;
     ct_hub_progress_fn progress;
     void *progress_user;
 };
@@ -93,13 +97,17 @@ ct_status ct__hub_http_head(const ct_hub_options *o, const char *url, ct__hub_he
  * host and port) appending to the open file fd from byte `have` (a Range
  * request; a server that ignores it or refuses it gets the file again
  * from byte 0), at most `expected` bytes in all when expected >= 0.
- * Progress through o->progress with `name`. */
+ * Progress through o->progress with `name`. Bounded by o->timeout (the
+ * HEAD and the listing by o->etag_timeout): a stalled or trickling
+ * transfer fails with CT_ERR_IO saying so. */
 ct_status ct__hub_http_get_file(const ct_hub_options *o, const char *url, const char *name,
                                 int fd, int64_t have, int64_t expected, int *unreachable);
-/* GET url into memory, at most max bytes: *body (malloc'd, NUL-ended),
- * *status the HTTP status. */
+/* GET url into memory, at most max bytes: *body (malloc'd, NUL-ended; ""
+ * unless the status is 2xx), *head the answer's status and headers, with
+ * the server's own words on an error in error_message (from the header or
+ * the first 4 KiB of the error page, the rest of which is not read). */
 ct_status ct__hub_http_get_text(const ct_hub_options *o, const char *url, size_t max,
-                                char **body, size_t *len, long *status, int *unreachable);
+                                char **body, size_t *len, ct__hub_head *head, int *unreachable);
 /* The error a failed answer means, naming the repo, revision and file
  * (`what`; NULL for the repository's listing). */
 ct_status ct__hub_http_error(const ct__hub_head *h, const char *repo_id, const char *type,

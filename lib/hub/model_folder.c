@@ -13,9 +13,12 @@
 #include "core/json.h"
 #include "hub/hub.h"
 
-/* The largest models' indexes are a few hundred KiB; the JSON parser
- * needs several times a file's size, so a hostile index is held to this. */
+/* The largest models' indexes are a few hundred KiB (some 100000
+ * tensors); a hostile one is held to this size, and to this many values,
+ * which bounds its parsed tree to about 56 MiB where the text alone would
+ * allow 20 bytes a byte. */
 #define MAX_INDEX_BYTES ((size_t)8 << 20)
+#define MAX_INDEX_VALUES ((size_t)1 << 20)
 
 /* from_pretrained's order; an index names its shards in "weight_map". */
 static const struct {
@@ -59,7 +62,7 @@ static ct_status fetch_shards(model_fetch *m, const char *index_path)
     ct_status st;
     if ((st = ct__read_file(index_path, MAX_INDEX_BYTES, &text, &len)) != CT_OK)
         return st;
-    st = ct__json_parse(text, len, index_path, &doc);
+    st = ct__json_parse_limited(text, len, index_path, 0, MAX_INDEX_VALUES, &doc);
     free(text);
     if (st != CT_OK)
         return st;

@@ -107,16 +107,46 @@ static char *default_token(void)
     return clean_token(text);
 }
 
-static int parse_timeout(const char *text, long *out)
+#define DEFAULT_TIMEOUT 10 /* huggingface_hub's DEFAULT_{ETAG,DOWNLOAD}_TIMEOUT */
+#define MAX_TIMEOUT 86400
+
+/* Whole seconds in [min, MAX_TIMEOUT]; NULL, or why not. */
+static const char *timeout_fault(const char *text, long min, long *out)
 {
     char *end;
     long v;
     errno = 0;
     v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < 1 || v > 86400)
-        return 0;
+    if (end == text || *end)
+        return "not a whole number of seconds";
+    if (v < 0)
+        return "negative";
+    if (errno == ERANGE || v > MAX_TIMEOUT)
+        return "over 86400 seconds (a day)";
+    if (v < min)
+        return "under 1 second";
     *out = v;
-    return 1;
+    return NULL;
+}
+
+/* A timeout from the environment, as huggingface_hub's constants.py reads
+ * it (int(value) or 10: 0 stands for the default). A value it would not
+ * take either is refused with the reason, never passed over in silence: a
+ * warning in a log nobody asked for would leave the user's bound unused. */
+static ct_status env_timeout(const char *name, long *out)
+{
+    const char *text = env(name), *why;
+    long v = 0;
+    *out = DEFAULT_TIMEOUT;
+    if (!text)
+        return CT_OK;
+    if ((why = timeout_fault(text, 0, &v)))
+        return ct__error(CT_ERR_INVALID_ARG, "%s='%.40s': %s; expected whole seconds in "
+                                             "[0, %d] (0: the default, %d)",
+                         name, text, why, MAX_TIMEOUT, DEFAULT_TIMEOUT);
+    if (v > 0)
+        *out = v;
+    return CT_OK;
 }
 
 static ct_status replace(char **field, const char *value)
@@ -146,7 +176,8 @@ static ct_status set_endpoint(ct_hub_options *o, const char *value)
 ct_status ct_hub_options_create(ct_hub_options **out)
 {
     ct_hub_options *o;
-    const char *offline = env("HF_HUB_OFFLINE"), *timeout = env("HF_HUB_DOWNLOAD_TIMEOUT");
+    const char *offline = env("HF_HUB_OFFLINE");
+    ct_status st;
     CT__CHECK_ARG(out);
     *out = NULL;
     if (!(o = calloc(1, sizeof *o)))
@@ -156,7 +187,6 @@ ct_status ct_hub_options_create(ct_hub_options **out)
     o->cache_dir = default_cache_dir();
     o->endpoint = strdup("https://huggingface.co");
     o->token = default_token();
-    o->timeout = 10;
     if (!o->revision || !o->repo_type || !o->cache_dir || !o->endpoint || !o->token) {
         ct_hub_options_free(o);
         return ct__error(CT_ERR_NOMEM, "out of memory creating Hub options");
@@ -174,9 +204,11 @@ ct_status ct_hub_options_create(ct_hub_options **out)
     if (offline && !ct__parse_bool_text(offline, &o->local_files_only))
         ct__log(CT_LOG_WARNING, "HF_HUB_OFFLINE='%s' is not a boolean (1/0, true/false): "
                              "taken as off", offline);
-    if (timeout && !parse_timeout(timeout, &o->timeout))
-        ct__log(CT_LOG_WARNING, "HF_HUB_DOWNLOAD_TIMEOUT='%s' is not a number of seconds in "
-                             "[1, 86400]: 10 s used", timeout);
+    if ((st = env_timeout("HF_HUB_DOWNLOAD_TIMEOUT", &o->timeout)) != CT_OK ||
+        (st = env_timeout("HF_HUB_ETAG_TIMEOUT", &o->etag_timeout)) != CT_OK) {
+        ct_hub_options_free(o);
+        return st;
+    }
     *out = o;
     return CT_OK;
 }
@@ -231,15 +263,18 @@ ct_status ct_hub_options_set(ct_hub_options *o, const char *key, const char *val
                                                  "true or false", value);
         return CT_OK;
     }
-    if (!strcmp(key, "timeout")) {
-        if (!parse_timeout(value, &o->timeout))
-            return ct__error(CT_ERR_INVALID_ARG, "Hub option timeout='%s': expected seconds in "
-                                                 "[1, 86400]", value);
+    if (!strcmp(key, "timeout") || !strcmp(key, "etag_timeout")) {
+        long *field = !strcmp(key, "timeout") ? &o->timeout : &o->etag_timeout;
+        const char *why = timeout_fault(value, 1, field);
+        if (why)
+            return ct__error(CT_ERR_INVALID_ARG, "Hub option %s='%.40s': %s; expected whole "
+                                                 "seconds in [1, %d]", key, value, why,
+                             MAX_TIMEOUT);
         return CT_OK;
     }
     return ct__error(CT_ERR_INVALID_ARG, "unknown Hub option '%s' (revision, repo_type, "
                                          "cache_dir, endpoint, token, local_files_only, "
-                                         "timeout)", key);
+                                         "timeout, etag_timeout)", key);
 }
 
 void ct_hub_options_set_progress(ct_hub_options *o, ct_hub_progress_fn fn, void *user)

@@ -15,6 +15,11 @@
 
 #define MAX_LISTING_BYTES ((size_t)16 << 20)
 #define MAX_FILES 100000
+/* A listing's text could ask the JSON parser for 20 bytes a byte (320 MiB
+ * for "[1,1,...]"); a file takes two values (its object and name) and the
+ * rest of the Hub's answer a few thousand, so this holds the largest
+ * listing with room to spare and its tree to about 56 MiB. */
+#define MAX_LISTING_VALUES ((size_t)1 << 20)
 
 void ct__hub_listing_free(ct__hub_listing *l)
 {
@@ -46,7 +51,7 @@ static ct_status parse_listing(const char *url, const char *body, size_t len,
     ct__json_doc *doc = NULL;
     const ct__json *root, *sha, *siblings;
     ct_status st = CT_OK;
-    if (ct__json_parse(body, len, url, &doc) != CT_OK)
+    if (ct__json_parse_limited(body, len, url, 0, MAX_LISTING_VALUES, &doc) != CT_OK)
         return CT_ERR_FORMAT;
     root = ct__json_root(doc);
     sha = ct__json_get(root, "sha");
@@ -132,7 +137,7 @@ ct_status ct__hub_list(const ct_hub_options *o, const char *repo_id, const char 
     ct__hub_repo r;
     char *url = NULL, *rev = NULL, *body = NULL;
     size_t len;
-    long status;
+    ct__hub_head h;
     int unreachable = 0;
     ct_status st;
     memset(out, 0, sizeof *out);
@@ -149,7 +154,7 @@ ct_status ct__hub_list(const ct_hub_options *o, const char *repo_id, const char 
         st = ct__error(CT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    st = ct__hub_http_get_text(o, url, MAX_LISTING_BYTES, &body, &len, &status, &unreachable);
+    st = ct__hub_http_get_text(o, url, MAX_LISTING_BYTES, &body, &len, &h, &unreachable);
     if (st != CT_OK && unreachable) {
         char why[512];
         snprintf(why, sizeof why, "the Hub could not be reached (%s)", ct_last_error());
@@ -157,11 +162,8 @@ ct_status ct__hub_list(const ct_hub_options *o, const char *repo_id, const char 
             ct__log(CT_LOG_WARNING, "%s: %s; using the cached snapshot %s", url, why, out->commit);
         goto out;
     }
-    if (st == CT_OK && status != 200) {
-        ct__hub_head h = {.status = status};
-        st = ct__hub_http_error(&h, repo_id, type, NULL, revision,
-                                o->endpoint);
-    }
+    if (st == CT_OK && h.status != 200)
+        st = ct__hub_http_error(&h, repo_id, type, NULL, revision, o->endpoint);
     if (st == CT_OK && (st = parse_listing(url, body, len, out)) == CT_OK)
         st = ct__hub_ref_write(&r, revision, out->commit);
 out:

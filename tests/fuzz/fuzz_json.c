@@ -1,6 +1,8 @@
 /* libFuzzer harness: the JSON parser (strict, then with Python's NaN and
  * Infinity), and its writer as a round trip: parse -> write -> parse gives
- * the same tree, and writing that tree again gives the same bytes. */
+ * the same tree, and writing that tree again gives the same bytes; and a
+ * bound on the values (ct__json_parse_limited) refuses exactly the texts
+ * with more values than it, and gives the same tree otherwise. */
 #include "fuzz_common.h"
 
 #include "core/json.h"
@@ -69,6 +71,46 @@ static void walk(const ct__json *v)
     }
 }
 
+/* Every scalar, array and object in the tree. */
+static size_t count_values(const ct__json *v)
+{
+    size_t i, n = 1;
+    if (v->type == CT_JSON_ARRAY)
+        for (i = 0; i < v->n; i++)
+            n += count_values(&v->items[i]);
+    if (v->type == CT_JSON_OBJECT)
+        for (i = 0; i < v->n; i++)
+            n += count_values(&v->members[i].value);
+    return n;
+}
+
+/* A bound taken from the input's first byte, so the fuzzer tries them all
+ * from 1 to 64, and one at the tree's own count. */
+static void limited(const uint8_t *data, size_t size, const ct__json_doc *whole)
+{
+    size_t values = whole ? count_values(ct__json_root(whole)) : 0;
+    size_t bounds[2] = {size ? 1 + data[0] % 64 : 1, values}, i;
+    for (i = 0; i < 2; i++) {
+        ct__json_doc *doc = NULL;
+        int st;
+        if (!bounds[i])
+            continue;
+        st = ct__json_parse_limited((const char *)data, size, "input", 0, bounds[i], &doc);
+        if (!whole) {
+            FZ_CHECK(st == CT_ERR_FORMAT && !doc, "bounded took what the parser refused");
+            continue;
+        }
+        if (values > bounds[i]) {
+            FZ_CHECK(st == CT_ERR_FORMAT && !doc, "%zu values passed a bound of %zu", values,
+                     bounds[i]);
+            continue;
+        }
+        FZ_CHECK(st == CT_OK, "%zu values refused under a bound of %zu", values, bounds[i]);
+        FZ_CHECK(json_equal(ct__json_root(whole), ct__json_root(doc)), "bounded tree differs");
+        ct__json_free(doc);
+    }
+}
+
 static void round_trip(const uint8_t *data, size_t size, int flags)
 {
     ct__json_doc *doc = NULL, *again = NULL;
@@ -100,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int st = ct__json_parse((const char *)data, size, "input", &strict);
     round_trip(data, size, 0);
     round_trip(data, size, CT__JSON_ALLOW_NAN);
+    limited(data, size, st == CT_OK ? strict : NULL);
     if (st == CT_OK) {
         ct__json_doc *lenient = NULL;
         FZ_CHECK(ct__json_parse_ex((const char *)data, size, "input", CT__JSON_ALLOW_NAN,

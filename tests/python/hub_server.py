@@ -14,16 +14,24 @@ API are what the client reads) and can misbehave on purpose.
   GET /api/{models,datasets}/<id>/revision/<rev> {"sha", "siblings"}
 
 Faults: drop_once (sha256s whose first download stops half-way: the
-connection closes after half the announced bytes), and per-repo header
-overrides (hostile ETags, commits, sizes). Every request is logged."""
+connection closes after half the announced bytes), slow (sha256 -> "stall":
+half the bytes, then nothing; "trickle": half, then 4 bytes a second; for
+SLOW_FOR seconds at most), hold (file names whose resolve answer never
+comes), store_error and api_error (an error page of any size, its start
+given; how much of it got out before the client hung up is in sent),
+api_extra (more fields in a repo's API answer), and per-repo header
+overrides (hostile ETags, commits, sizes). Every request is
+logged."""
 
 import hashlib
 import http.server
 import json
 import threading
+import time
 import urllib.parse
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".parquet", ".arrow")
+SLOW_FOR = 20  # seconds a slow answer goes on before the server gives up
 
 
 def git_blob_id(data):
@@ -50,12 +58,28 @@ class Repo:
         return commit
 
 
+class ErrorPage:
+    """An answer that is not the one asked for: status, headers, and a body
+    of `size` bytes (`body` repeated)."""
+
+    def __init__(self, status, body, size=None, headers=()):
+        self.status, self.body, self.headers = status, body, list(headers)
+        self.size = len(body) if size is None else size
+
+
 class HubServer:
     def __init__(self):
         self.repos = {}      # (type, id) -> Repo
         self.renamed = {}    # (type, old id) -> new id
         self.drop_once = set()
         self.ignore_range = set()  # blobs served whole whatever the Range asks
+        self.slow = {}       # sha256 -> "stall" | "trickle"
+        self.hold = set()    # file names whose resolve answer never comes
+        self.store_error = {}  # sha256 -> ErrorPage
+        self.api_error = {}  # (type, id) -> ErrorPage
+        self.api_extra = {}  # (type, id) -> more fields of its API answer
+        self.sent = {}       # sha256 or (type, id) -> [bytes of an error page sent]
+        self.closing = threading.Event()  # lets held answers go at close()
         self.log = []        # (method, path, {header: value})
         self.lock = threading.Lock()
         server = self
@@ -85,6 +109,7 @@ class HubServer:
         self.thread.start()
 
     def close(self):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -105,6 +130,46 @@ class HubServer:
         h.end_headers()
         if not head and body:
             h.wfile.write(body)
+
+    def error_page(self, h, page, key):
+        """page's status and headers, then its body repeated up to its size
+        while the client reads; the bytes that got out go to sent[key]."""
+        h.send_response(page.status)
+        for k, v in page.headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(page.size))
+        h.end_headers()
+        sent, chunk = 0, (page.body * (1 + (1 << 16) // len(page.body)))[:1 << 16]
+        try:
+            while sent < page.size:
+                part = chunk[:page.size - sent]
+                h.wfile.write(part)
+                sent += len(part)
+        except OSError:
+            h.close_connection = True
+        with self.lock:
+            self.sent.setdefault(key, []).append(sent)
+
+    def slowly(self, h, status, headers, part, mode):
+        """Headers and half the body at once, then a stall or a trickle."""
+        h.send_response(status)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(part)))
+        h.end_headers()
+        h.close_connection = True
+        try:
+            h.wfile.write(part[:len(part) // 2])
+            deadline = time.monotonic() + SLOW_FOR
+            for byte in part[len(part) // 2:]:
+                if mode == "stall" or time.monotonic() > deadline:
+                    self.closing.wait(max(0, deadline - time.monotonic()))
+                    return
+                if self.closing.wait(0.25):
+                    return
+                h.wfile.write(bytes([byte]))
+        except OSError:
+            pass
 
     def error(self, h, status, code, head, commit=None):
         headers = [("X-Error-Code", code), ("X-Error-Message", code + " (stand-in Hub)")]
@@ -166,6 +231,10 @@ class HubServer:
         files = repo.commits[commit]
         if filename not in files:
             return self.error(h, 404, "EntryNotFound", head, commit)
+        if filename in self.hold:  # accepted, then never answered
+            self.closing.wait(SLOW_FOR)
+            h.close_connection = True
+            return
         data = files[filename]
         over = repo.head_override.get(filename, {})
         if filename.endswith(LFS_SUFFIXES):
@@ -189,6 +258,9 @@ class HubServer:
         return None
 
     def serve_store(self, h, sha, head):
+        page = self.store_error.get(sha)
+        if page is not None and not head and not urllib.parse.urlsplit(h.path).query:
+            return self.error_page(h, page, sha)
         data = self.find_blob(sha)
         if data is None:
             return self.reply(h, 404, body=b"no such blob", head=head)
@@ -204,6 +276,8 @@ class HubServer:
         part = data[start:]
         headers = [("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))] \
             if start else []
+        if self.slow.get(sha) and not head:
+            return self.slowly(h, 206 if start else 200, headers, part, self.slow[sha])
         if drop:  # announce everything, send half, hang up
             self.reply(h, 206 if start else 200, headers, part[:len(part) // 2], head,
                        length=len(part))
@@ -219,6 +293,8 @@ class HubServer:
         if repo_type is None or "/revision/" not in rest:
             return self.reply(h, 404, body=b"not found")
         repo_id, rev = rest.split("/revision/", 1)
+        if (repo_type, repo_id) in self.api_error:
+            return self.error_page(h, self.api_error[(repo_type, repo_id)], (repo_type, repo_id))
         if self.renamed_to(h, repo_type, repo_id, h.path, False):
             return
         repo = self.access(h, repo_type, repo_id, False)
@@ -229,4 +305,5 @@ class HubServer:
             return self.error(h, 404, "RevisionNotFound", False)
         body = {"id": repo_id, "sha": commit,
                 "siblings": [{"rfilename": name} for name in sorted(repo.commits[commit])]}
+        body.update(self.api_extra.get((repo_type, repo_id), {}))
         self.reply(h, 200, [("Content-Type", "application/json")], json.dumps(body).encode())

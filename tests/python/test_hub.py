@@ -6,16 +6,19 @@ cache; and ct_table_load_dataset's choice of files (configurations,
 shards, the Parquet export, the datasets cache's Arrow files), on the
 fuzz corpus's Parquet and Arrow files (written by DuckDB and apache-arrow)."""
 
+import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from cputrain import CputrainError, Status, Table, hub_download, model_folder
-from hub_server import HubServer, Repo, git_blob_id
+from hub_server import SLOW_FOR, ErrorPage, HubServer, Repo, git_blob_id
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus")
 CONFIG = b'{"architectures": ["BertForMaskedLM"], "model_type": "bert"}'
@@ -24,6 +27,36 @@ VOCAB = b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n"
 
 def weights(n):
     return bytes((i * 7 + n) % 251 for i in range(50000 + n))
+
+
+@contextlib.contextmanager
+def environ(**values):
+    """os.environ with `values` set (None: unset) for the block."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+
+
+def sent_of(server, key, count=1):
+    """The byte counts of the error pages sent under key, once the server's
+    handlers have written them (they finish after the client hangs up)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with server.lock:
+            sent = list(server.sent.get(key, []))
+        if len(sent) >= count:
+            return sent
+        time.sleep(0.05)
+    raise AssertionError("the server never finished sending %r" % (key,))
 
 
 class HubTest(unittest.TestCase):
@@ -156,6 +189,91 @@ class HubTest(unittest.TestCase):
             self.assertEqual(f.read(), weights(1))
         ranges = [r[2].get("Range") for r in self.server.requests("GET", "/store/" + sha)]
         self.assertEqual(ranges, [None, "bytes=%d-" % (len(weights(1)) // 2), None])
+
+    def test_stalled_or_trickling_download_times_out(self):
+        # huggingface_hub gives up a download after HF_HUB_DOWNLOAD_TIMEOUT
+        # seconds without progress; a trickle of a few bytes a second is no
+        # progress either. The part received stays .incomplete, never a blob.
+        sha = hashlib.sha256(weights(1)).hexdigest()
+        blobs = os.path.join(self.cache, "models--org--tiny", "blobs")
+        for mode in ("trickle", "stall"):
+            self.server.slow[sha] = mode
+            start = time.monotonic()
+            with environ(HF_HUB_DOWNLOAD_TIMEOUT="1"):
+                msg = self.assert_error(Status.ERR_IO, "org/tiny/model.safetensors",
+                                        model_folder, "org/tiny", **self.opts)
+            took = time.monotonic() - start
+            self.assertLess(took, SLOW_FOR / 2, mode + ": not bounded by the timeout")
+            self.assertIn("timed out", msg)
+            self.assertIn("HF_HUB_DOWNLOAD_TIMEOUT", msg)
+            self.assertIn("run again to resume", msg)
+            self.assertNotIn(sha, os.listdir(blobs))
+            self.assertIn(sha + ".incomplete", os.listdir(blobs))
+            snapshot = os.path.join(self.cache, "models--org--tiny", "snapshots",
+                                    self.tiny.refs["main"])
+            self.assertFalse(os.path.exists(os.path.join(snapshot, "model.safetensors")))
+        del self.server.slow[sha]
+        folder = model_folder("org/tiny", **self.opts)  # resumed from what was kept
+        with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+            self.assertEqual(f.read(), weights(1))
+        self.assertIsNotNone(self.server.requests("GET", "/store/" + sha)[-1][2].get("Range"))
+
+    def test_metadata_request_is_bounded_by_the_etag_timeout(self):
+        # the HEAD that asks for a file's commit and ETag is held to
+        # HF_HUB_ETAG_TIMEOUT, as huggingface_hub's get_hf_file_metadata is
+        folder = model_folder("org/tiny", **self.opts)
+        self.server.hold.add("config.json")
+        with environ(HF_HUB_ETAG_TIMEOUT="1"):
+            start = time.monotonic()
+            self.assertEqual(model_folder("org/tiny", **self.opts), folder)  # the cache
+            self.assertLess(time.monotonic() - start, 6)
+            self.server.add(Repo("org/uncached", {"config.json": CONFIG}))
+            start = time.monotonic()
+            msg = self.assert_error(Status.ERR_NOT_FOUND, "could not be reached", model_folder,
+                                    "org/uncached", **self.opts)
+            self.assertLess(time.monotonic() - start, 6)
+        self.assertIn("HF_HUB_ETAG_TIMEOUT", msg)
+
+    def test_timeouts_from_the_environment_are_checked(self):
+        for name in ("HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT"):
+            for value, why in (("soon", "not a whole number"), ("2.5", "not a whole number"),
+                               ("-5", "negative"), ("100000", "over 86400")):
+                with environ(**{name: value}):
+                    msg = self.assert_error(Status.ERR_INVALID_ARG, name + "='" + value + "'",
+                                            model_folder, "org/tiny", **self.opts)
+                self.assertIn(why, msg)
+            with environ(**{name: "0"}):  # huggingface_hub's "int(value) or 10"
+                model_folder("org/tiny", **self.opts)
+        self.assert_error(Status.ERR_INVALID_ARG, "timeout='0'", model_folder, "org/tiny",
+                          timeout=0, **self.opts)
+
+    def test_error_pages_are_not_read_to_the_end(self):
+        sha = hashlib.sha256(weights(1)).hexdigest()
+        # the server's words, as huggingface_hub shows them, from a JSON page...
+        self.server.store_error[sha] = ErrorPage(503, json.dumps(
+            {"error": "the store is being repaired"}).encode())
+        msg = self.assert_error(Status.ERR_IO, "HTTP 503", model_folder, "org/tiny",
+                                **self.opts)
+        self.assertIn("the store is being repaired", msg)
+        # ... or a text one of 256 MiB, of which little is read
+        self.server.store_error[sha] = ErrorPage(500, b"out of disk\n" + b"x" * 4000,
+                                                 size=256 << 20)
+        msg = self.assert_error(Status.ERR_IO, "HTTP 500: out of disk", model_folder,
+                                "org/tiny", **self.opts)
+        self.assertLess(sent_of(self.server, sha, 2)[1], 32 << 20)
+        # a redirect's body, which libcurl would read to its end before following
+        self.server.sent.clear()
+        self.server.store_error[sha] = ErrorPage(
+            302, b"<a>moved</a>", size=256 << 20,
+            headers=[("Location", "%s/%s?moved" % (self.server.store, sha))])
+        self.assert_error(Status.ERR_IO, "HTTP 302", model_folder, "org/tiny", **self.opts)
+        self.assertLess(sent_of(self.server, sha)[0], 32 << 20)
+        blobs = os.path.join(self.cache, "models--org--tiny", "blobs")
+        self.assertNotIn(sha, os.listdir(blobs))
+        del self.server.store_error[sha]
+        folder = model_folder("org/tiny", **self.opts)
+        with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+            self.assertEqual(f.read(), weights(1))
 
     def test_redirects_lead_to_http_only(self):
         cases = {"file": ("file:///etc/passwd", "not an http(s) URL"),
@@ -388,6 +506,33 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual(len(validation), len(stsb) + len(expect))
         self.assertEqual(rows(validation)[len(stsb)]["id"], expect[0]["id"])  # shard order
         self.assertEqual(self.server.log, [])
+
+    def test_listing_error_page_is_not_read_to_the_end(self):
+        # a 404 of the API with the Hub's headers and a page of 256 MiB: the
+        # headers say what is wrong, and little of the page is read
+        key = ("dataset", "org/gone")
+        self.server.api_error[key] = ErrorPage(
+            404, b"Repository not found\n", size=256 << 20,
+            headers=[("X-Error-Code", "RepoNotFound")])
+        with self.assertRaises(CputrainError) as cm:
+            self.load("org/gone", None, "train")
+        self.assertEqual(cm.exception.status, Status.ERR_NOT_FOUND, cm.exception.message)
+        self.assertIn("datasets/org/gone: no such repository", cm.exception.message)
+        self.assertTrue(all(n < 32 << 20 for n in sent_of(self.server, key)))
+
+    def test_listing_of_too_many_values_is_refused(self):
+        # 3 MiB of "[1, 1, ...]" in the Hub's answer, which the parser would
+        # turn into a 44 MiB tree: a listing is held to 2**20 values
+        self.server.add(Repo("org/padded", {"train.parquet": self.mrpc}, repo_type="dataset"))
+        self.server.api_extra[("dataset", "org/padded")] = {"spaces": [1] * 1100000}
+        with self.assertRaises(CputrainError) as cm:
+            self.load("org/padded", None, "train")
+        self.assertEqual(cm.exception.status, Status.ERR_FORMAT, cm.exception.message)
+        self.assertIn("more than 1048576 values", cm.exception.message)
+        del self.server.api_extra[("dataset", "org/padded")]
+        self.assertEqual(len(self.load("org/padded", None, "train")),
+                         len(rows(Table(os.path.join(CORPUS, "parquet",
+                                                     "glue_mrpc.uncompressed.parquet")))))
 
     def test_bad_names_are_refused(self):
         for name, config, split in (("../x", None, "train"), ("org/x", "../c", "train"),

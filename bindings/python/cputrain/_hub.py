@@ -10,7 +10,7 @@ from ._lib import HUB_PROGRESS_FN, Handle, lib
 
 _PATH_BYTES = 4096
 _KEYS = ("revision", "repo_type", "cache_dir", "endpoint", "token", "local_files_only",
-         "timeout")
+         "timeout", "etag_timeout")
 
 
 class _Options:
@@ -58,8 +58,8 @@ def hub_download(repo_id, filename, progress=None, **options):
     """The local path of `filename` of `repo_id` in the Hub cache, downloaded
     when needed (huggingface_hub.hf_hub_download). Options by huggingface_hub's
     names: revision, repo_type ("model"/"dataset"), cache_dir, endpoint, token,
-    local_files_only, timeout. progress(filename, done, total) is told of
-    each download's bytes."""
+    local_files_only, timeout, etag_timeout. progress(filename, done, total)
+    is told of each download's bytes."""
     out = ctypes.create_string_buffer(_PATH_BYTES)
     with _Options(options, progress) as o:
         check(lib.ct_hub_download(repo_id.encode(), filename.encode(), o.handle, out,
