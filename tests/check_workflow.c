@@ -3,7 +3,8 @@
  * what it holds (files refuse, the newest complete checkpoint resumes, an
  * incomplete one alone refuses, overwrite or no training lets it be);
  * results files merged as Trainer.save_metrics merges them; a dataset's
- * files found; the model card written whole. */
+ * files found; the model card written whole, each name in it one YAML
+ * scalar and one line of Markdown. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,122 @@ START_TEST(best_metric_checked_before_training)
 }
 END_TEST
 
+/* The whole of a small file, NUL-terminated (free it). */
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = calloc(1, 1 << 16);
+    size_t len;
+    ck_assert_msg(f && text, "cannot read %s", path);
+    len = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    return text;
+}
+
+/* The top-level keys of a card's YAML front matter, joined by ',': the
+ * lines between the opening "---" and the closing one that start with
+ * neither a space nor "-". Line by line is how a YAML parser reads this
+ * card, whose every scalar is on its key's line; a name that could break
+ * its line would show here as a key of its own. */
+static void front_matter_keys(const char *card, char *out, size_t size)
+{
+    const char *p = card + 4, *end = strstr(card, "\n---\n");
+    size_t n = 0;
+    ck_assert_msg(!strncmp(card, "---\n", 4) && end, "no front matter: %s", card);
+    out[0] = '\0';
+    for (; p < end; p = strchr(p, '\n') + 1) {
+        const char *colon = strchr(p, ':');
+        if (*p == ' ' || *p == '-')
+            continue;
+        ck_assert_msg(colon && n + (size_t)(colon - p) + 2 < size, "line without a key: %s", p);
+        n += (size_t)snprintf(out + n, size - n, "%s%.*s", n ? "," : "", (int)(colon - p), p);
+    }
+}
+
+/* The YAML scalar at p (plain to the end of its line, 'single' or "double"
+ * quoted with the escapes the card writes), as a YAML parser reads it. */
+static void scalar_at(const char *p, char *out, size_t size)
+{
+    size_t n = 0;
+    char quote = *p == '"' || *p == '\'' ? *p++ : 0;
+    while (*p && n + 1 < size) {
+        char c = *p++;
+        if (!quote && c == '\n')
+            break;
+        if (quote && c == quote) {
+            if (quote == '\'' && *p == '\'') { /* '' is ' */
+                out[n++] = *p++;
+                continue;
+            }
+            break;
+        }
+        if (quote == '"' && c == '\\') { /* \" and \\ stand for themselves */
+            c = *p++;
+            c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+        }
+        out[n++] = c;
+    }
+    out[n] = '\0';
+}
+
+/* Names from the user and the files cannot add keys to the front matter
+ * nor lines to the Markdown: a newline and "license: x" in the model's
+ * folder, the base model and the dataset stay inside their scalars, and a
+ * metric's name stays in its list item. */
+START_TEST(model_card_names_stay_scalars)
+{
+    const char *base = "bert\nlicense: mit", *dataset = "data: x\n- y";
+    const char *metrics[] = {"eval_f1\n## Injected", "eval_a|b"};
+    double values[] = {0.5, 0.25};
+    char out[512], keys[256], value[256];
+    const char *p;
+    ct_model *m;
+    ct_trainer *t;
+    ct_workflow *wf;
+    ct_args *a;
+    char *card;
+    make_dir(scratch_at("card\nlicense: x"));
+    snprintf(out, sizeof out, "%s/", scratch_at("card\nlicense: x")); /* as Path().name */
+    a = args_for(out, NULL, 0);
+    OK(ct_model_create("bert-test", CT_TASK_QUESTION_ANSWERING, 1, &m));
+    OK(ct_trainer_create(m, a, &t));
+    OK(ct_workflow_create("run_qa.py", a, &wf));
+    OK(ct_workflow_join(wf));
+    OK(ct_workflow_write_model_card(wf, t, "extractive question answering", base, 1, dataset, 1,
+                                    metrics, values, 2));
+    card = read_all(scratch_at("card\nlicense: x/README.md"));
+    front_matter_keys(card, keys, sizeof keys);
+    ck_assert_str_eq(keys, "library_name,base_model,tags,datasets,model-index");
+    ck_assert_ptr_nonnull(p = strstr(card, "\nbase_model: "));
+    scalar_at(p + 13, value, sizeof value);
+    ck_assert_str_eq(value, base);
+    ck_assert_ptr_nonnull(p = strstr(card, "\ndatasets:\n- "));
+    scalar_at(p + 13, value, sizeof value);
+    ck_assert_str_eq(value, dataset);
+    ck_assert_ptr_nonnull(p = strstr(card, "\n- name: "));
+    scalar_at(p + 9, value, sizeof value);
+    ck_assert_str_eq(value, "card\nlicense: x");
+    /* the Markdown: each name on its own line, a table cell's '|' escaped */
+    ck_assert_msg(!strstr(card, "\n## Injected") && !strstr(card, "\nlicense") &&
+                      !strstr(card, "\n- y") && strstr(card, "\n# card license: x\n") &&
+                      strstr(card, "- F1 ## Injected: 0.5000\n") && strstr(card, "- A\\|b: 0.2500\n"),
+                  "%s", card);
+    /* ordinary names are written as yaml.dump writes them: plain */
+    OK(ct_workflow_write_model_card(wf, t, "text classification", "google-bert/bert-base-uncased",
+                                    1, "nyu-mll/glue", 1, NULL, NULL, 0));
+    free(card);
+    card = read_all(scratch_at("card\nlicense: x/README.md"));
+    ck_assert_msg(strstr(card, "\nbase_model: google-bert/bert-base-uncased\n") &&
+                      strstr(card, "\ndatasets:\n- nyu-mll/glue\n"), "%s", card);
+    free(card);
+    ct_workflow_free(wf);
+    ct_trainer_free(t);
+    ct_model_free(m);
+    ct_args_free(a);
+}
+END_TEST
+
 Suite *workflow_suite(void)
 {
     Suite *s = suite_create("workflow");
@@ -250,6 +367,7 @@ Suite *workflow_suite(void)
     tcase_add_test(tc, results_files);
     tcase_add_test(tc, dataset_files);
     tcase_add_test(tc, best_metric_checked_before_training);
+    tcase_add_test(tc, model_card_names_stay_scalars);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 
 #include "script/script.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,9 @@ typedef struct run {
     enum problem problem;
     char **labels; /* label_list: the classes' names, in id order */
     int n_labels;
+    struct label_value *keys;    /* [n_labels]: each label's value, in id (= sorted) order */
+    int (*compare)(const void *, const void *); /* of two label_values, as label_list sorts */
+    ct_value_type label_type;    /* STRING, BOOL, INT, or FLOAT: numbers, some not integers */
     long key1, key2, label_col; /* columns of the training (or evaluation) table */
 } run;
 
@@ -171,17 +175,149 @@ static int find_columns(run *r, const ct_table *t, const char *file)
     return 0;
 }
 
-/* run_glue.py sorts the label values themselves: names as text, ints as
- * numbers. */
+/* ---- label_list ------------------------------------------------------------------ */
+
+/* A label as the datasets library holds it, the value run_glue.py sorts and
+ * looks up: a CSV column of integers is pandas' int64 ("007", "+7" and " 7"
+ * are all 7), a boolean is True in any of pandas' spellings, a string is its
+ * text. `text` is the name the label gets (for a number: as written). */
+typedef struct label_value {
+    const char *text;
+    long long integer;
+    double real;
+} label_value;
+
 static int by_text(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const label_value *)a)->text, ((const label_value *)b)->text);
 }
 
-static int by_number(const void *a, const void *b)
+static int by_integer(const void *a, const void *b)
 {
-    long long x = strtoll(*(char *const *)a, NULL, 10), y = strtoll(*(char *const *)b, NULL, 10);
+    long long x = ((const label_value *)a)->integer, y = ((const label_value *)b)->integer;
     return (x > y) - (x < y);
+}
+
+/* NaN after every number and equal to itself, so the order is total. */
+static int by_real(const void *a, const void *b)
+{
+    double x = ((const label_value *)a)->real, y = ((const label_value *)b)->real;
+    if (isnan(x) || isnan(y))
+        return isnan(x) - isnan(y);
+    return (x > y) - (x < y);
+}
+
+/* The value of a cell of type v read as a label of the list's type: a
+ * boolean named true or false (as JSON and config.json's label2id write
+ * it), a number parsed; 0 when the kinds differ (a string "1" is not the
+ * integer 1 to datasets, nor True to an integer list). An integral float
+ * is its integer, as 1.0 == 1 finds Python's dict entry. */
+static int label_value_of(ct_value_type list, ct_value_type v, const char *text, label_value *out)
+{
+    out->text = text;
+    out->integer = 0;
+    out->real = 0;
+    if (!text)
+        return 0;
+    switch (list) {
+    case CT_VALUE_STRING: return v == CT_VALUE_STRING;
+    case CT_VALUE_BOOL:
+        out->text = (text[0] | 0x20) == 't' ? "true" : "false";
+        return v == CT_VALUE_BOOL;
+    case CT_VALUE_INT:
+        if (v == CT_VALUE_FLOAT) {
+            double d = strtod(text, NULL);
+            if (!(d >= -9.2e18 && d <= 9.2e18)) /* NaN too */
+                return 0;
+            out->integer = (long long)d;
+            return (double)out->integer == d;
+        }
+        out->integer = strtoll(text, NULL, 10);
+        return v == CT_VALUE_INT;
+    default:
+        out->real = strtod(text, NULL);
+        return v == CT_VALUE_INT || v == CT_VALUE_FLOAT;
+    }
+}
+
+/* The type of label_list's values: the column's, or its lists' items' (an
+ * integer list with a float in it is FLOAT). */
+static ct_value_type list_type(const ct_table *t, size_t col)
+{
+    ct_value_type type = ct_table_column_type(t, col), items = CT_VALUE_NULL;
+    if (type != CT_VALUE_LIST)
+        return type;
+    for (size_t row = 0; row < ct_table_rows(t); row++)
+        for (size_t i = 0; i < ct_table_list_size(t, row, col); i++) {
+            ct_value_type v = ct_table_list_item(t, row, col, i, NULL, NULL);
+            if (v == CT_VALUE_FLOAT || (v != CT_VALUE_NULL && items == CT_VALUE_NULL))
+                items = v; /* the table has refused items of two kinds */
+        }
+    return items == CT_VALUE_NULL ? CT_VALUE_STRING : items;
+}
+
+/* Every label value of the training data, nulls passed over, into *out. */
+static int collect_values(run *r, const ct_table *t, const char *file, label_value **out,
+                          size_t *n)
+{
+    ct_value_type type = ct_table_column_type(t, (size_t)r->label_col);
+    size_t cap = 0, col = (size_t)r->label_col;
+    *n = 0;
+    for (size_t row = 0; row < ct_table_rows(t); row++) {
+        size_t items = type == CT_VALUE_LIST ? ct_table_list_size(t, row, col) : 1;
+        for (size_t i = 0; i < items; i++) {
+            const char *text;
+            ct_value_type v = type == CT_VALUE_LIST
+                                  ? ct_table_list_item(t, row, col, i, &text, NULL)
+                                  : ct_table_cell(t, row, col, &text, NULL);
+            if (v == CT_VALUE_NULL)
+                continue;
+            if (!text) { /* a list inside the list, or a list among single labels */
+                fprintf(stderr, "cputrain-glue: %s: row %zu: a label that is %s, not a single "
+                                "value\n", file, row, type_name(v));
+                return -1;
+            }
+            if (*n == cap) {
+                label_value *grown = realloc(*out, (cap = cap ? 2 * cap : 256) * sizeof *grown);
+                if (!grown)
+                    return -1;
+                *out = grown;
+            }
+            if (!label_value_of(r->label_type, v, text, &(*out)[*n])) {
+                fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is a %s among %s "
+                                "labels\n", file, row, text, type_name(v),
+                        type_name(r->label_type));
+                return -1;
+            }
+            ++*n;
+        }
+    }
+    return 0;
+}
+
+/* label_list: the distinct values sorted (sort, then keep the first of
+ * each run of equal ones: O(n log n) however many labels), each named by
+ * its text (an integer in decimal). */
+static int distinct_labels(run *r, label_value *values, size_t n)
+{
+    size_t kept = 0;
+    qsort(values, n, sizeof *values, r->compare);
+    for (size_t i = 0; i < n; i++)
+        if (!kept || r->compare(&values[kept - 1], &values[i]) != 0)
+            values[kept++] = values[i];
+    if (kept > INT_MAX - 1 || !(r->labels = calloc(kept + 1, sizeof *r->labels)) ||
+        !(r->keys = calloc(kept + 1, sizeof *r->keys)))
+        return -1;
+    for (size_t k = 0; k < kept; k++) {
+        char number[32];
+        snprintf(number, sizeof number, "%lld", values[k].integer);
+        if (!(r->labels[k] = strdup(r->label_type == CT_VALUE_INT ? number : values[k].text)))
+            return -1;
+        r->keys[k] = values[k];
+        r->keys[k].text = r->labels[k];
+        r->n_labels = (int)k + 1;
+    }
+    return 0;
 }
 
 /* label_list from the training data, as run_glue.py makes it for files:
@@ -191,8 +327,9 @@ static int by_number(const void *a, const void *b)
 static int make_label_list(run *r, const ct_table *t, const char *file)
 {
     ct_value_type type;
-    size_t cap = 0;
-    int is_int;
+    label_value *values = NULL;
+    size_t n = 0;
+    int rc;
     if (r->task) {
         r->problem = r->task->n_labels ? SINGLE : REGRESSION;
         r->n_labels = r->task->n_labels;
@@ -217,54 +354,32 @@ static int make_label_list(run *r, const ct_table *t, const char *file)
         return -1;
     }
     r->problem = type == CT_VALUE_LIST ? MULTI : SINGLE;
-    is_int = type == CT_VALUE_INT;
-    for (size_t row = 0; row < ct_table_rows(t); row++) {
-        size_t n = type == CT_VALUE_LIST ? ct_table_list_size(t, row, (size_t)r->label_col) : 1;
-        for (size_t i = 0; i < n; i++) {
-            const char *text;
-            ct_value_type v = type == CT_VALUE_LIST
-                                  ? ct_table_list_item(t, row, (size_t)r->label_col, i, &text, NULL)
-                                  : ct_table_cell(t, row, (size_t)r->label_col, &text, NULL);
-            int seen = 0;
-            if (v == CT_VALUE_NULL)
-                continue;
-            if (!text) { /* a list inside the list, or a list among single labels */
-                fprintf(stderr, "cputrain-glue: %s: row %zu: a label that is %s, not a single "
-                                "value\n", file, row, type_name(v));
-                return -1;
-            }
-            if (type == CT_VALUE_LIST && i == 0 && row == 0)
-                is_int = v == CT_VALUE_INT;
-            for (int k = 0; k < r->n_labels && !seen; k++)
-                seen = strcmp(r->labels[k], text) == 0;
-            if (seen)
-                continue;
-            if ((size_t)r->n_labels + 1 >= cap) {
-                char **grown = realloc(r->labels, (cap = cap ? 2 * cap : 16) * sizeof *grown);
-                if (!grown)
-                    return -1;
-                r->labels = grown;
-            }
-            if (!(r->labels[r->n_labels++] = strdup(text)))
-                return -1;
-        }
-    }
-    if (r->n_labels < 1) {
+    r->label_type = list_type(t, (size_t)r->label_col);
+    r->compare = r->label_type == CT_VALUE_INT     ? by_integer
+                 : r->label_type == CT_VALUE_FLOAT ? by_real
+                                                   : by_text;
+    rc = collect_values(r, t, file, &values, &n);
+    if (rc == 0 && n == 0) {
         fprintf(stderr, "cputrain-glue: %s: the \"label\" column holds no label\n", file);
-        return -1;
+        rc = -1;
     }
-    qsort(r->labels, (size_t)r->n_labels, sizeof *r->labels, is_int ? by_number : by_text);
-    return 0;
+    if (rc == 0)
+        rc = distinct_labels(r, values, n);
+    free(values);
+    return rc;
 }
 
-/* The id of a label's text; -1 when it is not one of label_list (or no
- * text: a list where a single value belongs). */
-static int label_id(const run *r, const char *text)
+/* The id of a label (a cell of type v); -1 when it is not one of
+ * label_list, or not of its type (or no text: a list where a single value
+ * belongs). label_list is sorted, so a binary search finds it. */
+static int label_id(const run *r, ct_value_type v, const char *text)
 {
-    for (int k = 0; text && k < r->n_labels; k++)
-        if (strcmp(r->labels[k], text) == 0)
-            return k;
-    return -1;
+    label_value key;
+    const label_value *found;
+    if (!r->keys || !label_value_of(r->label_type, v, text, &key))
+        return -1;
+    found = bsearch(&key, r->keys, (size_t)r->n_labels, sizeof key, r->compare);
+    return found ? (int)(found - r->keys) : -1;
 }
 
 /* A GLUE file's label: the ClassLabel's id (or its name); -1 marks the
@@ -275,8 +390,11 @@ static int task_label(const run *r, ct_value_type type, const char *text, long *
         *out = strtol(text, NULL, 10);
         return *out >= -1 && *out < r->n_labels ? 0 : -1;
     }
-    if (type == CT_VALUE_STRING && (*out = label_id(r, text)) >= 0)
-        return 0;
+    for (int k = 0; type == CT_VALUE_STRING && k < r->n_labels; k++) /* in ClassLabel order */
+        if (strcmp(r->labels[k], text) == 0) {
+            *out = k;
+            return 0;
+        }
     return -1;
 }
 
@@ -342,10 +460,12 @@ static int build_dataset(run *r, const ct_table *t, const char *file, long max_s
             for (size_t i = 0; labelled && i < ct_table_list_size(t, row, (size_t)r->label_col);
                  i++) {
                 int k;
-                if (ct_table_list_item(t, row, (size_t)r->label_col, i, &text, NULL) ==
+                if (ct_table_list_item(t, row, (size_t)r->label_col, i, NULL, NULL) ==
                     CT_VALUE_NULL)
                     continue; /* as the label list passes over them */
-                if ((k = label_id(r, text)) < 0) {
+                ct_value_type v = ct_table_list_item(t, row, (size_t)r->label_col, i, &text,
+                                                     NULL);
+                if ((k = label_id(r, v, text)) < 0) {
                     fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is not one the "
                                     "training data has\n", file, row, text ? text : "(a list)");
                     st = CT_ERR_FORMAT, said = 1;
@@ -358,7 +478,7 @@ static int build_dataset(run *r, const ct_table *t, const char *file, long max_s
         } else {
             long y = -100; /* no label: not scored */
             if (lt != CT_VALUE_NULL && labelled &&
-                (r->task ? task_label(r, lt, text, &y) : ((y = label_id(r, text)) < 0 ? -1 : 0))) {
+                (r->task ? task_label(r, lt, text, &y) : ((y = label_id(r, lt, text)) < 0))) {
                 fprintf(stderr, "cputrain-glue: %s: row %zu: label \"%s\" is not one of the %d "
                                 "labels\n", file, row, text ? text : "(a list)", r->n_labels);
                 st = CT_ERR_FORMAT, said = 1;
@@ -839,6 +959,7 @@ done:
     for (int i = 0; r.labels && i < r.n_labels; i++)
         free(r.labels[i]);
     free(r.labels);
+    free(r.keys);
     ct_tokenizer_free(r.tok);
     ct_model_free(r.model);
     script_end(&sr);

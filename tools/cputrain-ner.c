@@ -8,6 +8,7 @@
 
 #include "script/script.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,7 @@ typedef struct run {
     char **labels; /* label_list, in id order */
     int n_labels;
     int int_tags;  /* the files' tags are ids into `labels` */
+    long long min_tag, max_tag; /* int_tags: the least and greatest id the data has */
     int *b_to_i;   /* label_all_tokens: a B- label's I- twin */
 } run;
 
@@ -147,10 +149,34 @@ static int by_text(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int by_number(const void *a, const void *b)
+/* Tags that are ids: the least and the greatest, all label_list needs. */
+static void note_id(run *r, const char *tag)
 {
-    long long x = strtoll(*(char *const *)a, NULL, 10), y = strtoll(*(char *const *)b, NULL, 10);
-    return (x > y) - (x < y);
+    long long id = strtoll(tag, NULL, 10);
+    if (!r->int_tags || id < r->min_tag)
+        r->min_tag = id;
+    if (!r->int_tags || id > r->max_tag)
+        r->max_tag = id;
+    r->int_tags = 1;
+}
+
+/* run_ner.py's sorted(set(tags)): every tag sorted, the first of each run
+ * kept, so many distinct tags cost O(n log n). */
+static int distinct_tags(run *r, const char **tags, size_t n)
+{
+    size_t kept = 0;
+    qsort(tags, n, sizeof *tags, by_text);
+    for (size_t i = 0; i < n; i++)
+        if (!kept || strcmp(tags[kept - 1], tags[i]) != 0)
+            tags[kept++] = tags[i];
+    if (kept > INT_MAX || !(r->labels = calloc(kept + 1, sizeof *r->labels)))
+        return -1;
+    for (size_t k = 0; k < kept; k++) {
+        if (!(r->labels[k] = strdup(tags[k])))
+            return -1;
+        r->n_labels = (int)k + 1;
+    }
+    return 0;
 }
 
 /* label_list: string tags are the sorted distinct tags of the training
@@ -158,47 +184,51 @@ static int by_number(const void *a, const void *b)
  * dataset's ClassLabel (conll2003) or the model's id2label. */
 static int make_label_list(run *r, const ct_table *t, const char *file)
 {
-    size_t text, tags, cap = 0;
+    size_t text, tags, cap = 0, n = 0;
+    const char **all = NULL;
+    int rc = -1;
     if (columns(r, t, file, &text, &tags))
         return -1;
     for (size_t row = 0; row < ct_table_rows(t); row++)
         for (size_t i = 0; i < ct_table_list_size(t, row, tags); i++) {
             const char *tag;
             ct_value_type v = ct_table_list_item(t, row, tags, i, &tag, NULL);
-            int seen = 0;
-            if (v == CT_VALUE_INT)
-                r->int_tags = 1;
-            else if (v != CT_VALUE_STRING) {
+            if (v == CT_VALUE_INT) {
+                note_id(r, tag);
+                continue;
+            }
+            if (v != CT_VALUE_STRING) {
                 fprintf(stderr, "cputrain-ner: %s: row %zu: tag %zu is not a string or an id\n",
                         file, row, i);
-                return -1;
+                goto out;
             }
-            for (int k = 0; k < r->n_labels && !seen; k++)
-                seen = strcmp(r->labels[k], tag) == 0;
-            if (seen)
-                continue;
-            if ((size_t)r->n_labels + 1 >= cap) {
-                char **grown = realloc(r->labels, (cap = cap ? 2 * cap : 16) * sizeof *grown);
+            if (n == cap) {
+                const char **grown = realloc(all, (cap = cap ? 2 * cap : 256) * sizeof *grown);
                 if (!grown)
-                    return -1;
-                r->labels = grown;
+                    goto out;
+                all = grown;
             }
-            if (!(r->labels[r->n_labels++] = strdup(tag)))
-                return -1;
+            all[n++] = tag;
         }
-    if (r->n_labels == 0) {
-        fprintf(stderr, "cputrain-ner: %s: no tags\n", file);
-        return -1;
+    if (r->int_tags && n) { /* the table refuses such lists; a tag is one or the other */
+        fprintf(stderr, "cputrain-ner: %s: the tags mix ids and strings\n", file);
+        goto out;
     }
-    qsort(r->labels, (size_t)r->n_labels, sizeof *r->labels, r->int_tags ? by_number : by_text);
-    return 0;
+    if (!r->int_tags && n == 0) {
+        fprintf(stderr, "cputrain-ner: %s: no tags\n", file);
+        goto out;
+    }
+    rc = r->int_tags ? 0 : distinct_tags(r, all, n);
+out:
+    free(all);
+    return rc;
 }
 
 /* Integer tags get their names: conll2003's, else those of the model
  * folder's id2label (which must cover every id). */
 static int name_int_tags(run *r)
 {
-    long top = strtol(r->labels[r->n_labels - 1], NULL, 10);
+    long long top = r->max_tag;
     int n = 0;
     const char *const *names = NULL;
     ct_model *probe = NULL;
@@ -212,9 +242,9 @@ static int name_int_tags(run *r)
         ct_model_config_int(probe, "num_labels", &k);
         n = (int)k;
     }
-    if (top >= n || strtol(r->labels[0], NULL, 10) < 0) {
+    if (top >= n || r->min_tag < 0) {
         ct_model_free(probe);
-        fprintf(stderr, "cputrain-ner: the tags are ids (up to %ld) with no names: give them as "
+        fprintf(stderr, "cputrain-ner: the tags are ids (up to %lld) with no names: give them as "
                         "strings (\"B-PER\"), or a --model_name_or_path whose config.json's "
                         "id2label names them\n", top);
         return -1;
@@ -233,34 +263,70 @@ static int name_int_tags(run *r)
     return 0;
 }
 
-/* A tag's id: an integer tag is its own; a string its place in label_list. */
+/* A tag's id: an integer tag is its own; a string its place in label_list,
+ * which is sorted. */
 static int tag_id(const run *r, ct_value_type v, const char *tag)
 {
+    char *const *found;
     if (!tag)
         return -1;
     if (v == CT_VALUE_INT) {
         long id = strtol(tag, NULL, 10);
         return r->int_tags && id >= 0 && id < r->n_labels ? (int)id : -1;
     }
-    for (int k = 0; !r->int_tags && k < r->n_labels; k++)
-        if (strcmp(r->labels[k], tag) == 0)
-            return k;
-    return -1;
+    if (r->int_tags || v != CT_VALUE_STRING)
+        return -1;
+    found = bsearch(&tag, r->labels, (size_t)r->n_labels, sizeof *r->labels, by_text);
+    return found ? (int)(found - r->labels) : -1;
 }
 
-/* label_all_tokens: a B-XXX label's I-XXX twin (itself when there is none). */
+typedef struct named_id {
+    const char *name;
+    int id;
+} named_id;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const named_id *)a)->name, ((const named_id *)b)->name);
+}
+
+/* label_all_tokens: a B-XXX label's I-XXX twin (itself when there is none),
+ * looked up among the labels sorted by name (ClassLabel and id2label names
+ * are in id order, not sorted). */
 static int make_b_to_i(run *r)
 {
-    if (!(r->b_to_i = malloc((size_t)r->n_labels * sizeof *r->b_to_i)))
-        return -1;
+    named_id *sorted = malloc(((size_t)r->n_labels + 1) * sizeof *sorted);
+    char *twin = NULL;
+    size_t cap = 0;
+    int rc = -1;
+    if (!sorted || !(r->b_to_i = malloc(((size_t)r->n_labels + 1) * sizeof *r->b_to_i)))
+        goto out;
+    for (int k = 0; k < r->n_labels; k++)
+        sorted[k] = (named_id){r->labels[k], k};
+    qsort(sorted, (size_t)r->n_labels, sizeof *sorted, by_name);
     for (int k = 0; k < r->n_labels; k++) {
+        size_t len = strlen(r->labels[k]) + 1;
+        named_id key = {NULL, 0}, *found;
         r->b_to_i[k] = k;
-        if (strncmp(r->labels[k], "B-", 2) == 0)
-            for (int j = 0; j < r->n_labels; j++)
-                if (r->labels[j][0] == 'I' && !strcmp(r->labels[j] + 1, r->labels[k] + 1))
-                    r->b_to_i[k] = j;
+        if (strncmp(r->labels[k], "B-", 2) != 0)
+            continue;
+        if (len > cap) {
+            char *grown = realloc(twin, cap = 2 * len);
+            if (!grown)
+                goto out;
+            twin = grown;
+        }
+        memcpy(twin, r->labels[k], len);
+        twin[0] = 'I';
+        key.name = twin;
+        if ((found = bsearch(&key, sorted, (size_t)r->n_labels, sizeof *sorted, by_name)))
+            r->b_to_i[k] = found->id;
     }
-    return 0;
+    rc = 0;
+out:
+    free(sorted);
+    free(twin);
+    return rc;
 }
 
 /* The examples: the words joined by spaces and tokenized as one text

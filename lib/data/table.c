@@ -1,5 +1,6 @@
 /* ct_table: records of a data file, column by column; the readers are
  * table_csv.c, table_json.c, table_parquet.c and table_arrow.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,28 +32,45 @@ void ct_table_free(ct_table *t)
     free(t->cells);
     free(t->names);
     free(t->types);
+    ct__name_map_free(&t->index);
     free(t);
+}
+
+/* Room for one more column: the arrays double, so that a file of many
+ * columns is not copied once per column. */
+static int column_room(ct_table *t)
+{
+    size_t cap = t->col_cap ? 2 * t->col_cap : 16;
+    char **names;
+    ct__cell **cells;
+    if (t->cols < t->col_cap)
+        return 1;
+    if (cap > SIZE_MAX / sizeof *cells)
+        return 0;
+    if ((names = realloc(t->names, cap * sizeof *names)))
+        t->names = names;
+    if ((cells = realloc(t->cells, cap * sizeof *cells)))
+        t->cells = cells;
+    if (!names || !cells)
+        return 0;
+    t->col_cap = cap;
+    return 1;
 }
 
 long ct__table_column(ct_table *t, const char *name, size_t len)
 {
-    char **names;
-    ct__cell **cells;
-    for (size_t k = 0; k < t->cols; k++)
-        if (strlen(t->names[k]) == len && memcmp(t->names[k], name, len) == 0)
-            return (long)k;
-    names = realloc(t->names, (t->cols + 1) * sizeof *names);
-    if (names)
-        t->names = names;
-    cells = realloc(t->cells, (t->cols + 1) * sizeof *cells);
-    if (cells)
-        t->cells = cells;
-    if (!names || !cells || !(t->names[t->cols] = strndup(name, len)))
+    size_t *found = ct__name_map_find(&t->index, name, len), *added;
+    if (found)
+        return (long)*found;
+    if (!column_room(t) || !(t->names[t->cols] = strndup(name, len)))
         return -1;
-    if (!(t->cells[t->cols] = calloc(t->cap ? t->cap : 1, sizeof **t->cells))) {
+    if (!(t->cells[t->cols] = calloc(t->cap ? t->cap : 1, sizeof **t->cells)) ||
+        !(added = ct__name_map_put(&t->index, name, len))) {
+        free(t->cells[t->cols]);
         free(t->names[t->cols]);
         return -1;
     }
+    *added = t->cols;
     return (long)t->cols++;
 }
 
@@ -179,11 +197,11 @@ ct_status ct_table_column_index(const ct_table *t, const char *name, size_t *col
     CT__CHECK_ARG(t);
     CT__CHECK_ARG(name);
     CT__CHECK_ARG(column);
-    for (size_t k = 0; k < t->cols; k++)
-        if (strcmp(t->names[k], name) == 0) {
-            *column = k;
-            return CT_OK;
-        }
+    const size_t *found = ct__name_map_find(&t->index, name, strlen(name));
+    if (found) {
+        *column = *found;
+        return CT_OK;
+    }
     return ct__error(CT_ERR_NOT_FOUND, "the table has no column '%s'", name);
 }
 
@@ -239,10 +257,36 @@ static const char *kind_name(ct_value_type type)
                                    : "number";
 }
 
+/* The items of a column's lists share one kind, as its values do: pyarrow,
+ * behind datasets, finds no list type for [1, "1"] and refuses the file. */
+static ct_status check_list_items(const ct_table *t, size_t k, const char *what)
+{
+    const ct__cell *first = NULL;
+    size_t first_row = 0, first_item = 0;
+    for (size_t r = 0; r < t->rows; r++) {
+        const ct__cell *c = &t->cells[k][r];
+        for (size_t i = 0; c->type == CT_VALUE_LIST && i < c->n; i++) {
+            const ct__cell *v = &c->items[i];
+            if (v->type == CT_VALUE_NULL)
+                continue;
+            if (!first) {
+                first = v, first_row = r, first_item = i;
+            } else if (kind(v->type) != kind(first->type)) {
+                return ct__error(CT_ERR_FORMAT, "%s: column \"%s\" mixes types in its lists: "
+                                 "record %zu item %zu is a %s, record %zu item %zu a %s", what,
+                                 t->names[k], first_row, first_item, kind_name(first->type), r,
+                                 i, kind_name(v->type));
+            }
+        }
+    }
+    return CT_OK;
+}
+
 ct_status ct__table_check_kinds(const ct_table *t, const char *what)
 {
     for (size_t k = 0; k < t->cols; k++) {
         long first = -1;
+        ct_status st;
         for (size_t r = 0; r < t->rows; r++) {
             const ct__cell *c = &t->cells[k][r];
             if (c->type == CT_VALUE_NULL)
@@ -254,6 +298,8 @@ ct_status ct__table_check_kinds(const ct_table *t, const char *what)
                                  "a %s, record %zu a %s", what, t->names[k], first,
                                  kind_name(t->cells[k][first].type), r, kind_name(c->type));
         }
+        if ((st = check_list_items(t, k, what)) != CT_OK)
+            return st;
     }
     return CT_OK;
 }

@@ -51,9 +51,14 @@ static ct_status record(ct_table *t, const loader *L, const ct__json *r, size_t 
     for (size_t i = 0; i < r->n; i++) {
         const ct__json_member *m = &r->members[i];
         const ct__json *v = &m->value;
-        long k = ct__table_column(t, m->key, m->key_len);
+        long k;
         ct__cell *c;
-        if (k < 0)
+        /* a column's name is a C string: "a\u0000b" cannot be one */
+        if (memchr(m->key, '\0', m->key_len))
+            return ct__error(CT_ERR_FORMAT, "%s: line %zu: record %zu: key \"%s\\u0000...\" "
+                             "holds a NUL character, which no column name can", L->path,
+                             L->line_base + r->line - 1, index, m->key);
+        if ((k = ct__table_column(t, m->key, m->key_len)) < 0)
             return ct__error(CT_ERR_NOMEM, "%s: out of memory", L->path);
         c = &t->cells[k][t->rows - 1];
         ct__table_clear(c); /* a key twice: the last value, as Python's json */

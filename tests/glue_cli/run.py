@@ -5,7 +5,7 @@ regression, multi-label lists; one rank against two (shm), dropout on, in fp32
 and bf16. Checks
 run_glue.py's files and keys, the labels saved in config.json, and every
 reported metric against scikit-learn / SciPy recomputed from the written
-predictions.
+predictions; labels as the datasets library reads them, and 50000 of them.
 
 usage: run.py BUILD_DIR   (prints one line per check, exits 1 on a failure)"""
 
@@ -355,8 +355,68 @@ def hostile_labels():
               p.returncode == code and needle in p.stderr, p.stderr[-500:])
 
 
+def labels_as_datasets_reads_them():
+    """A label is the value the datasets library reads (pandas for CSV): a
+    column of integers is int64, so "1", "01", " 1" and "+1" are one label,
+    named 1; True, true and TRUE are one boolean (named true, as JSON and
+    config.json's label2id spell it). A label that is not UTF-8 is refused
+    as the file is read, naming its row and column."""
+    import pandas
+
+    def write(name, labels, raw=b""):
+        path = os.path.join(DIR, name)
+        with open(path, "wb") as f:
+            f.write(b"sentence,label\n")
+            for i, label in enumerate(labels):
+                f.write(("%s,%s\n" % (WORDS[i % 6], label)).encode())
+            f.write(raw)
+        return path
+    ints = write("int_labels.csv", ["1", "01", " 1", "+1", "2", "02"] * 4)
+    want = [str(v) for v in sorted(pandas.read_csv(ints)["label"].unique())]
+    bools = write("bool_labels.csv", ["True", "true", "TRUE", "False", "false"] * 4)
+    for name, path, id2label in (("integers", ints, dict(enumerate(want))),
+                                 ("booleans", bools, {0: "false", 1: "true"})):
+        out = os.path.join(DIR, "labels-" + name)
+        p = glue(out, "--train_file", path, "--validation_file", path, "--do_train",
+                 "--do_eval", "--max_steps", "1", "--overwrite_output_dir")
+        config = read_json(out, "config.json") if p.returncode == 0 else {}
+        check("CSV %s: one label per value, as pandas reads them (%s)" % (name, id2label),
+              config.get("id2label") == {str(k): v for k, v in id2label.items()} and
+              len(id2label) == 2, config.get("id2label"))
+    bad = write("utf8_labels.csv", ["pos", "neg"], b"good,n\xffeg\n")
+    p = glue(os.path.join(DIR, "labels-utf8"), "--train_file", bad, "--validation_file", bad,
+             "--do_train", "--max_steps", "1", "--overwrite_output_dir")
+    check("a CSV label that is not UTF-8: refused at reading, naming the row and column",
+          p.returncode == 1 and bad + ': line 4: row 2, column "label": the value is not UTF-8'
+          in p.stderr, p.stderr[-500:])
+
+
+def many_labels():
+    """50000 distinct labels: label_list is their sorted set, and a
+    validation label outside it is refused, naming the count. (The list is
+    built by sorting and looked up by bisection: what this checks is what
+    is read, not the time.)"""
+    n = 50000
+    rng = random.Random(6)
+    names = ["L%05d" % k for k in range(n)]
+    rng.shuffle(names)
+    train, dev = os.path.join(DIR, "many_train.csv"), os.path.join(DIR, "many_dev.csv")
+    with open(train, "w") as f:
+        f.write("sentence,label\n" + "".join("good movie,%s\n" % x for x in names))
+    with open(dev, "w") as f:
+        f.write("sentence,label\ngood movie,L00000\nbad plot,L49999\nthe movie,L50000\n")
+    p = glue(os.path.join(DIR, "many"), "--train_file", train, "--validation_file", dev,
+             "--do_train", "--do_eval", "--max_steps", "1", "--overwrite_output_dir")
+    check("50000 labels: read, and a validation label outside them refused",
+          p.returncode == 1 and
+          'row 2: label "L50000" is not one of the 50000 labels' in p.stderr and
+          "row 0:" not in p.stderr and "row 1:" not in p.stderr, p.stderr[-500:])
+
+
 def main():
     setup()
+    labels_as_datasets_reads_them()
+    many_labels()
     hostile_labels()
     single_sentences_in_csv()
     for extra in ((), ("--bf16",)):

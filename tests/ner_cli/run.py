@@ -2,8 +2,8 @@
 with a rule a small model learns (an entity's words come from its type's
 vocabulary): string tags from JSON lines, conll2003's integer tags through
 --dataset_name, label_all_tokens, entity-level metrics, one rank against
-two (shm) with dropout on, in fp32 and bf16. Checks run_ner.py's files and keys, and the reported scores
-against tests/python/seqeval_ref.py on the written predictions.
+two (shm) with dropout on, in fp32 and bf16; 50001 distinct tags. Checks run_ner.py's files and
+keys, and the reported scores against tests/python/seqeval_ref.py on the written predictions.
 
 usage: run.py BUILD_DIR   (prints one line per check, exits 1 on a failure)"""
 
@@ -124,8 +124,33 @@ def ner(out, *args, ranks=1):
     return p
 
 
+def many_tags():
+    """50000 distinct tags (B- and I- of 25000 types): label_list is their
+    sorted set, each B- tag paired with its I- tag for --label_all_tokens,
+    and a validation tag outside them refused, naming the count. (Sorted
+    and bisected: what this checks is what is read, not the time.)"""
+    n = 25000
+    rng = random.Random(7)
+    tags = ["%s-T%05d" % (p, k) for k in range(n) for p in "BI"]
+    rng.shuffle(tags)
+    train, dev = os.path.join(DIR, "many_train.jsonl"), os.path.join(DIR, "many_dev.jsonl")
+    with open(train, "w") as f:
+        f.write("".join(json.dumps({"tokens": ["ana", "paris"], "ner_tags": [t, "O"]}) + "\n"
+                        for t in tags))
+    with open(dev, "w") as f:
+        for t in ("B-T00000", "I-T24999", "B-T25000"):
+            f.write(json.dumps({"tokens": ["ana", "paris"], "ner_tags": [t, "O"]}) + "\n")
+    p = ner(os.path.join(DIR, "many"), "--train_file", train, "--validation_file", dev,
+            "--do_train", "--do_eval", "--label_all_tokens", "--max_steps", "1")
+    check("50001 tags: read, and a validation tag outside them refused",
+          p.returncode == 1 and
+          'row 2: tag "B-T25000" is not one of the 50001 the training data has' in p.stderr,
+          p.stderr[-500:])
+
+
 def main():
     data = setup()
+    many_tags()
     files = ["--train_file", os.path.join(DIR, "train.jsonl"), "--validation_file",
              os.path.join(DIR, "validation.jsonl"), "--test_file", os.path.join(DIR, "test.jsonl")]
     out = os.path.join(DIR, "tags")
