@@ -562,6 +562,11 @@ START_TEST(model_options)
                      CT_ERR_INVALID_ARG, "ignore_mismatched_sizes='maybe'");
     ASSERT_ERROR_HAS(ct_model_options_set_labels(o, twice, 2), CT_ERR_INVALID_ARG,
                      "labels 0 and 1 are both \"a\"");
+    { /* the first name (in order) that repeats an earlier one */
+        const char *names[] = {"b", "a", "c", "a", "b", "a"};
+        ASSERT_ERROR_HAS(ct_model_options_set_labels(o, names, 6), CT_ERR_INVALID_ARG,
+                         "labels 1 and 3 are both \"a\"");
+    }
     OK(ct_model_options_set_labels(o, tags, 3));
     ASSERT_ERROR_HAS(ct_model_options_set(o, "num_labels", "2"), CT_ERR_INVALID_ARG,
                      "3 label names");

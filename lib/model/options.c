@@ -91,9 +91,49 @@ ct_status ct_model_options_set(ct_model_options *o, const char *key, const char 
                                          "problem_type, ignore_mismatched_sizes)", key);
 }
 
+typedef struct named {
+    const char *name;
+    int index;
+} named;
+
+static int by_name_then_index(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* The first label (in order) that repeats an earlier one, as "labels j and
+ * i are both ...", by sorting: a pairwise scan took seconds for the 50000
+ * labels a classification set can have. */
+static ct_status check_unique(const char *const *names, int n)
+{
+    named *sorted = malloc((size_t)n * sizeof *sorted);
+    int first = -1, twin = -1;
+    if (!sorted)
+        return ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
+    for (int i = 0; i < n; i++)
+        sorted[i] = (named){names[i], i};
+    qsort(sorted, (size_t)n, sizeof *sorted, by_name_then_index);
+    for (int k = 1, start = 0; k < n; k++) {
+        if (strcmp(sorted[k].name, sorted[start].name) != 0)
+            start = k;
+        else if (first < 0 || sorted[k].index < first) {
+            first = sorted[k].index;
+            twin = sorted[start].index;
+        }
+    }
+    free(sorted);
+    if (first >= 0)
+        return ct__error(CT_ERR_INVALID_ARG, "labels %d and %d are both \"%s\"", twin, first,
+                         names[first]);
+    return CT_OK;
+}
+
 ct_status ct_model_options_set_labels(ct_model_options *o, const char *const *names, int n)
 {
     char **copy;
+    ct_status st;
     CT__CHECK_ARG(o);
     if (n < 0 || n > MAX_LABELS || (n > 0 && !names))
         return ct__error(CT_ERR_INVALID_ARG, "ct_model_options_set_labels: %d names%s", n,
@@ -103,25 +143,21 @@ ct_status ct_model_options_set_labels(ct_model_options *o, const char *const *na
         o->num_labels = 0;
         return CT_OK;
     }
+    for (int i = 0; i < n; i++)
+        if (!names[i] || !names[i][0])
+            return ct__error(CT_ERR_INVALID_ARG, "label %d is %s", i,
+                             names[i] ? "empty" : "NULL");
+    if ((st = check_unique(names, n)) != CT_OK)
+        return st;
     if (!(copy = calloc((size_t)n, sizeof *copy)))
         return ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
-    for (int i = 0; i < n; i++) {
-        ct_status st = CT_OK;
-        if (!names[i] || !names[i][0])
-            st = ct__error(CT_ERR_INVALID_ARG, "label %d is %s", i, names[i] ? "empty" : "NULL");
-        for (int j = 0; st == CT_OK && j < i; j++)
-            if (!strcmp(names[i], names[j]))
-                st = ct__error(CT_ERR_INVALID_ARG, "labels %d and %d are both \"%s\"", j, i,
-                               names[i]);
-        if (st == CT_OK && !(copy[i] = strdup(names[i])))
-            st = ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
-        if (st != CT_OK) {
+    for (int i = 0; i < n; i++)
+        if (!(copy[i] = strdup(names[i]))) {
             for (int j = 0; j < i; j++)
                 free(copy[j]);
             free(copy);
-            return st;
+            return ct__error(CT_ERR_NOMEM, "out of memory for %d labels", n);
         }
-    }
     drop_labels(o);
     o->labels = copy;
     o->num_labels = n;
