@@ -4,7 +4,10 @@
 # shape and layout the best round's median GFLOP/s of each of our variants
 # next to torch's, with the ratio ours/torch (bf16 against torch bf16, fp32
 # against torch fp32). More rounds steady the ratios where the host's speed
-# drifts by a few percent between runs.
+# drifts by a few percent between runs. Both sides run on huge pages where
+# that is their best: gemm_bench on the library's own allocation (advised
+# for them, as its layers are), torch_matmul.py once on PyTorch's
+# allocation and once on huge pages, and torch's better figure counts.
 #   bench/compare_gemm.sh [gemm_bench binary] [gemm_bench args: -s MxNxK, -v variant...]
 # Environment: THREADS (2), REPEATS (21), ROUNDS (2), PYTHON (/usr/bin/python3).
 set -eu

@@ -9,12 +9,34 @@ stored [N,K] (what F.linear does); TN a.t() @ b with a stored [K,M].
 torch.matmul of bf16 operands returns bf16 (oneDNN's dst_bf16, what
 autocast's linear gives): it writes half the bytes of C that gemm_bench's
 products write (fp32 C, what the library's layers take).
-Output: "torch <layout> <M> <N> <K> torch <dtype> <GFLOP/s> <ms>"."""
+Each product runs twice: on PyTorch's own allocation (C allocated by the
+call) and with every operand and C (out=) on transparent huge pages, as
+gemm_bench.c gives the library's products; compare_gemm.sh keeps the
+better of the two.
+Output: "torch <layout> <M> <N> <K> torch <dtype> <GFLOP/s> <ms> <pages>",
+pages "own" or "huge"."""
 import argparse
+import mmap
 import statistics
 import time
 
 import torch
+
+_HUGE = 2 << 20
+
+
+def on_huge_pages(t):
+    """A copy of t in a private anonymous mapping advised for huge pages,
+    starting on a 2 MiB boundary (a shared mapping would be shmem, whose
+    huge pages the kernel gives only by another setting)."""
+    size = t.numel() * t.element_size()
+    mm = mmap.mmap(-1, size + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    mm.madvise(mmap.MADV_HUGEPAGE)
+    raw = torch.frombuffer(mm, dtype=torch.uint8)  # holds mm while it lives
+    start = -raw.data_ptr() % _HUGE
+    out = raw[start:start + size].view(t.dtype).view(t.shape)
+    out.copy_(t)
+    return out
 
 
 def bench(fn, repeats):
@@ -52,15 +74,18 @@ def main():
                 a = torch.rand(K, M, generator=g) if layout == "TN" else torch.rand(M, K, generator=g)
                 b = torch.rand(N, K, generator=g) if layout == "NT" else torch.rand(K, N, generator=g)
                 a, b = a.to(dtype), b.to(dtype)
-                if layout == "NN":
-                    fn = lambda: torch.matmul(a, b)
-                elif layout == "NT":
-                    fn = lambda: torch.matmul(a, b.t())
-                else:
-                    fn = lambda: torch.matmul(a.t(), b)
-                t = bench(fn, args.r)
-                print(f"torch {layout} {M} {N} {K} torch {name} "
-                      f"{2.0 * M * N * K / t * 1e-9:.1f} {t * 1e3:.3f}", flush=True)
+                for pages in ("own", "huge"):
+                    out = None
+                    if pages == "huge":
+                        a, b = on_huge_pages(a), on_huge_pages(b)
+                        out = on_huge_pages(torch.empty(M, N, dtype=dtype))
+                    x = a.t() if layout == "TN" else a
+                    y = b.t() if layout == "NT" else b
+                    fn = (lambda: torch.matmul(x, y)) if out is None else \
+                        (lambda: torch.matmul(x, y, out=out))
+                    t = bench(fn, args.r)
+                    print(f"torch {layout} {M} {N} {K} torch {name} "
+                          f"{2.0 * M * N * K / t * 1e-9:.1f} {t * 1e3:.3f} {pages}", flush=True)
 
 
 if __name__ == "__main__":
