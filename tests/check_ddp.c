@@ -114,6 +114,7 @@ typedef struct job {
     int cancel_rank, cancel_step; /* that rank calls ct_trainer_cancel there (step 0: none) */
     int resume;                   /* resume_from_checkpoint true */
     int lost_rank; /* with resume: that rank's checkpoint folder is missing (0: none) */
+    int bare_rank; /* that rank is given no training dataset (0: none) */
 } job;
 
 /* No rank singled out, and a small model. */
@@ -184,7 +185,8 @@ static int train_rank(int rank, int world, void *arg)
         (j->lost_rank && rank == j->lost_rank && (st = ct_args_parse(a, 2, lost)) != CT_OK) ||
         (st = join(rank, world, j->name, j->port, &dist)) != CT_OK ||
         (st = ct_trainer_create(m, a, &t)) != CT_OK ||
-        (st = ct_trainer_set_train_dataset(t, d)) != CT_OK ||
+        (!(j->bare_rank && rank == j->bare_rank) &&
+         (st = ct_trainer_set_train_dataset(t, d)) != CT_OK) ||
         (st = ct_trainer_set_dist(t, dist)) != CT_OK ||
         (st = ct_trainer_set_progress_callback(t, stopper, t)) != CT_OK)
         note(rank, "setup: %s", ct_last_error());
@@ -312,7 +314,20 @@ START_TEST(test_rank_cannot_resume)
     ck_assert_msg(fork_group(2, train_rank, &rest, NULL) == 0, "rank 0: %s / rank 1: %s",
                   out_area->msg[0], out_area->msg[1]);
     ck_assert_msg(strstr(out_area->msg[1], "checkpoint-999"), "%s", out_area->msg[1]);
-    ck_assert_msg(strstr(out_area->msg[0], "rank 1 could not resume from the checkpoint"), "%s",
+    ck_assert_msg(strstr(out_area->msg[0], "rank 1 could not set up training or resume from the checkpoint"), "%s",
+                  out_area->msg[0]);
+}
+END_TEST
+
+/* Rank 1 was given no training dataset: it refuses, and rank 0 learns
+ * it before the first collective instead of finding rank 1 gone. */
+START_TEST(test_rank_not_ready)
+{
+    job j = {.name = "bare", TINY, NOBODY, .bare_rank = 1, .expect = CT_ERR_STATE};
+    ck_assert_msg(fork_group(2, train_rank, &j, NULL) == 0, "rank 0: %s / rank 1: %s",
+                  out_area->msg[0], out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[1], "no training dataset"), "%s", out_area->msg[1]);
+    ck_assert_msg(strstr(out_area->msg[0], "rank 1 could not plan the run"), "%s",
                   out_area->msg[0]);
 }
 END_TEST
@@ -437,6 +452,7 @@ Suite *ddp_suite(void)
     tcase_add_test(tc, test_stop_on_one_rank);
     tcase_add_test(tc, test_cancel_on_one_rank);
     tcase_add_test(tc, test_rank_cannot_resume);
+    tcase_add_test(tc, test_rank_not_ready);
     tcase_add_test(tc, test_predict_gathers);
     tcase_add_test(tc, test_rank_fails_at_start);
     tcase_add_test(tc, test_save_on_each_node);

@@ -422,19 +422,14 @@ static ct_status train_checked(ct_trainer *t)
     return st;
 }
 
-static ct_status prepare_and_run(ct_trainer *t)
+/* Whether what this rank was given is enough to train. */
+static ct_status check_ready(ct_trainer *t)
 {
-    ct_status st;
-    ct_output_lock *lock = NULL;
-
     if (!t->train)
         return ct__error(CT_ERR_STATE, "ct_trainer_train: no training dataset "
                                        "(ct_trainer_set_train_dataset)");
     if (!A_STR(output_dir))
         return ct__error(CT_ERR_INVALID_ARG, "output_dir: training needs one");
-    /* as Trainer calls model.gradient_checkpointing_enable() */
-    if (A_BOOL(gradient_checkpointing))
-        ct_model_set_gradient_checkpointing(t->model, 1);
     if (!t->eval && !t->eval_data && !ct__trainer_strategy_is(t, CT_A_eval_strategy, "no"))
         return ct__error(CT_ERR_STATE, "eval_strategy is '%s' but there is nothing to evaluate: "
                                        "set an evaluation dataset (ct_trainer_set_eval_dataset) "
@@ -450,10 +445,25 @@ static ct_status prepare_and_run(ct_trainer *t)
                                              "metric_for_best_model and an eval_strategy other "
                                              "than 'no' (eval_strategy is '%s')",
                          A_STR(eval_strategy));
+    return CT_OK;
+}
+
+static ct_status prepare_and_run(ct_trainer *t)
+{
+    ct_status st;
+    ct_output_lock *lock = NULL;
+
     /* Resuming at another world size: the checkpoint's global batch, kept
-     * by the accumulation the plan is made with; every rank learns whether
-     * all could make the plan. */
-    st = A_STR(resume_from_checkpoint) ? ct__elastic_keep_global_batch(t) : CT_OK;
+     * by the accumulation the plan is made with. Every rank learns whether
+     * all were ready and could make the plan (what each was given may
+     * differ: a rank that returned alone would leave the others waiting in
+     * the next collective until ddp_timeout). */
+    st = check_ready(t);
+    /* as Trainer calls model.gradient_checkpointing_enable() */
+    if (st == CT_OK && A_BOOL(gradient_checkpointing))
+        ct_model_set_gradient_checkpointing(t->model, 1);
+    if (st == CT_OK && A_STR(resume_from_checkpoint))
+        st = ct__elastic_keep_global_batch(t);
     if (st == CT_OK && (st = ct__trainer_mlm(t)) == CT_OK)
         st = plan(t);
     if ((st = ct__trainer_all_agree(t, st, "plan the run")) != CT_OK)
@@ -530,32 +540,11 @@ static ct_status finish_cancelled(ct_trainer *t, int64_t first_step)
                                              : " (resume with resume_from_checkpoint)");
 }
 
-/* The run itself, with output_dir prepared (and locked by the writing ranks). */
-static ct_status train_run(ct_trainer *t)
+/* The model, optimizer and counters of a fresh run, on this rank. */
+static ct_status set_up(ct_trainer *t)
 {
     ct_model *m = t->model;
-    ct_batch *batch = NULL;
-    int64_t *order = NULL, *mine = NULL;
-    int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
-    double start, grad_norm = NAN, window_loss = 0;
-    int64_t window_total = 0; /* labelled tokens of the window, all ranks (per_token) */
-    int per_token = t->model->task == CT_TASK_MASKED_LM ||
-                    t->model->task == CT_TASK_TOKEN_CLASSIFICATION;
-    int window_bad = 0, cancelled = 0;
-    window_start window = {0};
-    int64_t run_tokens = 0;
     ct_status st;
-    const char *resume;
-
-    b = A_INT(per_device_train_batch_size);
-    ga = A_INT(gradient_accumulation_steps);
-
-    ct__trainer_apply_log_level(t->args, t->rank, t->dist ? ct_dist_local_rank(t->dist) : 0);
-    if (ct_model_get_precision(m) != (A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32) &&
-        t->rank == 0) /* the model keeps it after training (debug: the tools ask for it) */
-        ct__log(CT_LOG_DEBUG, "bf16 %s: the model's matrix products run in %s from here on, "
-                             "also after training (ct_model_set_precision changes it back)",
-                A_BOOL(bf16) ? "on" : "off", A_BOOL(bf16) ? "bf16" : "fp32");
     if ((st = ct__trainer_apply_model_args(t->args, m, t->rank)) != CT_OK ||
         (st = ct_model_set_precision(m, A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32)) !=
             CT_OK ||
@@ -595,12 +584,45 @@ static ct_status train_run(ct_trainer *t)
                                  "[0, %zu))", t->world, t->world, t->model->n_floats,
                     t->optim->shard_hi);
     }
-    /* A rank that cannot resume (its node lacks the checkpoint, its
-     * optimizer shard is damaged) tells the others, who would otherwise
-     * wait for it in the first collective until ddp_timeout. */
+    return CT_OK;
+}
+
+/* The run itself, with output_dir prepared (and locked by the writing ranks). */
+static ct_status train_run(ct_trainer *t)
+{
+    ct_model *m = t->model;
+    ct_batch *batch = NULL;
+    int64_t *order = NULL, *mine = NULL;
+    int64_t b, ga, micro = 0, first_step, skipped = 0, first_skipped = 0;
+    double start, grad_norm = NAN, window_loss = 0;
+    int64_t window_total = 0; /* labelled tokens of the window, all ranks (per_token) */
+    int per_token = t->model->task == CT_TASK_MASKED_LM ||
+                    t->model->task == CT_TASK_TOKEN_CLASSIFICATION;
+    int window_bad = 0, cancelled = 0;
+    window_start window = {0};
+    int64_t run_tokens = 0;
+    ct_status st;
+    const char *resume;
+
+    b = A_INT(per_device_train_batch_size);
+    ga = A_INT(gradient_accumulation_steps);
+
+    ct__trainer_apply_log_level(t->args, t->rank, t->dist ? ct_dist_local_rank(t->dist) : 0);
+    if (ct_model_get_precision(m) != (A_BOOL(bf16) ? CT_PRECISION_BF16 : CT_PRECISION_FP32) &&
+        t->rank == 0) /* the model keeps it after training (debug: the tools ask for it) */
+        ct__log(CT_LOG_DEBUG, "bf16 %s: the model's matrix products run in %s from here on, "
+                             "also after training (ct_model_set_precision changes it back)",
+                A_BOOL(bf16) ? "on" : "off", A_BOOL(bf16) ? "bf16" : "fp32");
+    /* A rank that cannot set up (out of memory) or resume (its node lacks
+     * the checkpoint, its optimizer shard is damaged) tells the others, who
+     * would otherwise wait for it in the first collective until
+     * ddp_timeout. */
     resume = A_STR(resume_from_checkpoint);
-    if ((st = ct__trainer_all_agree(t, resume ? ct__checkpoint_resume(t) : CT_OK,
-                                    "resume from the checkpoint")) != CT_OK)
+    st = set_up(t);
+    if (st == CT_OK && resume)
+        st = ct__checkpoint_resume(t);
+    if ((st = ct__trainer_all_agree(t, st, "set up training or resume from the "
+                                           "checkpoint")) != CT_OK)
         return st;
     if ((st = start_ddp(t)) != CT_OK || (st = count_lengths(t)) != CT_OK)
         return st;
