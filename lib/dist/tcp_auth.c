@@ -43,25 +43,12 @@ const char *ct__tcp_reason(unsigned code)
 
 /* ---- codecs ---------------------------------------------------------------------- */
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    v = htonl(v);
-    memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return ntohl(v);
-}
-
 static void put_head(unsigned char *p, unsigned kind, unsigned word3)
 {
-    put32(p, CT__TCP_MAGIC);
-    put32(p + 4, CT__TCP_VERSION);
-    put32(p + 8, kind);
-    put32(p + 12, word3);
+    ct__tcp_put32(p, CT__TCP_MAGIC);
+    ct__tcp_put32(p + 4, CT__TCP_VERSION);
+    ct__tcp_put32(p + 8, kind);
+    ct__tcp_put32(p + 12, word3);
 }
 
 void ct__tcp_job_id(const char *job, unsigned char out[32])
@@ -78,9 +65,9 @@ void ct__tcp_put_hello(unsigned char out[CT__TCP_HELLO_BYTES], const ct__tcp_hel
 {
     memset(out, 0, CT__TCP_HELLO_BYTES);
     put_head(out, h->kind, h->flags);
-    put32(out + 16, (uint32_t)h->rank);
-    put32(out + 20, (uint32_t)h->world);
-    put32(out + 24, (uint32_t)h->port);
+    ct__tcp_put32(out + 16, (uint32_t)h->rank);
+    ct__tcp_put32(out + 20, (uint32_t)h->world);
+    ct__tcp_put32(out + 24, (uint32_t)h->port);
     memcpy(out + 32, h->job_id, 32);
     memcpy(out + 64, h->nonce, 32);
     memcpy(out + 96, h->host, strnlen(h->host, CT__TCP_HOST_LEN - 1));
@@ -112,21 +99,21 @@ int ct__tcp_nul_padded(const unsigned char *field, size_t size)
 
 unsigned ct__tcp_get_hello(const unsigned char in[CT__TCP_HELLO_BYTES], ct__tcp_hello *h)
 {
-    if (get32(in) != CT__TCP_MAGIC)
+    if (ct__tcp_get32(in) != CT__TCP_MAGIC)
         return CT__TCP_R_PROTOCOL;
-    if (get32(in + 4) != CT__TCP_VERSION)
+    if (ct__tcp_get32(in + 4) != CT__TCP_VERSION)
         return CT__TCP_R_VERSION;
-    h->kind = get32(in + 8);
-    h->flags = get32(in + 12);
-    h->rank = (int)get32(in + 16);
-    h->world = (int)get32(in + 20);
-    h->port = (int)get32(in + 24);
+    h->kind = ct__tcp_get32(in + 8);
+    h->flags = ct__tcp_get32(in + 12);
+    h->rank = (int)ct__tcp_get32(in + 16);
+    h->world = (int)ct__tcp_get32(in + 20);
+    h->port = (int)ct__tcp_get32(in + 24);
     memcpy(h->job_id, in + 32, 32);
     memcpy(h->nonce, in + 64, 32);
     memcpy(h->host, in + 96, CT__TCP_HOST_LEN);
     if (h->kind != CT__TCP_JOIN && h->kind != CT__TCP_RING && h->kind != CT__TCP_CTRL)
         return CT__TCP_R_PROTOCOL;
-    if (h->flags > 1 || get32(in + 28) != 0)
+    if (h->flags > 1 || ct__tcp_get32(in + 28) != 0)
         return CT__TCP_R_PROTOCOL;
     /* Only a join carries an address (its ring listener's); the host is
      * NUL-padded as ct__tcp_put_hello writes it, so no byte rides along
@@ -144,8 +131,8 @@ void ct__tcp_put_chal(unsigned char out[CT__TCP_CHAL_BYTES], unsigned flags, int
 {
     memset(out, 0, CT__TCP_CHAL_BYTES);
     put_head(out, CT__TCP_CHAL, flags);
-    put32(out + 16, (uint32_t)rank);
-    put32(out + 20, (uint32_t)world);
+    ct__tcp_put32(out + 16, (uint32_t)rank);
+    ct__tcp_put32(out + 20, (uint32_t)world);
     memcpy(out + 32, job_id, 32);
     memcpy(out + 64, nonce, 32);
 }
@@ -168,7 +155,7 @@ void ct__tcp_mac(const unsigned char key[32], int acceptor, const char *job,
     unsigned char jlen[4];
     const void *parts[6];
     size_t lens[6];
-    put32(jlen, (uint32_t)strlen(job));
+    ct__tcp_put32(jlen, (uint32_t)strlen(job));
     parts[0] = label, lens[0] = sizeof label; /* with its NUL: a separator */
     parts[1] = role, lens[1] = strlen(role) + 1;
     parts[2] = jlen, lens[2] = 4;
@@ -664,16 +651,16 @@ static int advance(ct__tcp_hs *s, int i)
         set_io(c, C_READ_HEAD, c->chal, 16);
         return 0;
     case C_READ_HEAD:
-        if (get32(c->chal) != CT__TCP_MAGIC) {
+        if (ct__tcp_get32(c->chal) != CT__TCP_MAGIC) {
             retry(s, i, "%s does not speak this protocol", c->addr);
             return -1;
         }
-        if (get32(c->chal + 8) == CT__TCP_VERDICT) {
+        if (ct__tcp_get32(c->chal + 8) == CT__TCP_VERDICT) {
             memcpy(c->msg, c->chal, 16);
             set_io(c, C_READ_REFUSAL, c->msg + 16, 32);
             return 0;
         }
-        if (get32(c->chal + 4) != CT__TCP_VERSION || get32(c->chal + 8) != CT__TCP_CHAL) {
+        if (ct__tcp_get32(c->chal + 4) != CT__TCP_VERSION || ct__tcp_get32(c->chal + 8) != CT__TCP_CHAL) {
             retry(s, i, "%s speaks another protocol version", c->addr);
             return -1;
         }
@@ -683,11 +670,11 @@ static int advance(ct__tcp_hs *s, int i)
     case C_READ_VERDICT: {
         hs_target *t = &s->tg[c->target];
         char why[200];
-        code = get32(c->msg + 12);
+        code = ct__tcp_get32(c->msg + 12);
         /* A refusal that says "admitted" is as foreign as a bad magic. (A
          * refusal may come from another version: it says so in its code.) */
-        if (get32(c->msg) != CT__TCP_MAGIC || get32(c->msg + 8) != CT__TCP_VERDICT ||
-            (c->state == C_READ_VERDICT && get32(c->msg + 4) != CT__TCP_VERSION) ||
+        if (ct__tcp_get32(c->msg) != CT__TCP_MAGIC || ct__tcp_get32(c->msg + 8) != CT__TCP_VERDICT ||
+            (c->state == C_READ_VERDICT && ct__tcp_get32(c->msg + 4) != CT__TCP_VERSION) ||
             (c->state == C_READ_REFUSAL && code == CT__TCP_OK)) {
             retry(s, i, "%s does not speak this protocol", c->addr);
             return -1;
@@ -718,9 +705,9 @@ static int advance(ct__tcp_hs *s, int i)
     }
     case C_READ_CHAL: {
         hs_target *t = &s->tg[c->target];
-        if ((int)get32(c->chal + 16) != t->peer || (int)get32(c->chal + 20) != s->self.world ||
+        if ((int)ct__tcp_get32(c->chal + 16) != t->peer || (int)ct__tcp_get32(c->chal + 20) != s->self.world ||
             memcmp(c->chal + 32, s->job_id, 32) != 0 ||
-            get32(c->chal + 12) != (unsigned)(s->self.key != NULL)) {
+            ct__tcp_get32(c->chal + 12) != (unsigned)(s->self.key != NULL)) {
             char why[200];
             snprintf(why, sizeof why, "the peer at %%s is not rank %d of this job (another "
                                       "world, job or secret setting)", t->peer);
@@ -740,11 +727,11 @@ static int advance(ct__tcp_hs *s, int i)
         return 0;
     case A_READ_HEAD:
         /* Not even our magic: nothing to say to it. */
-        if (get32(c->hello) != CT__TCP_MAGIC) {
+        if (ct__tcp_get32(c->hello) != CT__TCP_MAGIC) {
             drop_stranger(s, i, "not this protocol");
             return -1;
         }
-        if (get32(c->hello + 4) != CT__TCP_VERSION) {
+        if (ct__tcp_get32(c->hello + 4) != CT__TCP_VERSION) {
             refuse(s, i, CT__TCP_R_VERSION);
             return -1;
         }
@@ -787,8 +774,8 @@ static int advance(ct__tcp_hs *s, int i)
         return 0;
     case A_READ_PROOF: {
         int k = kind_slot(c->h.kind);
-        if (get32(c->msg) != CT__TCP_MAGIC || get32(c->msg + 4) != CT__TCP_VERSION ||
-            get32(c->msg + 8) != CT__TCP_PROOF || get32(c->msg + 12) != 0) {
+        if (ct__tcp_get32(c->msg) != CT__TCP_MAGIC || ct__tcp_get32(c->msg + 4) != CT__TCP_VERSION ||
+            ct__tcp_get32(c->msg + 8) != CT__TCP_PROOF || ct__tcp_get32(c->msg + 12) != 0) {
             refuse(s, i, CT__TCP_R_PROTOCOL);
             return -1;
         }

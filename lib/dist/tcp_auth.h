@@ -23,9 +23,27 @@
 #ifndef CT_DIST_TCP_AUTH_H
 #define CT_DIST_TCP_AUTH_H
 
+#include <arpa/inet.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include <cputrain/cputrain.h>
+
+/* A 32-bit integer of a message, big-endian, at p (any alignment): the
+ * handshake's and those after it (tcp_wire.c). */
+static inline void ct__tcp_put32(unsigned char *p, uint32_t v)
+{
+    v = htonl(v);
+    memcpy(p, &v, 4);
+}
+
+static inline uint32_t ct__tcp_get32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return ntohl(v);
+}
 
 #define CT__TCP_MAGIC 0x43545450u /* "CTTP" */
 #define CT__TCP_VERSION 2u

@@ -2,7 +2,6 @@
  * rank 0's table or abort, and the failure notices. No I/O here. */
 #include "dist/tcp_wire.h"
 
-#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,19 +11,6 @@
 
 enum { MSG_TABLE = 2, MSG_ABORT = 3 };
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    v = htonl(v);
-    memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return ntohl(v);
-}
-
 size_t ct__tcp_table_bytes(int world)
 {
     return CT__TCP_TABLE_HEAD + (size_t)world * CT__TCP_ADDR_BYTES;
@@ -32,12 +18,12 @@ size_t ct__tcp_table_bytes(int world)
 
 void ct__tcp_put_table(unsigned char *out, const ct__tcp_addr *table, int world)
 {
-    put32(out, CT__TCP_MAGIC);
-    put32(out + 4, MSG_TABLE);
-    put32(out + 8, (uint32_t)world);
+    ct__tcp_put32(out, CT__TCP_MAGIC);
+    ct__tcp_put32(out + 4, MSG_TABLE);
+    ct__tcp_put32(out + 8, (uint32_t)world);
     for (int r = 0; r < world; r++) {
         unsigned char *e = out + ct__tcp_table_bytes(r);
-        put32(e, (uint32_t)table[r].port);
+        ct__tcp_put32(e, (uint32_t)table[r].port);
         memset(e + 4, 0, CT__TCP_HOST_LEN);
         memcpy(e + 4, table[r].host, strnlen(table[r].host, CT__TCP_HOST_LEN - 1));
     }
@@ -46,9 +32,9 @@ void ct__tcp_put_table(unsigned char *out, const ct__tcp_addr *table, int world)
 size_t ct__tcp_put_abort(unsigned char *out, const char *text)
 {
     size_t len = strnlen(text, CT__TCP_ABORT_MAX);
-    put32(out, CT__TCP_MAGIC);
-    put32(out + 4, MSG_ABORT);
-    put32(out + 8, (uint32_t)len);
+    ct__tcp_put32(out, CT__TCP_MAGIC);
+    ct__tcp_put32(out + 4, MSG_ABORT);
+    ct__tcp_put32(out + 8, (uint32_t)len);
     memcpy(out + CT__TCP_TABLE_HEAD, text, len);
     return CT__TCP_TABLE_HEAD + len;
 }
@@ -56,7 +42,7 @@ size_t ct__tcp_put_abort(unsigned char *out, const char *text)
 /* Entry r of a complete table, checked, into *a. */
 static int parse_entry(const unsigned char *e, int r, ct__tcp_addr *a)
 {
-    uint32_t port = get32(e);
+    uint32_t port = ct__tcp_get32(e);
     const unsigned char *host = e + 4;
     /* Rank 0 is authenticated, yet a wrong entry must not crash us. */
     if (port < 1 || port > 65535 || !ct__tcp_nul_padded(host, CT__TCP_HOST_LEN))
@@ -79,9 +65,9 @@ int ct__tcp_parse_table(const unsigned char *in, size_t have, int world, ct__tcp
     m->text[0] = '\0';
     if (have < CT__TCP_TABLE_HEAD)
         return 0;
-    kind = get32(in + 4);
-    len = get32(in + 8);
-    if (get32(in) != CT__TCP_MAGIC) {
+    kind = ct__tcp_get32(in + 4);
+    len = ct__tcp_get32(in + 8);
+    if (ct__tcp_get32(in) != CT__TCP_MAGIC) {
         ct__error(CT_ERR_DIST, "tcp open: rank 0 sent garbage");
         return -1;
     }
@@ -120,8 +106,8 @@ int ct__tcp_parse_table(const unsigned char *in, size_t have, int world, ct__tcp
 size_t ct__tcp_put_notice(unsigned char *out, const char *text)
 {
     size_t len = strnlen(text, CT__TCP_NOTICE_MAX);
-    put32(out, CT__TCP_MAGIC);
-    put32(out + 4, (uint32_t)len);
+    ct__tcp_put32(out, CT__TCP_MAGIC);
+    ct__tcp_put32(out + 4, (uint32_t)len);
     memcpy(out + CT__TCP_NOTICE_HEAD, text, len);
     return CT__TCP_NOTICE_HEAD + len;
 }
@@ -134,10 +120,10 @@ int ct__tcp_parse_notice(const unsigned char *in, size_t have, size_t *need,
     text[0] = '\0';
     if (have < CT__TCP_NOTICE_HEAD)
         return 0;
-    len = get32(in + 4);
+    len = ct__tcp_get32(in + 4);
     /* An empty notice explains nothing: the caller falls back on naming
      * the link's peer, as for one that is not a notice at all. */
-    if (get32(in) != CT__TCP_MAGIC || len == 0 || len > CT__TCP_NOTICE_MAX)
+    if (ct__tcp_get32(in) != CT__TCP_MAGIC || len == 0 || len > CT__TCP_NOTICE_MAX)
         return -1;
     *need = CT__TCP_NOTICE_HEAD + len;
     if (have < *need)
