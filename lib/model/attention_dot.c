@@ -8,12 +8,14 @@
  * Words hold bf16 pairs along the sum's index (kernels/attn_tile.h):
  * kt, vt [HDp/2][Tp] (B of q k^T and dctx v^T), kv, vv [ceil(T/2)][HD]
  * (B of dS k and Pd v), rows: bf16 rows of k or v while kt, vt are built;
- * qb, db: the tile's q and dctx as bf16 rows [TILE][HDp] (A operands), qv,
- * dv [TILE/2][HD] (B of dS^T q and Pd^T dctx); p, pd, dp as attention.c's; pb: a
- * [TILE][Tp] bf16 row tile (A of Pd v, dS k); tv [TILE/2][Tp] words (Pd^T,
- * dS^T as A). */
+ * qb, db: the tile's q and dctx as bf16 rows [TILE][HDp] (A operands); qv,
+ * dv [ceil(T/2)][HD]: the whole head's q and dctx in pairs along the query
+ * (B of dS^T q and Pd^T dctx); p, pd, dp as attention.c's; pb: a [TILE][Tp]
+ * bf16 row tile (A of Pd v, dS k); dsp, pdp [ceil(T/2)][Tp]: the whole
+ * head's dS and Pd in pairs along the query (A of dS^T q and Pd^T dctx,
+ * read transposed). */
 typedef struct dot_layout {
-    size_t kt, vt, kv, vv, rows, qb, db, qv, dv, p, pd, dp, pb, tv, d, total;
+    size_t kt, vt, kv, vv, rows, qb, db, qv, dv, p, pd, dp, pb, dsp, pdp, d, total;
 } dot_layout;
 
 static dot_layout dot_plan(const ct__attn *a, int T, int backward)
@@ -30,13 +32,14 @@ static dot_layout dot_plan(const ct__attn *a, int T, int backward)
     TAKE(rows, (size_t)T * HDp / 2);
     TAKE(qb, (size_t)TILE * HDp / 2);
     TAKE(db, backward ? (size_t)TILE * HDp / 2 : 0);
-    TAKE(qv, backward ? (size_t)TILE / 2 * HD : 0);
-    TAKE(dv, backward ? (size_t)TILE / 2 * HD : 0);
+    TAKE(qv, backward ? T2 * HD : 0);
+    TAKE(dv, backward ? T2 * HD : 0);
     TAKE(p, (size_t)TILE * Tp);
     TAKE(pd, backward && drop ? (size_t)TILE * Tp : 0);
     TAKE(dp, backward ? (size_t)TILE * Tp : 0);
     TAKE(pb, (size_t)TILE * Tp / 2);
-    TAKE(tv, backward ? (size_t)TILE / 2 * Tp : 0);
+    TAKE(dsp, backward ? T2 * Tp : 0);
+    TAKE(pdp, backward ? T2 * Tp : 0);
     TAKE(d, backward ? TILE : 0);
 #undef TAKE
     l.total = o;
@@ -72,6 +75,16 @@ static void prefetch_rows(const float *p, size_t ld, int rows, int cols)
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c += 16)
             __builtin_prefetch(p + (size_t)r * ld + c, 0, 2);
+}
+
+/* The same for rows about to be written: backward's dk and dv are stored
+ * by the products at the end of a task, and on a short sequence those are
+ * too short to hide each line's fetch for writing. */
+static void prefetch_rows_for_write(float *p, size_t ld, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += 16)
+            __builtin_prefetch(p + (size_t)r * ld + c, 1, 2);
 }
 
 /* The forward with bf16 dot products: the same steps as fwd_task with
@@ -110,7 +123,13 @@ void ct__attn_dot_forward(const ct__attn_job *J, float *w, int s, int h)
     }
 }
 
-/* The backward with bf16 dot products (bwd_task's steps, packed operands). */
+/* The backward with bf16 dot products (bwd_task's steps, packed operands).
+ * dK and dV are sums over every query: the tiles keep their dS and Pd in
+ * pairs along the query, and after the last tile dK = dS^T q and dV = Pd^T
+ * dctx are each one product over the whole sequence (summed tile by tile,
+ * their C was loaded and stored again for every tile: an AMX Xeon, one
+ * thread, 0.83x the backward's time on SQuAD-like lengths, attn_bench;
+ * vdpbf16ps's kernel unchanged within noise). */
 void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
 {
     const ct__attn *a = J->a;
@@ -126,47 +145,53 @@ void ct__attn_dot_backward(const ct__attn_job *J, float *w, int s, int h)
     float *dq = J->dq + off, *dk = J->dk + off, *dv = J->dv + off;
     float *P = w + L.p, *dP = w + L.dp, *D = w + L.d, *Pd = a->dropout > 0 ? w + L.pd : NULL;
     uint32_t *W = (uint32_t *)w, *kt = W + L.kt, *vt = W + L.vt, *kv = W + L.kv;
-    uint32_t *qb = W + L.qb, *db = W + L.db, *qv = W + L.qv, *dcv = W + L.dv, *tv = W + L.tv;
+    uint32_t *qb = W + L.qb, *db = W + L.db, *qv = W + L.qv, *dcv = W + L.dv;
+    uint32_t *dsp = W + L.dsp, *pdp = W + L.pdp;
     ct__bf16 *pb = (ct__bf16 *)(W + L.pb);
 
     prefetch_rows(k, (size_t)ld, T, HD);
     prefetch_rows(v, (size_t)ld, T, HD);
-    prefetch_rows(q, (size_t)ld, T < TILE ? T : TILE, HD);
-    prefetch_rows(dctx, (size_t)ld, T < TILE ? T : TILE, HD);
+    prefetch_rows(q, (size_t)ld, T, HD);
+    prefetch_rows(dctx, (size_t)ld, T, HD);
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, k, (size_t)ld, T, HD);
     t->transpose32(kt, (int)Tp, W + L.rows, H2, T, H2); /* pair p of row j at (p, j) */
     rows_bf16(a, (ct__bf16 *)(W + L.rows), 2 * (size_t)H2, v, (size_t)ld, T, HD);
     t->transpose32(vt, (int)Tp, W + L.rows, H2, T, H2);
     t->pack_pairs(kv, HD, k, ld, T, HD);
+    t->pack_pairs(qv, HD, q, ld, T, HD);
+    t->pack_pairs(dcv, HD, dctx, ld, T, HD);
     for (int i0 = 0; i0 < T; i0 += TILE) {
-        int R = T - i0 < TILE ? T - i0 : TILE, R2 = (R + 1) / 2;
-        int acc = i0 > 0; /* dk, dv sum over the tiles */
-        const float *qa = q + (size_t)i0 * ld, *da = dctx + (size_t)i0 * ld;
-        int next = T - i0 - R < TILE ? T - i0 - R : TILE;
-        /* ctx's rows for the row terms below, q's and dctx's of the next tile */
+        int R = T - i0 < TILE ? T - i0 : TILE;
+        const float *da = dctx + (size_t)i0 * ld;
+        size_t at = (size_t)i0 / 2 * Tp; /* TILE is even: the tile's first pair */
+        /* ctx's rows for the row terms below; on a short sequence as many
+         * rows of dk and dv, spread over the tiles so as not to crowd the
+         * reads (an AMX Xeon, 2 threads: 0.95x the backward's time at 146
+         * tokens, 0.98x at 256, but 1.06x at 384) */
         prefetch_rows(ctxo + (size_t)i0 * ld, (size_t)ld, R, HD);
-        prefetch_rows(qa + (size_t)R * ld, (size_t)ld, next, HD);
-        prefetch_rows(da + (size_t)R * ld, (size_t)ld, next, HD);
-        rows_bf16(a, (ct__bf16 *)qb, 2 * (size_t)H2, qa, (size_t)ld, R, HD);
+        if (T <= 4 * TILE) {
+            prefetch_rows_for_write(dk + (size_t)i0 * ld, (size_t)ld, R, HD);
+            prefetch_rows_for_write(dv + (size_t)i0 * ld, (size_t)ld, R, HD);
+        }
+        rows_bf16(a, (ct__bf16 *)qb, 2 * (size_t)H2, q + (size_t)i0 * ld, (size_t)ld, R, HD);
         rows_bf16(a, (ct__bf16 *)db, 2 * (size_t)H2, da, (size_t)ld, R, HD);
-        t->pack_pairs(qv, HD, qa, ld, R, HD);
-        t->pack_pairs(dcv, HD, da, ld, R, HD);
         /* P again, from the scores and the forward's lse, and Pd */
         ct__attn_drop drop;
         t->mm_bf16(P, (int)Tp, qb, H2, 1, kt, (int)Tp, R, T, H2, 0);
         t->probs_rows(P, Pd, lse + i0, P, (int)Tp, R, T, a->scale,
                       ct__attn_tile_drop(a, &drop, s, h, T, i0));
-        /* dPd = dctx V^T; dV += Pd^T dctx */
+        /* dPd = dctx V^T */
         t->mm_bf16(dP, (int)Tp, db, H2, 1, vt, (int)Tp, R, T, H2, 0);
-        t->pack_pairs(tv, (int)Tp, Pd ? Pd : P, (int)Tp, R, T);
-        t->mm_bf16(dv, ld, tv, 1, (int)Tp, dcv, HD, T, HD, R2, acc);
+        t->pack_pairs(pdp + at, (int)Tp, Pd ? Pd : P, (int)Tp, R, T);
         /* dS, scaled, also as bf16 rows (pb: Tp > T when T is odd) */
         ct__attn_row_terms(a, D, da, ctxo + (size_t)i0 * ld, R);
         t->dsoftmax_rows(dP, Pd, P, D, (int)Tp, R, T, a->scale, a->dropout, 0, pb, (int)Tp);
-        /* dQ = dS K; dK += dS^T Q */
+        /* dQ = dS K */
         t->mm_bf16(dq + (size_t)i0 * ld, ld, (const uint32_t *)pb, (int)Tp / 2, 1, kv, HD, R,
                    HD, T2, 0);
-        t->pack_pairs(tv, (int)Tp, dP, (int)Tp, R, T);
-        t->mm_bf16(dk, ld, tv, 1, (int)Tp, qv, HD, T, HD, R2, acc);
+        t->pack_pairs(dsp + at, (int)Tp, dP, (int)Tp, R, T);
     }
+    /* dV = Pd^T dctx, dK = dS^T q */
+    t->mm_bf16(dv, ld, pdp, 1, (int)Tp, dcv, HD, T, HD, T2, 0);
+    t->mm_bf16(dk, ld, dsp, 1, (int)Tp, qv, HD, T, HD, T2, 0);
 }
