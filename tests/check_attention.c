@@ -261,9 +261,10 @@ static void compare(const prob *p, const ref *r, double tol, const char *level)
     ck_assert_msg(le <= tol, "lse at %s: error %g > %g", level, le, tol);
 }
 
-/* Lengths: a 0 and a 1, one past two tiles of 64, others not a multiple of
- * 16 (the vector width) either. */
-static const int LENS[] = {37, 1, 0, 150, 5, 64};
+/* Lengths: a 0 and a 1, one past two tiles of 64 and one past two whose
+ * last tile has an odd number of rows (its last pair along the query ends
+ * in a zero), others not a multiple of 16 (the vector width) either. */
+static const int LENS[] = {37, 1, 0, 150, 5, 64, 131};
 #define NLENS ((int)(sizeof LENS / sizeof LENS[0]))
 
 /* Forward asked for ctx's bf16 copy too: ctx's bits rounded, the padding
