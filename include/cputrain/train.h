@@ -130,7 +130,8 @@ CT_API ct_status ct_trainer_set_train_dataset(ct_trainer *trainer, const ct_data
  * ranks) is the same on every rank. Progress and evaluation callbacks run on
  * every rank (install ct_progress_to_terminal on rank 0 only); a progress
  * callback asking to stop stops every rank at the next optimizer step.
- * `dist` must outlive the trainer. */
+ * `dist` must outlive the trainer. Fails only out of memory (one word per
+ * rank, for the ranks' agreement on each step only some of them do). */
 CT_API ct_status ct_trainer_set_dist(ct_trainer *trainer, ct_dist *dist);
 CT_API ct_status ct_trainer_set_progress_callback(ct_trainer *trainer, ct_progress_fn fn,
                                                   void *user);

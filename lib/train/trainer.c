@@ -83,6 +83,7 @@ void ct_trainer_free(ct_trainer *t)
     ct__trainer_clear_metrics(t);
     free(t->history_text);
     free(t->best_model_checkpoint);
+    free(t->verdicts);
     ct__mlm_free(t->mlm);
     free(t->mlm);
     free(t);
@@ -101,10 +102,17 @@ ct_status ct_trainer_set_train_dataset(ct_trainer *t, const ct_dataset *d)
 
 ct_status ct_trainer_set_dist(ct_trainer *t, ct_dist *dist)
 {
+    int world;
+    int32_t *verdicts = NULL;
     CT__CHECK_ARG(t);
+    world = ct_dist_world_size(dist);
+    if (world > 1 && !(verdicts = malloc((size_t)world * sizeof *verdicts)))
+        return ct__error(CT_ERR_NOMEM, "out of memory for %d ranks' verdicts", world);
+    free(t->verdicts);
+    t->verdicts = verdicts;
     t->dist = dist;
     t->rank = ct_dist_rank(dist);
-    t->world = ct_dist_world_size(dist);
+    t->world = world;
     t->local_rank = ct_dist_local_rank(dist);
     return CT_OK;
 }

@@ -48,6 +48,10 @@ struct ct_trainer {
     ct_dist *dist;
     struct ct__ddp *ddp;
     int rank, world, local_rank;
+    /* [world] with world > 1: ct__trainer_all_agree's every rank's
+     * verdict, made when the ct_dist is set, so that agreeing never
+     * depends on an allocation the other ranks would wait on */
+    int32_t *verdicts;
     int stop_requested; /* a progress callback asked to stop (world > 1) */
     /* ct_trainer_cancel's request: set from signal handlers and other
      * threads, so a lock-free atomic and nothing else. */

@@ -154,21 +154,18 @@ static ct_status final_save(ct_trainer *t, double runtime)
  * error text, or "rank r could not <what> (see its log)". */
 ct_status ct__trainer_all_agree(ct_trainer *t, ct_status verdict, const char *what)
 {
-    int32_t mine = (int32_t)verdict, *all;
+    int32_t mine = (int32_t)verdict, *all = t->verdicts;
     char saved_error[1024];
     ct_status st;
     if (t->world == 1)
         return verdict;
     snprintf(saved_error, sizeof saved_error, "%s", ct_last_error());
-    if (!(all = malloc((size_t)t->world * sizeof *all)))
-        return ct__error(CT_ERR_NOMEM, "out of memory");
     st = ct_dist_allgather(t->dist, &mine, sizeof mine, all);
     for (int r = 0; st == CT_OK && r < t->world; r++)
         if (all[r] != CT_OK)
             st = r == t->rank ? ct__error((ct_status)mine, "%s", saved_error)
                               : ct__error((ct_status)all[r], "rank %d could not %s (see its log)",
                                           r, what);
-    free(all);
     return st;
 }
 
